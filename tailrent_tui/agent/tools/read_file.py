@@ -1,0 +1,113 @@
+"""read_file(path, start?, end?): a file's text, or a 1-based inclusive range of its lines.
+
+Rung 1 keeps the first `read_file_max_lines` lines of the asked range (and no
+more than `read_file_max_bytes` bytes); it loses the lines after them, and the
+cut line names the `start=` that reads the next range. The file is streamed,
+so a huge file costs only the range that is kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tailrent_tui.agent.tools.base import (
+    ToolContext,
+    ToolError,
+    ToolOutcome,
+    ToolSpec,
+    decode_output,
+    fmt_n,
+    outcome,
+)
+from tailrent_tui.agent.workspace import display_path, resolve_in_workspace
+
+_PIECE = 1024 * 1024
+
+SPEC = ToolSpec(
+    name="read_file",
+    description=(
+        "Read a text file in the workspace. Optionally only lines start..end "
+        "(1-based, inclusive). Long files are cut; the last line then says how to read on."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "file path, relative to the workspace"},
+            "start": {"type": "integer", "description": "first line to read (1-based)", "minimum": 1},
+            "end": {"type": "integer", "description": "last line to read (inclusive)", "minimum": 1},
+        },
+        "required": ["path"],
+    },
+)
+
+
+def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    real = resolve_in_workspace(ctx.root, args["path"])
+    shown = display_path(ctx.root, real)
+    start = args.get("start") or 1
+    end = args.get("end")
+    if start < 1:
+        raise ToolError(f"start must be 1 or more (got {start})")
+    if end is not None and end < start:
+        raise ToolError(f"end ({end}) is before start ({start})")
+    if real.is_dir():
+        raise ToolError(f"{shown} is a directory; use list_dir to see what it holds")
+    if not real.exists():
+        raise ToolError(f"no such file: {shown}")
+
+    max_lines = ctx.caps.read_file_max_lines
+    max_bytes = ctx.caps.read_file_max_bytes
+    kept = bytearray()
+    lines_kept = 0
+    total = 0
+    byte_cut = False
+    at_line_start = True
+    with real.open("rb") as fh:
+        # Read in bounded pieces rather than whole lines, so one giant line
+        # (minified JS, a binary blob) cannot pull the whole file into memory.
+        while piece := fh.readline(_PIECE):
+            if at_line_start:
+                total += 1
+            starts_line = at_line_start
+            at_line_start = piece.endswith(b"\n")
+            if total < start or (end is not None and total > end) or byte_cut:
+                continue
+            if starts_line:
+                if lines_kept >= max_lines:
+                    continue
+                lines_kept += 1
+            elif total != start + lines_kept - 1:
+                continue
+            room = max_bytes - len(kept)
+            if len(piece) > room:
+                kept += piece[:room]
+                byte_cut = True
+                continue
+            kept += piece
+
+    if total == 0:
+        return outcome(f"({shown} is empty)", meta={"path": shown, "lines": 0})
+    if start > total:
+        raise ToolError(f"start {start} is past the end of {shown} ({fmt_n(total)} lines)")
+
+    last_asked = total if end is None else min(end, total)
+    last_kept = start + lines_kept - 1
+    cut = None
+    if byte_cut:
+        cut = (
+            f"[read_file: showing lines {fmt_n(start)}-{fmt_n(last_kept)} of {fmt_n(total)}, "
+            f"line {fmt_n(last_kept)} cut at the {fmt_n(max_bytes)}-byte cap; "
+            f"read the next range with start={last_kept + 1}, or grep for what you need]"
+        )
+    elif last_kept < last_asked:
+        cut = (
+            f"[read_file: showing lines {fmt_n(start)}-{fmt_n(last_kept)} of {fmt_n(total)} "
+            f"({fmt_n(max_lines)}-line cap); read the next range with start={last_kept + 1}]"
+        )
+    text, binary = decode_output(bytes(kept), truncated=byte_cut)
+    return outcome(
+        text,
+        cut=cut,
+        binary_bytes=len(kept) if binary else None,
+        meta={"path": shown, "lines": total, "start": start, "end": last_kept},
+    )

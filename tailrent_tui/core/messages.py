@@ -1,0 +1,198 @@
+"""Messages and the events that change a session.
+
+The session's state is a fold over its events: every change (a message added,
+a pin, a spill, a fold) is an event, the store appends it to the journal, and
+replaying the journal rebuilds the session exactly.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from enum import StrEnum
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class Kind(StrEnum):
+    """What a message is, as far as the ladder is concerned."""
+
+    chat = "chat"
+    tool_result = "tool_result"
+    spill_pointer = "spill_pointer"
+    fold_summary = "fold_summary"
+    delegate_result = "delegate_result"
+    memory_pointer = "memory_pointer"
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+class ToolCall(BaseModel):
+    """A tool call the model asked for (arguments already parsed)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Message(BaseModel):
+    """One message of the transcript. `tokens` is counted once, at creation."""
+
+    id: str = Field(default_factory=new_id)
+    role: Role
+    content: str
+    kind: Kind = Kind.chat
+    pinned: bool = False
+    tokens: int = 0
+    created: float = Field(default_factory=time.time)
+    fold_depth: int = 0
+    folded_ids: list[str] = Field(default_factory=list)
+    tool: str | None = None
+    tool_call_id: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    spill_id: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def first_line(self) -> str:
+        line = self.content.strip().splitlines()[0] if self.content.strip() else ""
+        return line
+
+
+class _Event(BaseModel):
+    at: float = Field(default_factory=time.time)
+
+
+class MessageAdded(_Event):
+    type: Literal["message_added"] = "message_added"
+    message: Message
+    auto_pinned: str | None = Field(
+        default=None, description="the decision pattern that pinned it on arrival, if any"
+    )
+
+
+class Pinned(_Event):
+    type: Literal["pinned"] = "pinned"
+    id: str
+    auto: bool = False
+
+
+class Unpinned(_Event):
+    type: Literal["unpinned"] = "unpinned"
+    id: str
+
+
+class Spilled(_Event):
+    """A message's content moved to a spill file; a pointer took its place."""
+
+    type: Literal["spilled"] = "spilled"
+    id: str
+    spill_id: str
+    tool: str
+    location: str
+    tokens_before: int
+    pointer: str
+    pointer_tokens: int
+
+
+class FoldRecord(BaseModel):
+    """What one fold did: the span, the summary, the tokens, the facts."""
+
+    fold_no: int
+    span_ids: list[str]
+    position: int = Field(description="transcript index where the summary now sits")
+    summary: Message
+    tokens_before: int = Field(description="tokens of the folded span")
+    tokens_after: int = Field(description="tokens of the summary")
+    context_before: int
+    context_after: int
+    depth: int
+    facts: list[str] = Field(default_factory=list)
+    facts_dropped: list[str] = Field(
+        default_factory=list, description="facts of the span the summarizer left out"
+    )
+    facts_lost: list[str] = Field(
+        default_factory=list, description="facts missing from the summary as applied (after repair)"
+    )
+    facts_repaired: list[str] = Field(default_factory=list)
+    repair_tokens: int = 0
+    trigger: str = "manual"
+    summarizer: str = ""
+    guard: str = "report"
+
+
+class Folded(_Event):
+    type: Literal["folded"] = "folded"
+    fold: FoldRecord
+
+
+class FoldSkipped(_Event):
+    """A fold was asked for and did nothing: the reason says why."""
+
+    type: Literal["fold_skipped"] = "fold_skipped"
+    reason: str
+    trigger: str = "manual"
+
+
+class WatchAdded(_Event):
+    type: Literal["watch_added"] = "watch_added"
+    word: str
+
+
+class WatchRemoved(_Event):
+    type: Literal["watch_removed"] = "watch_removed"
+    word: str
+
+
+class UsageRecorded(_Event):
+    """A model request: what the rent model predicted and what the server measured."""
+
+    type: Literal["usage_recorded"] = "usage_recorded"
+    request_no: int
+    context_tokens: int
+    predicted_cached: int = 0
+    predicted_evaluated: int = 0
+    predicted_usd: float = 0.0
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    evaluated_tokens: int | None = None
+    output_tokens: int | None = None
+    prompt_ms: float | None = None
+    generation_ms: float | None = None
+    done_reason: str | None = None
+    model: str | None = None
+    sub_session: str | None = Field(default=None, description="set for a delegate's requests")
+
+
+class Note(_Event):
+    """Free-form session note (a resume, a cancelled reply, a model switch)."""
+
+    type: Literal["note"] = "note"
+    text: str
+    level: Literal["info", "warning", "error"] = "info"
+
+
+Event = Annotated[
+    Union[
+        MessageAdded,
+        Pinned,
+        Unpinned,
+        Spilled,
+        Folded,
+        FoldSkipped,
+        WatchAdded,
+        WatchRemoved,
+        UsageRecorded,
+        Note,
+    ],
+    Field(discriminator="type"),
+]
+
+EventAdapter: TypeAdapter[Event] = TypeAdapter(Event)

@@ -1,0 +1,352 @@
+"""The session: an ordered transcript with running totals, changed only by events.
+
+Every command (`add`, `pin`, `unpin`, and the rungs that call `emit`) builds an
+event and applies it; `apply` is the only code that mutates state, so replaying
+a journal through `apply` rebuilds the session exactly. Totals are kept
+incrementally: adding a message costs O(1) however long the transcript is (the
+article's harness re-sums the transcript on every add, which makes a long
+session quadratic).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tailrent_tui.core.messages import (
+    Event,
+    Folded,
+    FoldRecord,
+    FoldSkipped,
+    Kind,
+    Message,
+    MessageAdded,
+    Note,
+    Pinned,
+    Role,
+    Spilled,
+    ToolCall,
+    Unpinned,
+    UsageRecorded,
+    WatchAdded,
+    WatchRemoved,
+)
+from tailrent_tui.core.tokens import TokenCounter, get_counter
+
+
+class SessionError(ValueError):
+    """A command the session cannot carry out (unknown message, bad state)."""
+
+
+class DecisionMatcher(Protocol):
+    def match(self, text: str) -> str | None: ...
+
+
+_POINTER_KINDS = (Kind.spill_pointer, Kind.memory_pointer, Kind.delegate_result)
+
+
+@dataclass
+class ContextTotals:
+    """Token totals of the transcript by role in the ladder, kept incrementally."""
+
+    transcript: int = 0
+    pinned: int = 0
+    summaries: int = 0
+    pointers: int = 0
+    messages: int = 0
+
+    @property
+    def live(self) -> int:
+        """Unpinned, non-summary, non-pointer tokens: the foldable live tail."""
+        return self.transcript - self.pinned - self.summaries - self.pointers
+
+    def _account(self, m: Message, sign: int) -> None:
+        t = sign * m.tokens
+        self.transcript += t
+        self.messages += sign
+        if m.pinned:
+            self.pinned += t
+        elif m.kind == Kind.fold_summary:
+            self.summaries += t
+        elif m.kind in _POINTER_KINDS:
+            self.pointers += t
+
+
+@dataclass
+class Session:
+    """One conversation's context, as the engine sees it.
+
+    `system` and `tool_schema_tokens` form the head of every request; the
+    transcript follows. `window` is the model's context window in tokens.
+    """
+
+    counter: TokenCounter = field(default_factory=lambda: get_counter("cl100k"))
+    system: str = ""
+    window: int = 32768
+    tool_schema_tokens: int = 0
+    decisions: DecisionMatcher | None = None
+    clock: Callable[[], float] = time.time
+    id: str = ""
+
+    def __post_init__(self) -> None:
+        self._messages: list[Message] = []
+        self._index: dict[str, Message] = {}
+        self.totals = ContextTotals()
+        self.folds: list[FoldRecord] = []
+        self.skipped: list[FoldSkipped] = []
+        self.spills: dict[str, Spilled] = {}
+        self.watch: list[str] = []
+        self.usage: list[UsageRecorded] = []
+        self.notes: list[Note] = []
+        self.user_unpinned: set[str] = set()
+        self.listeners: list[Callable[[Event], None]] = []
+        self.system_tokens = self.counter.count(self.system)
+
+    # -- reading -----------------------------------------------------------
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        return self._messages
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def get(self, message_id: str) -> Message:
+        try:
+            return self._index[message_id]
+        except KeyError:
+            raise SessionError(f"no message with id {message_id!r} in this session") from None
+
+    def __contains__(self, message_id: object) -> bool:
+        return message_id in self._index
+
+    def index_of(self, message_id: str) -> int:
+        m = self.get(message_id)
+        for i, other in enumerate(self._messages):
+            if other is m:
+                return i
+        raise SessionError(f"message {message_id!r} is indexed but not in the transcript")
+
+    @property
+    def head_tokens(self) -> int:
+        """System prompt plus tool schema: the part of the context before the transcript."""
+        return self.system_tokens + self.tool_schema_tokens
+
+    @property
+    def context_tokens(self) -> int:
+        """Tokens of the context that would be sent now (head + transcript)."""
+        return self.head_tokens + self.totals.transcript
+
+    @property
+    def pinned(self) -> list[Message]:
+        return [m for m in self._messages if m.pinned]
+
+    def count(self, text: str) -> int:
+        return self.counter.count(text)
+
+    # -- events ------------------------------------------------------------
+
+    def emit(self, event: Event) -> Event:
+        """Apply an event and tell the listeners (the journal, the UI)."""
+        self.apply(event)
+        for listener in list(self.listeners):
+            listener(event)
+        return event
+
+    def apply(self, event: Event) -> None:
+        """The only mutator: replaying events through here rebuilds the session."""
+        handler = getattr(self, f"_apply_{event.type}")
+        handler(event)
+
+    def _apply_message_added(self, e: MessageAdded) -> None:
+        # A copy, so that later pins and spills never alter the event already journaled.
+        m = e.message.model_copy()
+        if m.id in self._index:
+            raise SessionError(f"message id {m.id!r} added twice")
+        self._messages.append(m)
+        self._index[m.id] = m
+        self.totals._account(m, +1)
+        if m.kind == Kind.spill_pointer and m.spill_id:
+            self.spills[m.spill_id] = Spilled(
+                id=m.id,
+                spill_id=m.spill_id,
+                tool=m.tool or m.role,
+                location=str(m.meta.get("spill_location", "")),
+                tokens_before=int(m.meta.get("spilled_tokens", 0)),
+                pointer=m.content,
+                pointer_tokens=m.tokens,
+                at=m.created,
+            )
+
+    def _set_pinned(self, message_id: str, pinned: bool) -> None:
+        m = self.get(message_id)
+        if m.pinned == pinned:
+            return
+        self.totals._account(m, -1)
+        m.pinned = pinned
+        self.totals._account(m, +1)
+
+    def _apply_pinned(self, e: Pinned) -> None:
+        self._set_pinned(e.id, True)
+        self.user_unpinned.discard(e.id)
+
+    def _apply_unpinned(self, e: Unpinned) -> None:
+        self._set_pinned(e.id, False)
+        self.user_unpinned.add(e.id)
+
+    def _apply_spilled(self, e: Spilled) -> None:
+        m = self.get(e.id)
+        self.totals._account(m, -1)
+        m.content = e.pointer
+        m.tokens = e.pointer_tokens
+        m.kind = Kind.spill_pointer
+        m.spill_id = e.spill_id
+        m.tool = m.tool or e.tool
+        self.totals._account(m, +1)
+        self.spills[e.spill_id] = e
+
+    def _apply_folded(self, e: Folded) -> None:
+        f = e.fold
+        span = set(f.span_ids)
+        missing = [i for i in f.span_ids if i not in self._index]
+        if missing:
+            raise SessionError(f"fold #{f.fold_no} names messages not in the transcript: {missing}")
+        kept: list[Message] = []
+        for m in self._messages:
+            if m.id in span:
+                self.totals._account(m, -1)
+                del self._index[m.id]
+            else:
+                kept.append(m)
+        summary = f.summary.model_copy(deep=True)
+        position = min(max(f.position, 0), len(kept))
+        kept.insert(position, summary)
+        self._messages = kept
+        self._index[summary.id] = summary
+        self.totals._account(summary, +1)
+        self.folds.append(f)
+
+    def _apply_fold_skipped(self, e: FoldSkipped) -> None:
+        self.skipped.append(e)
+
+    def _apply_watch_added(self, e: WatchAdded) -> None:
+        if e.word.lower() not in (w.lower() for w in self.watch):
+            self.watch.append(e.word)
+
+    def _apply_watch_removed(self, e: WatchRemoved) -> None:
+        self.watch = [w for w in self.watch if w.lower() != e.word.lower()]
+
+    def _apply_usage_recorded(self, e: UsageRecorded) -> None:
+        self.usage.append(e)
+
+    def _apply_note(self, e: Note) -> None:
+        self.notes.append(e)
+
+    # -- commands ----------------------------------------------------------
+
+    def make_message(
+        self,
+        role: Role,
+        content: str,
+        *,
+        kind: Kind = Kind.chat,
+        pinned: bool = False,
+        tool: str | None = None,
+        tool_call_id: str | None = None,
+        tool_calls: Iterable[ToolCall] = (),
+        meta: dict[str, Any] | None = None,
+        at: float | None = None,
+    ) -> Message:
+        """A message with its tokens counted once, not yet in the transcript."""
+        if not isinstance(content, str):
+            raise SessionError(f"message content must be text, got {type(content).__name__}")
+        calls = list(tool_calls)
+        tokens = self.counter.count(content)
+        if calls:
+            tokens += sum(self.counter.count(c.name) + self.counter.count(str(c.arguments)) for c in calls)
+        return Message(
+            role=role,
+            content=content,
+            kind=kind,
+            pinned=pinned,
+            tokens=tokens,
+            created=self.clock() if at is None else at,
+            tool=tool,
+            tool_call_id=tool_call_id,
+            tool_calls=calls,
+            meta=meta or {},
+        )
+
+    def add(
+        self,
+        role: Role,
+        content: str,
+        *,
+        kind: Kind = Kind.chat,
+        pinned: bool = False,
+        autopin: bool = True,
+        at: float | None = None,
+        **fields: Any,
+    ) -> Message:
+        """Append a message. Chat messages that state a decision are pinned on arrival."""
+        m = self.make_message(role, content, kind=kind, pinned=pinned, at=at, **fields)
+        return self.add_message(m, autopin=autopin)
+
+    def add_message(self, m: Message, *, autopin: bool = True) -> Message:
+        auto = None
+        if (
+            autopin
+            and not m.pinned
+            and self.decisions is not None
+            and m.kind == Kind.chat
+            and m.role in ("user", "assistant")
+        ):
+            auto = self.decisions.match(m.content)
+            if auto is not None:
+                m.pinned = True
+        self.emit(MessageAdded(message=m, auto_pinned=auto, at=m.created))
+        return self._index[m.id]
+
+    def pin(self, message_id: str) -> Pinned | None:
+        """Pin a message: no fold may touch it. None if it was already pinned."""
+        m = self.get(message_id)
+        if m.pinned:
+            return None
+        return self.emit(Pinned(id=message_id, at=self.clock()))  # type: ignore[return-value]
+
+    def unpin(self, message_id: str) -> Unpinned | None:
+        """Unpin a message; an unpinned decision is never auto-pinned again."""
+        m = self.get(message_id)
+        if not m.pinned:
+            return None
+        return self.emit(Unpinned(id=message_id, at=self.clock()))  # type: ignore[return-value]
+
+    def add_watch(self, word: str) -> WatchAdded | None:
+        word = word.strip()
+        if not word:
+            raise SessionError("a watch word cannot be empty")
+        if word.lower() in (w.lower() for w in self.watch):
+            return None
+        return self.emit(WatchAdded(word=word, at=self.clock()))  # type: ignore[return-value]
+
+    def remove_watch(self, word: str) -> WatchRemoved | None:
+        if word.lower() not in (w.lower() for w in self.watch):
+            return None
+        return self.emit(WatchRemoved(word=word, at=self.clock()))  # type: ignore[return-value]
+
+    def note(self, text: str, level: str = "info") -> Note:
+        return self.emit(Note(text=text, level=level, at=self.clock()))  # type: ignore[return-value,arg-type]
+
+    def visible_text(self) -> str:
+        """Everything that would be sent now, as one text (for probes)."""
+        return "\n".join([self.system, *(m.content for m in self._messages)])
+
+
+def replay(events: Iterable[Event], **session_kwargs: Any) -> Session:
+    """Rebuild a session from its events (the journal's job, testable without files)."""
+    session = Session(**session_kwargs)
+    for event in events:
+        session.apply(event)
+    return session

