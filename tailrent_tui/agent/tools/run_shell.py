@@ -106,6 +106,7 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     started = time.monotonic()
     deadline = started + timeout
     exited_at: float | None = None
+    sink_error: str | None = None
 
     selector = selectors.DefaultSelector()
     selector.register(fd, selectors.EVENT_READ)
@@ -132,7 +133,12 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
                 break
             total += len(chunk)
             if sink is not None:
-                sink.write(chunk)
+                try:
+                    sink.write(chunk)
+                except OSError as exc:
+                    sink_error = f"writing spill {spill_name} failed ({exc}); the command was killed"
+                    _kill_group(proc)
+                    break
                 continue
             room = cap - len(head)
             if len(chunk) <= room:
@@ -143,14 +149,24 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             if ctx.spill_sink is None:
                 _kill_group(proc)
                 break
-            sink, spill_name = ctx.spill_sink()
-            sink.write(head)
-            sink.write(chunk[room:])
+            try:
+                sink, spill_name = ctx.spill_sink()
+                sink.write(head)
+                sink.write(chunk[room:])
+            except OSError as exc:
+                # The head is still in memory: fall back to rung 1's cut
+                # rather than lose the whole result.
+                sink_error = f"could not spill the output past the cap ({exc}); the command was killed"
+                _kill_group(proc)
+                break
     finally:
         selector.close()
         proc.stdout.close()
         if sink is not None:
-            sink.close()
+            try:
+                sink.close()
+            except OSError as exc:
+                sink_error = sink_error or f"closing spill {spill_name} failed ({exc})"
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -159,7 +175,7 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     elapsed = time.monotonic() - started
 
     code = proc.returncode
-    text, binary = decode_output(bytes(head), truncated=over_cap)
+    text, binary = decode_output(head, truncated=over_cap)
     notes = []
     if code is not None and code < 0:
         notes.append(f"[exit code {code}: killed by signal {-code}]")
@@ -170,9 +186,11 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         cut = (
             f"[run_shell: timed out after {timeout:g} s; killed the process group "
             f"(pid {proc.pid}); the output so far is above"
-            + (f" and, whole, in spill {spill_name}" if spill_name else "")
+            + (f" (all of it also in spill {spill_name})" if spill_name and not sink_error else "")
             + "; pass a larger timeout= or run it in the background with its output sent to a file]"
         )
+    elif sink_error:
+        cut = f"[run_shell: output cut at the {fmt_n(cap)}-byte cap: {sink_error}]"
     elif over_cap and sink is not None:
         cut = (
             f"[run_shell: output was {fmt_n(total)} bytes; showing the first {fmt_n(len(head))} "
@@ -186,7 +204,7 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     meta = {
         "exit_code": code,
         "timed_out": timed_out,
-        "killed": timed_out or (over_cap and sink is None),
+        "killed": timed_out or (over_cap and (sink is None or sink_error is not None)),
         "bytes": total,
         "seconds": round(elapsed, 3),
         "pid": proc.pid,
@@ -199,5 +217,5 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         binary_bytes=len(head) if binary else None,
         meta=meta,
         is_error=timed_out,
-        spilled_path=spill_name,
+        spilled_path=None if sink_error else spill_name,
     )

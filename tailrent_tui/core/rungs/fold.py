@@ -198,3 +198,22 @@ def fold_to_target(
     """One big fold: the oldest unpinned span down to the target, in place."""
     span = select_span(session, target_tokens=target_tokens, keep_recent=keep_recent)
     return fold_span(session, span, summarizer=summarizer, guard=guard, archive=archive, trigger=trigger)
+
+
+class MemoryFoldArchive:
+    """Fold originals kept in memory: for tests, benchmarks and sub-sessions."""
+
+    def __init__(self) -> None:
+        self.folds: dict[int, tuple[list[Message], str, list[str]]] = {}
+
+    def write_fold(self, fold_no: int, originals: Sequence[Message], summary: str, facts_lost: Sequence[str]) -> None:
+        self.folds[fold_no] = ([m.model_copy() for m in originals], summary, list(facts_lost))
+
+    def read_originals(self, fold_no: int) -> list[Message]:
+        try:
+            return list(self.folds[fold_no][0])
+        except KeyError:
+            raise KeyError(f"fold #{fold_no} is not in the archive") from None
+
+    def fold_numbers(self) -> list[int]:
+        return sorted(self.folds)

@@ -57,7 +57,7 @@ def new_spill_id() -> str:
 
 def pointer_text(tool: str, tokens: int, spill_id: str, content: str) -> str:
     """The compact pointer left in context in place of a spilled result."""
-    flat = " ".join(content.split())
+    flat = " ".join(content[: PREVIEW_CHARS * 8].split())
     preview = flat[:PREVIEW_CHARS] + ("…" if len(flat) > PREVIEW_CHARS else "")
     return f'[spill {spill_id}] {tool}: ~{tokens:,} tokens; read_spill("{spill_id}") for the whole. Preview: {preview}'
 

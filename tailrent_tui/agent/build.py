@@ -1,0 +1,209 @@
+"""Putting an Agent together: settings, the session directory, the model, the stores.
+
+`build_agent` is synchronous so the app can call it before its event loop runs:
+it opens (or resumes) the session directory, takes its lock, replays the
+journal, and picks the model — the one asked for, else Ollama if it answers at
+OLLAMA_HOST within a short timeout, else the mock with a notice saying how to
+connect a real model. Model clients open their HTTP connections lazily, on the
+loop that uses them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tailrent_tui.agent.loop import Agent, SyncSummarizerAdapter
+from tailrent_tui.core.guard import DecisionDetector
+from tailrent_tui.core.rent import RentModel, context_items, get_price_sheet
+from tailrent_tui.core.tokens import get_counter
+from tailrent_tui.models.base import ChatModel
+from tailrent_tui.models.mock import MockExtractiveSummarizer, MockModel, ModelSummarizer
+from tailrent_tui.models.ollama import OllamaModel, ollama_host
+from tailrent_tui.models.openai import OpenAIModel, api_key_from_env
+from tailrent_tui.models.spec import parse_model_spec
+from tailrent_tui.settings import Settings, config_dir
+from tailrent_tui.store.journal import JournalWriter
+from tailrent_tui.store.paths import resolve_data_dir
+from tailrent_tui.store.sessions import (
+    SessionDir,
+    last_request_at,
+    open_session,
+    resolve_session,
+)
+
+PROBE_TIMEOUT = 0.5
+CONNECT_HOW = (
+    "start Ollama (`ollama serve`) and pass --model ollama:NAME, "
+    "or --model openai:URL for llama.cpp, vLLM or LM Studio"
+)
+
+
+class BuildError(RuntimeError):
+    """The agent could not be built (unknown session, bad model spec, a locked session)."""
+
+
+def _first_ollama_model(host: str, timeout: float) -> str | None:
+    response = httpx.get(f"{host}/api/tags", timeout=timeout)
+    response.raise_for_status()
+    models = response.json().get("models") or []
+    return models[0].get("name") if models else None
+
+
+def pick_model(settings: Settings, *, probe_timeout: float = PROBE_TIMEOUT) -> tuple[ChatModel, str | None]:
+    """The model for these settings, and a notice for the user (None when all is as asked)."""
+    read_timeout = settings.request_timeout
+    if settings.model:
+        try:
+            spec = parse_model_spec(settings.model)
+        except ValueError as exc:
+            raise BuildError(str(exc)) from None
+        if spec.kind == "mock":
+            return MockModel(spec.script), None
+        if spec.kind == "openai":
+            return OpenAIModel(spec.url or "", spec.name, api_key=api_key_from_env(), read_timeout=read_timeout), None
+        host = ollama_host(os.environ.get("OLLAMA_HOST", ""))
+        name = spec.name
+        if not name:
+            try:
+                name = _first_ollama_model(host, probe_timeout * 4)
+            except (httpx.HTTPError, ValueError) as exc:
+                raise BuildError(f"Ollama at {host} did not answer ({exc}); {CONNECT_HOW}") from None
+            if not name:
+                raise BuildError(f"the Ollama server at {host} has no models: pull one, e.g. `ollama pull llama3.2`")
+        return OllamaModel(name, host=host, num_ctx=settings.window, keep_alive=settings.keep_alive, read_timeout=read_timeout), None
+    host = ollama_host(os.environ.get("OLLAMA_HOST", ""))
+    try:
+        name = _first_ollama_model(host, probe_timeout)
+    except (httpx.HTTPError, ValueError):
+        return MockModel(), f"No model server answered at {host}: running on the mock model. To use a real model, {CONNECT_HOW}."
+    if not name:
+        return MockModel(), f"Ollama at {host} has no models (`ollama pull llama3.2`): running on the mock model meanwhile."
+    return OllamaModel(name, host=host, num_ctx=settings.window, keep_alive=settings.keep_alive, read_timeout=read_timeout), None
+
+
+def pick_summarizer(settings: Settings, model: ChatModel) -> Any:
+    choice = settings.summarizer
+    if choice == "auto":
+        choice = "extractive" if isinstance(model, MockModel) else "model"
+    if choice == "model":
+        return ModelSummarizer(model)
+    if choice == "lossy":
+        from tailrent_tui.core.summarize import LossySummarizer
+
+        return LossySummarizer()
+    return SyncSummarizerAdapter(MockExtractiveSummarizer())
+
+
+def decision_detector(settings: Settings) -> DecisionDetector | None:
+    if settings.policy not in ("ladder", "naive-pin"):
+        return None
+    if settings.decision_patterns is not None:
+        return DecisionDetector(settings.decision_patterns)
+    return DecisionDetector()
+
+
+def build_agent(
+    settings: Settings,
+    flags: dict[str, Any] | None = None,
+    *,
+    async_writer: bool = True,
+    new: bool = False,
+    title: str | None = None,
+) -> Agent:
+    """Open or create the session the flags name and the model the settings name."""
+    flags = flags or {}
+    data_dir = resolve_data_dir(settings.data_dir)
+    workspace = Path(settings.workspace or os.getcwd()).resolve()
+    if not workspace.is_dir():
+        raise BuildError(f"workspace {workspace} is not a directory")
+    model, notice = pick_model(settings)
+    detector = decision_detector(settings)
+    sd: SessionDir | None = None
+    if not new:
+        try:
+            sd = resolve_session(data_dir, continue_=bool(flags.get("continue_")), resume=flags.get("resume"))
+        except LookupError as exc:
+            raise BuildError(str(exc)) from None
+    if sd is None:
+        sd = SessionDir.create(
+            data_dir,
+            title=title or "",
+            model=getattr(model, "name", "mock"),
+            workspace=workspace,
+            policy=settings.policy,
+            window=settings.window or 32768,
+            tokenizer=settings.tokenizer,
+            system=settings.system_prompt,
+            tool_schema_tokens=tool_schema_tokens(settings.tokenizer),
+        )
+    try:
+        session, writer = open_session(sd, decisions=detector, fsync=settings.fsync, async_writer=async_writer)
+    except RuntimeError as exc:
+        raise BuildError(str(exc)) from None
+    if settings.window:
+        session.window = settings.window
+    sheet = get_price_sheet(settings.price_sheet, _user_price_files())
+    rent = RentModel(sheet)
+    last = last_request_at(session)
+    if last is not None and time.time() - last < sheet.ttl_seconds:
+        # resumed inside the TTL: the server may still hold this context
+        rent._previous = [("__head__", session.head_tokens), *context_items(session)]
+        rent._previous_at = last
+    agent = Agent(
+        session=session,
+        model=model,
+        settings=settings,
+        workspace=workspace,
+        spill_store=sd.spills(),
+        archive=sd.archive(),
+        memory=sd.memory(),
+        journal=writer,
+        session_dir=sd,
+        summarizer=pick_summarizer(settings, model),
+        notice=notice,
+        rent=rent,
+    )
+    for warning in getattr(writer, "warnings", []):
+        session.note(warning, "warning")
+    return agent
+
+
+def tool_schema_tokens(tokenizer: str) -> int:
+    """Tokens of the tool schema sent with every request (part of the head)."""
+    import json
+
+    from tailrent_tui.agent.session_tools import SESSION_TOOL_SPECS
+    from tailrent_tui.agent.tools import tool_specs
+
+    specs = [s.to_openai() for s in tool_specs()] + [s.to_openai() for s in SESSION_TOOL_SPECS]
+    return get_counter(tokenizer).count(json.dumps(specs))
+
+
+def _user_price_files() -> list[Path]:
+    path = config_dir() / "prices.toml"
+    return [path] if path.exists() else []
+
+
+def close_agent(agent: Agent) -> None:
+    """Flush the journal, cache the listing summary, release the lock (sync writer)."""
+    from tailrent_tui.store.sessions import close_session
+
+    if isinstance(agent.journal, JournalWriter):
+        close_session(agent.session, agent.journal)
+
+
+async def aclose_agent(agent: Agent) -> None:
+    """The same for the app's async writer; closes the model's HTTP client too."""
+    from tailrent_tui.store.sessions import close_session
+
+    journal = agent.journal
+    if journal is not None and hasattr(journal, "aclose"):
+        await journal.aclose()
+    if journal is not None:
+        close_session(agent.session, journal)
+    await agent.model.aclose()

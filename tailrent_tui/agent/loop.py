@@ -1,0 +1,574 @@
+"""One turn of the agent loop, and the Agent the app and `tailrent ask` share.
+
+A turn: the user's text enters the session; the model is asked for a reply
+(streamed to the caller); the server's usage is recorded against the rent
+model's prediction; tool calls run, each result passing rung 1 (the tool's
+cap) and rung 2 (spill) before it enters; the policy checks the budget after
+every message and folds when it must. Every change is a core event.
+
+Faults never cost the user's message: it is in the session (and the journal)
+before the model is called, and a failed request leaves a note and a retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from tailrent_tui.agent import session_tools
+from tailrent_tui.agent.ladder import admit_to_session
+from tailrent_tui.agent.tools import ToolContext, preview_tool, run_tool, tool_specs
+from tailrent_tui.core.messages import Kind, Message, ToolCall, UsageRecorded
+from tailrent_tui.core.rungs.fold import FoldArchive, MemoryFoldArchive, fold_span, select_span
+from tailrent_tui.core.rungs.spill import MemorySpillStore, SpillStore, spill_message
+from tailrent_tui.core.session import Session
+from tailrent_tui.core.summarize import LossySummarizer, Summarizer
+from tailrent_tui.models.base import ChatModel, TextDelta, ThinkingDelta, ToolCallChunk, Usage
+from tailrent_tui.models.errors import ModelError, ToolsUnsupported
+from tailrent_tui.settings import Settings
+
+Approval = Literal["once", "prefix", "deny"]
+MAX_STEPS = 24
+
+
+@dataclass
+class ApprovalRequest:
+    """A tool call that needs the user's word before it runs."""
+
+    tool: str
+    arguments: dict[str, Any]
+    command_prefix: str | None = None
+    diff: str | None = None
+
+
+def _noop(*_: Any) -> None:
+    return None
+
+
+async def _deny(_: ApprovalRequest) -> Approval:
+    return "deny"
+
+
+@dataclass
+class TurnCallbacks:
+    on_text: Callable[[str], None] = _noop
+    on_thinking: Callable[[str], None] = _noop
+    on_tool_call: Callable[[ToolCall], None] = _noop
+    on_tool_result: Callable[[Message], None] = _noop
+    on_notice: Callable[[str, str], None] = _noop
+    on_reply_start: Callable[[], None] = _noop
+    approve: Callable[[ApprovalRequest], Awaitable[Approval]] = _deny
+
+
+@dataclass
+class TurnResult:
+    reply: Message | None = None
+    cancelled: bool = False
+    error: ModelError | None = None
+    usage: list[Usage] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+
+def wire_messages(session: Session) -> list[dict[str, Any]]:
+    """The context as neutral wire messages: system prompt, then the transcript.
+
+    Fold summaries and pointers travel as user-side context notes, because
+    several chat templates refuse a system message after the first. A tool
+    result whose call was folded away travels the same way, so the request
+    never holds an orphan tool message.
+    """
+    out: list[dict[str, Any]] = []
+    if session.system:
+        out.append({"role": "system", "content": session.system})
+    open_calls: set[str] = set()
+    for m in session.messages:
+        if m.role == "assistant":
+            entry: dict[str, Any] = {"role": "assistant", "content": m.content}
+            if m.tool_calls:
+                entry["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls]
+                open_calls = {c.id for c in m.tool_calls}
+            out.append(entry)
+        elif m.role == "tool" and m.tool_call_id and m.tool_call_id in open_calls:
+            out.append({"role": "tool", "content": m.content, "tool_name": m.tool or "", "tool_call_id": m.tool_call_id})
+        elif m.role == "tool":
+            out.append({"role": "user", "content": f"[tool result: {m.tool or 'tool'}]\n{m.content}"})
+        elif m.role == "system":
+            out.append({"role": "user", "content": f"[context note]\n{m.content}"})
+        else:
+            out.append({"role": "user", "content": m.content})
+    return out
+
+
+class SyncSummarizerAdapter:
+    """Wraps a dict-based summarizer (models/mock) so core can call it with Messages."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = getattr(inner, "name", type(inner).__name__)
+
+    def summarize(self, messages: Any) -> str:
+        return self.inner.summarize([{"role": m.role, "content": m.content} for m in messages])
+
+
+class Agent:
+    """The session, the model, the stores and the policy, behind one set of actions."""
+
+    def __init__(
+        self,
+        *,
+        session: Session,
+        model: ChatModel,
+        settings: Settings,
+        workspace: Path,
+        spill_store: SpillStore | None = None,
+        archive: FoldArchive | None = None,
+        memory: Any = None,
+        journal: Any = None,
+        session_dir: Any = None,
+        summarizer: Summarizer | None = None,
+        notice: str | None = None,
+        rent: Any = None,
+        is_sub: bool = False,
+    ) -> None:
+        self.session = session
+        self.model = model
+        self.settings = settings
+        self.workspace = workspace
+        self.spill_store: SpillStore = spill_store or MemorySpillStore()
+        self.archive = archive
+        self.memory = memory
+        self.journal = journal
+        self.session_dir = session_dir
+        self.summarizer: Any = summarizer or LossySummarizer()
+        self.fallback_summarizer: Summarizer = LossySummarizer()
+        self.notice = notice
+        self.rent = rent
+        self.is_sub = is_sub
+        self.sub_tokens = 0
+        self.sub_sessions: list[str] = []
+        self.allowed_prefixes: set[str] = set()
+        self.request_no = len(session.usage)
+        self.tool_ctx = ToolContext(root=workspace, caps=settings.caps)
+        self.extra_tools = session_tools.build(self)
+        self._last_request_at: float | None = None
+        self._cb: TurnCallbacks | None = None
+        if self.archive is None:
+            self.archive = MemoryFoldArchive()
+
+        self._started = False
+
+    async def start(self) -> None:
+        """Ask the server for the window once, unless the settings fix it."""
+        if self._started:
+            return
+        self._started = True
+        if self.settings.window is None:
+            try:
+                window = await self.model.context_window()
+            except ModelError as exc:
+                self.session.note(f"could not read the model's window ({exc.message}); budgeting {self.session.window:,}", "warning")
+                window = None
+            if window and window != self.session.window:
+                self.session.window = window
+
+    # -- the archive, seen from the agent --------------------------------------
+
+    def folded_originals(self) -> list[tuple[int, list[Message]]]:
+        """Every fold's originals, oldest first (from the fold archive)."""
+        out = []
+        for f in self.session.folds:
+            try:
+                out.append((f.fold_no, self.archive.read_originals(f.fold_no)))  # type: ignore[union-attr]
+            except (KeyError, OSError, ValueError, AttributeError):
+                continue
+        return out
+
+    def fold_originals(self, fold_no: int) -> list[Message]:
+        return self.archive.read_originals(fold_no)  # type: ignore[union-attr]
+
+    # -- rung 3 ------------------------------------------------------------------
+
+    async def delegate(self, task: str):
+        """Run `task` in a sub-session with a fresh context; only its capped answer returns."""
+        from tailrent_tui.agent.tools.base import ToolOutcome, error
+        from tailrent_tui.core.messages import new_id
+
+        if self.is_sub:
+            return error("a sub-session cannot delegate further")
+        sub_id = "sub-" + new_id()
+        sub_session = Session(
+            counter=self.session.counter,
+            system="You are a sub-agent with a fresh context. Do the task with the tools and end with a short final answer.",
+            window=self.session.window,
+            tool_schema_tokens=self.session.tool_schema_tokens,
+            id=sub_id,
+        )
+        sub = Agent(
+            session=sub_session,
+            model=self.model,
+            settings=self.settings,
+            workspace=self.workspace,
+            spill_store=self.spill_store,
+            memory=self.memory,
+            summarizer=self.summarizer,
+            rent=None,
+            is_sub=True,
+        )
+        parent_cb = self._cb or TurnCallbacks()
+        sub_cb = TurnCallbacks(approve=parent_cb.approve, on_notice=parent_cb.on_notice)
+        result = await sub.turn(task, sub_cb)
+        sub_tokens = sum(u.context_tokens + (u.output_tokens or 0) for u in sub_session.usage)
+        self.sub_tokens += sub_tokens
+        self.sub_sessions.append(sub_id)
+        self._archive_sub(sub_id, sub_session)
+        if result.error is not None:
+            return error(f"the delegate failed: {result.error.message}")
+        answer = result.reply.content if result.reply is not None else ""
+        cap = self.settings.delegate_answer_cap
+        tokens = self.session.count(answer)
+        if tokens > cap:
+            # characters per token of this answer, to cut near the cap
+            keep = max(1, int(len(answer) * cap / tokens))
+            answer = answer[:keep] + f"\n[delegate answer capped at ~{cap:,} tokens of {tokens:,}]"
+        body = f"[delegate {sub_id}: {len(sub_session.messages)} messages, {sub_tokens:,} tokens in its own context]\n{answer}"
+        return ToolOutcome(content=body, meta={"kind": Kind.delegate_result.value, "sub_session": sub_id})
+
+    def _archive_sub(self, sub_id: str, sub_session: Session) -> None:
+        writer = getattr(self.session_dir, "write_sub_session", None)
+        if writer is None:
+            return
+        try:
+            writer(sub_id, [m.model_dump(mode="json") for m in sub_session.messages])
+        except OSError as exc:
+            self.session.note(f"could not archive {sub_id}: {exc}", "error")
+
+    # -- what the model is offered ------------------------------------------
+
+    def offered_tools(self) -> list[dict[str, Any]]:
+        exclude = {"delegate"} if self.is_sub else set()
+        specs = [s for s in tool_specs() if s.name not in exclude]
+        specs += [t.spec for name, t in self.extra_tools.items() if name not in exclude]
+        return [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in specs]
+
+    def request_options(self) -> dict[str, Any]:
+        return {"num_ctx": self.session.window, "temperature": 0}
+
+    # -- the turn -------------------------------------------------------------
+
+    async def turn(self, text: str | None, cb: TurnCallbacks | None = None) -> TurnResult:
+        """One user turn. `text=None` retries from the transcript as it is."""
+        cb = cb or TurnCallbacks()
+        result = TurnResult()
+        await self.start()
+        if self.rent is not None and self.rent.resume(time.time()):
+            msg = "the cache expired while you were away: this request rewrites the whole prefix"
+            self.session.note(msg, "info")
+            cb.on_notice(msg, "info")
+            await self.apply_policy(resume=True)
+        if text is not None:
+            if not text.strip():
+                raise ValueError("empty message: type something, or /help")
+            self.session.add("user", text)
+            await self.apply_policy()
+        tools = self.offered_tools()
+        for _step in range(MAX_STEPS):
+            try:
+                reply, calls, usage = await self._request(tools, cb, result)
+            except ToolsUnsupported as exc:
+                tools = []
+                msg = f"{exc.message}: retrying without tools"
+                result.notices.append(msg)
+                cb.on_notice(msg, "warning")
+                self.session.note(msg, "warning")
+                continue
+            except ModelError as exc:
+                result.error = exc
+                self.session.note(f"model error: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""), "error")
+                return result
+            except asyncio.CancelledError:
+                result.cancelled = True
+                raise
+            result.reply = reply
+            if usage is not None and usage.truncated:
+                msg = "the reply was cut: done_reason=length (the token limit or the window was reached)"
+                result.notices.append(msg)
+                cb.on_notice(msg, "warning")
+                self.session.note(msg, "warning")
+            if not calls:
+                return result
+            for call in calls:
+                await self._run_call(call, cb)
+            await self.apply_policy()
+        msg = f"stopped after {MAX_STEPS} model requests in one turn"
+        result.notices.append(msg)
+        cb.on_notice(msg, "warning")
+        return result
+
+    async def _request(self, tools: list[dict[str, Any]], cb: TurnCallbacks, result: TurnResult):
+        wire = wire_messages(self.session)
+        predicted = self._predict()
+        parts: list[str] = []
+        calls: list[ToolCallChunk] = []
+        usage: Usage | None = None
+        cb.on_reply_start()
+        stream = self.model.stream(wire, tools=tools or None, options=self.request_options())
+        try:
+            async for chunk in stream:
+                if isinstance(chunk, TextDelta):
+                    parts.append(chunk.text)
+                    cb.on_text(chunk.text)
+                elif isinstance(chunk, ThinkingDelta):
+                    cb.on_thinking(chunk.text)
+                elif isinstance(chunk, ToolCallChunk):
+                    calls.append(chunk)
+                elif isinstance(chunk, Usage):
+                    usage = chunk
+        except asyncio.CancelledError:
+            partial = "".join(parts)
+            if partial:
+                self.session.add("assistant", partial, autopin=False, meta={"cancelled": True})
+            self.session.note("reply cancelled" + (" (partial reply kept)" if partial else ""), "warning")
+            with contextlib.suppress(Exception):
+                await stream.aclose()  # type: ignore[attr-defined]
+            raise
+        except ModelError:
+            partial = "".join(parts)
+            if partial:
+                self.session.add("assistant", partial, autopin=False, meta={"incomplete": True})
+            raise
+        if usage is not None:
+            result.usage.append(usage)
+            if usage.tools_dropped:
+                msg = f"{self.model.name} does not support tools: the reply was made without them"
+                result.notices.append(msg)
+                cb.on_notice(msg, "warning")
+        tool_calls = [ToolCall(id=c.id or f"call_{i}", name=c.name, arguments=c.arguments) for i, c in enumerate(calls)]
+        reply = self.session.add("assistant", "".join(parts), tool_calls=tool_calls, meta=self._call_errors(calls))
+        self._record_usage(predicted, usage)
+        await self.apply_policy()
+        return reply, list(zip(tool_calls, calls)), usage
+
+    @staticmethod
+    def _call_errors(calls: list[ToolCallChunk]) -> dict[str, Any]:
+        errs = {c.id: c.arguments_error for c in calls if c.arguments_error}
+        return {"argument_errors": errs} if errs else {}
+
+    # -- rent ----------------------------------------------------------------
+
+    def _rent_elements(self) -> list[tuple[str, int]]:
+        return [(f"{m.id}:{m.tokens}", m.tokens) for m in self.session.messages]
+
+    def _predict(self) -> Any:
+        if self.rent is None:
+            return None
+        now = time.time()
+        return self.rent.request(self._rent_elements(), head_tokens=self.session.head_tokens, at=now)
+
+    def _record_usage(self, predicted: Any, usage: Usage | None) -> None:
+        self.request_no += 1
+        ev = UsageRecorded(
+            request_no=self.request_no,
+            context_tokens=getattr(predicted, "context_tokens", None) or self.session.context_tokens,
+            predicted_cached=getattr(predicted, "cached_tokens", 0) or 0,
+            predicted_evaluated=getattr(predicted, "tail_tokens", 0) or 0,
+            predicted_usd=getattr(predicted, "usd", 0.0) or 0.0,
+            prompt_tokens=usage.prompt_tokens if usage else None,
+            cached_tokens=usage.cached_tokens if usage else None,
+            evaluated_tokens=usage.evaluated_tokens if usage else None,
+            output_tokens=usage.output_tokens if usage else None,
+            prompt_ms=usage.prompt_ms if usage else None,
+            generation_ms=usage.generation_ms if usage else None,
+            done_reason=usage.done_reason if usage else None,
+            model=(usage.model if usage and usage.model else self.model.name),
+            at=time.time(),
+        )
+        self.session.emit(ev)
+
+    # -- tools ----------------------------------------------------------------
+
+    async def _run_call(self, pair: tuple[ToolCall, ToolCallChunk], cb: TurnCallbacks) -> Message:
+        call, chunk = pair
+        cb.on_tool_call(call)
+        if chunk.arguments_error:
+            from tailrent_tui.agent.tools.base import error
+
+            outcome = error(f"the arguments for {call.name} are not valid JSON ({chunk.arguments_error}); send a JSON object")
+        else:
+            outcome = await self._approved_run(call, cb)
+        kind = outcome.meta.get("kind")
+        if kind in (Kind.memory_pointer.value, Kind.delegate_result.value) and not outcome.is_error:
+            m = self.session.add(
+                "tool", outcome.content, kind=Kind(kind), tool=call.name, tool_call_id=call.id, autopin=False
+            )
+        else:
+            m = admit_to_session(
+                self.session,
+                call.name,
+                outcome,
+                spill_store=self.spill_store,
+                threshold=self.settings.spill_threshold,
+                tool_call_id=call.id,
+            )
+        cb.on_tool_result(m)
+        await self.apply_policy()
+        return m
+
+    def _needs_approval(self, name: str) -> bool:
+        from tailrent_tui.agent.tools import TOOLS
+
+        tool = TOOLS.get(name)
+        return bool(tool and tool.spec.needs_approval) and not self.settings.yolo
+
+    @staticmethod
+    def command_prefix(call: ToolCall) -> str | None:
+        if call.name == "run_shell":
+            cmd = str(call.arguments.get("command", "")).strip()
+            return cmd.split()[0] if cmd else None
+        return call.name
+
+    async def _approved_run(self, call: ToolCall, cb: TurnCallbacks):
+        from tailrent_tui.agent.tools.base import error
+
+        if call.name in self.extra_tools:
+            self._cb = cb
+            return await self.extra_tools[call.name].run(call.arguments)
+        if self._needs_approval(call.name):
+            prefix = self.command_prefix(call)
+            key = f"{call.name}:{prefix}"
+            if key not in self.allowed_prefixes:
+                diff = None
+                preview = await asyncio.to_thread(preview_tool, call.name, call.arguments, self.tool_ctx)
+                if preview is not None:
+                    if preview.is_error:
+                        return preview
+                    diff = preview.meta.get("diff")
+                answer = await cb.approve(ApprovalRequest(call.name, dict(call.arguments), prefix, diff))
+                if answer == "deny":
+                    return error(f"the user denied {call.name}; ask them or try another way")
+                if answer == "prefix":
+                    self.allowed_prefixes.add(key)
+        return await asyncio.to_thread(run_tool, call.name, call.arguments, self.tool_ctx)
+
+    async def shell(self, command: str) -> Message:
+        """`!cmd`: run a shell command in the workspace; its output enters through the ladder."""
+        self.session.add("user", f"!{command}", autopin=False, meta={"shell": True})
+        outcome = await asyncio.to_thread(run_tool, "run_shell", {"command": command}, self.tool_ctx)
+        m = admit_to_session(self.session, "run_shell", outcome, spill_store=self.spill_store, threshold=self.settings.spill_threshold)
+        await self.apply_policy()
+        return m
+
+    # -- the ladder by hand -----------------------------------------------------
+
+    def pin(self, message_id: str):
+        ev = self.session.pin(message_id)
+        self._write_decisions()
+        return ev
+
+    def unpin(self, message_id: str):
+        ev = self.session.unpin(message_id)
+        self._write_decisions()
+        return ev
+
+    def spill(self, message_id: str):
+        return spill_message(self.session, message_id, self.spill_store)
+
+    def watch(self, word: str):
+        return self.session.add_watch(word)
+
+    async def summarize(self, span: list[Message]) -> tuple[str, str]:
+        """A summary of a span: the model's (async) when configured, else the sync summarizer."""
+        asummarize = getattr(self.summarizer, "asummarize", None)
+        if asummarize is not None:
+            try:
+                text = await asummarize([{"role": m.role, "content": m.content} for m in span])
+                return text, getattr(self.summarizer, "name", "model")
+            except ModelError as exc:
+                self.session.note(
+                    f"the model could not summarize ({exc.message}); folded with {self.fallback_summarizer.name} instead",
+                    "warning",
+                )
+                return self.fallback_summarizer.summarize(span), self.fallback_summarizer.name
+        return self.summarizer.summarize(span), self.summarizer.name
+
+    async def fold(self, span_ids: list[str] | None = None, *, trigger: str = "manual"):
+        """Fold the given span, or the oldest unpinned span down to the fold target."""
+        s = self.session
+        if span_ids is None:
+            span_ids = select_span(s, target_tokens=int(self.settings.fold_target * s.window), keep_recent=2)
+            span_ids = [i for i in span_ids if not s.get(i).pinned]
+            if not span_ids:
+                span_ids = [m.id for m in s.messages[:-2] if not m.pinned] if trigger == "manual" else []
+        span = [s.get(i) for i in span_ids]
+        text = name = None
+        if span:
+            text, name = await self.summarize(span)
+        return fold_span(
+            s,
+            span_ids,
+            summary=text,
+            summarizer=None if text is not None else self.summarizer,
+            summarizer_name=name,
+            guard=self.settings.guard,
+            archive=self.archive,
+            trigger=trigger,
+        )
+
+    def policy_context(self) -> Any:
+        from tailrent_tui.core.policies import PolicyContext, PolicySettings
+
+        sync_summarizer = self.summarizer if not hasattr(self.summarizer, "asummarize") else self.fallback_summarizer
+        return PolicyContext(
+            summarizer=sync_summarizer,
+            spill_store=self.spill_store,
+            archive=self.archive,
+            settings=PolicySettings(
+                window=self.session.window,
+                fold_trigger=self.settings.fold_trigger,
+                fold_target=self.settings.fold_target,
+                spill_threshold=self.settings.spill_threshold,
+            ),
+        )
+
+    async def apply_policy(self, *, resume: bool = False) -> list[Any]:
+        """The budget check after each message (or at a resume after the cache expired).
+
+        The policy of the settings decides (DESIGN.md's table). When folds are
+        summarized by the model, the ladder's fold is done here instead, so the
+        model's request can be awaited; its rungs and order are the same:
+        re-spill big inline results first, then one fold in place to the target.
+        """
+        from tailrent_tui.core.policies import get_policy
+
+        s = self.session
+        policy = get_policy(self.settings.policy)
+        ctx = self.policy_context()
+        try:
+            if hasattr(self.summarizer, "asummarize") and policy.name == "ladder":
+                limit = ctx.settings.target_tokens if resume else ctx.settings.trigger_tokens
+                if s.context_tokens <= limit:
+                    return []
+                policy.respill(s, ctx, ctx.settings.target_tokens)  # type: ignore[attr-defined]
+                if s.context_tokens <= limit:
+                    return []
+                return [await self.fold(trigger="ladder: model summary")]
+            return policy.on_resume(s, ctx) if resume else policy.after_add(s, ctx)
+        except Exception as exc:  # a failed fold must not lose the turn
+            s.note(f"{policy.name} policy: fold failed: {exc}", "error")
+            return []
+
+    def _write_decisions(self) -> None:
+        """Rung 4 for decisions: keep pinned decisions in a workspace file that outlives the session."""
+        name = self.settings.decisions_file
+        if not name:
+            return
+        from tailrent_tui.agent.workspace import resolve_in_workspace
+
+        path = resolve_in_workspace(self.workspace, name)
+        lines = ["# Decisions (pinned in tailrent)", ""]
+        lines += [f"- {m.content.strip()}" for m in self.session.pinned if m.kind == Kind.chat]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")

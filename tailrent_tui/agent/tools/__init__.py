@@ -1,0 +1,196 @@
+"""The tool registry: what the model is offered, and the one door every call goes through.
+
+`run_tool` never raises. Invalid JSON arguments, arguments that do not fit the
+tool's schema, an unknown tool, a path that leads out of the workspace and a
+tool that raises all come back as a `ToolOutcome(is_error=True)` whose content
+tells the model what went wrong, so a bad call costs one turn, never the session.
+
+The workspace tools register themselves here; the agent registers the tools
+that need the store or the session (read_spill, search_history, remember,
+recall, delegate) with `register(spec, fn)`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tailrent_tui.agent.tools import edit_file, grep, list_dir, read_file, run_shell, write_file
+from tailrent_tui.agent.tools.base import (
+    ToolCaps,
+    ToolContext,
+    ToolError,
+    ToolOutcome,
+    ToolSpec,
+    error,
+)
+from tailrent_tui.agent.workspace import WorkspaceEscape
+
+ToolFn = Callable[[dict[str, Any], ToolContext], ToolOutcome]
+
+__all__ = [
+    "TOOLS",
+    "Tool",
+    "ToolCaps",
+    "ToolContext",
+    "ToolError",
+    "ToolOutcome",
+    "ToolSpec",
+    "parse_args",
+    "preview_tool",
+    "register",
+    "run_tool",
+    "tool_specs",
+    "unregister",
+]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A registered tool: its spec, how to run it, and optionally how to preview it."""
+
+    spec: ToolSpec
+    run: ToolFn
+    preview: ToolFn | None = None
+
+
+TOOLS: dict[str, Tool] = {}
+
+
+def register(spec: ToolSpec, fn: ToolFn, *, preview: ToolFn | None = None) -> Tool:
+    """Offer a tool to the model. A later registration under the same name replaces it."""
+    tool = Tool(spec=spec, run=fn, preview=preview)
+    TOOLS[spec.name] = tool
+    return tool
+
+
+def unregister(name: str) -> None:
+    """Withdraw a tool (no error if it was not registered)."""
+    TOOLS.pop(name, None)
+
+
+for _module in (read_file, list_dir, grep, run_shell, write_file, edit_file):
+    register(_module.SPEC, _module.run, preview=getattr(_module, "preview", None))
+
+
+def tool_specs(exclude: Iterable[str] = ()) -> list[ToolSpec]:
+    """The specs offered to the model, in registration order, minus `exclude`."""
+    skip = set(exclude)
+    return [tool.spec for name, tool in TOOLS.items() if name not in skip]
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def _fits(value: Any, schema_type: str | list[str]) -> bool:
+    types = [schema_type] if isinstance(schema_type, str) else schema_type
+    for name in types:
+        allowed = _JSON_TYPES.get(name)
+        if allowed is None:
+            return True
+        # JSON has no separate bool, but Python's bool is an int: keep them apart.
+        if isinstance(value, bool) and bool not in allowed:
+            continue
+        if name == "integer" and isinstance(value, float) and value.is_integer():
+            return True
+        if isinstance(value, allowed):
+            return True
+    return False
+
+
+def parse_args(spec: ToolSpec, raw_args: str | dict[str, Any] | None) -> dict[str, Any]:
+    """Parse and check a call's arguments against the tool's schema; raise ToolError if they don't fit.
+
+    A JSON null for an optional argument counts as absent; integral floats
+    (3.0) are accepted where an integer is expected and passed on as int.
+    """
+    if raw_args is None or (isinstance(raw_args, str) and not raw_args.strip()):
+        args: Any = {}
+    elif isinstance(raw_args, str):
+        try:
+            args = json.loads(raw_args)
+        except json.JSONDecodeError as exc:
+            raise ToolError(
+                f"the arguments for {spec.name} are not valid JSON ({exc.msg} at line "
+                f"{exc.lineno} column {exc.colno}); send a JSON object"
+            ) from exc
+    else:
+        args = raw_args
+    if not isinstance(args, dict):
+        raise ToolError(
+            f"the arguments for {spec.name} must be a JSON object, not {type(args).__name__}"
+        )
+    properties: dict[str, Any] = spec.parameters.get("properties", {})
+    required = spec.parameters.get("required", [])
+    expected = ", ".join(
+        f"{name}{'' if name in required else '?'}: {prop.get('type', 'any')}"
+        for name, prop in properties.items()
+    )
+    checked: dict[str, Any] = {}
+    for name, value in args.items():
+        if name not in properties:
+            raise ToolError(f"{spec.name} has no argument {name!r}; its arguments are ({expected})")
+        if value is None and name not in required:
+            continue
+        schema_type = properties[name].get("type")
+        if schema_type is not None and not _fits(value, schema_type):
+            raise ToolError(
+                f"argument {name!r} of {spec.name} must be {schema_type}, "
+                f"got {type(value).__name__} {json.dumps(value)[:80]}"
+            )
+        if schema_type == "integer" and isinstance(value, float):
+            value = int(value)
+        checked[name] = value
+    missing = [name for name in required if name not in checked]
+    if missing:
+        raise ToolError(
+            f"{spec.name} is missing required argument(s) {', '.join(missing)}; "
+            f"its arguments are ({expected})"
+        )
+    return checked
+
+
+def _call(name: str, raw_args: str | dict[str, Any] | None, ctx: ToolContext, preview: bool) -> ToolOutcome | None:
+    tool = TOOLS.get(name)
+    if tool is None:
+        return error(f"unknown tool {name!r}; the tools are: {', '.join(TOOLS)}")
+    fn = tool.preview if preview else tool.run
+    if fn is None:
+        return None
+    try:
+        args = parse_args(tool.spec, raw_args)
+        result = fn(args, ctx)
+    except WorkspaceEscape as exc:
+        return error(str(exc))
+    except ToolError as exc:
+        return error(str(exc))
+    except Exception as exc:  # a tool's bug must cost one turn, never the session
+        return error(f"{name} failed: {type(exc).__name__}: {exc}")
+    if not isinstance(result, ToolOutcome):
+        return error(f"{name} returned {type(result).__name__}, not a ToolOutcome")
+    return result
+
+
+def run_tool(name: str, raw_args: str | dict[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
+    """Run one tool call; every fault comes back as an error outcome, never an exception."""
+    result = _call(name, raw_args, ctx, preview=False)
+    assert result is not None
+    return result
+
+
+def preview_tool(name: str, raw_args: str | dict[str, Any] | None, ctx: ToolContext) -> ToolOutcome | None:
+    """What a write would do (edit_file, write_file: meta["diff"]) without doing it.
+
+    None when the tool has no preview; an error outcome when the call would fail.
+    """
+    return _call(name, raw_args, ctx, preview=True)

@@ -1,0 +1,100 @@
+"""`tailrent ask`: one headless turn through the same agent the TUI uses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+import click
+
+from tailrent_tui.commands._common import load_settings_or_fail
+
+
+@click.command()
+@click.argument("prompt")
+@click.option("--model", "model", metavar="SPEC", help="mock, ollama, ollama:NAME, openai:URL or openai:URL#MODEL.")
+@click.option("--continue", "continue_", is_flag=True, help="Continue the last active session (default: a new one).")
+@click.option("--json", "as_json", is_flag=True, help="Print the reply with usage as the server reported it and the rent as predicted.")
+@click.pass_context
+def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, as_json: bool) -> None:
+    """Send PROMPT, print the reply. Every turn is recorded in a session.
+
+    Tools that change things (run_shell, write_file, edit_file) are denied
+    unless --yolo is given, since there is nobody to ask.
+    """
+    from tailrent_tui.agent.build import BuildError, build_agent, close_agent
+    from tailrent_tui.agent.loop import ApprovalRequest, TurnCallbacks
+
+    flags = dict(ctx.obj or {})
+    if model:
+        flags["model"] = model
+    continue_ = continue_ or bool(flags.get("continue_"))
+    settings = load_settings_or_fail(flags)
+    if not prompt.strip():
+        raise click.UsageError("the prompt is empty")
+    try:
+        agent = build_agent(settings, {**flags, "continue_": continue_}, async_writer=False, new=not continue_)
+    except BuildError as exc:
+        raise click.ClickException(str(exc)) from None
+    if agent.notice:
+        click.echo(agent.notice, err=True)
+
+    async def deny(request: ApprovalRequest) -> str:
+        click.echo(f"[denied {request.tool}: `tailrent ask` cannot ask you; pass --yolo to allow]", err=True)
+        return "deny"
+
+    streamed = not as_json and sys.stdout.isatty()
+    cb = TurnCallbacks(
+        on_text=(lambda t: click.echo(t, nl=False)) if streamed else (lambda t: None),
+        on_notice=lambda text, level: click.echo(f"[{level}] {text}", err=True),
+        approve=deny,
+    )
+
+    async def run() -> Any:
+        try:
+            return await agent.turn(prompt, cb)
+        finally:
+            await agent.model.aclose()
+
+    try:
+        result = asyncio.run(run())
+    finally:
+        close_agent(agent)
+    session = agent.session
+    usage = [u.model_dump(mode="json", exclude={"raw"}) for u in result.usage]
+    last = session.usage[-1] if session.usage else None
+    if as_json:
+        out: dict[str, Any] = {
+            "session": session.id,
+            "reply": result.reply.content if result.reply else None,
+            "usage": usage,
+            "rent": None
+            if last is None
+            else {
+                "context_tokens": last.context_tokens,
+                "predicted_cached": last.predicted_cached,
+                "predicted_evaluated": last.predicted_evaluated,
+                "predicted_usd": last.predicted_usd,
+                "price_sheet": settings.price_sheet,
+            },
+            "notices": result.notices,
+            "error": None if result.error is None else {"message": result.error.message, "hint": result.error.hint},
+        }
+        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+    elif result.reply is not None and not streamed:
+        click.echo(result.reply.content)
+    elif streamed:
+        click.echo()
+    if result.error is not None:
+        hint = f"\nhint: {result.error.hint}" if result.error.hint else ""
+        click.echo(
+            f"error: {result.error.message}{hint}\nYour message is kept in session {session.id}; "
+            f"retry with `tailrent ask --continue ...` or open it with `tailrent --resume {session.id}`.",
+            err=True,
+        )
+        sys.exit(1)
+
+
+COMMANDS = [ask]

@@ -1,0 +1,72 @@
+"""`tailrent tool NAME 'JSON-ARGS'`: run one tool and print what the model would receive.
+
+The output passes rung 1 (the tool's own cap, from the settings' caps) and
+rung 2 (spill above the settings' spill_threshold), exactly as in a session. For
+debugging tools and for tests. A tool error prints the message the model would
+see and exits with status 1.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tailrent_tui.agent.ladder import admit_tool_output
+from tailrent_tui.agent.tools import ToolContext, run_tool
+from tailrent_tui.core.rungs.spill import MemorySpillStore
+from tailrent_tui.core.tokens import get_counter
+from tailrent_tui.settings import SettingsError, load_settings
+
+
+@click.command("tool")
+@click.argument("name")
+@click.argument("json_args", metavar="JSON-ARGS", required=False, default="{}")
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Workspace root the tool runs in (default: the group's --workspace, else the workspace setting, else the current directory).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of the text.")
+@click.pass_context
+def tool(ctx: click.Context, name: str, json_args: str, workspace: Path | None, as_json: bool) -> None:
+    """Run the tool NAME with JSON-ARGS and print what the model would receive."""
+    obj: dict[str, Any] = ctx.obj or {}
+    try:
+        settings, _ = load_settings(obj)
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
+    root = workspace or settings.workspace or Path.cwd()
+    outcome = run_tool(name, json_args, ToolContext(root=Path(root), caps=settings.caps))
+    # No session here, so a spilled result's content lives only in memory: the
+    # pointer printed is what the model would receive, byte for byte.
+    content = admit_tool_output(
+        name,
+        outcome,
+        spill_store=MemorySpillStore(),
+        counter=get_counter(settings.tokenizer),
+        threshold=settings.spill_threshold,
+    )
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "tool": name,
+                    "is_error": outcome.is_error,
+                    "content": content,
+                    "cut": outcome.cut,
+                    "binary": outcome.binary,
+                    "meta": outcome.meta,
+                },
+                ensure_ascii=False,
+            )
+        )
+    else:
+        click.echo(content)
+    if outcome.is_error:
+        ctx.exit(1)
+
+
+COMMANDS = [tool]

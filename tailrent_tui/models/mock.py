@@ -1,0 +1,391 @@
+"""The built-in mock model and the summarizers that need no server.
+
+``MockModel`` is a real ``ChatModel``: it streams deterministic chunks with a
+configurable delay, from a JSONL script or a brief default answer, and reports
+usage the way a local engine would: it keeps the previous request (and its own
+reply, as an engine's KV cache does) and counts the leading segments the new request
+shares with it as cached. The rent panel has real numbers to compare against.
+
+Script lines (JSONL, one reply a line, consumed in order, one per request)::
+
+    {"text": "Sure."}
+    {"thinking": "look first", "tool_calls": [{"name": "grep", "arguments": {"pattern": "TTL"}}]}
+    {"text": "partial", "done_reason": "length"}
+    {"text": "half a reply", "fault": "stream_cut"}
+
+``fault`` makes the reply fail the way a server can (after streaming its text, for
+the mid-stream faults): one of ``FAULTS``. Once the script is used up (or without
+one), each request gets a short answer built from the last user message.
+
+Tokens are counted with the article's estimator (``max(1, len // 4)``, 0 for empty)
+over a segment per message (``role: content`` plus its tool calls) and one for the
+tool schema; deterministic, and close enough for ratios.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .base import (
+    ChatModel,
+    Chunk,
+    ModelInfo,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallChunk,
+    ToolSpec,
+    Usage,
+    WireMessage,
+    check_wire_messages,
+)
+from .errors import (
+    Busy,
+    ConnectionRefused,
+    MalformedChunk,
+    ModelError,
+    ModelNotFound,
+    ReadTimeout,
+    ServerError,
+    StreamCut,
+    StreamError,
+    ToolsUnsupported,
+)
+
+MOCK_WINDOW = 32768
+
+# Faults raised before any chunk, and faults raised after the reply's text streamed.
+_EARLY_FAULTS: dict[str, Callable[[], ModelError]] = {
+    "refused": lambda: ConnectionRefused("nothing answers at mock://", "this fault was scripted"),
+    "not_found": lambda: ModelNotFound("mock"),
+    "tools_unsupported": lambda: ToolsUnsupported("mock does not support tools", "this fault was scripted"),
+    "server_error": lambda: ServerError(500, "internal error (scripted)"),
+    "busy": lambda: Busy("server busy (scripted)"),
+}
+_LATE_FAULTS: dict[str, Callable[[], ModelError]] = {
+    "stream_error": lambda: StreamError("the model server reported an error mid-reply: scripted"),
+    "stream_cut": lambda: StreamCut("the reply ended before the server said it was done"),
+    "malformed": lambda: MalformedChunk("{not json", 1, "not JSON (scripted)"),
+    "timeout": lambda: ReadTimeout(0.0),
+}
+FAULTS = tuple(_EARLY_FAULTS) + tuple(_LATE_FAULTS)
+
+
+def chars4(text: str) -> int:
+    """The article's token estimator: chars / 4, at least 1, 0 for empty text."""
+    return max(1, len(text) // 4) if text else 0
+
+
+def load_script(script: str | Path | Sequence[Any] | None) -> list[dict[str, Any]]:
+    """A script (path to JSONL, or a list of entries or plain strings) -> checked entries."""
+    if script is None:
+        return []
+    if isinstance(script, str | Path):
+        path = Path(script)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise ValueError(f"cannot read mock script {path}: {exc.strerror or exc}") from exc
+        entries = []
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+            entries.append(_check_entry(entry, f"{path}:{number}"))
+        return entries
+    return [
+        _check_entry({"text": e} if isinstance(e, str) else e, f"script entry {i}")
+        for i, e in enumerate(script)
+    ]
+
+
+def _check_entry(entry: Any, where: str) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: each reply must be a JSON object")
+    known = {"text", "thinking", "tool_calls", "done_reason", "fault"}
+    if not known & entry.keys():
+        raise ValueError(f"{where}: a reply needs text, thinking, tool_calls or fault")
+    if unknown := entry.keys() - known:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    for key in ("text", "thinking", "done_reason"):
+        if key in entry and not isinstance(entry[key], str):
+            raise ValueError(f"{where}: {key} must be a string")
+    for call in entry.get("tool_calls") or []:
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            raise ValueError(f"{where}: each tool call needs a name")
+        if not isinstance(call.get("arguments", {}), dict):
+            raise ValueError(f"{where}: tool call {call['name']!r}: arguments must be an object")
+    if "fault" in entry and entry["fault"] not in FAULTS:
+        raise ValueError(f"{where}: fault must be one of {', '.join(FAULTS)}")
+    return entry
+
+
+def _segments(messages: Sequence[WireMessage], tools: Sequence[ToolSpec] | None) -> list[str]:
+    """What the mock engine 'tokenizes': the tool schema, then one segment a message."""
+    out = [json.dumps(list(tools), sort_keys=True)] if tools else []
+    for m in messages:
+        text = f"{m['role']}: {m.get('content', '')}"
+        if m.get("tool_calls"):
+            text += " " + json.dumps(
+                [{"name": c["name"], "arguments": c.get("arguments", {})} for c in m["tool_calls"]],
+                sort_keys=True,
+            )
+        if m.get("tool_name"):
+            text += f" [{m['tool_name']}]"
+        out.append(text)
+    return out
+
+
+def default_reply(messages: Sequence[WireMessage]) -> str:
+    """The brief answer of the mock when no script line is left."""
+    last = next((m for m in reversed(messages) if m["role"] == "user"), None)
+    if last is None:
+        return "(mock) Nothing to answer yet."
+    words = [w for w in last.get("content", "").split() if w]
+    echo = " ".join(words[:12]) + ("..." if len(words) > 12 else "")
+    return f'(mock) I read your message ({len(words)} words): "{echo}". Connect a real model to get real answers.'
+
+
+class MockModel:
+    """A deterministic ``ChatModel`` that needs no server."""
+
+    def __init__(
+        self,
+        script: str | Path | Sequence[Any] | None = None,
+        delay: float = 0.0,
+        chunk_size: int = 12,
+        *,
+        name: str = "mock",
+        window: int = MOCK_WINDOW,
+    ) -> None:
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be at least 1")
+        if delay < 0:
+            raise ValueError("delay must not be negative")
+        self.name = name
+        self.delay = delay
+        self.chunk_size = chunk_size
+        self.window = window
+        self.tools_dropped = False
+        self.requests: list[list[WireMessage]] = []
+        self._script = load_script(script)
+        self._cache: list[str] = []
+
+    @property
+    def remaining(self) -> int:
+        """Script lines not yet used."""
+        return len(self._script)
+
+    async def list_models(self) -> list[ModelInfo]:
+        return [ModelInfo(name=self.name, family="mock", context_length=self.window)]
+
+    async def context_window(self) -> int | None:
+        return self.window
+
+    async def supports_tools(self) -> bool | None:
+        return True
+
+    async def aclose(self) -> None:
+        return None
+
+    async def stream(
+        self,
+        messages: Sequence[WireMessage],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[Chunk]:
+        check_wire_messages(messages)
+        started = time.perf_counter()
+        self.requests.append([dict(m) for m in messages])
+        number = len(self.requests)
+        entry = self._script.pop(0) if self._script else {"text": default_reply(messages)}
+        fault = entry.get("fault")
+        if fault in _EARLY_FAULTS:
+            raise _EARLY_FAULTS[fault]()
+
+        segments = _segments(messages, tools)
+        shared = 0
+        for new, old in zip(segments, self._cache):
+            if new != old:
+                break
+            shared += 1
+        prompt = sum(chars4(s) for s in segments)
+        cached = sum(chars4(s) for s in segments[:shared])
+
+        first_ms: float | None = None
+        max_tokens = (options or {}).get("max_tokens")
+        text = entry.get("text", "")
+        done_reason = entry.get("done_reason")
+        if isinstance(max_tokens, int) and chars4(text) > max_tokens:
+            text, done_reason = text[: max_tokens * 4], "length"
+        pieces: list[Chunk] = [
+            ThinkingDelta(text=p) for p in self._split(entry.get("thinking", ""))
+        ] + [TextDelta(text=p) for p in self._split(text)]
+        calls = [
+            ToolCallChunk(id=f"call_{number}_{i}", name=c["name"], arguments=c.get("arguments", {}), index=i)
+            for i, c in enumerate(entry.get("tool_calls") or [])
+        ]
+        for chunk in [*pieces, *calls]:
+            # Yield to the loop even without a delay so a UI stays live and a
+            # cancel lands between chunks.
+            await asyncio.sleep(self.delay)
+            first_ms = first_ms if first_ms is not None else (time.perf_counter() - started) * 1000.0
+            yield chunk
+        if fault in _LATE_FAULTS:
+            self._cache = []
+            raise _LATE_FAULTS[fault]()
+
+        reply = {"role": "assistant", "content": text}
+        if calls:
+            reply["tool_calls"] = [{"name": c.name, "arguments": c.arguments} for c in calls]
+        self._cache = segments + _segments([reply], None)
+        output = chars4(entry.get("thinking", "")) + chars4(text)
+        output += sum(chars4(json.dumps({"name": c.name, "arguments": c.arguments})) for c in calls)
+        yield Usage(
+            prompt_tokens=prompt,
+            cached_tokens=cached,
+            evaluated_tokens=prompt - cached,
+            output_tokens=output,
+            done_reason=done_reason or ("tool_calls" if calls else "stop"),
+            model=self.name,
+            cache_reported=True,
+            tools_dropped=False,
+            first_token_ms=first_ms,
+            wall_ms=(time.perf_counter() - started) * 1000.0,
+            raw={"mock": True, "request": number},
+        )
+
+    def _split(self, text: str) -> list[str]:
+        return [text[i : i + self.chunk_size] for i in range(0, len(text), self.chunk_size)]
+
+
+# -- summarizers ------------------------------------------------------------------------
+
+# .NET's Char.IsWhiteSpace set, which the article's TrimEnd() strips; Python's
+# str.rstrip() would also strip U+001C..U+001F.
+_DOTNET_WHITESPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+class MockLossySummarizer:
+    """The article's summarizer: the first 12 words of each message, nothing else.
+
+    Keeps: each message's role and its first 12 words (split on single spaces only,
+    so newlines stay inside words). Loses: everything after word 12 — numbers,
+    reasons and names included. Folding its output again loses more each time:
+    the fold of a fold.
+    """
+
+    name = "mock-lossy"
+    words = 12
+
+    def summarize(self, messages: Sequence[Mapping[str, Any]]) -> str:
+        lines = []
+        for m in messages:
+            words = [w for w in str(m.get("content", "")).split(" ") if w]
+            kept = " ".join(words[: self.words])
+            lines.append(f"- {m['role']}: {kept}{'...' if len(words) > self.words else ''}\n")
+        return "".join(lines).rstrip(_DOTNET_WHITESPACE)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_FACT_PATTERNS = [
+    re.compile(r"\d"),  # numbers, with whatever unit follows them
+    re.compile(r"(?:^|\s)[~.]?/?[\w.-]+/[\w./-]+|\b[\w-]+\.(?:py|js|ts|tsx|md|json|jsonl|toml|ya?ml|txt|rs|go|cs|java|c|h|cpp|sh|cfg|ini|lock|sql|html|css)\b"),
+    re.compile(r"\b(?:because|since|so that|due to|in order to|therefore|otherwise|reason)\b", re.I),
+    re.compile(r"\bDECISION:|\b(?:decided|decision|must|never|always)\b", re.I),
+    re.compile(r"`[^`]+`|\b[a-z]+_[a-z_]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b"),
+]
+_NAME = re.compile(r"\b[A-Z][\w-]*")
+
+
+def _is_fact_sentence(sentence: str) -> bool:
+    if any(p.search(sentence) for p in _FACT_PATTERNS):
+        return True
+    # A capitalized word after the first one is most likely a name (Redis, Alice).
+    return any(m.start() > 0 for m in _NAME.finditer(sentence.lstrip()))
+
+
+class MockExtractiveSummarizer:
+    """A careful extractive summarizer: keeps load-bearing sentences verbatim.
+
+    Keeps, word for word: every sentence that carries a number, a path or file name,
+    a name (a capitalized word inside a sentence, an identifier), a reason
+    (because, since, so that, due to ...) or a decision (DECISION:, decided, must,
+    never). Loses: the other sentences, each cut to its first 6 words.
+    """
+
+    name = "mock-extractive"
+    short_words = 6
+
+    def summarize(self, messages: Sequence[Mapping[str, Any]]) -> str:
+        lines = []
+        for m in messages:
+            parts = []
+            for sentence in _SENTENCE_END.split(str(m.get("content", ""))):
+                sentence = sentence.strip()
+                if not sentence:
+                    continue
+                if _is_fact_sentence(sentence):
+                    parts.append(sentence)
+                else:
+                    words = sentence.split()
+                    cut = len(words) > self.short_words
+                    parts.append(" ".join(words[: self.short_words]) + ("..." if cut else ""))
+            lines.append(f"- {m['role']}: {' '.join(parts)}")
+        return "\n".join(lines)
+
+
+SUMMARY_PROMPT = (
+    "You compress part of a coding session so that it can leave the context window. "
+    "Write a short summary as a list of bullet points. Keep verbatim every number with "
+    "its unit, every name (people, services, libraries, functions), every file path and "
+    "command, every decision and the reason given for it (keep the 'because'). Drop "
+    "greetings, repetition and tool output that was only looked at. Do not add anything "
+    "that is not in the conversation. Answer with the summary only."
+)
+
+
+class ModelSummarizer:
+    """Summarizes a span through a ``ChatModel`` with a prompt that asks to keep facts.
+
+    Keeps what the model keeps; the fact guard checks the result. Loses what the
+    model drops, which is why the guard exists.
+    """
+
+    def __init__(self, model: ChatModel, *, prompt: str = SUMMARY_PROMPT, options: Mapping[str, Any] | None = None):
+        self.model = model
+        self.prompt = prompt
+        self.options = dict(options) if options is not None else {"temperature": 0}
+        self.name = f"model:{model.name}"
+        self.last_usage: Usage | None = None
+
+    def request_messages(self, messages: Sequence[Mapping[str, Any]]) -> list[WireMessage]:
+        transcript = "\n\n".join(f"[{m['role']}] {m.get('content', '')}" for m in messages)
+        return [
+            {"role": "system", "content": self.prompt},
+            {"role": "user", "content": f"Summarize this part of the conversation:\n\n{transcript}"},
+        ]
+
+    async def asummarize(self, messages: Sequence[Mapping[str, Any]]) -> str:
+        parts = []
+        async for chunk in self.model.stream(self.request_messages(messages), options=self.options):
+            if isinstance(chunk, TextDelta):
+                parts.append(chunk.text)
+            elif isinstance(chunk, Usage):
+                self.last_usage = chunk
+        summary = "".join(parts).strip()
+        if not summary:
+            raise ModelError("the model returned an empty summary", "retry, or fold with the extractive summarizer")
+        return summary

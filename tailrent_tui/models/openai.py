@@ -1,0 +1,330 @@
+"""OpenAI-compatible servers (llama.cpp's server, vLLM, LM Studio) over
+``/v1/chat/completions`` with SSE streaming.
+
+Usage is read from the final usage chunk (asked for with
+``stream_options.include_usage``): ``prompt_tokens`` and
+``prompt_tokens_details.cached_tokens``, so ``evaluated = prompt - cached``. When
+llama.cpp adds its ``timings`` (``cache_n``, ``prompt_n``, ``prompt_ms``,
+``predicted_ms``), those take precedence: they are the engine's own count of what it
+reused and what it evaluated, and its own durations.
+
+Tool calls arrive in fragments (arguments as pieces of a JSON string); they are
+joined and handed over whole, once the server says the choice is finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from .base import (
+    Chunk,
+    ModelInfo,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallChunk,
+    ToolSpec,
+    Usage,
+    WireMessage,
+    check_wire_messages,
+    parse_arguments,
+    wire_tools,
+)
+from .errors import (
+    Busy,
+    MalformedChunk,
+    ModelError,
+    ModelNotFound,
+    ServerError,
+    StreamCut,
+    StreamError,
+    ToolsUnsupported,
+)
+from .http import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, HttpBackend, StreamClock
+
+API_KEY_VARIABLES = ("TAILRENT_API_KEY", "OPENAI_API_KEY")
+# Keys servers use in /v1/models for the window: llama.cpp meta.n_ctx, vLLM
+# max_model_len, LM Studio and others context_length / max_context_length.
+_WINDOW_KEYS = ("n_ctx", "max_model_len", "context_length", "max_context_length", "context_window")
+_OPTION_NAMES = {"num_predict": "max_tokens"}
+
+
+def api_base(url: str) -> str:
+    """``http://host:port`` -> ``http://host:port/v1``; a URL with a path is kept as given."""
+    url = url.strip().rstrip("/")
+    if "://" not in url:
+        url = "http://" + url
+    return url if urlsplit(url).path else url + "/v1"
+
+
+def api_key_from_env(env: Mapping[str, str] | None = None) -> str | None:
+    """``TAILRENT_API_KEY``, else ``OPENAI_API_KEY``; None when neither is set."""
+    env = os.environ if env is None else env
+    for name in API_KEY_VARIABLES:
+        if env.get(name):
+            return env[name]
+    return None
+
+
+def openai_messages(messages: Sequence[WireMessage]) -> list[dict[str, Any]]:
+    """Neutral messages -> OpenAI's: arguments as JSON text, tool results by ``tool_call_id``."""
+    check_wire_messages(messages)
+    out = []
+    for m in messages:
+        item: dict[str, Any] = {"role": m["role"], "content": m.get("content", "")}
+        if m.get("tool_calls"):
+            item["tool_calls"] = [
+                {
+                    "id": c.get("id") or f"call_{i}",
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))},
+                }
+                for i, c in enumerate(m["tool_calls"])
+            ]
+        if m["role"] == "tool":
+            if m.get("tool_call_id"):
+                item["tool_call_id"] = m["tool_call_id"]
+            if m.get("tool_name"):
+                item["name"] = m["tool_name"]
+        out.append(item)
+    return out
+
+
+def openai_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {_OPTION_NAMES.get(k, k): v for k, v in (options or {}).items()}
+
+
+def _window_of(entry: Mapping[str, Any]) -> int | None:
+    for place in (entry, entry.get("meta") or {}):
+        for key in _WINDOW_KEYS:
+            if isinstance(place.get(key), int) and place[key] > 0:
+                return place[key]
+    return None
+
+
+class OpenAIModel(HttpBackend):
+    """A chat model behind an OpenAI-compatible server.
+
+    ``model=None`` means the server's first model (from ``/v1/models``), looked up
+    by ``resolve_name()``; ``open_model`` does that before handing the model over.
+    """
+
+    backend_label = "OpenAI-compatible server"
+
+    def __init__(
+        self,
+        url: str,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        read_timeout: float | None = DEFAULT_READ_TIMEOUT,
+        retry_without_tools: bool = True,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+        super().__init__(
+            api_base(url),
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            headers=headers,
+            retry_without_tools=retry_without_tools,
+        )
+        self.name = model or ""
+        self._models: list[dict[str, Any]] | None = None
+
+    def status_error(self, status: int, message: str) -> ModelError:
+        lowered = message.lower()
+        if status in (401, 403):
+            return ServerError(status, message or "not authorized", "set TAILRENT_API_KEY or OPENAI_API_KEY")
+        if status == 404 and "model" in lowered:
+            return ModelNotFound(self.name, message, f"list the server's models at {self.base_url}/models")
+        if status == 400 and "tool" in lowered and ("support" in lowered or "not enabled" in lowered):
+            return ToolsUnsupported(message, f"{self.name or 'this model'} cannot call tools on this server")
+        if status == 503:
+            return Busy(message or "server busy")
+        return ServerError(status, message or f"HTTP {status}")
+
+    # -- information ------------------------------------------------------------------
+
+    async def _model_entries(self) -> list[dict[str, Any]]:
+        if self._models is None:
+            data = await self.get_json("/models")
+            self._models = list(data.get("data") or []) if isinstance(data, dict) else []
+        return self._models
+
+    async def resolve_name(self) -> str:
+        """Pick the server's first model when none was named."""
+        if not self.name:
+            entries = await self._model_entries()
+            if not entries:
+                raise ModelNotFound("", f"{self.base_url} offers no models", "load a model into the server")
+            self.name = entries[0]["id"]
+        return self.name
+
+    async def list_models(self) -> list[ModelInfo]:
+        return [
+            ModelInfo(name=e.get("id", ""), context_length=_window_of(e), raw=e)
+            for e in await self._model_entries()
+        ]
+
+    async def context_window(self) -> int | None:
+        entries = await self._model_entries()
+        for e in entries:
+            if e.get("id") == self.name:
+                return _window_of(e)
+        # llama.cpp serves one model whatever name is asked for.
+        return _window_of(entries[0]) if len(entries) == 1 else None
+
+    async def supports_tools(self) -> bool | None:
+        return False if self.tools_dropped else None
+
+    # -- chat ------------------------------------------------------------------------
+
+    async def _stream_once(
+        self,
+        messages: Sequence[WireMessage],
+        tools: Sequence[ToolSpec] | None,
+        options: Mapping[str, Any] | None,
+        started: float,
+    ) -> AsyncIterator[Chunk]:
+        body: dict[str, Any] = {
+            "model": self.name or await self.resolve_name(),
+            "messages": openai_messages(messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            **openai_options(options),
+        }
+        if tools:
+            body["tools"] = wire_tools(tools)
+        clock = StreamClock(started)
+        calls: dict[int, dict[str, Any]] = {}
+        usage: dict[str, Any] | None = None
+        timings: dict[str, Any] | None = None
+        finish: str | None = None
+        model = self.name
+        async with self.open_stream("/chat/completions", body) as response:
+            number = 0
+            try:
+                async for line in response.aiter_lines():
+                    number += 1
+                    if not line or line.startswith(":"):
+                        continue
+                    if not line.startswith("data:"):
+                        if line.startswith(("event:", "id:", "retry:")):
+                            continue
+                        raise MalformedChunk(line, number, "not a server-sent event line")
+                    payload = line[5:].strip()
+                    if payload == "[DONE]":
+                        for chunk in _whole_calls(calls):
+                            clock.saw_delta()
+                            yield chunk
+                        yield _usage(usage, timings, finish, model, clock)
+                        return
+                    try:
+                        data = json.loads(payload)
+                    except json.JSONDecodeError as exc:
+                        raise MalformedChunk(line, number, f"not JSON ({exc.msg})") from exc
+                    if not isinstance(data, dict):
+                        raise MalformedChunk(line, number, "not a JSON object")
+                    if "error" in data:
+                        error = data["error"]
+                        text = error.get("message", json.dumps(error)) if isinstance(error, dict) else error
+                        raise StreamError(
+                            f"the model server reported an error mid-reply: {text}",
+                            "the partial reply is kept; retry",
+                        )
+                    model = data.get("model") or model
+                    usage = data.get("usage") or usage
+                    timings = data.get("timings") or timings
+                    for choice in data.get("choices") or []:
+                        delta = choice.get("delta") or {}
+                        thinking = delta.get("reasoning_content") or delta.get("reasoning")
+                        if thinking:
+                            clock.saw_delta()
+                            yield ThinkingDelta(text=thinking)
+                        if delta.get("content"):
+                            clock.saw_delta()
+                            yield TextDelta(text=delta["content"])
+                        for fragment in delta.get("tool_calls") or []:
+                            _add_fragment(calls, fragment)
+                        if choice.get("finish_reason"):
+                            finish = choice["finish_reason"]
+                            for chunk in _whole_calls(calls):
+                                clock.saw_delta()
+                                yield chunk
+            except httpx.HTTPError as exc:
+                raise self.transport_error(exc) from exc
+        raise StreamCut(
+            "the reply ended before the server sent [DONE]",
+            "the server may have crashed or restarted; the partial reply is kept; retry",
+        )
+
+
+def _add_fragment(calls: dict[int, dict[str, Any]], fragment: Mapping[str, Any]) -> None:
+    index = fragment.get("index", len(calls))
+    call = calls.setdefault(index, {"id": None, "name": "", "arguments": []})
+    if fragment.get("id"):
+        call["id"] = fragment["id"]
+    function = fragment.get("function") or {}
+    if function.get("name"):
+        call["name"] += function["name"]
+    if function.get("arguments"):
+        call["arguments"].append(function["arguments"])
+
+
+def _whole_calls(calls: dict[int, dict[str, Any]]) -> list[ToolCallChunk]:
+    """The tool calls gathered so far, as whole chunks; empties the gathering."""
+    out = []
+    for index in sorted(calls):
+        call = calls[index]
+        arguments, raw, error = parse_arguments("".join(call["arguments"]))
+        out.append(
+            ToolCallChunk(
+                id=call["id"] or f"call_{index}",
+                name=call["name"],
+                arguments=arguments,
+                raw_arguments=raw,
+                arguments_error=error,
+                index=index,
+            )
+        )
+    calls.clear()
+    return out
+
+
+def _usage(
+    usage: Mapping[str, Any] | None,
+    timings: Mapping[str, Any] | None,
+    finish: str | None,
+    model: str,
+    clock: StreamClock,
+) -> Usage:
+    usage = usage or {}
+    timings = timings or {}
+    prompt = usage.get("prompt_tokens")
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    evaluated = prompt - cached if prompt is not None and cached is not None else None
+    if "cache_n" in timings:
+        cached = timings["cache_n"]
+    if "prompt_n" in timings:
+        evaluated = timings["prompt_n"]
+    output = usage.get("completion_tokens", timings.get("predicted_n", 0))
+    return Usage(
+        prompt_tokens=prompt,
+        cached_tokens=cached,
+        evaluated_tokens=evaluated,
+        output_tokens=output or 0,
+        prompt_ms=timings.get("prompt_ms"),
+        generation_ms=timings.get("predicted_ms"),
+        done_reason=finish,
+        model=model,
+        cache_reported=cached is not None,
+        first_token_ms=clock.first_ms,
+        wall_ms=clock.wall_ms(),
+        raw={"usage": dict(usage), "timings": dict(timings)} if timings else {"usage": dict(usage)},
+    )

@@ -1,0 +1,1 @@
+"""Scenarios: the article's run, its trace, and other built-in traces."""

@@ -1,0 +1,187 @@
+"""Settings: one documented model, read from config.toml, then the environment, then flags.
+
+Every field documents itself (`tailrent config` prints each value, its
+description, and where it came from). A bad value is an error naming the key
+and the file (or variable, or flag) it came from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from tailrent_tui.agent.tools.base import ToolCaps
+
+ENV_PREFIX = "TAILRENT_"
+
+
+class SettingsError(ValueError):
+    """A setting with a bad value; the message names the key and its source."""
+
+
+class Settings(BaseModel):
+    """tailrent's settings. Sources, lowest first: defaults, config.toml, TAILRENT_* env, flags."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    model: str | None = Field(
+        None, description="Model spec: mock, ollama, ollama:NAME, openai:URL or openai:URL#MODEL; unset = probe Ollama, else the mock"
+    )
+    window: int | None = Field(None, ge=256, description="Context window in tokens; unset = ask the server (Ollama /api/show, num_ctx) or 32768")
+    fold_trigger: float = Field(0.9, gt=0, le=1, description="Fold when the context passes this share of the window")
+    fold_target: float = Field(0.35, gt=0, lt=1, description="A fold brings the context down to this share of the window")
+    spill_threshold: int = Field(2000, ge=1, description="Tool results over this many tokens are spilled (rung 2)")
+    caps: ToolCaps = Field(default_factory=ToolCaps, description="Rung 1: each tool's output cap")
+    policy: Literal["none", "naive", "naive-pin", "autocompact", "ladder"] = Field(
+        "ladder", description="Folding policy (see DESIGN.md)"
+    )
+    price_sheet: str = Field("local", description="Price sheet for the rent figures (local, anthropic-5m, anthropic-1h, openai, or your own)")
+    summarizer: Literal["auto", "model", "extractive", "lossy"] = Field(
+        "auto", description="Who writes fold summaries: the model, the extractive mock, the article's lossy mock; auto = the model unless it is the mock"
+    )
+    keep_alive: str = Field("30m", description="Ollama keep_alive sent with every request: the TTL of the local KV cache")
+    tokenizer: Literal["cl100k", "chars4"] = Field("cl100k", description="Token counter for the context budget")
+    theme: str = Field("tailrent-dark", description="UI theme name")
+    keymap: dict[str, str] = Field(default_factory=dict, description="Binding id -> keys, e.g. {pin = \"ctrl+p\"}")
+    decision_patterns: list[str] | None = Field(
+        None, description="Regexes that auto-pin decision messages; unset = the built-in list"
+    )
+    guard: Literal["repair", "report", "off"] = Field(
+        "repair", description="Fold guard: repair appends lost facts to the summary verbatim; report only records them"
+    )
+    fsync: bool = Field(True, description="fsync the journal after every event")
+    yolo: bool = Field(False, description="Run shell and file-writing tools without asking")
+    workspace: Path | None = Field(None, description="Workspace root for tools; unset = the current directory")
+    data_dir: Path | None = Field(None, description="Where sessions live; unset = TAILRENT_HOME or the user data dir")
+    system_prompt: str = Field(
+        "You are a careful coding agent working in the user's workspace. Use the tools to read, search and edit. "
+        "Keep decisions explicit: state them as 'DECISION: ... because ...'.",
+        description="System prompt of new sessions",
+    )
+    prune_watermark_lines: int = Field(2000, ge=100, description="The transcript keeps about this many lines of widgets; older ones load back on scroll")
+    decisions_file: str | None = Field(None, description="Also write pinned decisions to this file in the workspace (e.g. DECISIONS.md)")
+    delegate_answer_cap: int = Field(1500, ge=50, description="A delegate's final answer is capped to this many tokens before it enters the parent")
+    request_timeout: float = Field(300.0, gt=0, description="Read timeout for model requests, in seconds")
+
+    @field_validator("decision_patterns")
+    @classmethod
+    def _patterns_compile(cls, v: list[str] | None) -> list[str] | None:
+        import re
+
+        for p in v or []:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"pattern {p!r} is not a valid regex: {exc}") from None
+        return v
+
+    def field_help(self) -> dict[str, str]:
+        return {name: f.description or "" for name, f in type(self).model_fields.items()}
+
+
+def config_dir() -> Path:
+    env = os.environ.get("TAILRENT_CONFIG_DIR")
+    return Path(env) if env else Path(platformdirs.user_config_dir("tailrent"))
+
+
+def config_file() -> Path:
+    return config_dir() / "config.toml"
+
+
+def state_file() -> Path:
+    """Choices the app remembers (the theme), kept apart from the user's config.toml."""
+    return config_dir() / "state.json"
+
+
+def _env_values() -> dict[str, tuple[str, str]]:
+    out: dict[str, tuple[str, str]] = {}
+    for name in Settings.model_fields:
+        var = ENV_PREFIX + name.upper()
+        if var in os.environ and name not in ("data_dir",):
+            out[name] = (os.environ[var], var)
+    if "TAILRENT_HOME" in os.environ:
+        out["data_dir"] = (os.environ["TAILRENT_HOME"], "TAILRENT_HOME")
+    return out
+
+
+def _coerce_env(name: str, raw: str) -> Any:
+    field = Settings.model_fields[name]
+    ann = str(field.annotation)
+    if name in ("caps", "keymap", "decision_patterns"):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise SettingsError(f"{ENV_PREFIX}{name.upper()}: expected JSON ({exc.msg})") from None
+    if "bool" in ann:
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off"):
+            return False
+    return raw
+
+
+def load_settings(flags: dict[str, Any] | None = None, *, path: Path | None = None) -> tuple[Settings, dict[str, str]]:
+    """Effective settings and, for each key, where its value came from."""
+    values: dict[str, Any] = {}
+    source: dict[str, str] = {name: "default" for name in Settings.model_fields}
+    cfg = path or config_file()
+    if cfg.exists():
+        try:
+            data = tomllib.loads(cfg.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise SettingsError(f"{cfg}: not valid TOML ({exc})") from None
+        for key, value in data.items():
+            if key not in Settings.model_fields:
+                raise SettingsError(f"{cfg}: unknown key {key!r}")
+            values[key] = value
+            source[key] = str(cfg)
+    state = state_file()
+    if state.exists():
+        try:
+            remembered = json.loads(state.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            remembered = {}
+        for key, value in remembered.items():
+            if key in Settings.model_fields and source.get(key) == "default":
+                values[key] = value
+                source[key] = str(state)
+    for name, (raw, var) in _env_values().items():
+        values[name] = _coerce_env(name, raw)
+        source[name] = f"${var}"
+    for name, value in (flags or {}).items():
+        if value is None or name not in Settings.model_fields:
+            continue
+        if isinstance(value, bool) and value is False:
+            continue
+        values[name] = value
+        source[name] = f"--{name.replace('_', '-')}"
+    try:
+        settings = Settings(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "?"
+        top = str(err["loc"][0]) if err["loc"] else key
+        raise SettingsError(f"{source.get(top, 'settings')}: {key}: {err['msg']}") from None
+    return settings, source
+
+
+def save_user_choice(key: str, value: Any) -> None:
+    """Remember a choice made in the app (e.g. the theme) for the next start."""
+    if key not in Settings.model_fields:
+        raise SettingsError(f"unknown setting {key!r}")
+    path = state_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, json.JSONDecodeError):
+        data = {}
+    data[key] = value
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,185 @@
+"""Export a session as the user saw it: Markdown or JSON, always UTF-8.
+
+The export walks the journal's events in order, so it shows every message as
+it was added — including the originals that a later fold took out of the
+context — with pins and unpins where they happened (📌), spill pointers where
+results were spilled, each fold summary at its place with its depth, and a
+fold log at the end. Nothing is read from spill files: the export shows the
+pointers, as the context did.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from tailrent_tui.core.messages import Event, Folded, FoldSkipped, MessageAdded, Note, Pinned, Spilled, Unpinned
+from tailrent_tui.store.paths import write_file_atomic
+from tailrent_tui.store.sessions import SessionDir
+
+Format = Literal["md", "json"]
+PIN = "📌"
+
+
+def _when(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+
+
+def transcript_entries(events: list[Event]) -> list[dict[str, Any]]:
+    """The session's history as plain records, in the order it happened."""
+    pinned_now: set[str] = set()
+    out: list[dict[str, Any]] = []
+    for ev in events:
+        if isinstance(ev, MessageAdded):
+            m = ev.message
+            if m.pinned:
+                pinned_now.add(m.id)
+            out.append(
+                {
+                    "entry": "message",
+                    "at": ev.at,
+                    "id": m.id,
+                    "role": m.role,
+                    "kind": m.kind.value,
+                    "content": m.content,
+                    "tokens": m.tokens,
+                    "pinned_on_arrival": m.pinned,
+                    "auto_pinned": ev.auto_pinned,
+                    "tool": m.tool,
+                    "spill_id": m.spill_id,
+                    "tool_calls": [c.model_dump() for c in m.tool_calls],
+                }
+            )
+        elif isinstance(ev, Pinned):
+            pinned_now.add(ev.id)
+            out.append({"entry": "pin", "at": ev.at, "id": ev.id, "auto": ev.auto})
+        elif isinstance(ev, Unpinned):
+            pinned_now.discard(ev.id)
+            out.append({"entry": "unpin", "at": ev.at, "id": ev.id})
+        elif isinstance(ev, Spilled):
+            out.append(
+                {
+                    "entry": "spill",
+                    "at": ev.at,
+                    "id": ev.id,
+                    "spill_id": ev.spill_id,
+                    "tool": ev.tool,
+                    "location": ev.location,
+                    "tokens_before": ev.tokens_before,
+                    "pointer": ev.pointer,
+                }
+            )
+        elif isinstance(ev, Folded):
+            f = ev.fold
+            out.append(
+                {
+                    "entry": "fold",
+                    "at": ev.at,
+                    "fold_no": f.fold_no,
+                    "depth": f.depth,
+                    "span_ids": f.span_ids,
+                    "summary_id": f.summary.id,
+                    "summary": f.summary.content,
+                    "tokens_before": f.tokens_before,
+                    "tokens_after": f.tokens_after,
+                    "context_before": f.context_before,
+                    "context_after": f.context_after,
+                    "facts_lost": f.facts_lost,
+                    "facts_repaired": f.facts_repaired,
+                    "trigger": f.trigger,
+                }
+            )
+        elif isinstance(ev, FoldSkipped):
+            out.append({"entry": "fold_skipped", "at": ev.at, "reason": ev.reason})
+        elif isinstance(ev, Note):
+            out.append({"entry": "note", "at": ev.at, "level": ev.level, "text": ev.text})
+    for e in out:
+        if e["entry"] == "message":
+            e["pinned"] = e["id"] in pinned_now
+    return out
+
+
+def export_json(sd: SessionDir) -> str:
+    meta = sd.read_meta()
+    entries = transcript_entries(sd.events())
+    doc = {
+        "session": meta.model_dump(exclude={"summary"}),
+        "transcript": entries,
+        "fold_log": [e for e in entries if e["entry"] == "fold"],
+    }
+    return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+
+
+def _fence(text: str) -> str:
+    longest = max((len(run) for run in text.split("\n") if set(run) == {"`"}), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}\n{text}\n{ticks}"
+
+
+def export_markdown(sd: SessionDir) -> str:
+    meta = sd.read_meta()
+    entries = transcript_entries(sd.events())
+    lines = [f"# {meta.title or 'tailrent session'} ({meta.id})", ""]
+    lines.append(f"Created {_when(meta.created)} · model {meta.model or '-'} · window {meta.window:,} tokens")
+    lines.append("")
+    for e in entries:
+        kind = e["entry"]
+        if kind == "message":
+            pin = f"{PIN} " if e["pinned"] else ""
+            label = e["role"] + (f" ({e['tool']})" if e["tool"] else "")
+            extra = " · spill pointer" if e["kind"] == "spill_pointer" else ""
+            lines += [f"### {pin}{label} · {_when(e['at'])}{extra}", f"<sub>id {e['id']} · {e['tokens']:,} tokens</sub>", ""]
+            lines += [e["content"], ""]
+        elif kind == "pin":
+            lines += [f"> {PIN} pinned {e['id']}{' (decision)' if e['auto'] else ''} · {_when(e['at'])}", ""]
+        elif kind == "unpin":
+            lines += [f"> unpinned {e['id']} · {_when(e['at'])}", ""]
+        elif kind == "spill":
+            lines += [
+                f"> ↪ {e['id']} spilled ({e['tokens_before']:,} tokens) to {e['location']}; pointer: {e['pointer']}",
+                "",
+            ]
+        elif kind == "fold":
+            lines += [
+                f"### 🗂 fold #{e['fold_no']} · depth {e['depth']} · {_when(e['at'])}",
+                f"<sub>{len(e['span_ids'])} messages, {e['tokens_before']:,} -> {e['tokens_after']:,} tokens</sub>",
+                "",
+                _fence(e["summary"]),
+                "",
+            ]
+        elif kind == "fold_skipped":
+            lines += [f"> fold skipped: {e['reason']}", ""]
+        elif kind == "note":
+            lines += [f"> note ({e['level']}): {e['text']}", ""]
+    folds = [e for e in entries if e["entry"] == "fold"]
+    lines += ["## Fold log", ""]
+    if not folds:
+        lines += ["No folds.", ""]
+    else:
+        lines += [
+            "| fold | time | tokens before -> after | context before -> after | depth | facts lost |",
+            "| ---: | --- | --- | --- | ---: | --- |",
+        ]
+        for e in folds:
+            lost = "; ".join(e["facts_lost"]).replace("|", "\\|") or "none"
+            lines.append(
+                f"| {e['fold_no']} | {_when(e['at'])} | {e['tokens_before']:,} -> {e['tokens_after']:,} | "
+                f"{e['context_before']:,} -> {e['context_after']:,} | {e['depth']} | {lost} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def export_session(sd: SessionDir, fmt: Format) -> str:
+    if fmt == "md":
+        return export_markdown(sd)
+    if fmt == "json":
+        return export_json(sd)
+    raise ValueError(f"unknown export format {fmt!r}: choose md or json")
+
+
+def write_export(text: str, out: Path) -> Path:
+    """Write the export as UTF-8 bytes, whatever the locale says."""
+    return write_file_atomic(Path(out), text.encode("utf-8"))

@@ -1,0 +1,509 @@
+"""Session directories: create, list, find, lock, open (replay) and close.
+
+    <data>/sessions/<id>/          mode 0700
+        meta.json                  id, title, created, last_active, model, workspace, policy,
+                                   window, tokenizer, system prompt (+ a summary cache for listing)
+        journal.jsonl              every event (see journal.py)
+        spill/<uuid>.json          spilled tool results
+        archive/fold-0001.json     the originals of each fold
+        memory/<key>.json          remembered artifacts
+        lock                       pid/host/started of the process that has the session open
+
+Every file is 0600. Only one process may have a session open: the lock is an
+flock on `lock` (the kernel drops it when the process dies), and the file's
+contents name the holder so a second process is refused with a message that
+says who has it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from tailrent_tui.core.messages import Event, UsageRecorded
+from tailrent_tui.core.session import DecisionMatcher, Session
+from tailrent_tui.core.tokens import get_counter
+from tailrent_tui.store.archive import FileFoldArchive
+from tailrent_tui.store.journal import (
+    JOURNAL_NAME,
+    AsyncJournalWriter,
+    JournalWriter,
+    LoadResult,
+    Writer,
+    _read,
+    attach,
+    header_line,
+    replay_journal,
+)
+from tailrent_tui.store.memory import MemoryStore
+from tailrent_tui.store.paths import (
+    FILE_MODE,
+    check_name,
+    ensure_private_dir,
+    new_session_id,
+    sessions_root,
+    write_file_atomic,
+)
+from tailrent_tui.store.spills import FileSpillStore
+
+
+class SessionLookupError(LookupError):
+    """No session matches an id (or a prefix matches several)."""
+
+
+class SessionLocked(RuntimeError):
+    """Another process has the session open."""
+
+
+class SessionSummary(BaseModel):
+    """Counts cached in meta.json for `tailrent sessions`; valid while the journal size matches."""
+
+    journal_bytes: int
+    messages: int
+    folds: int
+    pinned: int
+    context_tokens: int
+    last_request_at: float | None = None
+
+
+class SessionMeta(BaseModel):
+    id: str
+    title: str = ""
+    created: float = Field(default_factory=time.time)
+    last_active: float = Field(default_factory=time.time)
+    model: str | None = None
+    workspace: str | None = None
+    policy: str | None = None
+    window: int = 32768
+    tokenizer: str = "cl100k"
+    system: str = ""
+    tool_schema_tokens: int = 0
+    summary: SessionSummary | None = None
+
+
+class SessionInfo(BaseModel):
+    """One row of `tailrent sessions`."""
+
+    id: str
+    title: str
+    created: float
+    last_active: float
+    messages: int | None = None
+    folds: int | None = None
+    pinned: int | None = None
+    context_tokens: int | None = None
+    path: Path
+    error: str | None = Field(default=None, description="why the counts are missing (an unreadable journal)")
+
+
+class SessionDir:
+    """A session's directory and the stores inside it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    @property
+    def id(self) -> str:
+        return self.path.name
+
+    @property
+    def journal_path(self) -> Path:
+        return self.path / JOURNAL_NAME
+
+    @property
+    def meta_path(self) -> Path:
+        return self.path / "meta.json"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path / "lock"
+
+    def spills(self) -> FileSpillStore:
+        return FileSpillStore(self.path / "spill")
+
+    def archive(self) -> FileFoldArchive:
+        return FileFoldArchive(self.path / "archive")
+
+    def memory(self) -> MemoryStore:
+        return MemoryStore(self.path / "memory")
+
+    @classmethod
+    def create(
+        cls,
+        data_dir: Path,
+        *,
+        title: str = "",
+        model: str | None = None,
+        workspace: Path | str | None = None,
+        policy: str | None = None,
+        window: int = 32768,
+        tokenizer: str = "cl100k",
+        system: str = "",
+        tool_schema_tokens: int = 0,
+        session_id: str | None = None,
+        now: float | None = None,
+    ) -> SessionDir:
+        """Make a new session directory (0700) with meta.json and the journal header (0600)."""
+        now = time.time() if now is None else now
+        sid = check_name(session_id or new_session_id(now), "session id")
+        root = ensure_private_dir(sessions_root(data_dir))
+        path = root / sid
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            raise SessionLookupError(f"session {sid} already exists in {root}") from None
+        os.chmod(path, 0o700)
+        sd = cls(path)
+        for sub in ("spill", "archive", "memory"):
+            ensure_private_dir(path / sub)
+        meta = SessionMeta(
+            id=sid,
+            title=title,
+            created=now,
+            last_active=now,
+            model=model,
+            workspace=str(workspace) if workspace is not None else None,
+            policy=policy,
+            window=window,
+            tokenizer=tokenizer,
+            system=system,
+            tool_schema_tokens=tool_schema_tokens,
+        )
+        sd.write_meta(meta)
+        write_file_atomic(sd.journal_path, header_line(sid, now))
+        return sd
+
+    def read_meta(self) -> SessionMeta:
+        try:
+            return SessionMeta.model_validate(json.loads(self.meta_path.read_bytes().decode("utf-8")))
+        except FileNotFoundError:
+            raise SessionLookupError(f"{self.path} is not a tailrent session (no meta.json)") from None
+        except (ValueError, ValidationError) as exc:
+            raise SessionLookupError(f"{self.meta_path} is not valid ({type(exc).__name__}: {exc})") from None
+
+    def write_meta(self, meta: SessionMeta) -> None:
+        write_file_atomic(self.meta_path, meta.model_dump_json(indent=2).encode("utf-8"))
+
+    def update_meta(self, **changes: Any) -> SessionMeta:
+        meta = self.read_meta().model_copy(update=changes)
+        self.write_meta(meta)
+        return meta
+
+    def new_session(self, *, decisions: DecisionMatcher | None = None, meta: SessionMeta | None = None) -> Session:
+        """An empty core Session configured from meta (tokenizer, system prompt, window)."""
+        meta = meta or self.read_meta()
+        return Session(
+            counter=get_counter(meta.tokenizer),
+            system=meta.system,
+            window=meta.window,
+            tool_schema_tokens=meta.tool_schema_tokens,
+            decisions=decisions,
+            id=meta.id,
+        )
+
+    def replay(self, *, decisions: DecisionMatcher | None = None, save_torn: bool = True) -> tuple[Session, LoadResult]:
+        """Rebuild the session from its journal (read only; no lock)."""
+        session = self.new_session(decisions=decisions)
+        result = replay_journal(self.journal_path, session, save_torn=save_torn)
+        return session, result
+
+    def events(self, *, save_torn: bool = False) -> list[Event]:
+        out: list[Event] = []
+        _read(self.journal_path, save_torn, lambda n, ev: out.append(ev))
+        return out
+
+    def acquire_lock(self) -> SessionLock:
+        return SessionLock.acquire(self.lock_path)
+
+    def summarize(self, session: Session) -> SessionSummary:
+        size = self.journal_path.stat().st_size
+        return SessionSummary(
+            journal_bytes=size,
+            messages=len(session.messages),
+            folds=len(session.folds),
+            pinned=sum(1 for m in session.messages if m.pinned),
+            context_tokens=session.context_tokens,
+            last_request_at=last_request_at(session),
+        )
+
+    def info(self) -> SessionInfo:
+        """Counts for listing: from the cached summary if the journal has not grown, else a replay."""
+        meta = self.read_meta()
+        try:
+            mtime = self.journal_path.stat().st_mtime
+            size = self.journal_path.stat().st_size
+        except OSError as exc:
+            return SessionInfo(
+                id=meta.id, title=meta.title, created=meta.created, last_active=meta.last_active,
+                path=self.path, error=f"no journal ({exc.strerror})",
+            )
+        summary = meta.summary if meta.summary and meta.summary.journal_bytes == size else None
+        error = None
+        if summary is None:
+            try:
+                session, _ = self.replay(save_torn=False)
+                summary = self.summarize(session)
+            except Exception as exc:  # a listing shows a broken session instead of failing
+                error = str(exc)
+        return SessionInfo(
+            id=meta.id,
+            title=meta.title,
+            created=meta.created,
+            last_active=max(meta.last_active, mtime),
+            messages=summary.messages if summary else None,
+            folds=summary.folds if summary else None,
+            pinned=summary.pinned if summary else None,
+            context_tokens=summary.context_tokens if summary else None,
+            path=self.path,
+            error=error,
+        )
+
+
+class LockInfo(BaseModel):
+    pid: int
+    host: str
+    started: float
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class SessionLock:
+    """An flock held on the session's `lock` file for as long as the session is open."""
+
+    def __init__(self, path: Path, fd: int, info: LockInfo, took_over: str | None) -> None:
+        self.path = path
+        self._fd: int | None = fd
+        self.info = info
+        self.took_over = took_over
+
+    @classmethod
+    def acquire(cls, path: Path) -> SessionLock:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held = _read_lock(fd)
+            os.close(fd)
+            who = _describe(held) if held else "another process"
+            raise SessionLocked(
+                f"session {path.parent.name} is already open in {who}; close it there first"
+            ) from None
+        previous = _read_lock(fd)
+        host = socket.gethostname()
+        took_over = None
+        if previous is not None and previous.pid != os.getpid():
+            if previous.host != host:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+                raise SessionLocked(
+                    f"session {path.parent.name} is locked by {_describe(previous)}; this host cannot check "
+                    f"that process: if it is gone, delete {path}"
+                )
+            if _pid_alive(previous.pid):
+                # alive but not holding the flock: a pid reused by an unrelated process after a crash
+                took_over = f"took over the lock of {_describe(previous)} (that process no longer holds it)"
+            else:
+                took_over = f"took over a stale lock of {_describe(previous)}, which is no longer running"
+        info = LockInfo(pid=os.getpid(), host=host, started=time.time())
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, info.model_dump_json().encode("utf-8"), 0)
+        os.fsync(fd)
+        return cls(path, fd, info, took_over)
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        # emptied, so the next opener knows the session was closed cleanly
+        os.ftruncate(self._fd, 0)
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> SessionLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _read_lock(fd: int) -> LockInfo | None:
+    raw = os.pread(fd, 4096, 0)
+    if not raw.strip():
+        return None
+    try:
+        return LockInfo.model_validate_json(raw)
+    except ValidationError:
+        return None
+
+
+def _describe(info: LockInfo) -> str:
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.started))
+    return f"process {info.pid} on {info.host} (since {started})"
+
+
+# -- finding sessions --------------------------------------------------------
+
+
+def session_dirs(data_dir: Path) -> list[SessionDir]:
+    root = sessions_root(data_dir)
+    if not root.is_dir():
+        return []
+    return [SessionDir(p) for p in sorted(root.iterdir()) if (p / "meta.json").is_file()]
+
+
+def find_session(data_dir: Path, ref: str) -> SessionDir:
+    """The session whose id is `ref` or starts with it; a clear error if none or several."""
+    ref = ref.strip()
+    if not ref:
+        raise SessionLookupError("give a session id (or a unique prefix of one)")
+    dirs = session_dirs(data_dir)
+    exact = [d for d in dirs if d.id == ref]
+    if exact:
+        return exact[0]
+    matches = [d for d in dirs if d.id.startswith(ref)]
+    if not matches:
+        where = sessions_root(data_dir)
+        raise SessionLookupError(f"no session {ref!r} in {where} (`tailrent sessions` lists them)")
+    if len(matches) > 1:
+        names = ", ".join(d.id for d in matches[:8]) + (" ..." if len(matches) > 8 else "")
+        raise SessionLookupError(f"session id {ref!r} is ambiguous: it matches {names}")
+    return matches[0]
+
+
+def list_sessions(data_dir: Path) -> list[SessionInfo]:
+    """Every session, most recently active first."""
+    infos = []
+    for d in session_dirs(data_dir):
+        try:
+            infos.append(d.info())
+        except SessionLookupError:
+            continue
+    return sorted(infos, key=lambda i: i.last_active, reverse=True)
+
+
+def last_active(data_dir: Path) -> SessionDir | None:
+    """The most recently active session (for `--continue`), by meta last_active and journal mtime."""
+    best: tuple[float, SessionDir] | None = None
+    for d in session_dirs(data_dir):
+        try:
+            meta = d.read_meta()
+            stamp = max(meta.last_active, d.journal_path.stat().st_mtime)
+        except (SessionLookupError, OSError):
+            continue
+        if best is None or stamp > best[0]:
+            best = (stamp, d)
+    return best[1] if best else None
+
+
+def resolve_session(data_dir: Path, *, continue_: bool = False, resume: str | None = None) -> SessionDir | None:
+    """`--resume ID` or `--continue`; None means start a new session."""
+    if resume:
+        return find_session(data_dir, resume)
+    if continue_:
+        found = last_active(data_dir)
+        if found is None:
+            raise SessionLookupError(f"no session to continue in {sessions_root(data_dir)}")
+        return found
+    return None
+
+
+# -- time since the last request (for the rent model) -------------------------
+
+
+def last_request_at(session: Session) -> float | None:
+    """When the last model request was made (its UsageRecorded event), or None if never."""
+    usage: list[UsageRecorded] = session.usage
+    return usage[-1].at if usage else None
+
+
+def idle_seconds(session: Session | SessionDir, now: float | None = None) -> float | None:
+    """Seconds since the last model request; past the cache TTL the whole prefix is rewritten.
+
+    Given a SessionDir, reads the cached summary or replays the journal.
+    """
+    now = time.time() if now is None else now
+    if isinstance(session, SessionDir):
+        meta = session.read_meta()
+        size = session.journal_path.stat().st_size
+        if meta.summary is not None and meta.summary.journal_bytes == size:
+            at = meta.summary.last_request_at
+        else:
+            at = last_request_at(session.replay(save_torn=False)[0])
+    else:
+        at = last_request_at(session)
+    return None if at is None else max(0.0, now - at)
+
+
+# -- opening and closing --------------------------------------------------------
+
+
+def open_session(
+    session_dir: SessionDir | Path,
+    *,
+    decisions: DecisionMatcher | None = None,
+    fsync: bool = True,
+    async_writer: bool = False,
+    lock: bool = True,
+    on_status: Any = None,
+) -> tuple[Session, Writer]:
+    """Lock the session, replay its journal, attach a writer; returns (session, writer).
+
+    The writer carries `.lock` (release it with `close_session`) and
+    `.warnings`: what the user must be told once (a torn tail that was skipped,
+    a stale lock taken over). With `async_writer` the writer is an
+    `AsyncJournalWriter` (the app); else a `JournalWriter`.
+    """
+    sd = session_dir if isinstance(session_dir, SessionDir) else SessionDir(Path(session_dir))
+    held = sd.acquire_lock() if lock else None
+    try:
+        session, result = sd.replay(decisions=decisions)
+        sd.update_meta(last_active=time.time())
+    except BaseException:
+        if held is not None:
+            held.release()
+        raise
+    writer: Writer
+    if async_writer:
+        writer = AsyncJournalWriter(sd.journal_path, fsync=fsync, on_status=on_status)
+    else:
+        writer = JournalWriter(sd.journal_path, fsync=fsync)
+    writer.warnings.extend(result.warnings)
+    if held is not None and held.took_over:
+        writer.warnings.append(held.took_over)
+    writer.lock = held  # type: ignore[attr-defined]
+    writer.session_dir = sd  # type: ignore[attr-defined]
+    attach(session, writer)
+    return session, writer
+
+
+def close_session(session: Session, writer: Writer) -> None:
+    """Flush (sync writer), close, cache the listing summary in meta, release the lock.
+
+    For an AsyncJournalWriter, `await writer.aclose()` first.
+    """
+    if isinstance(writer, JournalWriter):
+        writer.flush()
+    writer.close()
+    sd: SessionDir | None = getattr(writer, "session_dir", None)
+    try:
+        if sd is not None and writer.pending == 0:
+            sd.update_meta(last_active=time.time(), summary=sd.summarize(session))
+    finally:
+        held: SessionLock | None = getattr(writer, "lock", None)
+        if held is not None:
+            held.release()

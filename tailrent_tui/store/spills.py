@@ -1,0 +1,96 @@
+"""Spill files (rung 2's store): `spill/<uuid>.json` in the session directory.
+
+Each file holds {"tool", "captured_at", "content", "sha256"}; it is written to
+a temp file, fsynced and renamed, so a spill is either whole or absent. The
+transcript keeps only the pointer. Reading back checks the file against its
+hash: a missing or altered file is a clear `SpillMissing` / `SpillAltered`,
+and `spill_text_for_transcript` turns either into a line the transcript can
+show instead of crashing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from tailrent_tui.core.rungs.spill import SpillStoreError
+from tailrent_tui.store.paths import check_name, ensure_private_dir, write_file_atomic
+
+
+class SpillMissing(SpillStoreError):
+    """The spill file a pointer names is not there."""
+
+
+class SpillAltered(SpillStoreError):
+    """The spill file is there but is not what was written (edited, truncated, not JSON)."""
+
+
+class SpillFile(BaseModel):
+    tool: str
+    captured_at: float
+    content: str
+    sha256: str
+
+
+def _digest(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+class FileSpillStore:
+    """Implements core's `SpillStore` with one JSON file per spill."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+
+    def path_for(self, spill_id: str) -> Path:
+        return self.directory / f"{check_name(spill_id, 'spill id')}.json"
+
+    def write_spill(self, spill_id: str, tool: str, content: str, at: float) -> str:
+        """Write the spill file (temp, fsync, rename); return its path for the pointer."""
+        path = self.path_for(spill_id)
+        record = SpillFile(tool=tool, captured_at=at, content=content, sha256=_digest(content))
+        try:
+            ensure_private_dir(self.directory)
+            write_file_atomic(path, record.model_dump_json().encode("utf-8"))
+        except OSError as exc:
+            raise SpillStoreError(exc.errno, f"could not write spill {spill_id} to {path}: {exc.strerror or exc}") from exc
+        return str(path)
+
+    def read_record(self, spill_id: str) -> SpillFile:
+        path = self.path_for(spill_id)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise SpillMissing(f"spill {spill_id}: file {path} is missing; its content cannot be read back") from None
+        except OSError as exc:
+            raise SpillStoreError(exc.errno, f"spill {spill_id}: cannot read {path}: {exc.strerror or exc}") from exc
+        try:
+            record = SpillFile.model_validate(json.loads(raw.decode("utf-8")))
+        except (ValueError, ValidationError) as exc:
+            raise SpillAltered(f"spill {spill_id}: file {path} is not a valid spill file ({type(exc).__name__})") from None
+        if _digest(record.content) != record.sha256:
+            raise SpillAltered(
+                f"spill {spill_id}: file {path} was altered after it was written (its content no longer matches its sha256)"
+            )
+        return record
+
+    def read_spill(self, spill_id: str) -> str:
+        return self.read_record(spill_id).content
+
+    def exists(self, spill_id: str) -> bool:
+        return self.path_for(spill_id).exists()
+
+
+def spill_text_for_transcript(store: FileSpillStore, spill_id: str) -> str:
+    """The spill's content, or a one-line notice if its file is missing or altered."""
+    try:
+        return store.read_spill(spill_id)
+    except SpillMissing as exc:
+        return f"[spill missing] {exc}"
+    except SpillAltered as exc:
+        return f"[spill altered] {exc}"
+    except (SpillStoreError, ValueError) as exc:
+        return f"[spill unreadable] {exc}"

@@ -1,0 +1,627 @@
+"""TailrentApp: the transcript on the left, the ladder panels on the right, the input below.
+
+The app renders the session's events and turns keys, palette commands and
+slash commands into calls on the agent. It never polls the session: a
+listener puts every event on a queue, and one pump task applies them in
+order (the streamed reply's deltas travel on the same queue, so a reply and
+the message that finishes it can never cross).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Header
+from textual.worker import Worker
+
+from tailrent_tui.core.messages import Event, FoldSkipped, Kind, Message, Note, ToolCall
+from tailrent_tui.core.session import SessionError
+from tailrent_tui.ui.commands import LadderCommands
+from tailrent_tui.ui.events import FoldInspectRequested, MessageFocused, PromptSubmitted, SpillOpenRequested
+from tailrent_tui.ui.screens.approval import ApprovalScreen
+from tailrent_tui.ui.screens.fold_inspector import FoldInspector
+from tailrent_tui.ui.screens.help import HelpScreen
+from tailrent_tui.ui.screens.recall import RecallScreen
+from tailrent_tui.ui.screens.spill_viewer import SpillViewer
+from tailrent_tui.ui.themes import CUSTOM_VARIABLES, load_themes, packaged_theme_dirs
+from tailrent_tui.ui.widgets.folds_panel import FoldsPanel
+from tailrent_tui.ui.widgets.input import PromptInput
+from tailrent_tui.ui.widgets.message import MessageView
+from tailrent_tui.ui.widgets.notice import NoticeBar
+from tailrent_tui.ui.widgets.sidebar import Sidebar
+from tailrent_tui.ui.widgets.transcript import Transcript
+
+DEFAULT_THEME = "tailrent-dark"
+
+SLASH_HELP = {
+    "pin": "/pin [ID]: pin the focused (or given, or last) message",
+    "unpin": "/unpin [ID]: unpin it",
+    "spill": "/spill [ID]: move its content to a spill file, leave a pointer",
+    "fold": "/fold [ID ...]: fold these messages, or the marked span, or the oldest unpinned down to the target",
+    "inspect": "/inspect [N]: open the fold inspector on fold N (default: the focused or last fold)",
+    "watch": "/watch WORD: count WORD as a fact in every fold",
+    "recall": "/recall QUESTION [--expect W ...]: probe what the context still holds",
+    "model": "/model SPEC: switch the model (mock, ollama:NAME, openai:URL#MODEL)",
+    "export": "/export [md|json]: write the session to a file",
+    "retry": "/retry: send the last turn again after a model error",
+    "help": "/help: keys and commands",
+}
+
+
+class TailrentApp(App[None]):
+    """The tailrent terminal UI."""
+
+    TITLE = "tailrent"
+    CSS_PATH = "app.tcss"
+    COMMANDS = App.COMMANDS | {LadderCommands}
+
+    BINDINGS = [
+        Binding("p", "pin", "Pin", id="pin", tooltip="Pin the focused message: no fold may touch it"),
+        Binding("u", "unpin", "Unpin", id="unpin", tooltip="Unpin the focused message"),
+        Binding("s", "spill", "Spill", id="spill", tooltip="Spill the focused message to a file, leave a pointer"),
+        Binding("f", "fold", "Fold", id="fold",
+                tooltip="Fold the marked span (space marks), or the oldest unpinned span down to the fold target"),
+        Binding("i", "inspect", "Inspect", id="inspect", tooltip="Open the fold inspector on the focused or last fold"),
+        Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="sidebar", tooltip="Show or hide the Tail, Spills, Pins, Folds panels"),
+        Binding("escape", "cancel_reply", "Cancel", id="cancel", tooltip="Cancel the running reply (its partial text is kept)"),
+        Binding("ctrl+r", "retry", "Retry", id="retry", tooltip="Send the last turn again after a model error"),
+        Binding("f1", "help", "Help", id="help", tooltip="Keys and slash commands"),
+    ]
+
+    def __init__(
+        self,
+        agent: Any,
+        settings: Any,
+        *,
+        clock: Callable[[], float] = time.time,
+        theme_dirs: list[Path] | None = None,
+        remember_theme: Callable[[str, Any], None] | None = None,
+    ) -> None:
+        super().__init__()
+        self.agent = agent
+        self.settings = settings
+        self.clock = clock
+        self.running = False
+        self.retry_pending = False
+        self.focused_message_id: str | None = None
+        self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self._turn_worker: Worker | None = None
+        self._remember_theme = remember_theme
+        self.theme_errors: list[str] = []
+        self._register_themes(theme_dirs)
+        if settings.keymap:
+            self.set_keymap(dict(settings.keymap))
+
+    # -- themes ----------------------------------------------------------------
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(CUSTOM_VARIABLES)
+
+    def _register_themes(self, theme_dirs: list[Path] | None) -> None:
+        if theme_dirs is None:
+            from tailrent_tui.settings import config_dir
+
+            theme_dirs = [*packaged_theme_dirs(), config_dir() / "themes"]
+        themes, self.theme_errors = load_themes(theme_dirs)
+        for theme in themes:
+            self.register_theme(theme)
+        wanted = self.settings.theme
+        if wanted in self.available_themes:
+            self.theme = wanted
+        else:
+            self.theme_errors.append(f"unknown theme {wanted!r}: using {DEFAULT_THEME}")
+            self.theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
+
+    def _theme_changed(self, theme: Any) -> None:
+        if theme.name == self.settings.theme:
+            return
+        self.settings.theme = theme.name
+        remember = self._remember_theme
+        if remember is None:
+            from tailrent_tui.settings import save_user_choice as remember
+        try:
+            remember("theme", theme.name)
+        except OSError as exc:
+            self.notify(f"could not remember the theme: {exc}", severity="warning")
+
+    # -- layout ------------------------------------------------------------------
+
+    @property
+    def session(self):
+        return self.agent.session
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield NoticeBar(id="notice")
+        sidebar = Sidebar(
+            self.session,
+            fold_trigger=self.settings.fold_trigger,
+            fold_target=self.settings.fold_target,
+            price_sheet=self.settings.price_sheet,
+            clock=self.clock,
+            id="sidebar",
+        )
+        sidebar.delegate_tokens = lambda: int(getattr(self.agent, "sub_tokens", 0) or 0)
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                yield Transcript(self.session, watermark=self.settings.prune_watermark_lines, id="transcript")
+                yield PromptInput(id="input")
+            yield sidebar
+        yield Footer()
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.query_one(Transcript)
+
+    @property
+    def sidebar(self) -> Sidebar:
+        return self.query_one(Sidebar)
+
+    def on_mount(self) -> None:
+        self.sub_title = self._sub_title()
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+        self.sidebar.tail.cache_left = self.cache_seconds_left
+        self.session.listeners.append(self._on_session_event)
+        self.run_worker(self._pump(), group="pump", name="event pump")
+        self.set_interval(1.0, self.sidebar.tick, name="cache countdown")
+        self.set_interval(30.0, self.sidebar.refresh_spills, name="spill ages")
+        notice = getattr(self.agent, "notice", None)
+        if notice:
+            self.query_one(NoticeBar).show(notice)
+        for error in self.theme_errors:
+            self.notify(error, severity="warning", timeout=8)
+        self.query_one(PromptInput).focus()
+
+    def on_unmount(self) -> None:
+        if self._on_session_event in self.session.listeners:
+            self.session.listeners.remove(self._on_session_event)
+
+    def _sub_title(self) -> str:
+        model = getattr(getattr(self.agent, "model", None), "name", "?")
+        parts = [f"model {model}", f"policy {self.settings.policy}"]
+        if self.session.id:
+            parts.append(f"session {self.session.id}")
+        if self.settings.yolo:
+            parts.append("YOLO: tools run without asking")
+        return " · ".join(parts)
+
+    def cache_seconds_left(self) -> float | None:
+        rent = getattr(self.agent, "rent", None)
+        expires = getattr(rent, "cache_expires_at", None)
+        if expires is None:
+            sheet = getattr(rent, "sheet", None)
+            main = [u for u in self.session.usage if u.sub_session is None]
+            if sheet is None or not main:
+                return None
+            expires = main[-1].at + sheet.ttl_seconds
+        return expires - self.clock()
+
+    # -- events in, widgets out ---------------------------------------------
+
+    def _on_session_event(self, event: Event) -> None:
+        self._queue.put_nowait(("event", event))
+
+    async def _pump(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            for kind, payload in batch:
+                await self._dispatch(kind, payload)
+            self.sidebar.flush()
+
+    async def _dispatch(self, kind: str, payload: Any) -> None:
+        transcript = self.transcript
+        if kind == "event":
+            await transcript.apply_event(payload)
+            self.sidebar.note_event(payload)
+            if isinstance(payload, Note) and payload.level == "error":
+                self.notify(payload.text, severity="error")
+        elif kind == "reply_start":
+            await transcript.begin_reply()
+        elif kind == "text":
+            await transcript.reply_text(payload)
+        elif kind == "thinking":
+            await transcript.reply_thinking(payload)
+        elif kind == "tool_call":
+            await transcript.reply_tool_call(payload)
+        elif kind == "notice":
+            text, level = payload
+            await transcript.show_notice(text)
+            self.notify(text, severity="error" if level == "error" else "warning")
+        elif kind == "turn_end":
+            await self._turn_ended(payload)
+
+    async def _turn_ended(self, result: Any) -> None:
+        await self.transcript.end_turn()
+        self.running = False
+        self.refresh_bindings()
+        error = getattr(result, "error", None)
+        if error is not None:
+            self.retry_pending = True
+            message = getattr(error, "message", str(error))
+            hint = getattr(error, "hint", "")
+            text = f"model error: {message}" + (f"\n{hint}" if hint else "") + "\nYour message is kept: ctrl+r or /retry sends it again."
+            await self.transcript.show_turn_error(text)
+            self.notify(message, title="model error", severity="error")
+
+    # -- the turn ----------------------------------------------------------------
+
+    def _callbacks(self) -> Any:
+        from tailrent_tui.agent.loop import TurnCallbacks
+
+        put = self._queue.put_nowait
+        return TurnCallbacks(
+            on_text=lambda delta: put(("text", delta)),
+            on_thinking=lambda delta: put(("thinking", delta)),
+            on_tool_call=lambda call: put(("tool_call", call)),
+            on_notice=lambda text, level="warning": put(("notice", (text, level))),
+            on_reply_start=lambda: put(("reply_start", None)),
+            approve=self.approve,
+        )
+
+    def start_turn(self, text: str | None) -> None:
+        """Run one turn of the agent in a worker; escape cancels it."""
+        self.running = True
+        self.retry_pending = False
+        self.refresh_bindings()
+        self._turn_worker = self.run_worker(self._turn(text), group="turn", name="turn", exit_on_error=False)
+
+    async def _turn(self, text: str | None) -> None:
+        try:
+            result = await self.agent.turn(text, self._callbacks())
+        except asyncio.CancelledError:
+            self._queue.put_nowait(("turn_end", None))
+            raise
+        except Exception as exc:  # a bug in a tool or the loop must not take the app down
+            self._queue.put_nowait(("turn_end", None))
+            self.notify(f"the turn failed: {exc}", severity="error")
+            return
+        self._queue.put_nowait(("turn_end", result))
+
+    async def approve(self, request: Any) -> str:
+        """Ask the user about a tool call (the agent awaits this)."""
+        if self.settings.yolo:
+            return "once"
+        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        screen = ApprovalScreen(request.tool, request.arguments, request.command_prefix, request.diff)
+
+        def done(result: str | None) -> None:
+            if not answer.done():
+                answer.set_result(result or "deny")
+
+        self.push_screen(screen, callback=done)
+        try:
+            return await answer
+        except asyncio.CancelledError:
+            if screen.is_current:
+                screen.dismiss("deny")
+            raise
+
+    def action_cancel_reply(self) -> None:
+        if self.running and self._turn_worker is not None:
+            self._turn_worker.cancel()
+        else:
+            self.query_one(PromptInput).focus()
+
+    def action_retry(self) -> None:
+        if self.running:
+            self.notify("a reply is running; escape cancels it", severity="warning")
+        elif not self.retry_pending:
+            self.notify("nothing to retry", severity="information")
+        else:
+            self.start_turn(None)
+
+    # -- the input -----------------------------------------------------------
+
+    async def on_prompt_submitted(self, event: PromptSubmitted) -> None:
+        box = self.query_one(PromptInput)
+        text = event.text
+        if text.startswith("/"):
+            accepted = await self.run_slash(text)
+        elif text.startswith("!"):
+            accepted = self._run_shell(text[1:].strip())
+        elif self.running:
+            self.notify("a reply is running: wait, or press escape to cancel it", severity="warning")
+            accepted = False
+        else:
+            self.start_turn(text)
+            accepted = True
+        if accepted:
+            box.remember(text)
+            box.value = ""
+
+    def _run_shell(self, command: str) -> bool:
+        if not command:
+            self.notify("!cmd runs a shell command: type one after the !", severity="error")
+            return False
+        if self.running:
+            self.notify("a reply is running: wait, or press escape to cancel it", severity="warning")
+            return False
+
+        async def run() -> None:
+            try:
+                await self.agent.shell(command)
+            except Exception as exc:  # the command's failure is the user's to read, not a crash
+                self.notify(f"!{command} failed: {exc}", severity="error")
+
+        self.run_worker(run(), group="shell", exit_on_error=False)
+        return True
+
+    async def run_slash(self, text: str) -> bool:
+        """Run a slash command; False (input kept) when it is unknown or malformed."""
+        name, _, rest = text[1:].partition(" ")
+        rest = rest.strip()
+        handler = getattr(self, f"_slash_{name.replace('-', '_')}", None) if name in SLASH_HELP else None
+        if handler is None:
+            self.notify(f"unknown command /{name}: /help lists the commands", severity="error")
+            return False
+        return await handler(rest)
+
+    async def _slash_pin(self, rest: str) -> bool:
+        return self.pin(rest or None, fallback_last=True)
+
+    async def _slash_unpin(self, rest: str) -> bool:
+        return self.unpin(rest or None, fallback_last=True)
+
+    async def _slash_spill(self, rest: str) -> bool:
+        return self.spill(rest or None, fallback_last=True)
+
+    async def _slash_fold(self, rest: str) -> bool:
+        ids = rest.split() or None
+        if ids:
+            missing = [i for i in ids if i not in self.session]
+            if missing:
+                self.notify(f"no message with id {missing[0]}", severity="error")
+                return False
+        self.run_worker(self.fold(ids), group="fold", exit_on_error=False)
+        return True
+
+    async def _slash_inspect(self, rest: str) -> bool:
+        if rest:
+            if not rest.isdigit():
+                self.notify("/inspect takes a fold number", severity="error")
+                return False
+            return self.inspect(int(rest))
+        return self.inspect(None)
+
+    async def _slash_watch(self, rest: str) -> bool:
+        if not rest:
+            self.notify("/watch WORD: name the word to watch", severity="error")
+            return False
+        try:
+            added = self.agent.watch(rest)
+        except (SessionError, ValueError) as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        self.notify(f"watching {rest!r}: it counts as a fact in every fold" if added else f"already watching {rest!r}")
+        return True
+
+    async def _slash_recall(self, rest: str) -> bool:
+        try:
+            words = shlex.split(rest)
+        except ValueError:
+            words = rest.split()
+        question_words: list[str] = []
+        expect: list[str] = []
+        target = question_words
+        for w in words:
+            if w == "--expect":
+                target = expect
+                continue
+            target.append(w)
+        question = " ".join(question_words)
+        if not question and not expect:
+            self.notify("/recall QUESTION [--expect WORD ...]", severity="error")
+            return False
+        try:
+            report = self.agent.recall(question, expect)
+        except (ValueError, SessionError) as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        self.push_screen(RecallScreen(question, report))
+        return True
+
+    async def _slash_model(self, rest: str) -> bool:
+        if not rest:
+            self.notify(f"the model is {self.agent.model.name}; /model SPEC switches it", severity="information")
+            return True
+
+        async def switch() -> None:
+            try:
+                await self.agent.switch_model(rest)
+            except Exception as exc:  # a bad spec or a server that does not answer: say which
+                self.notify(f"could not switch to {rest}: {exc}", severity="error")
+                return
+            self.sub_title = self._sub_title()
+            self.query_one(NoticeBar).show(getattr(self.agent, "notice", None))
+            self.notify(f"model: {self.agent.model.name}")
+
+        self.run_worker(switch(), group="model", exit_on_error=False)
+        return True
+
+    async def _slash_export(self, rest: str) -> bool:
+        fmt = rest or "md"
+        if fmt not in ("md", "json"):
+            self.notify("/export md or /export json", severity="error")
+            return False
+        try:
+            path = self.agent.export(fmt)
+        except (OSError, ValueError) as exc:
+            self.notify(f"export failed: {exc}", severity="error")
+            return False
+        self.notify(f"exported to {path}")
+        return True
+
+    async def _slash_retry(self, rest: str) -> bool:
+        self.action_retry()
+        return True
+
+    async def _slash_help(self, rest: str) -> bool:
+        self.action_help()
+        return True
+
+    # -- ladder actions ------------------------------------------------------------
+
+    def target_message(self, message_id: str | None = None, *, fallback_last: bool = False) -> Message | None:
+        """The message an action applies to: the given id, the focused one, or (for commands) the last."""
+        s = self.session
+        if message_id is not None:
+            if message_id in s:
+                return s.get(message_id)
+            self.notify(f"no message with id {message_id}", severity="error")
+            return None
+        focused = self.focused
+        if isinstance(focused, MessageView) and focused.message_id in s:
+            return s.get(focused.message_id)
+        if self.focused_message_id is not None and self.focused_message_id in s:
+            return s.get(self.focused_message_id)
+        if fallback_last and s.messages:
+            return s.messages[-1]
+        self.notify("focus a message first (tab, then up/down)", severity="warning")
+        return None
+
+    def pin(self, message_id: str | None = None, *, fallback_last: bool = False) -> bool:
+        m = self.target_message(message_id, fallback_last=fallback_last)
+        if m is None:
+            return False
+        if m.pinned:
+            self.notify("already pinned")
+            return True
+        try:
+            self.agent.pin(m.id)
+        except (SessionError, OSError) as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        return True
+
+    def unpin(self, message_id: str | None = None, *, fallback_last: bool = False) -> bool:
+        m = self.target_message(message_id, fallback_last=fallback_last)
+        if m is None:
+            return False
+        if not m.pinned:
+            self.notify("not pinned")
+            return True
+        try:
+            self.agent.unpin(m.id)
+        except (SessionError, OSError) as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        return True
+
+    def spill(self, message_id: str | None = None, *, fallback_last: bool = False) -> bool:
+        m = self.target_message(message_id, fallback_last=fallback_last)
+        if m is None:
+            return False
+        try:
+            self.agent.spill(m.id)
+        except (SessionError, OSError) as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        return True
+
+    async def fold(self, span_ids: list[str] | None = None) -> None:
+        """Fold a span (the given ids, else the marked ones, else down to the fold target)."""
+        if span_ids is None:
+            span_ids = self.transcript.selected_ids or None
+        try:
+            result = await self.agent.fold(span_ids)
+        except Exception as exc:  # SessionError (a pin in the span), FoldAborted (archive), a summarizer's failure
+            self.notify(f"fold failed: {exc}", severity="error")
+            return
+        if isinstance(result, FoldSkipped):
+            self.notify(result.reason, severity="warning")
+
+    def fold_no_of(self, message_id: str) -> int | None:
+        for f in self.session.folds:
+            if f.summary.id == message_id:
+                return f.fold_no
+        return None
+
+    def inspect(self, fold_no: int | None) -> bool:
+        folds = {f.fold_no: f for f in self.session.folds}
+        if not folds:
+            self.notify("no folds yet", severity="warning")
+            return False
+        if fold_no is None:
+            focused = self.focused
+            if isinstance(focused, MessageView) and focused.message is not None:
+                fold_no = self.fold_no_of(focused.message.id)
+            elif isinstance(focused, FoldsPanel) and focused.highlighted_option is not None:
+                fold_no = int(focused.highlighted_option.id or 0)
+        if fold_no is None:
+            fold_no = max(folds)
+        record = folds.get(fold_no)
+        if record is None:
+            self.notify(f"no fold #{fold_no}", severity="error")
+            return False
+        originals, error = None, None
+        try:
+            originals = self.agent.fold_originals(fold_no)
+        except (KeyError, OSError, ValueError) as exc:
+            error = f"the originals of fold #{fold_no} cannot be read: {exc}"
+        self.push_screen(FoldInspector(record, originals, error))
+        return True
+
+    def open_spill(self, spill_id: str) -> bool:
+        spilled = self.session.spills.get(spill_id)
+        if spilled is None:
+            self.notify(f"no spill {spill_id}", severity="error")
+            return False
+        text, error = None, None
+        try:
+            reader = getattr(self.agent, "spill_text", None)
+            text = reader(spill_id) if reader is not None else self.agent.spill_store.read_spill(spill_id)
+        except (OSError, KeyError, ValueError) as exc:
+            error = f"spill {spill_id} cannot be read: {exc}"
+        self.push_screen(SpillViewer(spilled, text, error))
+        return True
+
+    def action_pin(self) -> None:
+        self.pin()
+
+    def action_unpin(self) -> None:
+        self.unpin()
+
+    def action_spill(self) -> None:
+        self.spill()
+
+    def action_fold(self) -> None:
+        self.run_worker(self.fold(), group="fold", exit_on_error=False)
+
+    def action_inspect(self) -> None:
+        self.inspect(None)
+
+    def action_toggle_sidebar(self) -> None:
+        self.sidebar.toggle_class("-hidden")
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(SLASH_HELP))
+
+    def on_message_focused(self, event: MessageFocused) -> None:
+        self.focused_message_id = event.message_id
+        view = self.transcript.view_of(event.message_id)
+        if view is not None and not view.has_focus:
+            view.focus()
+            view.scroll_visible(animate=False)
+
+    def on_spill_open_requested(self, event: SpillOpenRequested) -> None:
+        self.open_spill(event.spill_id)
+
+    def on_fold_inspect_requested(self, event: FoldInspectRequested) -> None:
+        self.inspect(event.fold_no)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_reply":
+            return True
+        if action == "retry":
+            return True if self.retry_pending else None
+        return True

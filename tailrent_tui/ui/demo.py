@@ -1,0 +1,163 @@
+"""The article's scenario, played live in the app at a readable pace.
+
+The trace (`scenarios.article.article_trace`) goes through a real session
+under the `naive` policy with the harness's budget (a 900-token tail, tool
+results over 120 tokens spilled, the oldest 6 unpinned messages folded into a
+summary at the front): the Tail panel grows and saws, spills appear, folds
+land on the timeline, and the decision's details ("Redis", "15 minute",
+"rotate", "mobile") are lost fold by fold, shown in the error color. With
+`pinned`, the decision is pinned as the user would, and survives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from textual.binding import Binding
+
+from tailrent_tui.core.guard import find_expected
+from tailrent_tui.core.policies import PolicyContext, PolicySettings, get_policy
+from tailrent_tui.core.rungs.fold import MemoryFoldArchive
+from tailrent_tui.core.rungs.spill import MemorySpillStore
+from tailrent_tui.core.session import Session
+from tailrent_tui.core.summarize import LossySummarizer
+from tailrent_tui.core.tokens import get_counter
+from tailrent_tui.scenarios.article import DECISION, WATCHLIST, article_trace
+from tailrent_tui.ui.app import TailrentApp
+
+# The harness's budget and spill threshold, in chars/4 tokens.
+MAX_TAIL = 900
+SPILL_THRESHOLD = 120
+# Seconds each kind of line stays on screen at speed 1.
+PACE = {"user": 0.5, "assistant": 0.35, "tool": 0.6}
+
+
+def demo_session(clock: Any = None) -> tuple[Session, list[dict[str, Any]], PolicySettings]:
+    """A fresh session for the article's trace, and the naive policy's settings for it."""
+    records = article_trace()
+    header = records[0]
+    kwargs: dict[str, Any] = {"counter": get_counter("chars4"), "system": header["system"], "window": header["window"]}
+    if clock is not None:
+        kwargs["clock"] = clock
+    session = Session(**kwargs)
+    trigger = (MAX_TAIL + session.head_tokens) / session.window
+    policy_settings = PolicySettings(
+        window=session.window, fold_trigger=trigger, spill_threshold=SPILL_THRESHOLD, naive_batch=6, keep_recent=0
+    )
+    return session, records[1:], policy_settings
+
+
+class DemoApp(TailrentApp):
+    """TailrentApp that feeds the article's trace into its session; space pauses."""
+
+    BINDINGS = [
+        Binding("space", "toggle_pause", "Pause", id="demo.pause", tooltip="Pause or resume the demo"),
+        Binding("plus,equals_sign", "speed(2.0)", "Faster", id="demo.faster", tooltip="Double the pace"),
+        Binding("minus", "speed(0.5)", "Slower", id="demo.slower", tooltip="Halve the pace"),
+    ]
+
+    def __init__(
+        self,
+        agent: Any,
+        settings: Any,
+        *,
+        records: list[dict[str, Any]],
+        policy_settings: PolicySettings,
+        pinned: bool = False,
+        speed: float = 1.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(agent, settings, **kwargs)
+        self.records = records
+        self.pinned = pinned
+        self.speed = speed
+        self.policy = get_policy("naive")
+        self.ctx = PolicyContext(
+            summarizer=LossySummarizer(),
+            spill_store=agent.spill_store,
+            archive=agent.archive,
+            settings=policy_settings,
+        )
+        self.played = 0
+        self.finished = asyncio.Event()
+        self._unpaused = asyncio.Event()
+        self._unpaused.set()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        for word in WATCHLIST:
+            self.session.add_watch(word)
+        self.transcript.focus()
+        self.run_worker(self._play(), group="demo", name="demo")
+        state = "pinned" if self.pinned else "not pinned"
+        self.query_one("NoticeBar").show(
+            f"demo: the article's run, decision {state} · space pauses · +/- change the pace · watch the Folds panel"
+        )
+
+    async def _play(self) -> None:
+        s = self.session
+        for record in self.records:
+            await self._unpaused.wait()
+            if "probe" in record:
+                self._probe(record["probe"], record["expect"])
+                continue
+            role = record["role"]
+            if role == "tool":
+                self.policy.admit_tool(s, self.ctx, record["tool"], record["content"])
+            else:
+                pin = self.pinned and record["content"] == DECISION
+                s.add(role, record["content"], pinned=pin, autopin=False)
+            self.policy.after_add(s, self.ctx)
+            self.played += 1
+            await asyncio.sleep(PACE.get(role, 0.4) / self.speed)
+        self.finished.set()
+
+    def _probe(self, question: str, expect: list[str]) -> None:
+        found = find_expected(expect, self.session.visible_text())
+        kept = [w for w, ok in found.items() if ok]
+        lost = [w for w, ok in found.items() if not ok]
+        text = f"probe: {question} → {len(kept)}/{len(expect)} still in context"
+        if lost:
+            text += f"; lost: {', '.join(lost)}"
+        self.session.note(text, "warning" if lost else "info")
+        self.query_one("NoticeBar").show(text, "error" if lost else "warning")
+
+    def action_toggle_pause(self) -> None:
+        if self._unpaused.is_set():
+            self._unpaused.clear()
+            self.notify("demo paused: space resumes")
+        else:
+            self._unpaused.set()
+
+    def action_speed(self, factor: float) -> None:
+        self.speed = min(64.0, max(0.125, self.speed * factor))
+        self.notify(f"pace x{self.speed:g}")
+
+
+def build_demo(*, pinned: bool, speed: float, clock: Any = None, workspace: Path | None = None) -> DemoApp:
+    """The demo app with a real Agent (mock model, memory stores) around the demo session."""
+    from tailrent_tui.agent.loop import Agent
+    from tailrent_tui.models.mock import MockModel
+    from tailrent_tui.settings import Settings
+
+    session, records, policy_settings = demo_session(clock)
+    settings = Settings(
+        policy="naive",
+        guard="report",
+        tokenizer="chars4",
+        spill_threshold=SPILL_THRESHOLD,
+        fold_trigger=policy_settings.fold_trigger,
+        fold_target=min(0.99, policy_settings.fold_trigger / 2),
+    )
+    agent = Agent(
+        session=session,
+        model=MockModel(),
+        settings=settings,
+        workspace=workspace or Path.cwd(),
+        spill_store=MemorySpillStore(),
+        archive=MemoryFoldArchive(),
+    )
+    extra = {"clock": clock} if clock is not None else {}
+    return DemoApp(agent, settings, records=records, policy_settings=policy_settings, pinned=pinned, speed=speed, **extra)

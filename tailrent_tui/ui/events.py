@@ -1,0 +1,41 @@
+"""Messages the widgets post up to the app: what the user asked for.
+
+Widgets never call the agent; they say what happened and the app acts
+(attributes down, messages up), so tests can record these with `message_hook`.
+"""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+
+class SpillOpenRequested(Message):
+    """Show a spilled tool result in the spill viewer."""
+
+    def __init__(self, spill_id: str) -> None:
+        super().__init__()
+        self.spill_id = spill_id
+
+
+class FoldInspectRequested(Message):
+    """Show a fold's originals and summary side by side."""
+
+    def __init__(self, fold_no: int) -> None:
+        super().__init__()
+        self.fold_no = fold_no
+
+
+class MessageFocused(Message):
+    """A transcript message got the focus: it is now the target of p, u, s, f and i."""
+
+    def __init__(self, message_id: str) -> None:
+        super().__init__()
+        self.message_id = message_id
+
+
+class PromptSubmitted(Message):
+    """The user pressed Enter in the input box."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text

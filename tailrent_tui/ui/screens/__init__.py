@@ -1,0 +1,1 @@
+"""Screens: the fold inspector, the spill viewer, help, approval, recall."""

@@ -1,0 +1,97 @@
+"""The fold inspector: a fold's originals and its summary side by side.
+
+Facts the summarizer dropped are highlighted in the originals: in the error
+color when the fold lost them, in the warning color when the guard repaired
+them (they were appended to the summary verbatim, highlighted there too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Static
+
+from tailrent_tui.core.messages import FoldRecord, Message
+from tailrent_tui.ui.screens.highlight import mark_facts
+
+LOST_STYLE = "bold $text on $error 60%"
+REPAIRED_STYLE = "bold $text on $warning 40%"
+KEPT_STYLE = "bold $text on $success 30%"
+
+
+def inspector_title(f: FoldRecord) -> str:
+    return (
+        f"fold #{f.fold_no} · {len(f.span_ids)} messages · depth {f.depth} · "
+        f"{f.tokens_before:,} → {f.tokens_after:,} tokens · trigger {f.trigger} · guard {f.guard}"
+    )
+
+
+def facts_line(f: FoldRecord) -> Content:
+    parts = [Content(f"facts {len(f.facts)}")]
+    if f.facts_lost:
+        parts.append(Content.from_markup("[b $error]lost $n: $list[/]", n=len(f.facts_lost), list=", ".join(f.facts_lost)))
+    else:
+        parts.append(Content("lost 0"))
+    if f.facts_repaired:
+        parts.append(
+            Content.from_markup(
+                "[$warning]repaired $n: $list[/] (+$tok tok)",
+                n=len(f.facts_repaired),
+                list=", ".join(f.facts_repaired),
+                tok=f.repair_tokens,
+            )
+        )
+    return Content(" · ").join(parts)
+
+
+class FoldInspector(ModalScreen[None]):
+    """Originals on the left, the summary on the right."""
+
+    DEFAULT_CSS = """
+    FoldInspector { align: center middle; }
+    FoldInspector > #frame { width: 96%; height: 92%; background: $surface; border: thick $tail-summary; }
+    FoldInspector #title { background: $panel; color: $text; text-style: bold; padding: 0 1; height: 1; }
+    FoldInspector #facts { padding: 0 1; height: auto; }
+    FoldInspector #sides { height: 1fr; }
+    FoldInspector #sides > VerticalScroll { width: 1fr; padding: 0 1; border-top: solid $primary 40%; }
+    FoldInspector .pane-title { color: $primary; text-style: bold; }
+    FoldInspector .original { margin: 0 0 1 0; height: auto; }
+    FoldInspector .who { color: $text-muted; }
+    FoldInspector .error { color: $error; }
+    """
+
+    BINDINGS = [Binding("escape,q", "dismiss", "Close", id="inspector.close", tooltip="Back to the transcript")]
+
+    def __init__(self, fold: FoldRecord, originals: Sequence[Message] | None, error: str | None = None) -> None:
+        super().__init__()
+        self.fold = fold
+        self.originals = list(originals or [])
+        self.error = error
+
+    def compose(self) -> ComposeResult:
+        f = self.fold
+        lost = set(f.facts_lost)
+        marks = [(fact, LOST_STYLE if fact in lost else REPAIRED_STYLE) for fact in f.facts_dropped or f.facts_lost]
+        with Vertical(id="frame"):
+            yield Static(inspector_title(f), id="title", markup=False)
+            yield Static(facts_line(f), id="facts")
+            with Horizontal(id="sides"):
+                with VerticalScroll(id="originals"):
+                    yield Static(f"Originals ({len(f.span_ids)})", classes="pane-title")
+                    if self.error:
+                        yield Static(self.error, classes="error", markup=False)
+                    for m in self.originals:
+                        yield Static(f"{m.role} · {m.kind.value} · {m.tokens:,} tok", classes="who", markup=False)
+                        yield Static(mark_facts(m.content, marks), classes="original")
+                with VerticalScroll(id="summary"):
+                    yield Static(f"Summary (depth {f.depth})", classes="pane-title")
+                    yield Static(mark_facts(f.summary.content, [(x, KEPT_STYLE) for x in f.facts_repaired]))
+            yield Footer()
+
+    def action_dismiss(self) -> None:
+        self.dismiss(None)

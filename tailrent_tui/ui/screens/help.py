@@ -1,0 +1,49 @@
+"""Help: every key (as currently bound, after the keymap) and every slash command."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 90; max-width: 96%; height: 90%; background: $surface; border: thick $primary; padding: 0 1; }
+    """
+
+    BINDINGS = [Binding("escape,q,f1", "dismiss", "Close", id="help.close", tooltip="Back")]
+
+    def __init__(self, slash_help: dict[str, str]) -> None:
+        super().__init__()
+        self.slash_help = slash_help
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Markdown(self._text())
+
+    def _text(self) -> str:
+        keys: dict[str, list[str]] = {}
+        for key, active in self.app.active_bindings.items():
+            b: Binding = active.binding
+            if b.id:
+                keys.setdefault(f"{b.description} ({b.id})", []).append(self.app.get_key_display(b))
+        rows = "\n".join(f"| {', '.join(ks)} | {what} |" for what, ks in sorted(keys.items()))
+        slash = "\n".join(f"- `{line.split(':', 1)[0]}`:{line.split(':', 1)[1]}" for line in self.slash_help.values())
+        return (
+            "# tailrent\n\n"
+            "The transcript is on the left; the Tail, Spills, Pins and Folds panels on the right (ctrl+b).\n"
+            "Tab moves from the input to the messages; up/down or j/k move between them; "
+            "space marks a message for the fold span; enter opens a spill or inspects a fold.\n\n"
+            "## Keys (rebind them by id in config.toml's `[keymap]`)\n\n"
+            "| key | action (id) |\n| --- | --- |\n" + rows + "\n\n"
+            "## Commands in the input\n\n" + slash + "\n- `!cmd`: run a shell command in the workspace; "
+            "its output enters through the ladder (truncate, spill)\n\n"
+            "The command palette (ctrl+p) has the same actions, and the theme switcher.\n"
+        )
+
+    def action_dismiss(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,1 @@
+"""Widgets: one small widget per file, styles beside it."""

@@ -1,0 +1,57 @@
+"""The Folds panel: the timeline of folds; Enter opens the fold inspector.
+
+Each row: fold number, time, tokens before -> after, depth, and the facts the
+fold lost, in the theme's error color when there are any.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from textual.content import Content
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from tailrent_tui.core.messages import FoldRecord
+from tailrent_tui.ui.events import FoldInspectRequested
+
+
+def fold_row(f: FoldRecord) -> Content:
+    lost = len(f.facts_lost)
+    row = Content.from_markup(
+        "[$tail-summary]#$no[/] $clock $before → $after x$depth ",
+        no=f.fold_no,
+        clock=time.strftime("%H:%M:%S", time.localtime(f.summary.created)),
+        before=f"{f.tokens_before:,}",
+        after=f"{f.tokens_after:,}",
+        depth=f.depth,
+    )
+    if lost:
+        tail = Content.from_markup("[b $error]lost $n[/]", n=lost)
+    elif f.facts_repaired:
+        tail = Content.from_markup("[$success]repaired $n[/]", n=len(f.facts_repaired))
+    else:
+        tail = Content.from_markup("[dim]lost 0[/]")
+    return row + tail
+
+
+class FoldsPanel(OptionList):
+    """One row per fold, oldest first."""
+
+    DEFAULT_CSS = """
+    FoldsPanel { height: auto; max-height: 14; border: none; padding: 0; background: transparent; }
+    """
+
+    def show(self, folds: Sequence[FoldRecord]) -> None:
+        self.set_options([Option(fold_row(f), id=str(f.fold_no)) for f in folds] or [Option("no folds yet", disabled=True)])
+
+    def add(self, fold: FoldRecord) -> None:
+        if self.option_count == 1 and self.get_option_at_index(0).disabled:
+            self.clear_options()
+        self.add_option(Option(fold_row(fold), id=str(fold.fold_no)))
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option.id:
+            self.post_message(FoldInspectRequested(int(event.option.id)))

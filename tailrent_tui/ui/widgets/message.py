@@ -1,0 +1,198 @@
+"""One transcript message: a header line (who, kind, tokens, pin mark, fold depth) and its body.
+
+Assistant chat replies render as Markdown; everything else as plain text, so
+tool output is shown exactly. Long tool output is shown in part (the session
+keeps all of it). The kind and role become CSS classes, so each kind looks
+different through the theme's variables, never hard-coded colors.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.content import Content
+from textual.widget import Widget
+from textual.widgets import Markdown, Static
+
+from tailrent_tui.core.messages import Kind, Message
+from tailrent_tui.ui.events import FoldInspectRequested, MessageFocused, SpillOpenRequested
+
+# Tool output beyond this many lines is shown cut; Enter on a spill pointer opens the whole.
+BODY_LINES = 12
+# Width assumed when estimating how many lines a message takes (for pruning).
+ESTIMATE_WIDTH = 100
+
+_KIND_CLASS = {
+    Kind.chat: "",
+    Kind.tool_result: "-tool",
+    Kind.spill_pointer: "-spill",
+    Kind.fold_summary: "-fold",
+    Kind.delegate_result: "-delegate",
+    Kind.memory_pointer: "-memory",
+}
+_KIND_LABEL = {
+    Kind.tool_result: "tool",
+    Kind.spill_pointer: "spill pointer",
+    Kind.fold_summary: "fold summary",
+    Kind.delegate_result: "delegate",
+    Kind.memory_pointer: "memory pointer",
+}
+_ROLE_LABEL = {"user": "you", "assistant": "assistant", "system": "system", "tool": "tool"}
+
+
+def shown_body(m: Message) -> str:
+    """The text the transcript shows for a message (tool output cut to BODY_LINES)."""
+    text = m.content
+    if m.tool_calls:
+        calls = "\n".join(f"→ {c.name}({_args(c.arguments)})" for c in m.tool_calls)
+        text = f"{text}\n{calls}" if text.strip() else calls
+    if m.kind == Kind.tool_result:
+        lines = text.splitlines()
+        if len(lines) > BODY_LINES:
+            more = len(lines) - BODY_LINES
+            text = "\n".join(lines[:BODY_LINES]) + f"\n… {more:,} more lines in the session"
+    return text
+
+
+def _args(arguments: dict) -> str:
+    text = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def estimate_lines(m: Message) -> int:
+    """Rough rendered height, for the prune watermark (no layout needed)."""
+    body = shown_body(m)
+    lines = sum(1 + len(line) // ESTIMATE_WIDTH for line in body.splitlines()) or 1
+    return lines + 2
+
+
+def header_content(m: Message, selected: bool = False) -> Content:
+    who = _ROLE_LABEL.get(m.role, m.role)
+    kind = _KIND_LABEL.get(m.kind)
+    if m.kind == Kind.tool_result and m.tool:
+        kind = f"tool {m.tool}"
+    if m.kind == Kind.spill_pointer and m.tool:
+        kind = f"spill pointer · {m.tool}"
+    parts = [Content.styled(who, "bold")]
+    if kind:
+        parts.append(Content(f" · {kind}"))
+    parts.append(Content(f" · {m.tokens:,} tok"))
+    if m.kind == Kind.fold_summary:
+        parts.append(Content(" "))
+        parts.append(Content.from_markup("[reverse $tail-summary] fold x$depth [/]", depth=m.fold_depth))
+    if m.pinned:
+        parts.append(Content(" "))
+        parts.append(Content.from_markup("[reverse $tail-pinned] pinned [/]"))
+    if m.meta.get("cancelled"):
+        parts.append(Content.from_markup(" [$warning]· cancelled[/]"))
+    if selected:
+        parts.append(Content.from_markup(" [$accent]· in fold span[/]"))
+    return Content("").join(parts)
+
+
+def kind_classes(m: Message) -> str:
+    classes = [f"-{m.role}"]
+    extra = _KIND_CLASS.get(m.kind, "")
+    if extra:
+        classes.append(extra)
+    if m.pinned:
+        classes.append("-pinned")
+    return " ".join(classes)
+
+
+class MessageView(Widget, can_focus=True):
+    """A message of the session, as the transcript shows it."""
+
+    DEFAULT_CSS = """
+    MessageView {
+        height: auto;
+        padding: 0 1;
+        margin: 0 0 1 0;
+        border-left: outer $surface;
+    }
+    MessageView > .head { color: $text-muted; height: 1; }
+    MessageView > .body { height: auto; }
+    MessageView > Markdown { margin: 0; padding: 0; background: transparent; }
+    MessageView.-user { border-left: outer $primary; background: $surface; }
+    MessageView.-assistant { border-left: outer $secondary; }
+    MessageView.-tool { border-left: outer $panel-lighten-2; color: $text-muted; }
+    MessageView.-spill { border-left: outer $tail-pointer; color: $text-muted; }
+    MessageView.-fold { border-left: outer $tail-summary; background: $panel; }
+    MessageView.-delegate { border-left: outer $success; }
+    MessageView.-memory { border-left: outer $tail-pointer; }
+    MessageView.-pinned { border-left: thick $tail-pinned; }
+    MessageView.-selected { background: $accent 15%; }
+    MessageView.-error { border-left: thick $error; color: $error; }
+    MessageView:focus { background: $primary 20%; }
+    MessageView > .thinking { color: $text-muted; text-style: italic; height: auto; }
+    """
+
+    BINDINGS = [
+        Binding("enter", "open", "Open", show=False, id="message.open", tooltip="Open a spill or inspect a fold"),
+        Binding("space", "toggle_span", "Mark for fold", show=False, id="message.mark",
+                tooltip="Add or remove this message from the span that f folds"),
+    ]
+
+    def __init__(self, message: Message | None, *, selected: bool = False) -> None:
+        classes = kind_classes(message) if message is not None else "-assistant"
+        super().__init__(classes=classes)
+        self.message = message
+        self.selected = selected
+        # set by the transcript for fold summaries: which fold made this one
+        self.fold_no: int | None = None
+        self.set_class(selected, "-selected")
+
+    @property
+    def message_id(self) -> str | None:
+        return self.message.id if self.message is not None else None
+
+    @property
+    def estimated_lines(self) -> int:
+        return estimate_lines(self.message) if self.message is not None else 3
+
+    def compose(self) -> ComposeResult:
+        m = self.message
+        assert m is not None
+        yield Static(header_content(m, self.selected), classes="head")
+        if m.role == "assistant" and m.kind == Kind.chat:
+            yield Markdown(shown_body(m), classes="body")
+        else:
+            yield Static(shown_body(m), classes="body", markup=False)
+
+    def update_message(self, m: Message) -> None:
+        """The message changed (pinned, unpinned, spilled): redraw header, body and classes."""
+        self.message = m
+        for cls in list(self.classes):
+            if cls.startswith("-") and cls != "-selected":
+                self.remove_class(cls)
+        self.add_class(*kind_classes(m).split())
+        self.query_one(".head", Static).update(header_content(m, self.selected))
+        body = self.query_one(".body")
+        if isinstance(body, Markdown):
+            body.update(shown_body(m))
+        else:
+            body.update(shown_body(m))
+
+    def set_selected(self, selected: bool) -> None:
+        self.selected = selected
+        self.set_class(selected, "-selected")
+        if self.message is not None and self.is_mounted:
+            self.query_one(".head", Static).update(header_content(self.message, selected))
+
+    def on_focus(self) -> None:
+        if self.message is not None:
+            self.post_message(MessageFocused(self.message.id))
+
+    def action_open(self) -> None:
+        m = self.message
+        if m is None:
+            return
+        if m.kind == Kind.spill_pointer and m.spill_id:
+            self.post_message(SpillOpenRequested(m.spill_id))
+        elif m.kind == Kind.fold_summary:
+            if self.fold_no is not None:
+                self.post_message(FoldInspectRequested(self.fold_no))
+
+    def action_toggle_span(self) -> None:
+        if self.message is not None and not self.message.pinned:
+            self.set_selected(not self.selected)

@@ -1,0 +1,52 @@
+"""The Pins panel: each pinned message's first line, and what the pins cost per turn."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from tailrent_tui.core.messages import Message
+from tailrent_tui.ui.events import MessageFocused
+
+
+class PinsPanel(Vertical):
+    """Pinned messages in transcript order; their tokens are re-sent on every turn."""
+
+    DEFAULT_CSS = """
+    PinsPanel { height: auto; }
+    PinsPanel > .cost { color: $text-muted; height: auto; }
+    PinsPanel > OptionList { height: auto; max-height: 10; border: none; padding: 0; background: transparent; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="cost")
+        yield OptionList()
+
+    def show(self, pins: Sequence[Message]) -> None:
+        total = sum(m.tokens for m in pins)
+        self.query_one(".cost", Static).update(
+            Content.from_markup("[$tail-pinned]$n pins[/] · $tok tokens re-sent every turn", n=len(pins), tok=f"{total:,}")
+        )
+        rows = [
+            Option(
+                Content.from_markup("$line [dim]$tok tok[/]", line=_first_line(m), tok=f"{m.tokens:,}"),
+                id=m.id,
+            )
+            for m in pins
+        ]
+        self.query_one(OptionList).set_options(rows or [Option("nothing pinned", disabled=True)])
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option.id:
+            self.post_message(MessageFocused(event.option.id))
+
+
+def _first_line(m: Message, width: int = 34) -> str:
+    line = m.first_line
+    return line if len(line) <= width else line[: width - 1] + "…"

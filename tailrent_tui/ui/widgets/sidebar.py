@@ -1,0 +1,115 @@
+"""The sidebar: the four ladder panels, each in a Collapsible titled Tail, Spills, Pins, Folds.
+
+The app hands it the session and each event (attributes down); each panel
+updates from what the event changed. The Tail panel's figures are refreshed
+once per batch of events, not once per event, so a burst stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Collapsible
+
+from tailrent_tui.core.messages import Event, Folded, Kind, MessageAdded, Pinned, Spilled, Unpinned
+from tailrent_tui.core.session import Session
+from tailrent_tui.ui.widgets.folds_panel import FoldsPanel
+from tailrent_tui.ui.widgets.pins_panel import PinsPanel
+from tailrent_tui.ui.widgets.spills_panel import SpillsPanel
+from tailrent_tui.ui.widgets.tail_panel import TailPanel, tail_figures
+
+
+class Sidebar(VerticalScroll, can_focus=False):
+    """Tail, Spills, Pins and Folds; ctrl+b shows and hides it."""
+
+    DEFAULT_CSS = """
+    Sidebar { width: 50; height: 1fr; background: $panel; border-left: vkey $primary 30%; padding: 0; }
+    Sidebar.-hidden { display: none; }
+    Sidebar > Collapsible { background: $panel; border-top: none; padding: 0 0 0 0; }
+    Sidebar > Collapsible > Contents { padding: 0 1 0 1; }
+    Sidebar CollapsibleTitle { color: $primary; text-style: bold; }
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        fold_trigger: float,
+        fold_target: float,
+        price_sheet: str,
+        clock: Callable[[], float],
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self.session = session
+        self.fold_trigger = fold_trigger
+        self.fold_target = fold_target
+        self.price_sheet = price_sheet
+        self.clock = clock
+        self.delegate_tokens: Callable[[], int] = lambda: 0
+        self._dirty = {"tail", "spills", "pins", "folds"}
+        samples = [u.context_tokens for u in session.usage if u.sub_session is None][-60:]
+        self.tail = TailPanel(price_sheet=price_sheet, samples=samples, id="tail")
+        self.spills = SpillsPanel(id="spills")
+        self.pins = PinsPanel(id="pins")
+        self.folds = FoldsPanel(id="folds")
+
+    def compose(self) -> ComposeResult:
+        with Collapsible(title="Tail", collapsed=False, id="panel-tail"):
+            yield self.tail
+        with Collapsible(title="Spills", collapsed=False, id="panel-spills"):
+            yield self.spills
+        with Collapsible(title="Pins", collapsed=False, id="panel-pins"):
+            yield self.pins
+        with Collapsible(title="Folds", collapsed=False, id="panel-folds"):
+            yield self.folds
+
+    def on_mount(self) -> None:
+        self.tail.sample(self.session.context_tokens)
+        self.flush()
+
+    def note_event(self, event: Event) -> None:
+        """Mark what an event changed; `flush` redraws it."""
+        self._dirty.add("tail")
+        if isinstance(event, MessageAdded):
+            if event.message.kind == Kind.spill_pointer:
+                self._dirty.add("spills")
+            if event.message.pinned:
+                self._dirty.add("pins")
+            self.tail.sample(self.session.context_tokens)
+        elif isinstance(event, Spilled):
+            self._dirty.add("spills")
+            self.tail.sample(self.session.context_tokens)
+        elif isinstance(event, (Pinned, Unpinned)):
+            self._dirty.add("pins")
+        elif isinstance(event, Folded):
+            self.folds.add(event.fold)
+            self.tail.sample(self.session.context_tokens)
+
+    def flush(self) -> None:
+        """Redraw the panels that events marked."""
+        dirty, self._dirty = self._dirty, set()
+        if "tail" in dirty:
+            self.tail.refresh_figures(
+                tail_figures(
+                    self.session,
+                    fold_trigger=self.fold_trigger,
+                    fold_target=self.fold_target,
+                    delegate_tokens=self.delegate_tokens(),
+                )
+            )
+        if "spills" in dirty:
+            self.refresh_spills()
+        if "pins" in dirty:
+            self.pins.show(self.session.pinned)
+        if "folds" in dirty:
+            self.folds.show(self.session.folds)
+
+    def refresh_spills(self) -> None:
+        self.spills.show(list(self.session.spills.values()), self.clock())
+
+    def tick(self) -> None:
+        """Once a second: the cache countdown."""
+        self.tail.refresh_rent()

@@ -1,0 +1,286 @@
+"""The engine: session totals, pins, spills, folds, replay, and bad input."""
+
+import pytest
+
+from tailrent_tui.core.messages import EventAdapter, Kind
+from tailrent_tui.core.rungs.fold import (
+    FoldAborted,
+    MemoryFoldArchive,
+    fold_span,
+    fold_to_target,
+    oldest_unpinned,
+    select_span,
+)
+from tailrent_tui.core.rungs.spill import MemorySpillStore, SpillStoreError, admit_tool_result, spill_message
+from tailrent_tui.core.rungs.truncate import decode_output, truncate_text
+from tailrent_tui.core.session import Session, SessionError, replay
+from tailrent_tui.core.summarize import LossySummarizer
+from tailrent_tui.core.tokens import UnknownTokenizer, chars4, get_counter
+
+
+class Clock:
+    def __init__(self):
+        self.t = 1_000.0
+
+    def __call__(self):
+        self.t += 1
+        return self.t
+
+
+def make(**kw):
+    kw.setdefault("counter", get_counter("chars4"))
+    kw.setdefault("clock", Clock())
+    return Session(**kw)
+
+
+def resum(s):
+    return sum(m.tokens for m in s.messages)
+
+
+def test_chars4_is_the_articles_estimator():
+    assert chars4("") == 0
+    assert chars4("abc") == 1
+    assert chars4("abcdefgh") == 2
+    assert chars4("x" * 203) == 50
+
+
+def test_cl100k_counts_real_tokens_offline():
+    c = get_counter("cl100k")
+    assert c.count("") == 0
+    assert c.count("hello world") == 2
+    assert c.count("Redis with a 15 minute TTL") < chars4("Redis with a 15 minute TTL") * 2
+
+
+def test_unknown_tokenizer_is_a_clear_error():
+    with pytest.raises(UnknownTokenizer, match="unknown tokenizer 'gpt9'.*cl100k, chars4"):
+        get_counter("gpt9")
+
+
+def test_totals_are_incremental_and_match_a_full_resum():
+    s = make(system="sys prompt here")
+    for i in range(50):
+        s.add("user", f"message {i} " * (i % 7 + 1))
+    assert s.totals.transcript == resum(s)
+    assert s.context_tokens == resum(s) + chars4("sys prompt here")
+    s.pin(s.messages[3].id)
+    assert s.totals.pinned == s.messages[3].tokens
+    s.unpin(s.messages[3].id)
+    assert s.totals.pinned == 0
+
+
+def test_each_message_is_counted_once(monkeypatch):
+    calls = []
+    c = get_counter("chars4")
+
+    class Counting:
+        name = "counting"
+
+        def count(self, text):
+            calls.append(text)
+            return c.count(text)
+
+    s = make(counter=Counting())
+    calls.clear()
+    for i in range(100):
+        s.add("user", f"m{i}")
+    assert len(calls) == 100
+    _ = s.context_tokens, s.totals.live
+    assert len(calls) == 100
+
+
+def test_empty_message_is_defined_zero_tokens():
+    s = make()
+    m = s.add("assistant", "")
+    assert m.tokens == 0 and len(s) == 1
+
+
+def test_non_text_content_is_a_clear_error_and_loses_nothing():
+    s = make()
+    s.add("user", "keep me")
+    with pytest.raises(SessionError, match="content must be text"):
+        s.add("tool", b"\xff\xfe")  # type: ignore[arg-type]
+    assert [m.content for m in s.messages] == ["keep me"]
+
+
+def test_non_utf8_tool_output_is_decoded_and_marked():
+    text, binary = decode_output(b"ok \xff\xfe done")
+    assert binary and "non-UTF-8" in text and "ok" in text
+    assert decode_output("héllo".encode()) == ("héllo", False)
+
+
+def test_truncate_announces_the_cut():
+    t = truncate_text("\n".join(f"line {i}" for i in range(10)), max_lines=3, label="grep", how_to_get_more="narrow it")
+    assert t.was_cut and t.text.splitlines()[:3] == ["line 0", "line 1", "line 2"]
+    assert "showing 3 of 10 lines" in t.cut and "narrow it" in t.cut
+    assert truncate_text("short", max_lines=3).cut is None
+    with pytest.raises(ValueError):
+        truncate_text("x", max_lines=-1)
+
+
+def test_small_tool_result_stays_inline_big_one_is_spilled():
+    s, store = make(), MemorySpillStore()
+    small = admit_tool_result(s, "grep", "a b c", store, threshold=10)
+    big = admit_tool_result(s, "grep", "token " * 400, store, threshold=10)
+    assert small.kind == Kind.tool_result and small.content == "a b c"
+    assert big.kind == Kind.spill_pointer and big.spill_id in store.items
+    assert store.read_spill(big.spill_id) == "token " * 400
+    assert big.tokens < 100 and big.spill_id in s.spills
+    assert s.spills[big.spill_id].tokens_before == chars4("token " * 400)
+
+
+def test_fifty_megabyte_tool_output_spills_and_keeps_the_transcript():
+    s, store = make(), MemorySpillStore()
+    s.add("user", "run it")
+    huge = "x" * (50 * 1024 * 1024)
+    m = admit_tool_result(s, "run_shell", huge, store, threshold=2000)
+    assert m.kind == Kind.spill_pointer
+    assert len(store.read_spill(m.spill_id)) == len(huge)
+    assert s.messages[0].content == "run it" and m.tokens < 200
+
+
+class BrokenStore(MemorySpillStore):
+    def write_spill(self, *a):
+        raise SpillStoreError("read-only file system")
+
+
+def test_unwritable_spill_store_keeps_the_result_inline_and_says_so():
+    s = make()
+    m = admit_tool_result(s, "grep", "token " * 400, BrokenStore(), threshold=10)
+    assert m.kind == Kind.tool_result and m.content == "token " * 400
+    assert any("spill failed" in n.text and "read-only" in n.text for n in s.notes)
+
+
+def test_manual_spill_replaces_content_with_a_pointer():
+    s, store = make(), MemorySpillStore()
+    m = s.add("user", "long " * 100)
+    before = s.context_tokens
+    ev = spill_message(s, m.id, store)
+    assert s.get(m.id).kind == Kind.spill_pointer
+    assert store.read_spill(ev.spill_id) == "long " * 100
+    assert s.context_tokens == before - ev.tokens_before + ev.pointer_tokens
+    with pytest.raises(SessionError, match="only content can be spilled"):
+        spill_message(s, m.id, store)
+
+
+def test_pinned_message_cannot_be_spilled_or_folded():
+    s = make()
+    m = s.add("user", "DECISION: keep", pinned=True)
+    with pytest.raises(SessionError, match="pinned"):
+        spill_message(s, m.id, MemorySpillStore())
+    with pytest.raises(SessionError, match="pinned"):
+        fold_span(s, [m.id], summarizer=LossySummarizer(), guard="off")
+    assert s.get(m.id).content == "DECISION: keep"
+
+
+def test_fold_when_everything_is_pinned_does_nothing_and_says_so():
+    s = make()
+    for i in range(5):
+        s.add("user", f"pinned {i}", pinned=True)
+    ev = fold_span(s, oldest_unpinned(s, 6), summarizer=LossySummarizer(), guard="off")
+    assert ev.type == "fold_skipped" and "every message is pinned" in ev.reason
+    assert len(s) == 5 and s.folds == []
+
+
+def test_fold_in_place_keeps_pins_and_position():
+    s = make()
+    ids = [s.add("user", f"message number {i} " * 5).id for i in range(10)]
+    s.pin(ids[1])
+    span = [ids[0], ids[2], ids[3]]
+    ev = fold_span(s, span, summarizer=LossySummarizer(), guard="off")
+    order = [m.id for m in s.messages]
+    assert order[0] == ev.fold.summary.id and order[1] == ids[1]
+    assert order[2:] == ids[4:]
+    assert ev.fold.tokens_before == sum(chars4(f"message number {i} " * 5) for i in (0, 2, 3))
+    assert s.totals.transcript == resum(s)
+    assert s.totals.summaries == ev.fold.tokens_after
+
+
+def test_fold_at_front_and_depth_of_a_fold_of_a_fold():
+    s = make()
+    for i in range(12):
+        s.add("user", f"turn {i} " * 10)
+    f1 = fold_span(s, oldest_unpinned(s, 6), summarizer=LossySummarizer(), position="front", guard="off")
+    assert s.messages[0].id == f1.fold.summary.id and f1.fold.depth == 1
+    f2 = fold_span(s, oldest_unpinned(s, 6), summarizer=LossySummarizer(), position="front", guard="off")
+    assert f2.fold.depth == 2 and s.messages[0].fold_depth == 2
+    f3 = fold_span(s, oldest_unpinned(s, 2), summarizer=LossySummarizer(), position="front", guard="off")
+    assert f3.fold.depth == 3
+
+
+def test_select_span_reaches_the_target_and_keeps_recent():
+    s = make(window=1000)
+    for i in range(40):
+        s.add("user", "y" * 100)  # 25 tokens each
+    span = select_span(s, target_tokens=500, keep_recent=2)
+    freed = sum(s.get(i).tokens for i in span)
+    assert s.context_tokens - freed <= 500
+    assert s.messages[-1].id not in span and s.messages[-2].id not in span
+
+
+def test_fold_to_target_is_one_big_fold():
+    s = make(window=1000)
+    for i in range(40):
+        s.add("user", f"filler line {i} with some words " * 3)
+    before = s.context_tokens
+    ev = fold_to_target(s, target_tokens=350, summarizer=LossySummarizer(), guard="off")
+    assert ev.type == "folded" and len(s.folds) == 1
+    assert s.context_tokens < before and s.context_tokens <= 350 + ev.fold.tokens_after
+
+
+class FailingArchive(MemoryFoldArchive):
+    def write_fold(self, *a):
+        raise OSError(28, "No space left on device")
+
+
+def test_fold_does_not_happen_when_the_archive_write_fails():
+    s = make()
+    for i in range(8):
+        s.add("user", f"message {i}")
+    before = [m.model_copy() for m in s.messages]
+    with pytest.raises(FoldAborted, match="could not be archived"):
+        fold_span(s, oldest_unpinned(s, 6), summarizer=LossySummarizer(), archive=FailingArchive(), guard="off")
+    assert [m.content for m in s.messages] == [m.content for m in before] and s.folds == []
+
+
+def test_archive_receives_the_originals_before_the_fold():
+    s, arch = make(), MemoryFoldArchive()
+    for i in range(8):
+        s.add("user", f"message {i}")
+    ev = fold_span(s, oldest_unpinned(s, 3), summarizer=LossySummarizer(), archive=arch, guard="off")
+    assert [m.content for m in arch.read_originals(ev.fold.fold_no)] == ["message 0", "message 1", "message 2"]
+
+
+def test_unknown_message_id_is_a_clear_error():
+    s = make()
+    with pytest.raises(SessionError, match="no message with id 'nope'"):
+        s.pin("nope")
+
+
+def test_replay_of_events_rebuilds_the_session_exactly():
+    events = []
+    s = make(system="sys")
+    s.listeners.append(lambda e: events.append(EventAdapter.dump_json(e)))
+    store = MemorySpillStore()
+    for i in range(30):
+        s.add("user", f"user turn {i} " * (i % 4 + 1))
+        admit_tool_result(s, "grep", "match " * (i * 7), store, threshold=40)
+    s.pin(s.messages[5].id)
+    s.add_watch("Redis")
+    spill_message(s, s.messages[7].id, store)
+    fold_span(s, oldest_unpinned(s, 6), summarizer=LossySummarizer(), guard="off")
+    s.unpin(s.messages[1].id) if s.messages[1].pinned else None
+    fold_span(s, select_span(s, target_tokens=100), summarizer=LossySummarizer(), guard="off")
+    r = replay([EventAdapter.validate_json(e) for e in events], counter=get_counter("chars4"), system="sys")
+    assert [m.model_dump() for m in r.messages] == [m.model_dump() for m in s.messages]
+    assert r.totals == s.totals and r.watch == ["Redis"]
+    assert [f.model_dump() for f in r.folds] == [f.model_dump() for f in s.folds]
+    assert set(r.spills) == set(s.spills)
+
+
+def test_a_pin_after_add_does_not_alter_the_journaled_event():
+    lines = []
+    s = make()
+    s.listeners.append(lambda e: lines.append(e))
+    m = s.add("user", "hello")
+    s.pin(m.id)
+    assert lines[0].message.pinned is False
