@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tailrent_tui.agent import session_tools
+from tailrent_tui.agent.session_tools import memory_keys
 from tailrent_tui.agent.ladder import admit_to_session
 from tailrent_tui.agent.tools import ToolContext, preview_tool, run_tool, tool_specs
 from tailrent_tui.core.messages import Kind, Message, ToolCall, UsageRecorded
@@ -72,6 +73,34 @@ class TurnResult:
     error: ModelError | None = None
     usage: list[Usage] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+
+
+def read_fold_originals(archive: Any, fold_no: int) -> list[Message]:
+    """Originals of a fold from either archive (file-backed or in memory)."""
+    if hasattr(archive, "read_originals"):
+        return archive.read_originals(fold_no)
+    return list(archive.read_fold(fold_no).originals)
+
+
+def outside_texts(agent: Any) -> list[tuple[str, str]]:
+    """(label, text) for everything kept outside the context: fold originals, spills, memory."""
+    pairs: list[tuple[str, str]] = []
+    for fold_no, originals in agent.folded_originals():
+        for m in originals:
+            pairs.append((f"fold #{fold_no} archive", m.content))
+    for spill_id in agent.session.spills:
+        try:
+            pairs.append((f"spill {spill_id[:8]}", agent.spill_store.read_spill(spill_id)))
+        except (OSError, ValueError):
+            continue
+    memory = agent.memory
+    if memory is not None:
+        for key in memory_keys(memory):
+            try:
+                pairs.append((f"memory {key}", memory.recall(key)))
+            except (OSError, LookupError, ValueError):
+                continue
+    return pairs
 
 
 def wire_messages(session: Session) -> list[dict[str, Any]]:
@@ -183,13 +212,27 @@ class Agent:
         out = []
         for f in self.session.folds:
             try:
-                out.append((f.fold_no, self.archive.read_originals(f.fold_no)))  # type: ignore[union-attr]
-            except (KeyError, OSError, ValueError, AttributeError):
+                out.append((f.fold_no, self.fold_originals(f.fold_no)))
+            except (KeyError, OSError, ValueError, LookupError):
                 continue
         return out
 
     def fold_originals(self, fold_no: int) -> list[Message]:
-        return self.archive.read_originals(fold_no)  # type: ignore[union-attr]
+        """The messages fold `fold_no` removed from the context (from the archive)."""
+        return read_fold_originals(self.archive, fold_no)
+
+    def recall(self, question: str, expect: list[str]) -> Any:
+        """A probe: where each expected word lives now, and what survives only outside."""
+        from tailrent_tui.core.probe import probe
+
+        return probe(self.session, question, expect, outside=outside_texts(self))
+
+    def spill_text(self, spill_id: str) -> str:
+        """A spill's content, or a clear message when its file is missing or altered."""
+        try:
+            return self.spill_store.read_spill(spill_id)
+        except (OSError, ValueError) as exc:
+            return f"[spill {spill_id} cannot be shown: {exc}]"
 
     # -- rung 3 ------------------------------------------------------------------
 

@@ -31,6 +31,12 @@ class SessionTool:
     run: Callable[[dict[str, Any]], Awaitable[ToolOutcome]]
 
 
+def memory_keys(memory: Any) -> list[str]:
+    """Keys of a memory store (the file store calls it `list`)."""
+    keys = getattr(memory, "keys", None) or getattr(memory, "list")
+    return list(keys())
+
+
 def _lines_range(text: str, start: int | None, end: int | None) -> str:
     if start is None and end is None:
         return text
@@ -95,7 +101,7 @@ def build(agent: Agent) -> dict[str, SessionTool]:
             for snip in _snippets(text, query):
                 hits.append(f'spill {spill_id} (read_spill("{spill_id}")): …{snip}…')
         if agent.memory is not None:
-            for key in agent.memory.keys():
+            for key in memory_keys(agent.memory):
                 for snip in _snippets(agent.memory.recall(key), query):
                     hits.append(f'memory {key} (recall("{key}")): …{snip}…')
         if not hits:
@@ -122,7 +128,7 @@ def build(agent: Agent) -> dict[str, SessionTool]:
         try:
             return ToolOutcome(content=agent.memory.recall(key))
         except (OSError, KeyError, ValueError) as exc:
-            known = ", ".join(agent.memory.keys()) or "none"
+            known = ", ".join(memory_keys(agent.memory)) or "none"
             return error(f"no memory entry {key!r} ({exc}); entries: {known}")
 
     async def delegate(args: dict[str, Any]) -> ToolOutcome:

@@ -323,7 +323,7 @@ def _reason_clauses(text: str) -> list[_Cand]:
         end_m = _CLAUSE_END_RE.search(text, m.end())
         end = end_m.start() if end_m else len(text)
         clause = _FIRST_WORDS_RE.match(text, m.start(), end).group(0)
-        clause = clause.rstrip(" \t,:-–—")
+        clause = clause.rstrip(" \t,:-–—.!?")
         if clause.count(")") > clause.count("("):
             clause = clause.rstrip(")")
         after = clause[len(m.group(0)) :]
@@ -610,20 +610,27 @@ def _present(fact: Fact, hay: _Haystack) -> bool:
         return _norm(inner) in hay.norm
     if fact.kind == "number":
         # Bounded on digits: "15 minute" is not in "115 minutes", "#48" not in "#482".
-        pattern = re.escape(needle)
-        if re.match(r"\w", needle):
-            pattern = r"(?<![\w.,])" + pattern
-        if re.search(r"\d$", needle):
-            pattern += r"(?!\d)"
-        return re.search(pattern, hay.norm) is not None or _number_key(fact.text) in hay.numbers
-    if fact.kind == "name":
-        return _bounded(needle, hay.norm, left=True, right=True, plural=True)
+        if needle in hay.norm:
+            pattern = re.escape(needle)
+            if re.match(r"\w", needle):
+                pattern = r"(?<![\w.,])" + pattern
+            if re.search(r"\d$", needle):
+                pattern += r"(?!\d)"
+            if re.search(pattern, hay.norm):
+                return True
+        return _number_key(fact.text) in hay.numbers
+    # The remaining kinds need the needle as a substring; the boundary check
+    # (a regex built per fact) runs only when it is there.
     if fact.kind == "version":
         bare = needle[1:] if re.match(r"v\d", needle) else needle
-        return re.search(r"(?<![\w.])v?" + re.escape(bare) + r"(?!\w|\.\d)", hay.norm) is not None
+        return bare in hay.norm and re.search(r"(?<![\w.])v?" + re.escape(bare) + r"(?!\w|\.\d)", hay.norm) is not None
+    if needle not in hay.norm:
+        return False
+    if fact.kind == "name":
+        return _bounded(needle, hay.norm, left=True, right=True, plural=True)
     if fact.kind == "watch":
         return _bounded(needle, hay.norm, left=True, right=False)
-    return needle in hay.norm
+    return True
 
 
 def fact_present(fact: Fact, text: str) -> bool:
@@ -670,6 +677,9 @@ def _assemble(body: str, items: Sequence[str]) -> str:
 def repair_summary(summary: str, lost: Sequence[Fact]) -> str:
     """Append the ``lost`` facts to ``summary`` verbatim, on one line under :data:`REPAIR_HEADING`.
 
+    Verbatim but for whitespace, which is collapsed to single spaces so the
+    block stays one line.
+
     A summary that already has repair blocks (the summarizer copied one from
     a folded summary) gets a single merged block at its end: the old items
     first, verbatim, then the new ones, so nested folds carry every fact. A
@@ -696,8 +706,11 @@ def repair_summary(summary: str, lost: Sequence[Fact]) -> str:
     for fact in lost:
         if _present(fact, block):
             continue
-        items.append(fact.text)
-        block.add_item(fact.text)
+        # Whitespace collapsed: the block stays one line, and presence checks
+        # ignore whitespace anyway.
+        item = " ".join(fact.text.split())
+        items.append(item)
+        block.add_item(item)
     return _assemble(body, items)
 
 

@@ -44,12 +44,10 @@ class FoldsPanel(OptionList):
     """
 
     def show(self, folds: Sequence[FoldRecord]) -> None:
+        highlighted = self.highlighted
         self.set_options([Option(fold_row(f), id=str(f.fold_no)) for f in folds] or [Option("no folds yet", disabled=True)])
-
-    def add(self, fold: FoldRecord) -> None:
-        if self.option_count == 1 and self.get_option_at_index(0).disabled:
-            self.clear_options()
-        self.add_option(Option(fold_row(fold), id=str(fold.fold_no)))
+        if highlighted is not None and highlighted < self.option_count:
+            self.highlighted = highlighted
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

@@ -85,7 +85,7 @@ class Sidebar(VerticalScroll, can_focus=False):
         elif isinstance(event, (Pinned, Unpinned)):
             self._dirty.add("pins")
         elif isinstance(event, Folded):
-            self.folds.add(event.fold)
+            self._dirty.add("folds")
             self.tail.sample(self.session.context_tokens)
 
     def flush(self) -> None:

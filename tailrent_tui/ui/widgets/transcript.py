@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from textual import events
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -139,7 +140,8 @@ class Transcript(VerticalScroll, can_focus=False):
             await self._folded(event)
 
     async def _added(self, message_id: str) -> None:
-        if message_id not in self.session:
+        # gone already (a later fold in the same batch), or shown already (loaded back from the session)
+        if message_id not in self.session or message_id in self._views:
             return
         m = self.session.get(message_id)
         if self.reply is not None and m.role == "assistant":
@@ -285,10 +287,14 @@ class Transcript(VerticalScroll, can_focus=False):
         if self.scroll_y < added:
             self.scroll_to(y=self.scroll_y + added, animate=False, immediate=True)
 
-    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
-        super().watch_scroll_y(old_value, new_value)
-        if new_value <= 0 < old_value and self._first_index > 0:
-            self.call_after_refresh(self.load_earlier)
+    async def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        # the reader scrolls up past the first widget: bring earlier messages back
+        if self.scroll_y <= 0 and self._first_index > 0:
+            await self.load_earlier()
+
+    async def action_scroll_home(self) -> None:
+        await self.load_earlier()
+        self.scroll_home(animate=False)
 
     async def action_focus_neighbour(self, step: int) -> None:
         views = self._message_views()
