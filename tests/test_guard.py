@@ -337,8 +337,6 @@ def test_without_repair_the_same_folds_lose_the_decision() -> None:
     assert {f.text for f in lost} >= {"15 minute", REASON}
 
 
-settings.register_profile("guard", deadline=None)
-
 fact_kinds = st.sampled_from(["number", "version", "name", "path", "url", "quoted", "reason", "watch"])
 facts_strategy = st.builds(
     Fact,
@@ -508,3 +506,9 @@ def test_find_expected_is_a_case_insensitive_substring_check() -> None:
 def test_find_expected_refuses_an_empty_expectation() -> None:
     with pytest.raises(ValueError, match="empty"):
         find_expected(["Redis", ""], "Redis")
+
+
+@pytest.mark.parametrize("header", ["[fold #3 · 6 messages · depth 2]", "[folded 6 messages]"])
+def test_a_fold_header_is_not_a_fact(header: str) -> None:
+    assert extract_facts(f"{header}\n- user: Turn 3: done.") == []
+    assert texts(extract_facts(f"{header}\n- user: keep 6 messages")) == [("number", "6 messages")]

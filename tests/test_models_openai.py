@@ -47,7 +47,7 @@ class ScriptedServer:
         self.script: list[Scripted] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
-        self.models = {"object": "list", "data": [{"id": "qwen2.5-coder", "object": "model", "max_model_len": 32768}]}
+        self.models: dict[str, Any] | None = {"object": "list", "data": [{"id": "qwen2.5-coder", "object": "model", "max_model_len": 32768}]}
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -66,7 +66,7 @@ class ScriptedServer:
 
             def do_GET(self) -> None:
                 server.headers.append(dict(self.headers))
-                if self.path == "/v1/models":
+                if self.path == "/v1/models" and server.models is not None:
                     self._send(200, json.dumps(server.models).encode(), "application/json")
                 else:
                     self._send(404, b'{"error": {"message": "File Not Found"}}', "application/json")
@@ -303,3 +303,13 @@ async def test_no_key_sends_no_authorization(server):
     await collect(model)
     await model.aclose()
     assert "Authorization" not in server.headers[-1]
+
+
+async def test_a_server_without_a_models_list_still_chats(server):
+    server.models = None
+    model = await open_model(f"openai:{server.url}#named", env={})
+    assert await model.context_window() is None
+    assert isinstance((await collect(model))[-1], Usage)
+    await model.aclose()
+    with pytest.raises(ModelNotFound, match="offers no models"):
+        await open_model(f"openai:{server.url}", env={})

@@ -227,6 +227,35 @@ class Agent:
 
         return probe(self.session, question, expect, outside=outside_texts(self))
 
+    async def switch_model(self, spec: str) -> str:
+        """Switch to the model a spec names; the session and its context stay as they are."""
+        from tailrent_tui.agent.build import BuildError, pick_model
+
+        settings = self.settings.model_copy(update={"model": spec})
+        try:
+            model, _ = pick_model(settings)
+        except BuildError as exc:
+            raise ValueError(str(exc)) from None
+        old, self.model = self.model, model
+        self.settings = settings
+        self._started = False
+        await old.aclose()
+        if self.rent is not None:
+            self.rent.expire()  # a different server holds none of this context
+        self.session.note(f"model switched to {model.name or spec}", "info")
+        return model.name or spec
+
+    def export(self, fmt: str = "md", path: Path | None = None) -> Path:
+        """Write the transcript as the user saw it (md or json) and return the file."""
+        from tailrent_tui.store.export import export_session, write_export
+
+        if self.session_dir is None:
+            raise ValueError("this session is not saved, so it cannot be exported")
+        if fmt not in ("md", "json"):
+            raise ValueError(f"unknown export format {fmt!r}: md or json")
+        out = path or (self.workspace / f"tailrent-{self.session.id}.{fmt}")
+        return write_export(export_session(self.session_dir, fmt), out)
+
     def spill_text(self, spill_id: str) -> str:
         """A spill's content, or a clear message when its file is missing or altered."""
         try:

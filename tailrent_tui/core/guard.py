@@ -252,6 +252,9 @@ _EVER_SINCE_RE = re.compile(r"\bever\s+$", re.IGNORECASE)
 _FIRST_WORDS_RE = re.compile(rf"(?:\S+\s+){{0,{REASON_MAX_WORDS - 1}}}\S+|")
 
 _BLOCK_RE = re.compile(rf"(?m)^[ \t]*{re.escape(REPAIR_HEADING)}[ \t]?(.*)$")
+# A fold summary's own header ("[fold #3 · 6 messages · depth 2]", the
+# article's "[folded 6 messages]") is machinery, not a fact of the span.
+_FOLD_HEADER_RE = re.compile(r"(?m)^[ \t]*\[(?:fold #\d+|folded \d+ messages?)\b[^\]\n]*\]")
 _BLOCK_LINE_RE = re.compile(rf"(?m)^[ \t]*{re.escape(REPAIR_HEADING)}.*(?:\n|$)")
 
 _WORD_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
@@ -459,14 +462,19 @@ def extract_facts(text: str, watch: Iterable[str] = ()) -> list[Fact]:
 
     Not facts: bare numbers ("turn 5"), words that start a sentence ("The",
     "Ran") unless capitalised mid-sentence elsewhere in the text, stop-listed
-    chatter acronyms ("PR", "OK"). A line starting with :data:`REPAIR_HEADING`
-    is read item by item, so a repaired summary yields its repaired facts.
+    chatter acronyms ("PR", "OK"), a fold summary's header ("[fold #3 · 6
+    messages · depth 2]", "[folded 6 messages]"). A line starting with
+    :data:`REPAIR_HEADING` is read item by item, so a repaired summary yields
+    its repaired facts.
     """
     patterns = _watch_patterns(watch)
     cands: list[_Cand] = []
     blocks = list(_BLOCK_RE.finditer(text))
-    if blocks:
+    headers = list(_FOLD_HEADER_RE.finditer(text))
+    if blocks or headers:
         masked = list(text)
+        for h in headers:
+            masked[h.start() : h.end()] = " " * (h.end() - h.start())
         for b in blocks:
             masked[b.start() : b.end()] = " " * (b.end() - b.start())
             body_start = b.start(1)

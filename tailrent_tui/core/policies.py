@@ -217,6 +217,11 @@ class AutocompactPolicy(Policy):
         return [ev]
 
 
+# No numbers in the header: the guard would take "#3" or "18 messages" for facts
+# and carry them verbatim through every later fold of this summary.
+LADDER_HEADER = "[fold summary]"
+
+
 class LadderPolicy(Policy):
     name = "ladder"
     description = "truncate, spill, auto-pin; past the trigger re-spill, then one fold in place to the target, guarded"
@@ -257,12 +262,27 @@ class LadderPolicy(Policy):
                 freed += m.tokens
         return [m.id for m in msgs if m.id in chosen]
 
-    def fold(self, session: Session, ctx: PolicyContext, trigger: str) -> Folded | FoldSkipped:
-        span = self.span_to_target(session, ctx, ctx.settings.target_tokens)
-        return fold_span(
-            session, span, summarizer=ctx.summarizer, guard="repair", position="in_place",
-            archive=ctx.archive, trigger=trigger,
-        )
+    #: folds allowed in one step when a summary comes out bigger than hoped
+    max_passes = 3
+
+    def fold(self, session: Session, ctx: PolicyContext, trigger: str) -> None:
+        """Fold down to the target in one step.
+
+        The summary's size is only known after summarizing, so when a pass
+        leaves the context above the target, another pass folds again (now
+        taking the new summary too). All passes happen before the next request,
+        so the cache is invalidated once, from the first span's position.
+        """
+        target = ctx.settings.target_tokens
+        for _ in range(self.max_passes):
+            before = session.context_tokens
+            span = self.span_to_target(session, ctx, target)
+            ev = fold_span(
+                session, span, summarizer=ctx.summarizer, guard="repair", position="in_place",
+                header=LADDER_HEADER, archive=ctx.archive, trigger=trigger,
+            )
+            if isinstance(ev, FoldSkipped) or session.context_tokens <= target or session.context_tokens >= before:
+                return
 
     def after_add(self, session: Session, ctx: PolicyContext) -> list[Event]:
         s = ctx.settings

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tailrent_tui.core.messages import (
+    new_id,
     Event,
     Folded,
     FoldRecord,
@@ -44,6 +45,7 @@ class DecisionMatcher(Protocol):
     def match(self, text: str) -> str | None: ...
 
 
+_ROLES = ("system", "user", "assistant", "tool")
 _POINTER_KINDS = (Kind.spill_pointer, Kind.memory_pointer, Kind.delegate_result)
 
 
@@ -266,18 +268,26 @@ class Session:
         tokens = self.counter.count(content)
         if calls:
             tokens += sum(self.counter.count(c.name) + self.counter.count(str(c.arguments)) for c in calls)
-        return Message(
-            role=role,
-            content=content,
-            kind=kind,
-            pinned=pinned,
-            tokens=tokens,
-            created=self.clock() if at is None else at,
-            tool=tool,
-            tool_call_id=tool_call_id,
-            tool_calls=calls,
-            meta=meta or {},
-        )
+        if role not in _ROLES:
+            raise SessionError(f"unknown role {role!r}: one of {', '.join(_ROLES)}")
+        values: dict[str, Any] = {
+            "id": new_id(),
+            "role": role,
+            "content": content,
+            "kind": Kind(kind),
+            "pinned": pinned,
+            "tokens": tokens,
+            "created": self.clock() if at is None else at,
+        }
+        if tool is not None:
+            values["tool"] = tool
+        if tool_call_id is not None:
+            values["tool_call_id"] = tool_call_id
+        if calls:
+            values["tool_calls"] = calls
+        if meta:
+            values["meta"] = meta
+        return Message(**values)
 
     def add(
         self,

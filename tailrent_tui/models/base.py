@@ -86,7 +86,8 @@ class Usage(BaseModel):
       request to the first delta and to the end of the stream.
     - ``tools_dropped``: tools were asked for but not sent, because the model
       does not support them (see the backend's ``retry_without_tools``).
-    - ``raw``: the server's final record, untouched.
+    - ``raw``: what the server reported, untouched: Ollama's final line; for an
+      OpenAI-compatible server ``{"usage": ..., "timings": ...}`` (timings when sent).
     """
 
     model_config = ConfigDict(frozen=True)

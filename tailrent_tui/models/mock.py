@@ -157,6 +157,8 @@ def default_reply(messages: Sequence[WireMessage]) -> str:
 class MockModel:
     """A deterministic ``ChatModel`` that needs no server."""
 
+    kind = "mock"
+
     def __init__(
         self,
         script: str | Path | Sequence[Any] | None = None,

@@ -137,6 +137,7 @@ class OllamaModel(HttpBackend):
     chosen is then sent with every request.
     """
 
+    kind = "ollama"
     backend_label = "Ollama server"
 
     def __init__(

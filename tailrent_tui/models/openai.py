@@ -114,6 +114,7 @@ class OpenAIModel(HttpBackend):
     by ``resolve_name()``; ``open_model`` does that before handing the model over.
     """
 
+    kind = "openai"
     backend_label = "OpenAI-compatible server"
 
     def __init__(
@@ -153,7 +154,13 @@ class OpenAIModel(HttpBackend):
 
     async def _model_entries(self) -> list[dict[str, Any]]:
         if self._models is None:
-            data = await self.get_json("/models")
+            try:
+                data = await self.get_json("/models")
+            except (ModelNotFound, ServerError) as exc:
+                # A server without /v1/models still chats; it just cannot say its window.
+                if isinstance(exc, ServerError) and exc.status != 404:
+                    raise
+                data = {}
             self._models = list(data.get("data") or []) if isinstance(data, dict) else []
         return self._models
 

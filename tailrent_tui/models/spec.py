@@ -153,6 +153,7 @@ async def probe_default(
     if not answered:
         return MockModel(), f"No model server answered at {host}: running on the mock model. To use a real model, {how}."
     try:
-        return await open_model("ollama", timeout=timeout, env=env), None
+        # The short timeout was for the probe; the model gets the usual ones.
+        return await open_model("ollama", env=env), None
     except ModelError as exc:
         return MockModel(), f"Ollama at {host}: {exc.message} ({exc.hint}). Running on the mock model meanwhile."

@@ -19,7 +19,10 @@ on the server, so predicted and measured numbers speak the same tokens.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+import random
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,6 +32,7 @@ from tailrent_tui.core.guard import find_expected
 from tailrent_tui.core.messages import Folded, Message, MessageAdded
 from tailrent_tui.core.policies import POLICY_NAMES, PolicyContext, PolicySettings, get_policy
 from tailrent_tui.core.rent import PriceSheet, RentModel, context_items, get_price_sheet
+from tailrent_tui.core.rungs import spill as spill_rung
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import LossySummarizer, Summarizer
@@ -198,6 +202,22 @@ class BenchResult(BaseModel):
         }
 
 
+@contextlib.contextmanager
+def seeded_spill_ids(seed: int = 0):
+    """Spill ids from a seeded generator for the length of a run.
+
+    A pointer's text holds its spill id, so random ids would change pointer
+    token counts (by a token or two) from run to run; the bench must repeat.
+    """
+    rng = random.Random(seed)
+    saved = spill_rung.new_spill_id
+    spill_rung.new_spill_id = lambda: str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    try:
+        yield
+    finally:
+        spill_rung.new_spill_id = saved
+
+
 def _run_policy(
     trace: Trace,
     name: str,
@@ -208,6 +228,11 @@ def _run_policy(
     engine: Any | None,
     progress: Progress | None,
 ) -> PolicyResult:
+    with seeded_spill_ids():
+        return _drive(trace, name, counter, summarizer, sheet, settings, engine, progress)
+
+
+def _drive(trace, name, counter, summarizer, sheet, settings, engine, progress) -> PolicyResult:
     policy = get_policy(name)
     now = [trace.steps[0].at if trace.steps else 0.0]
     session = Session(
@@ -423,12 +448,13 @@ def _run_with_engine(trace, policies, engine_spec, summarizer, sheet, settings, 
     if base.endswith("/v1"):
         base = base[:-3]
     client = httpx.Client(timeout=60.0)
-    loop_model = asyncio.new_event_loop()
+    eng = _Engine(base, None, 0, 0)
     try:
-        model = loop_model.run_until_complete(open_model(spec))
-    finally:
-        loop_model.close()
-    eng = _Engine(base, model, 0, 0)
+        eng.model = eng.loop.run_until_complete(open_model(spec))
+    except Exception:
+        eng.loop.close()
+        client.close()
+        raise
     try:
         counter = EngineCounter(client, base)
         try:

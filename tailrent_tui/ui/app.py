@@ -427,7 +427,7 @@ class TailrentApp(App[None]):
         except (ValueError, SessionError) as exc:
             self.notify(str(exc), severity="error")
             return False
-        self.push_screen(RecallScreen(question, report))
+        self.push_screen(RecallScreen(report))
         return True
 
     async def _slash_model(self, rest: str) -> bool:

@@ -89,7 +89,8 @@ class DemoApp(TailrentApp):
         super().on_mount()
         for word in WATCHLIST:
             self.session.add_watch(word)
-        self.transcript.focus()
+        # no widget holds the focus, so space and +/- reach the demo's bindings
+        self.screen.set_focus(None)
         self.run_worker(self._play(), group="demo", name="demo")
         state = "pinned" if self.pinned else "not pinned"
         self.query_one("NoticeBar").show(

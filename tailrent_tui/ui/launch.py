@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 from typing import Any
 
 import click
@@ -15,7 +14,7 @@ def launch(flags: dict[str, Any]) -> None:
     A bad setting or a model that cannot be set up is a clear error on the
     terminal, before the screen is taken over.
     """
-    from tailrent_tui.agent.loop import build_agent
+    from tailrent_tui.agent.build import BuildError, build_agent
     from tailrent_tui.settings import SettingsError, load_settings
     from tailrent_tui.ui.app import TailrentApp
 
@@ -25,8 +24,16 @@ def launch(flags: dict[str, Any]) -> None:
         raise click.ClickException(str(exc)) from None
     try:
         agent = build_agent(settings, flags)
-        if inspect.isawaitable(agent):
-            agent = asyncio.run(agent)
-    except (ValueError, OSError) as exc:
+    except (BuildError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
-    TailrentApp(agent, settings).run()
+    try:
+        TailrentApp(agent, settings).run()
+    finally:
+        close_agent_sync(agent)
+
+
+def close_agent_sync(agent: Any) -> None:
+    """Flush the journal and release the session's lock after the app's loop has ended."""
+    from tailrent_tui.agent.build import aclose_agent
+
+    asyncio.run(aclose_agent(agent))

@@ -2,43 +2,49 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from tailrent_tui.core.probe import ProbeReport
 
-def report_content(question: str, report: Any) -> Content:
-    lines = [Content.from_markup("[b]$q[/b]", q=question or "(no question)")]
-    if hasattr(report, "format"):
-        lines.append(Content(report.format()))
-        return Content("\n").join(lines)
-    data = report.model_dump() if hasattr(report, "model_dump") else dict(report)
-    for key, value in data.items():
-        lines.append(Content(f"{key}: {value}"))
+
+def report_content(report: ProbeReport) -> Content:
+    lines = [
+        Content.from_markup("[b]$q[/b]", q=report.question or "(no question)"),
+        Content(f"{report.hits}/{report.total} expected words visible in the context"),
+        Content(""),
+    ]
+    for item in report.items:
+        if item.visible:
+            where = ", ".join(sorted({s.label() for s in item.sightings}))
+            lines.append(Content.from_markup("[$success]✓[/] [b]$w[/b]: $where", w=item.word, where=where))
+        else:
+            lines.append(Content.from_markup("[b $error]✗ $w[/]: not in the context", w=item.word))
+            if item.archive_only:
+                lines.append(Content(f"    only outside it: {', '.join(item.archive_only)}"))
     return Content("\n").join(lines)
 
 
 class RecallScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     RecallScreen { align: center middle; }
-    RecallScreen > Vertical { width: 90; max-width: 96%; height: auto; max-height: 90%; background: $surface; border: thick $accent; padding: 0 1; }
+    RecallScreen > VerticalScroll { width: 90; max-width: 96%; height: auto; max-height: 90%; background: $surface; border: thick $accent; padding: 0 1; }
+    RecallScreen #report { height: auto; }
     """
 
     BINDINGS = [Binding("escape,q", "dismiss", "Close", id="recall.close", tooltip="Back")]
 
-    def __init__(self, question: str, report: Any) -> None:
+    def __init__(self, report: ProbeReport) -> None:
         super().__init__()
-        self.question = question
         self.report = report
 
     def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(report_content(self.question, self.report), id="report")
+        with VerticalScroll():
+            yield Static(report_content(self.report), id="report")
 
     def action_dismiss(self) -> None:
         self.dismiss(None)

@@ -113,6 +113,7 @@ class MessageView(Widget, can_focus=True):
     MessageView > .head { color: $text-muted; height: 1; }
     MessageView > .body { height: auto; }
     MessageView > Markdown { margin: 0; padding: 0; background: transparent; }
+    MessageView > Markdown > MarkdownBlock:last-child { margin-bottom: 0; }
     MessageView.-user { border-left: outer $primary; background: $surface; }
     MessageView.-assistant { border-left: outer $secondary; }
     MessageView.-tool { border-left: outer $panel-lighten-2; color: $text-muted; }

@@ -1,0 +1,144 @@
+"""`tailrent bench`: every policy on the same trace, their tail rent and recall side by side."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from tailrent_tui.core.policies import POLICY_NAMES, UnknownPolicy
+from tailrent_tui.core.rent import PriceSheetError
+from tailrent_tui.core.tokens import TOKENIZERS, UnknownTokenizer
+from tailrent_tui.scenarios.bench import SUMMARIZERS, BenchError, BenchResult, run_many
+from tailrent_tui.scenarios.traces import BUILTIN_TRACES, TraceError, get_trace
+
+COLUMNS = (
+    ("policy", "policy"),
+    ("prompt", "prompt_tokens"),
+    ("cached", "cached_tokens"),
+    ("re-evaluated", "reevaluated_tokens"),
+    ("$", "billed_usd"),
+    ("folds", "folds"),
+    ("peak ctx", "peak_context_tokens"),
+    ("recall", "recall"),
+    ("facts lost", "facts_lost"),
+)
+ENGINE_COLUMNS = ("srv prompt", "srv cached", "srv evaluated", "predicted eval", "error", "prompt s")
+
+
+def _config_prices(ctx: click.Context) -> list[Path]:
+    """A user's price sheets: prices.toml in the config dir, if there is one."""
+    from platformdirs import user_config_dir
+
+    return [Path(user_config_dir("tailrent")) / "prices.toml"]
+
+
+def format_table(result: BenchResult) -> str:
+    out: list[str] = []
+    for t in result.traces:
+        out.append(
+            f"trace {t.trace} · window {t.window:,} · tokenizer {t.tokenizer} · summarizer {t.summarizer}"
+            f" · price {t.price_sheet}" + (f" · engine {t.engine}" if t.engine else "")
+        )
+        header = [c for c, _ in COLUMNS] + (list(ENGINE_COLUMNS) if t.engine else [])
+        rows = [header]
+        for name, p in t.policies.items():
+            row = [
+                name, f"{p.prompt_tokens:,}", f"{p.cached_tokens:,}", f"{p.reevaluated_tokens:,}",
+                f"{p.billed_usd:.4f}", str(p.folds), f"{p.peak_context_tokens:,}",
+                f"{p.recall_hits}/{p.recall_total}", str(p.facts_lost),
+            ]
+            if t.engine and p.engine is not None:
+                e = p.engine
+                row += [f"{e.prompt_tokens:,}", f"{e.cached_tokens:,}", f"{e.evaluated_tokens:,}",
+                        f"{e.predicted_evaluated_tokens:,}", f"{e.evaluated_error:+.1%}", f"{e.prompt_ms / 1000:.1f}"]
+            rows.append(row)
+        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+        for j, r in enumerate(rows):
+            out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+            if j == 0:
+                out.append("  ".join("-" * w for w in widths))
+        extras = []
+        for name, p in t.policies.items():
+            rate = p.false_pin_rate
+            extras.append(
+                f"  {name}: guard {p.guard_share:.1%} of prompt tokens, pins {p.pins}"
+                + (f", false pins {p.false_pins}/{p.chatter_lines} ({rate:.1%})" if rate is not None else "")
+                + f", cache expiries {p.expiries}, spills {p.spills}"
+            )
+        out += extras
+        out.append("")
+    return "\n".join(out)
+
+
+def write_plot(result: BenchResult, path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise click.ClickException("--plot needs matplotlib: pip install 'tailrent[plot]'") from None
+    n = len(result.traces)
+    fig, axes = plt.subplots(n, 1, figsize=(10, 3.5 * n), squeeze=False)
+    for ax, t in zip(axes[:, 0], result.traces):
+        for name, p in t.policies.items():
+            ax.plot(range(1, len(p.context_series) + 1), p.context_series, label=name, linewidth=1)
+        ax.axhline(t.window, color="grey", linestyle=":", linewidth=1, label="window")
+        ax.set_title(f"{t.trace}: context tokens per request")
+        ax.set_xlabel("request")
+        ax.set_ylabel("context tokens")
+        ax.set_ylim(0, t.window * 1.15)
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    try:
+        fig.savefig(path, format="svg")
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the plot to {path}: {exc.strerror or exc}") from exc
+    finally:
+        plt.close(fig)
+
+
+@click.command()
+@click.option("--trace", "traces", multiple=True, metavar="NAME|FILE",
+              help=f"A built-in trace ({', '.join(BUILTIN_TRACES)}) or a JSONL file; repeatable. Default: article.")
+@click.option("--policy", "policies", multiple=True, type=click.Choice(POLICY_NAMES),
+              help="A policy to run; repeatable. Default: all.")
+@click.option("--tokenizer", default="cl100k", type=click.Choice(TOKENIZERS), show_default=True)
+@click.option("--summarizer", default="mock-lossy", type=click.Choice(SUMMARIZERS), show_default=True)
+@click.option("--price", "price", default="anthropic-5m", show_default=True, metavar="SHEET",
+              help="Price sheet: anthropic-5m, anthropic-1h, openai, local, or one from your prices.toml.")
+@click.option("--engine", metavar="SPEC", help="Also send every request to this server (openai:URL).")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.svg",
+              help="Draw context tokens per request for each policy.")
+@click.pass_context
+def bench(ctx, traces, policies, tokenizer, summarizer, price, engine, as_json, plot) -> None:
+    """Run every policy on the same trace and compare tail rent, folds and recall."""
+    names = list(traces) or ["article"]
+    chosen = list(policies) or list(POLICY_NAMES)
+
+    def progress(policy: str, i: int, total: int) -> None:
+        if total >= 1000 and (i % 1000 == 0 or i == total):
+            click.echo(f"  {policy}: {i:,}/{total:,} lines", err=True)
+
+    try:
+        loaded = [get_trace(n) for n in names]
+        result = run_many(
+            loaded, chosen, tokenizer=tokenizer, summarizer=summarizer, price_sheet=price,
+            price_paths=[str(p) for p in _config_prices(ctx)], engine=engine, progress=progress,
+        )
+    except (TraceError, PriceSheetError, UnknownPolicy, UnknownTokenizer, BenchError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if plot is not None:
+        write_plot(result, plot)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        click.echo(format_table(result))
+    sys.stdout.flush()
+
+
+COMMANDS = [bench]
