@@ -5,7 +5,8 @@ Usage: python benchmarks/journal_bench.py [--events N] [--keep DIR]
 The journal is written through the real store (a session directory, the sync
 JournalWriter, file spills) by a live core Session with the chars4 counter:
 adds of mixed sizes, pins and unpins, tool results spilled past a threshold,
-a fold every few hundred events. Loading (parse + replay into a Session, what
+usage records, and — as the ladder does — one big fold down to 35% of the
+window whenever the context passes 90%. Loading (parse + replay into a Session, what
 `open_session` does) then runs in fresh subprocesses: one for the wall time
 and the RSS growth (psutil), one for the tracemalloc peak (tracemalloc slows
 the run, so its time is not the one reported). Goal: under 2 s and 300 MB.
@@ -43,14 +44,19 @@ session, result = sd.replay(save_torn=False)
 dt = time.perf_counter() - t0
 peak = tracemalloc.get_traced_memory()[1] if {trace} else None
 rss1 = proc.memory_info().rss
-print(json.dumps({{"seconds": dt, "rss_delta": rss1 - rss0, "rss": rss1, "tracemalloc_peak": peak,
+from tailrent_tui.store.journal import _read
+t1 = time.perf_counter()
+_read(sd.journal_path, False, lambda n, ev: None)
+parse_only = time.perf_counter() - t1
+print(json.dumps({{"parse_only": parse_only, "seconds": dt, "rss_delta": rss1 - rss0, "rss": rss1, "tracemalloc_peak": peak,
                   "messages": len(session.messages), "folds": len(session.folds), "context": session.context_tokens}}))
 """
 
 
 def write_journal(data: Path, events: int, seed: int = 7) -> tuple[Path, dict]:
-    from tailrent_tui.core.rungs.fold import fold_span, oldest_unpinned
+    from tailrent_tui.core.rungs.fold import fold_to_target
     from tailrent_tui.core.rungs.spill import admit_tool_result
+    from tailrent_tui.core.messages import UsageRecorded
     from tailrent_tui.core.summarize import LossySummarizer
     from tailrent_tui.store.sessions import SessionDir, close_session, open_session
 
@@ -66,25 +72,27 @@ def write_journal(data: Path, events: int, seed: int = 7) -> tuple[Path, dict]:
     def text(size: int) -> str:
         return " ".join(rng.choice(words) for _ in range(max(1, size // 6)))
 
+    trigger, target = int(0.9 * s.window), int(0.35 * s.window)
     while w.saved < events:
-        r = rng.random()
-        if r < 0.70:
-            size = rng.choice((40, 200, 800, 3000))
-            s.add(rng.choice(("user", "assistant")), text(size))
-            kind = "add"
-        elif r < 0.80:
-            admit_tool_result(s, "grep", text(rng.choice((400, 20_000))), spills, threshold=1000)
-            kind = "tool"
-        elif r < 0.90 and s.messages:
-            m = s.messages[rng.randrange(len(s.messages))]
-            (s.unpin if m.pinned else s.pin)(m.id)
-            kind = "pin/unpin"
-        elif r < 0.995:
-            s.note("turn done")
-            kind = "note"
-        else:
-            fold_span(s, oldest_unpinned(s, 40), summarizer=summarizer, guard="off", archive=sd.archive())
+        if s.context_tokens > trigger:
+            # what the ladder does: one big fold from the trigger down to the target
+            fold_to_target(s, target_tokens=target, summarizer=summarizer, guard="off", archive=sd.archive())
             kind = "fold"
+        else:
+            r = rng.random()
+            if r < 0.75:
+                s.add(rng.choice(("user", "assistant")), text(rng.choice((40, 200, 800, 3000))))
+                kind = "add"
+            elif r < 0.85:
+                admit_tool_result(s, "grep", text(rng.choice((400, 20_000))), spills, threshold=1000)
+                kind = "tool"
+            elif r < 0.87 and s.messages:
+                m = s.messages[rng.randrange(len(s.messages))]
+                (s.unpin if m.pinned else s.pin)(m.id)
+                kind = "pin/unpin"
+            else:
+                s.emit(UsageRecorded(request_no=n, context_tokens=s.context_tokens, at=s.clock()))
+                kind = "usage"
         counts[kind] = counts.get(kind, 0) + 1
         n += 1
     close_session(s, w)
@@ -116,6 +124,7 @@ def main() -> None:
     assert best["messages"] == info["messages"] and best["folds"] == info["folds"], "replay differs from live"
     print(f"load (parse + replay), best of {args.runs}: {best['seconds']:.2f} s "
           "(all: " + ", ".join(f"{t['seconds']:.2f}" for t in timings) + ")")
+    print(f"  of which reading + parsing + validating the lines alone: {best['parse_only']:.2f} s")
     print(f"RSS growth during load: {best['rss_delta'] / 2**20:.0f} MiB (process RSS {best['rss'] / 2**20:.0f} MiB)")
     print(f"tracemalloc peak during load: {traced['tracemalloc_peak'] / 2**20:.0f} MiB")
     ok = best["seconds"] < 2.0 and max(best["rss_delta"], traced["tracemalloc_peak"]) < 300 * 2**20

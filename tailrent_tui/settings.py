@@ -67,6 +67,7 @@ class Settings(BaseModel):
     prune_watermark_lines: int = Field(2000, ge=100, description="The transcript keeps about this many lines of widgets; older ones load back on scroll")
     decisions_file: str | None = Field(None, description="Also write pinned decisions to this file in the workspace (e.g. DECISIONS.md)")
     delegate_answer_cap: int = Field(1500, ge=50, description="A delegate's final answer is capped to this many tokens before it enters the parent")
+    max_reply_tokens: int | None = Field(None, ge=1, description="Cap on each reply's tokens (sent as max_tokens / num_predict); unset = the server's default")
     request_timeout: float = Field(300.0, gt=0, description="Read timeout for model requests, in seconds")
 
     @field_validator("decision_patterns")

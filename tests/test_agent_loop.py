@@ -53,11 +53,9 @@ class Recorder:
         self.reply_starts = 0
         self.tool_calls = []
         self.tool_results = []
-        self.first_delta = asyncio.Event()
 
     def on_text(self, text: str) -> None:
         self.deltas.append(text)
-        self.first_delta.set()
 
     def on_reply_start(self) -> None:
         self.reply_starts += 1
@@ -476,3 +474,22 @@ async def test_tiny_window_folds_under_ladder_only(make_agent, policy):
         await agent.turn("What did we decide?")
         assert not agent.session.folds
         assert len(agent.session.messages) == 2 * (turns + 1)
+
+
+async def test_ladder_folds_with_the_model_as_summarizer(make_agent):
+    agent = make_agent(policy="ladder", window=4096, system_prompt="Be brief.", summarizer="model")
+    summarizer_model = agent.summarizer.model
+    trigger = int(agent.session.window * agent.settings.fold_trigger)
+    await agent.turn(DECISION)
+    turns = 1
+    while turns < 20 and not agent.session.folds:
+        await agent.turn(filler(turns))
+        turns += 1
+    assert agent.session.folds, f"no fold after {turns} turns"
+    fold = agent.session.folds[0]
+    assert fold.summarizer.startswith("model:")
+    # the summary was asked of the model, with the span's text in the request
+    summary_requests = [r for r in summarizer_model.requests if r[0]["role"] == "system" and "Summarize" in r[-1]["content"]]
+    assert summary_requests
+    assert agent.session.messages[0].content == DECISION and agent.session.messages[0].pinned
+    assert agent.session.context_tokens <= trigger

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tailrent_tui.core.messages import MessageAdded, Note
+from tailrent_tui.core.messages import Note
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.tokens import get_counter
 from tailrent_tui.store import journal as jmod

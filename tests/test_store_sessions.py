@@ -22,7 +22,6 @@ from tailrent_tui.store.memory import MemoryEntryMissing
 from tailrent_tui.store.paths import ENV_HOME, resolve_data_dir
 from tailrent_tui.store.sessions import (
     SessionDir,
-    SessionLocked,
     SessionLookupError,
     close_session,
     find_session,

@@ -167,7 +167,7 @@ async def test_ctrl_b_toggles_the_sidebar_and_f1_opens_help(tmp_path):
         await pilot.press("f1")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
         text = app.screen.query_one(Markdown).source
-        assert "/recall" in text and "(pin)" in text
+        assert "/recall" in text and "(`pin`)" in text
         await pilot.press("escape")
 
 
@@ -389,9 +389,12 @@ async def test_folds_panel_shows_lost_facts(tmp_path):
     settings = Settings(guard="report", tokenizer="chars4")
     agent = make_agent(tmp_path, settings=settings)
     fill(agent.session, 6)
+    agent.session.add("user", "After a long review of the options we finally store refresh tokens in Redis for 15 minutes.")
+    agent.session.add("user", "Thanks.")
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
-        await submit(pilot, app, "/fold m00001 m00002 m00003")
+        span = " ".join(m.id for m in agent.session.messages[5:7])
+        await submit(pilot, app, f"/fold {span}")
         await wait_until(pilot, lambda: app.sidebar.folds.get_option("1") is not None, what="fold row")
         fold = agent.session.folds[0]
         row = app.sidebar.folds.get_option("1").prompt

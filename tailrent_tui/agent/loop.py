@@ -75,6 +75,20 @@ class TurnResult:
     notices: list[str] = field(default_factory=list)
 
 
+def cap_to_tokens(outcome: Any, cap: int, count: Callable[[str], int]) -> Any:
+    """Cut an outcome's text to about `cap` tokens, keeping whole lines, and say so."""
+    tokens = count(outcome.content)
+    if tokens <= cap:
+        return outcome
+    lines = outcome.content.splitlines()
+    keep = max(1, int(len(lines) * cap / tokens))
+    cut = (
+        f"[read_spill: showing lines 1-{keep} of {len(lines)} (~{cap:,} of {tokens:,} tokens); "
+        "pass start/end for the rest]"
+    )
+    return outcome.model_copy(update={"content": "\n".join(lines[:keep]) + "\n" + cut, "cut": cut})
+
+
 def read_fold_originals(archive: Any, fold_no: int) -> list[Message]:
     """Originals of a fold from either archive (file-backed or in memory)."""
     if hasattr(archive, "read_originals"):
@@ -116,6 +130,10 @@ def wire_messages(session: Session) -> list[dict[str, Any]]:
         out.append({"role": "system", "content": session.system})
     open_calls: set[str] = set()
     for m in session.messages:
+        if m.role == "assistant" and not m.tool_calls and (m.meta.get("cancelled") or m.meta.get("incomplete")):
+            # a partial reply stays in the transcript for the user, but sending it
+            # would make the server continue it as a prefill
+            continue
         if m.role == "assistant":
             entry: dict[str, Any] = {"role": "assistant", "content": m.content}
             if m.tool_calls:
@@ -293,6 +311,14 @@ class Agent:
         )
         parent_cb = self._cb or TurnCallbacks()
         sub_cb = TurnCallbacks(approve=parent_cb.approve, on_notice=parent_cb.on_notice)
+
+        def journal_sub_usage(event: Any) -> None:
+            # the sub-session's requests are journaled in the parent, tagged, so
+            # its tokens survive a resume and the Tail panel can count them apart
+            if isinstance(event, UsageRecorded):
+                self.session.emit(event.model_copy(update={"sub_session": sub_id}))
+
+        sub_session.listeners.append(journal_sub_usage)
         result = await sub.turn(task, sub_cb)
         sub_tokens = sum(u.context_tokens + (u.output_tokens or 0) for u in sub_session.usage)
         self.sub_tokens += sub_tokens
@@ -311,11 +337,23 @@ class Agent:
         return ToolOutcome(content=body, meta={"kind": Kind.delegate_result.value, "sub_session": sub_id})
 
     def _archive_sub(self, sub_id: str, sub_session: Session) -> None:
-        writer = getattr(self.session_dir, "write_sub_session", None)
-        if writer is None:
+        """Keep the sub-session's whole transcript in the session directory (subs/<id>.json)."""
+        import json
+
+        from tailrent_tui.store.paths import ensure_private_dir, write_file_atomic
+
+        root = getattr(self.session_dir, "path", None)
+        if root is None:
             return
+        record = {
+            "id": sub_id,
+            "system": sub_session.system,
+            "messages": [m.model_dump(mode="json") for m in sub_session.messages],
+            "usage": [u.model_dump(mode="json") for u in sub_session.usage],
+        }
         try:
-            writer(sub_id, [m.model_dump(mode="json") for m in sub_session.messages])
+            ensure_private_dir(Path(root) / "subs")
+            write_file_atomic(Path(root) / "subs" / f"{sub_id}.json", json.dumps(record, ensure_ascii=False).encode("utf-8"))
         except OSError as exc:
             self.session.note(f"could not archive {sub_id}: {exc}", "error")
 
@@ -328,7 +366,10 @@ class Agent:
         return [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in specs]
 
     def request_options(self) -> dict[str, Any]:
-        return {"num_ctx": self.session.window, "temperature": 0}
+        options: dict[str, Any] = {"num_ctx": self.session.window, "temperature": 0}
+        if self.settings.max_reply_tokens:
+            options["max_tokens"] = self.settings.max_reply_tokens
+        return options
 
     # -- the turn -------------------------------------------------------------
 
@@ -473,6 +514,14 @@ class Agent:
         else:
             outcome = await self._approved_run(call, cb)
         kind = outcome.meta.get("kind")
+        if call.name == "read_spill" and not outcome.is_error:
+            # Spilling what the model asked to read back would only hand it a new pointer:
+            # it enters inline, capped near the spill threshold, with a cut line for ranges.
+            outcome = cap_to_tokens(outcome, self.settings.spill_threshold, self.session.count)
+            m = self.session.add("tool", outcome.content, kind=Kind.tool_result, tool=call.name, tool_call_id=call.id, autopin=False)
+            cb.on_tool_result(m)
+            await self.apply_policy()
+            return m
         if kind in (Kind.memory_pointer.value, Kind.delegate_result.value) and not outcome.is_error:
             m = self.session.add(
                 "tool", outcome.content, kind=Kind(kind), tool=call.name, tool_call_id=call.id, autopin=False
@@ -508,7 +557,10 @@ class Agent:
 
         if call.name in self.extra_tools:
             self._cb = cb
-            return await self.extra_tools[call.name].run(call.arguments)
+            try:
+                return await self.extra_tools[call.name].run(call.arguments)
+            except Exception as exc:  # a tool's bug must cost one turn, never the session
+                return error(f"{call.name} failed: {type(exc).__name__}: {exc}")
         if self._needs_approval(call.name):
             prefix = self.command_prefix(call)
             key = f"{call.name}:{prefix}"

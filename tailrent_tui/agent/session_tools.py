@@ -127,7 +127,7 @@ def build(agent: Agent) -> dict[str, SessionTool]:
         key = str(args.get("key", ""))
         try:
             return ToolOutcome(content=agent.memory.recall(key))
-        except (OSError, KeyError, ValueError) as exc:
+        except (OSError, LookupError, ValueError) as exc:
             known = ", ".join(memory_keys(agent.memory)) or "none"
             return error(f"no memory entry {key!r} ({exc}); entries: {known}")
 

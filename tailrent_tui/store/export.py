@@ -11,6 +11,7 @@ pointers, as the context did.
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -113,7 +114,8 @@ def export_json(sd: SessionDir) -> str:
 
 
 def _fence(text: str) -> str:
-    longest = max((len(run) for run in text.split("\n") if set(run) == {"`"}), default=0)
+    # longer than any backtick run inside, so the summary cannot close the fence early
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     ticks = "`" * max(3, longest + 1)
     return f"{ticks}\n{text}\n{ticks}"
 

@@ -212,7 +212,8 @@ def _read(path: Path, save_torn: bool, on_event: Callable[[int, Event], Any]) ->
             continue
         if suspect is not None:
             raise JournalCorrupt(path, *suspect)
-        event, reason = _parse_event(body)
+        # the raw line: a trailing newline is JSON whitespace, and slicing it off copies every line
+        event, reason = _parse_event(raw)
         if event is not None:
             on_event(n, event)
             continue

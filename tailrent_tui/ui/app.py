@@ -60,7 +60,8 @@ class TailrentApp(App[None]):
     """The tailrent terminal UI."""
 
     TITLE = "tailrent"
-    CSS_PATH = "app.tcss"
+    # absolute, so subclasses in other modules (the demo, benchmarks) find it too
+    CSS_PATH = str(Path(__file__).with_name("app.tcss"))
     COMMANDS = App.COMMANDS | {LadderCommands}
 
     BINDINGS = [
@@ -102,8 +103,15 @@ class TailrentApp(App[None]):
 
     # -- themes ----------------------------------------------------------------
 
-    def get_theme_variable_defaults(self) -> dict[str, str]:
-        return dict(CUSTOM_VARIABLES)
+    def get_css_variables(self) -> dict[str, str]:
+        # a theme that does not set the ladder's colors (Textual's own themes)
+        # gets them from its own palette, so every theme works
+        variables = super().get_css_variables()
+        for name, source in CUSTOM_VARIABLES.items():
+            if name not in variables:
+                variables[name] = variables[source]
+        self.theme_variables = variables
+        return variables
 
     def _register_themes(self, theme_dirs: list[Path] | None) -> None:
         if theme_dirs is None:
@@ -214,7 +222,7 @@ class TailrentApp(App[None]):
             batch = [await self._queue.get()]
             while not self._queue.empty():
                 batch.append(self._queue.get_nowait())
-            for kind, payload in batch:
+            for kind, payload in _join_text(batch):
                 await self._dispatch(kind, payload)
             self.sidebar.flush()
 
@@ -604,7 +612,17 @@ class TailrentApp(App[None]):
         self.sidebar.toggle_class("-hidden")
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(SLASH_HELP))
+        self.push_screen(HelpScreen(self.key_table(), SLASH_HELP))
+
+    def key_table(self) -> list[tuple[str, str, str]]:
+        """(keys, what, binding id) of the app's bindings, after the keymap."""
+        keymap = self._keymap
+        rows = []
+        for binding in self.BINDINGS:
+            if isinstance(binding, Binding) and binding.id:
+                keys = keymap.get(binding.id, binding.key)
+                rows.append((keys, binding.tooltip or binding.description, binding.id))
+        return rows
 
     def on_message_focused(self, event: MessageFocused) -> None:
         self.focused_message_id = event.message_id
@@ -625,3 +643,14 @@ class TailrentApp(App[None]):
         if action == "retry":
             return True if self.retry_pending else None
         return True
+
+
+def _join_text(batch: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Consecutive reply deltas become one write: the Markdown re-renders once per batch, not per token."""
+    out: list[tuple[str, Any]] = []
+    for kind, payload in batch:
+        if kind == "text" and out and out[-1][0] == "text":
+            out[-1] = ("text", out[-1][1] + payload)
+        else:
+            out.append((kind, payload))
+    return out

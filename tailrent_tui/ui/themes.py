@@ -15,14 +15,14 @@ from pathlib import Path
 from textual.theme import Theme
 
 # The ladder's colors, as theme variables; a theme file may set each in its
-# [variables] table, and these defaults cover Textual's built-in themes.
+# [variables] table, else it takes the named color of the theme's own palette.
 CUSTOM_VARIABLES: dict[str, str] = {
-    "tail-system": "$secondary",
-    "tail-pinned": "$accent",
-    "tail-summary": "$warning",
-    "tail-pointer": "$success",
-    "tail-live": "$primary",
-    "tail-free": "$panel",
+    "tail-system": "secondary",
+    "tail-pinned": "accent",
+    "tail-summary": "warning",
+    "tail-pointer": "success",
+    "tail-live": "primary",
+    "tail-free": "panel",
 }
 
 _THEME_KEYS = {

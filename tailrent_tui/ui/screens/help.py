@@ -17,8 +17,9 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,q,f1", "dismiss", "Close", id="help.close", tooltip="Back")]
 
-    def __init__(self, slash_help: dict[str, str]) -> None:
+    def __init__(self, keys: list[tuple[str, str, str]], slash_help: dict[str, str]) -> None:
         super().__init__()
+        self.keys = keys
         self.slash_help = slash_help
 
     def compose(self) -> ComposeResult:
@@ -26,12 +27,7 @@ class HelpScreen(ModalScreen[None]):
             yield Markdown(self._text())
 
     def _text(self) -> str:
-        keys: dict[str, list[str]] = {}
-        for key, active in self.app.active_bindings.items():
-            b: Binding = active.binding
-            if b.id:
-                keys.setdefault(f"{b.description} ({b.id})", []).append(self.app.get_key_display(b))
-        rows = "\n".join(f"| {', '.join(ks)} | {what} |" for what, ks in sorted(keys.items()))
+        rows = "\n".join(f"| {keys} | {what} (`{binding_id}`) |" for keys, what, binding_id in self.keys)
         slash = "\n".join(f"- `{line.split(':', 1)[0]}`:{line.split(':', 1)[1]}" for line in self.slash_help.values())
         return (
             "# tailrent\n\n"

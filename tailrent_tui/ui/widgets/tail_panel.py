@@ -196,13 +196,17 @@ class TailPanel(Vertical):
         self.samples: deque[int] = deque(samples, maxlen=SPARK_POINTS)
         self.figures: TailFigures | None = None
         self.cache_left: Callable[[], float | None] = lambda: None
+        self._bar = TailBar()
+        self._figures = Static("", classes="figures")
+        self._spark = Sparkline(list(self.samples), summary_function=max)
+        self._rent = Static("", classes="rent")
 
     def compose(self) -> ComposeResult:
-        yield TailBar()
+        yield self._bar
         yield Static(legend(), classes="legend")
-        yield Static("", classes="figures")
-        yield Sparkline(list(self.samples), summary_function=max)
-        yield Static("", classes="rent")
+        yield self._figures
+        yield self._spark
+        yield self._rent
 
     def sample(self, context_tokens: int) -> None:
         """One point of the sparkline: the context after a change."""
@@ -211,12 +215,12 @@ class TailPanel(Vertical):
 
     def refresh_figures(self, figures: TailFigures) -> None:
         self.figures = figures
-        self.query_one(TailBar).figures = figures
-        self.query_one(".figures", Static).update(figures_text(figures, self.price_sheet))
-        self.query_one(Sparkline).data = list(self.samples)
+        self._bar.figures = figures
+        self._figures.update(figures_text(figures, self.price_sheet))
+        self._spark.data = list(self.samples)
         self.refresh_rent()
 
     def refresh_rent(self) -> None:
         """The rent lines only (the cache countdown ticks every second)."""
         if self.figures is not None:
-            self.query_one(".rent", Static).update(rent_text(self.figures, self.price_sheet, self.cache_left()))
+            self._rent.update(rent_text(self.figures, self.price_sheet, self.cache_left()))

@@ -34,6 +34,9 @@ from tailrent_tui.ui.widgets.reply import ReplyView
 
 # Messages brought back per load when the reader scrolls up.
 LOAD_BATCH = 40
+# Lines of widgets mounted when a session opens: a few screens, not the whole
+# watermark, so a long session opens fast; scrolling up loads more.
+OPEN_LINES = 160
 
 
 class Transcript(VerticalScroll, can_focus=False):
@@ -104,14 +107,15 @@ class Transcript(VerticalScroll, can_focus=False):
         self.anchor()
 
     async def show_tail(self) -> None:
-        """Mount widgets for the newest messages, up to the watermark."""
+        """Mount widgets for the newest messages, a few screens' worth (never past the watermark)."""
         msgs = self.session.messages
+        budget = min(self.watermark, OPEN_LINES)
         lines = 0
         start = len(msgs)
         while start > 0:
             m = msgs[start - 1]
             cost = estimate_lines(m)
-            if lines + cost > self.watermark and start < len(msgs):
+            if lines + cost > budget and start < len(msgs):
                 break
             lines += cost
             start -= 1
@@ -174,7 +178,7 @@ class Transcript(VerticalScroll, can_focus=False):
             return
         summary = self.session.get(record.summary.id)
         position = self.session.index_of(summary.id)
-        if position < self._first_index:
+        if not gone and position < self._first_index:
             self._update_earlier()
             return
         after = self.session.messages[position + 1] if position + 1 < len(self.session) else None

@@ -1,0 +1,165 @@
+"""UI figures: cold start to first frame, opening a 10,000-message session, key press to panel update.
+
+Goals (issue 5): first frame under 1 s, a 10,000-message session open under
+1.5 s, key-to-update under 100 ms while a reply streams. Run:
+
+    .venv/bin/python benchmarks/ui_bench.py
+
+Everything runs headless (`App.run_test`), on the mock model, with no server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CHILD = "--child-cold-start"
+
+
+def _first_frame_app(app_cls):
+    """A subclass that records when its first frame has been drawn."""
+
+    class Timed(app_cls):
+        first_frame_at: float | None = None
+
+        def on_mount(self) -> None:
+            super().on_mount()
+            self.call_after_refresh(self._mark)
+
+        def _mark(self) -> None:
+            if self.first_frame_at is None:
+                self.first_frame_at = time.perf_counter()
+
+    return Timed
+
+
+async def _run_until_first_frame(app) -> None:
+    async with app.run_test(size=(140, 40)) as pilot:
+        while app.first_frame_at is None:
+            await pilot.pause()
+
+
+def child_cold_start(t0: float) -> None:
+    """In a fresh interpreter: imports, settings, build_agent (no server: the mock), first frame."""
+    from tailrent_tui.agent.build import aclose_agent, build_agent
+    from tailrent_tui.settings import load_settings
+    from tailrent_tui.ui.app import TailrentApp
+
+    tmp = Path(tempfile.mkdtemp())
+    os.environ["OLLAMA_HOST"] = "http://127.0.0.1:9"  # nothing listens there: the probe fails fast
+    settings, _ = load_settings({"data_dir": tmp / "data", "workspace": tmp})
+    agent = build_agent(settings, {})
+    app = _first_frame_app(TailrentApp)(agent, settings)
+    asyncio.run(_run_until_first_frame(app))
+    print(f"{app.first_frame_at - t0:.4f} {agent.model.name}")
+    asyncio.run(aclose_agent(agent))
+
+
+def cold_start(runs: int = 3) -> list[float]:
+    out = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, __file__, CHILD],
+            capture_output=True, text=True, check=True,
+            env={**os.environ, "TAILRENT_CONFIG_DIR": tempfile.mkdtemp()},
+        )
+        in_child = float(proc.stdout.split()[0])
+        out.append(time.perf_counter() - t0)
+        print(f"  cold start: {out[-1]:.3f} s wall (process start to first frame), {in_child:.3f} s inside Python",
+              flush=True)
+    return out
+
+
+def open_big_session(n: int = 10_000) -> tuple[float, float]:
+    """(seconds to replay the journal with build_agent, seconds from the app to its first frame)."""
+    from tailrent_tui.agent.build import aclose_agent, build_agent, close_agent
+    from tailrent_tui.settings import load_settings
+    from tailrent_tui.ui.app import TailrentApp
+
+    tmp = Path(tempfile.mkdtemp())
+    os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")
+    flags = {"data_dir": tmp / "data", "workspace": tmp, "model": "mock"}
+    settings, _ = load_settings(flags)
+    settings.fsync = False
+    settings.policy = "none"
+    agent = build_agent(settings, flags, async_writer=False, new=True)
+    s = agent.session
+    for i in range(n):
+        role = "user" if i % 2 == 0 else "assistant"
+        s.add(role, f"message {i}: the cache on port {8000 + i % 100} keeps a {i % 60} minute TTL. " * 3, autopin=False)
+    sid = s.id
+    close_agent(agent)
+
+    t0 = time.perf_counter()
+    agent = build_agent(settings, {**flags, "resume": sid})
+    t1 = time.perf_counter()
+    assert len(agent.session) == n, len(agent.session)
+    app = _first_frame_app(TailrentApp)(agent, settings)
+    t2 = time.perf_counter()
+    asyncio.run(_run_until_first_frame(app))
+    frame = app.first_frame_at - t2
+    asyncio.run(aclose_agent(agent))
+    return t1 - t0, frame
+
+
+async def key_to_update(presses: int = 20) -> list[float]:
+    """Pin/unpin a message while a long reply streams; time from the key to the Pins panel showing it."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from ui_helpers import fill, make_agent, make_app
+
+    tmp = Path(tempfile.mkdtemp())
+    os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")
+    agent = make_agent(tmp, script=[{"text": "streaming words " * 3000}], delay=0.002)
+    fill(agent.session, 200)
+    app = make_app(agent)
+    out: list[float] = []
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press(*"go", "enter")
+        while app.transcript.reply is None or len(app.transcript.reply.text) < 100:
+            await pilot.pause()
+        target = app.transcript.view_of("m00199")
+        target.focus()
+        await pilot.pause()
+        cost = app.sidebar.pins.query_one(".cost")
+        for i in range(presses):
+            want = "1 pins" if i % 2 == 0 else "0 pins"
+            key = "p" if i % 2 == 0 else "u"
+            t0 = time.perf_counter()
+            # the key event straight into the app's queue, as a terminal sends it
+            # (pilot.press waits for the app to be idle, which it never is while streaming)
+            app.simulate_key(key)
+            while want not in str(cost.render()):
+                await asyncio.sleep(0.0005)
+            out.append(time.perf_counter() - t0)
+        assert app.running, "the reply must still be streaming for this figure to mean anything"
+        app.action_cancel_reply()
+        while app.running:
+            await pilot.pause()
+    return out
+
+
+def main() -> None:
+    print("tailrent UI benchmark (headless, mock model, 140x40)")
+    starts = cold_start()
+    print(f"cold start to first frame: median {statistics.median(starts):.3f} s (goal < 1 s)")
+    replay_s, frame_s = open_big_session()
+    print(f"10,000-message session: journal replay {replay_s:.3f} s + first frame {frame_s:.3f} s "
+          f"= {replay_s + frame_s:.3f} s (goal < 1.5 s)")
+    keys = asyncio.run(key_to_update())
+    keys_ms = sorted(k * 1000 for k in keys)
+    print(f"key press to Pins panel update while a reply streams: median {statistics.median(keys_ms):.1f} ms, "
+          f"max {keys_ms[-1]:.1f} ms over {len(keys_ms)} presses (goal < 100 ms)")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == CHILD:
+        child_cold_start(time.perf_counter())
+    else:
+        main()

@@ -1,0 +1,91 @@
+"""Snapshots of the main screen, the fold inspector and the spill viewer, in the three shipped themes.
+
+The session is built with fixed ids, a fixed clock and fixed spill ids, and
+the time zone is UTC, so every run draws the same screen.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tailrent_tui.core.messages import UsageRecorded
+from tailrent_tui.core.rungs import spill as spill_rung
+from tailrent_tui.core.rungs.fold import fold_span
+from tailrent_tui.core.summarize import LossySummarizer
+from tailrent_tui.settings import Settings
+
+from ui_helpers import NOW, fill, make_agent, make_app
+
+THEMES = ["tailrent-dark", "tailrent-light", "tailrent-contrast"]
+SIZE = (140, 40)
+
+
+@pytest.fixture(autouse=True)
+def stable(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    ids = iter(f"00000000-0000-4000-8000-{n:012d}" for n in range(1, 100))
+    monkeypatch.setattr(spill_rung, "new_spill_id", lambda: next(ids))
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def scene(tmp_path, theme: str):
+    settings = Settings(theme=theme, guard="report", tokenizer="chars4", spill_threshold=200)
+    agent = make_agent(tmp_path, settings=settings, window=4096)
+    s = agent.session
+    fill(s, 10, tool_every=5, big=300)
+    s.add_message(
+        s.make_message("user", "DECISION: refresh tokens live in Redis with a 15 minute TTL, because the mobile client cannot persist them."),
+        autopin=False,
+    )
+    decision = s.messages[-1].id
+    agent.pin(decision)
+    agent.spill("m00004")
+    fold_span(s, ["m00001", "m00002", "m00003"], summarizer=LossySummarizer(5), guard="report", archive=agent.archive)
+    s.emit(UsageRecorded(request_no=1, context_tokens=s.context_tokens, predicted_cached=120, predicted_evaluated=310,
+                         prompt_tokens=s.context_tokens + 12, cached_tokens=118, evaluated_tokens=314, output_tokens=40,
+                         model="mock", at=NOW))
+    app = make_app(agent)
+    return app, agent
+
+
+async def settle(pilot) -> None:
+    pilot.app.query_one("PromptInput").cursor_blink = False
+    for _ in range(5):
+        await pilot.pause()
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_main_screen(snap_compare, tmp_path, theme):
+    app, _ = scene(tmp_path, theme)
+    assert snap_compare(app, terminal_size=SIZE, run_before=settle)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_fold_inspector(snap_compare, tmp_path, theme):
+    app, _ = scene(tmp_path, theme)
+
+    async def open_inspector(pilot):
+        await settle(pilot)
+        assert pilot.app.inspect(1)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=open_inspector)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_spill_viewer(snap_compare, tmp_path, theme):
+    app, agent = scene(tmp_path, theme)
+    spill_id = next(iter(agent.session.spills))
+
+    async def open_viewer(pilot):
+        await settle(pilot)
+        assert pilot.app.open_spill(spill_id)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=open_viewer)
