@@ -54,10 +54,13 @@ def child_cold_start(t0: float) -> None:
     tmp = Path(tempfile.mkdtemp())
     os.environ["OLLAMA_HOST"] = "http://127.0.0.1:9"  # nothing listens there: the probe fails fast
     settings, _ = load_settings({"data_dir": tmp / "data", "workspace": tmp})
+    t_imported = time.perf_counter()
     agent = build_agent(settings, {})
+    t_agent = time.perf_counter()
     app = _first_frame_app(TailrentApp)(agent, settings)
     asyncio.run(_run_until_first_frame(app))
-    print(f"{app.first_frame_at - t0:.4f} {agent.model.name}")
+    print(f"{app.first_frame_at - t0:.4f} {t_imported - t0:.4f} {t_agent - t_imported:.4f} "
+          f"{app.first_frame_at - t_agent:.4f} {agent.model.name}")
     asyncio.run(aclose_agent(agent))
 
 
@@ -70,10 +73,10 @@ def cold_start(runs: int = 3) -> list[float]:
             capture_output=True, text=True, check=True,
             env={**os.environ, "TAILRENT_CONFIG_DIR": tempfile.mkdtemp()},
         )
-        in_child = float(proc.stdout.split()[0])
+        in_child, imports, agent, app = (float(x) for x in proc.stdout.split()[:4])
         out.append(time.perf_counter() - t0)
-        print(f"  cold start: {out[-1]:.3f} s wall (process start to first frame), {in_child:.3f} s inside Python",
-              flush=True)
+        print(f"  cold start: {out[-1]:.3f} s wall (process start to first frame); inside Python {in_child:.3f} s ="
+              f" imports {imports:.3f} + build_agent {agent:.3f} + app to first frame {app:.3f}", flush=True)
     return out
 
 

@@ -219,7 +219,7 @@ async def test_palette_runs_ladder_commands(tmp_path):
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("ctrl+p")
         await pilot.press(*"toggle the sidebar")
-        await wait_until(pilot, lambda: bool(app.screen.query("CommandList Option") if hasattr(app.screen, "query") else False) or True)
+        await wait_until(pilot, lambda: app.screen.query("CommandList").first().option_count > 0, what="palette hits")
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.sidebar.has_class("-hidden"), what="sidebar hidden by the palette")
 

@@ -200,7 +200,9 @@ class Agent:
         self.sub_sessions: list[str] = []
         self.allowed_prefixes: set[str] = set()
         self.request_no = len(session.usage)
-        self.tool_ctx = ToolContext(root=workspace, caps=settings.caps)
+        open_raw = getattr(self.spill_store, "open_raw", None)
+        # run_shell streams output past its in-memory cap into a raw spill file
+        self.tool_ctx = ToolContext(root=workspace, caps=settings.caps, spill_sink=open_raw)
         self.extra_tools = session_tools.build(self)
         self._last_request_at: float | None = None
         self._cb: TurnCallbacks | None = None
@@ -522,7 +524,9 @@ class Agent:
             cb.on_tool_result(m)
             await self.apply_policy()
             return m
-        if kind in (Kind.memory_pointer.value, Kind.delegate_result.value) and not outcome.is_error:
+        if outcome.spilled_path and call.name == "run_shell":
+            m = self._admit_streamed_spill(call, outcome)
+        elif kind in (Kind.memory_pointer.value, Kind.delegate_result.value) and not outcome.is_error:
             m = self.session.add(
                 "tool", outcome.content, kind=Kind(kind), tool=call.name, tool_call_id=call.id, autopin=False
             )
@@ -538,6 +542,21 @@ class Agent:
         cb.on_tool_result(m)
         await self.apply_policy()
         return m
+
+    def _admit_streamed_spill(self, call: ToolCall, outcome: Any) -> Message:
+        """A run_shell output streamed whole to a raw spill: only a pointer enters."""
+        from tailrent_tui.core.rungs.spill import pointer_text
+
+        spill_id = outcome.spilled_path
+        total = int(outcome.meta.get("bytes", len(outcome.content)))
+        est = max(1, total // 4)  # the whole output is never tokenized: chars/4 is the estimate
+        pointer = pointer_text(call.name, est, spill_id, outcome.content[:2000]) + (
+            f" [{total:,} bytes; exit code {outcome.meta.get('exit_code')}; read_spill with start/end]"
+        )
+        m = self.session.make_message("tool", pointer, kind=Kind.spill_pointer, tool=call.name, tool_call_id=call.id)
+        m.spill_id = spill_id
+        m.meta = {"spill_location": str(getattr(self.spill_store, "raw_path_for", lambda i: i)(spill_id)), "spilled_tokens": est}
+        return self.session.add_message(m, autopin=False)
 
     def _needs_approval(self, name: str) -> bool:
         from tailrent_tui.agent.tools import TOOLS

@@ -74,14 +74,19 @@ def build(agent: Agent) -> dict[str, SessionTool]:
         if len(matches) > 1:
             return error(f"spill id {spill_id!r} is ambiguous: {', '.join(matches[:5])}")
         full = matches[0] if matches else spill_id
+        start, end = args.get("start"), args.get("end")
+        ranged = getattr(agent.spill_store, "read_spill_lines", None)
         try:
+            if ranged is not None and (start is not None or end is not None):
+                a = max(1, int(start or 1))
+                b = int(end) if end is not None else a + 1999
+                if a > b:
+                    return error(f"empty range {a}-{b}")
+                return ToolOutcome(content=ranged(full, a, b) + f"\n[lines {a}-{b} of spill {full}]")
             text = agent.spill_store.read_spill(full)
+            body = _lines_range(text, start, end)
         except (OSError, ValueError) as exc:
             return error(f"spill {full}: {exc}")
-        try:
-            body = _lines_range(text, args.get("start"), args.get("end"))
-        except ValueError as exc:
-            return error(str(exc))
         return ToolOutcome(content=body)
 
     async def search_history(args: dict[str, Any]) -> ToolOutcome:

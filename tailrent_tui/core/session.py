@@ -105,6 +105,7 @@ class Session:
         self.user_unpinned: set[str] = set()
         self.listeners: list[Callable[[Event], None]] = []
         self.system_tokens = self.counter.count(self.system)
+        self._owned = False
 
     # -- reading -----------------------------------------------------------
 
@@ -157,14 +158,19 @@ class Session:
             listener(event)
         return event
 
-    def apply(self, event: Event) -> None:
-        """The only mutator: replaying events through here rebuilds the session."""
+    def apply(self, event: Event, *, owned: bool = False) -> None:
+        """The only mutator: replaying events through here rebuilds the session.
+
+        `owned=True` says nobody else holds this event (it was just parsed from
+        the journal), so its message objects are taken as they are instead of copied.
+        """
+        self._owned = owned
         handler = getattr(self, f"_apply_{event.type}")
         handler(event)
 
     def _apply_message_added(self, e: MessageAdded) -> None:
         # A copy, so that later pins and spills never alter the event already journaled.
-        m = e.message.clone()
+        m = e.message if self._owned else e.message.clone()
         if m.id in self._index:
             raise SessionError(f"message id {m.id!r} added twice")
         self._messages.append(m)
@@ -215,14 +221,10 @@ class Session:
         missing = [i for i in f.span_ids if i not in self._index]
         if missing:
             raise SessionError(f"fold #{f.fold_no} names messages not in the transcript: {missing}")
-        kept: list[Message] = []
-        for m in self._messages:
-            if m.id in span:
-                self.totals._account(m, -1)
-                del self._index[m.id]
-            else:
-                kept.append(m)
-        summary = f.summary.model_copy(deep=True)
+        for i in span:
+            self.totals._account(self._index.pop(i), -1)
+        kept = [m for m in self._messages if m.id not in span]
+        summary = f.summary if self._owned else f.summary.model_copy(deep=True)
         position = min(max(f.position, 0), len(kept))
         kept.insert(position, summary)
         self._messages = kept

@@ -249,7 +249,7 @@ def replay_journal(path: Path, session: Session, *, save_torn: bool = True) -> L
 
     def apply(n: int, event: Event) -> None:
         try:
-            session.apply(event)
+            session.apply(event, owned=True)
         except SessionError as exc:
             raise JournalCorrupt(path, n, f"event cannot be replayed: {exc}") from None
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import uuid
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -77,11 +80,55 @@ class FileSpillStore:
             )
         return record
 
+    # Raw spills: a command's whole output streamed straight to disk (run_shell past
+    # its in-memory cap), too big to hold as one JSON string. Written as bytes,
+    # read back with replacement decoding, whole when small or by line range.
+
+    RAW_READ_LIMIT = 64 * 1024 * 1024
+
+    def raw_path_for(self, spill_id: str) -> Path:
+        return self.directory / f"{check_name(spill_id, 'spill id')}.raw"
+
+    def open_raw(self) -> tuple[Any, str]:
+        """A new raw spill file opened for binary writing, and its spill id."""
+        spill_id = str(uuid.uuid4())
+        ensure_private_dir(self.directory)
+        fd = os.open(self.raw_path_for(spill_id), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        return os.fdopen(fd, "wb"), spill_id
+
     def read_spill(self, spill_id: str) -> str:
+        raw = self.raw_path_for(spill_id)
+        if not self.path_for(spill_id).exists() and raw.exists():
+            size = raw.stat().st_size
+            if size > self.RAW_READ_LIMIT:
+                raise SpillStoreError(
+                    f"spill {spill_id} holds {size:,} bytes: too big to read whole; read a range with start/end"
+                )
+            return raw.read_bytes().decode("utf-8", errors="replace")
         return self.read_record(spill_id).content
 
+    def read_spill_lines(self, spill_id: str, start: int, end: int) -> str:
+        """Lines start..end (1-based, inclusive) of a spill, streamed for raw spills."""
+        raw = self.raw_path_for(spill_id)
+        if self.path_for(spill_id).exists() or not raw.exists():
+            lines = self.read_spill(spill_id).splitlines()
+            if start > len(lines):
+                raise ValueError(f"empty range {start}-{end}: spill {spill_id} has {len(lines)} lines")
+            return "\n".join(lines[start - 1 : end])
+        out = []
+        n = 0
+        with raw.open("rb") as f:
+            for n, line in enumerate(f, 1):
+                if n > end:
+                    break
+                if n >= start:
+                    out.append(line.decode("utf-8", errors="replace").rstrip("\n"))
+        if not out:
+            raise ValueError(f"empty range {start}-{end}: spill {spill_id} has {n} lines")
+        return "\n".join(out)
+
     def exists(self, spill_id: str) -> bool:
-        return self.path_for(spill_id).exists()
+        return self.path_for(spill_id).exists() or self.raw_path_for(spill_id).exists()
 
 
 def spill_text_for_transcript(store: FileSpillStore, spill_id: str) -> str:

@@ -36,7 +36,7 @@ from tailrent_tui.ui.widgets.reply import ReplyView
 LOAD_BATCH = 40
 # Lines of widgets mounted when a session opens: a few screens, not the whole
 # watermark, so a long session opens fast; scrolling up loads more.
-OPEN_LINES = 160
+OPEN_LINES = 100
 
 
 class Transcript(VerticalScroll, can_focus=False):
