@@ -52,6 +52,9 @@ def demo_session(clock: Any = None) -> tuple[Session, list[dict[str, Any]], Poli
 class DemoApp(TailrentApp):
     """TailrentApp that feeds the article's trace into its session; space pauses."""
 
+    # nothing takes the focus on its own, so space and +/- reach the demo's bindings
+    AUTO_FOCUS = None
+
     BINDINGS = [
         Binding("space", "toggle_pause", "Pause", id="demo.pause", tooltip="Pause or resume the demo"),
         Binding("plus,equals_sign", "speed(2.0)", "Faster", id="demo.faster", tooltip="Double the pace"),
@@ -89,7 +92,6 @@ class DemoApp(TailrentApp):
         super().on_mount()
         for word in WATCHLIST:
             self.session.add_watch(word)
-        # no widget holds the focus, so space and +/- reach the demo's bindings
         self.screen.set_focus(None)
         self.run_worker(self._play(), group="demo", name="demo")
         state = "pinned" if self.pinned else "not pinned"
