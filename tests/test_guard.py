@@ -512,3 +512,13 @@ def test_find_expected_refuses_an_empty_expectation() -> None:
 def test_a_fold_header_is_not_a_fact(header: str) -> None:
     assert extract_facts(f"{header}\n- user: Turn 3: done.") == []
     assert texts(extract_facts(f"{header}\n- user: keep 6 messages")) == [("number", "6 messages")]
+
+
+def test_a_quoted_decision_is_a_report_not_a_decision():
+    from tailrent_tui.core.guard import DecisionDetector
+
+    d = DecisionDetector()
+    assert d.is_decision("DECISION: Redis with a 15 minute TTL.")
+    assert not d.is_decision('I read your message: "DECISION: Redis with a 15 minute TTL". Noted.')
+    assert not d.is_decision("You wrote “we decided to use Redis” earlier.")
+    assert d.is_decision('About "the cache": DECISION: Redis with a 15 minute TTL.')

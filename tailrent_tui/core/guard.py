@@ -753,6 +753,9 @@ DEFAULT_DECISION_PATTERNS: tuple[str, ...] = (
 """Phrasings that state a decision. Compiled case-insensitive and multiline."""
 
 _SENTENCE_END_RE = re.compile(r"[.!?](?=\s|$)|\n")
+# A decision quoted inside another message ("you said: \"DECISION: ...\"") is a
+# report of the decision, not the decision: it is already pinned where it was made.
+_QUOTED_SPAN_RE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”")
 
 
 class DecisionDetector:
@@ -761,7 +764,8 @@ class DecisionDetector:
     Each pattern is a regular expression, compiled case-insensitive and
     multiline (``(?-i:...)`` makes a part case-sensitive). A match inside a
     question ("Have we decided on the cache?") does not count: a decision
-    is a statement.
+    is a statement. Nor does one inside double quotes: that quotes a
+    decision made elsewhere.
     """
 
     def __init__(self, patterns: Iterable[str] = DEFAULT_DECISION_PATTERNS) -> None:
@@ -785,8 +789,11 @@ class DecisionDetector:
 
     def match(self, text: str) -> str | None:
         """The first pattern that finds a decision in ``text`` (for the UI), or None."""
+        quoted = [q.span() for q in _QUOTED_SPAN_RE.finditer(text)]
         for pattern, compiled in self._compiled:
             for m in compiled.finditer(text):
+                if any(a < m.start() < b for a, b in quoted):
+                    continue
                 end = _SENTENCE_END_RE.search(text, max(m.end() - 1, m.start()))
                 if end is None or end.group(0) != "?":
                     return pattern
