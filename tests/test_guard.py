@@ -89,7 +89,9 @@ EXTRACTION_TABLE = [
     ("See turn 5 and step 3 of the plan; the other 195 were noise.", [], ["turn 5", "5", "3", "195", "See"]),
     ("Use and/or read/write access 24/7.", [], ["and/or", "read/write", "24/7"]),
     ("I think the PR is OK, FYI, LGTM.", [], ["PR", "OK", "FYI", "LGTM", "I"]),
-    ("In May we met on Friday to talk about it.", [], ["May", "Friday", "In"]),
+    ("We met on Friday to talk about it. May I ask?", [], ["May", "Friday", "We"]),
+    ("We leave Python 3.9 as it goes end of life in October; the window is 02:00-04:00 UTC.", [("number", "October"), ("number", "02:00-04:00 UTC"), ("name", "Python 3.9")], ["04:00 UTC"]),
+    ("Logs stay 90 days for SOC 2 and ISO 27001.", [("name", "SOC 2"), ("name", "ISO 27001"), ("number", "90 days")], ["SOC"]),
     ("The mobile team's client can't do it.", [], ["'s client can'"]),
     ("That was because.", [], ["because"]),
 ]

@@ -189,7 +189,7 @@ _NUMBER_RE = re.compile(
     # The lookahead first: most positions are not a digit, and fail at once.
     r"(?=[\d$€£¥])(?<![\w.,$€£¥#-])(?:"
     r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?![\w-])"
-    r"|\d{1,2}:\d{2}(?::\d{2})?(?:\s?(?:UTC|GMT|am|pm))?(?![\w:])"
+    r"|\d{1,2}:\d{2}(?::\d{2})?(?:\s?(?:-|–|to)\s?\d{1,2}:\d{2}(?::\d{2})?)?(?:\s?(?:UTC|GMT|am|pm))?(?![\w:])"
     rf"|[$€£¥]\s?{_NUMX}{_RATE}"
     rf"|{_RANGE}(?:\s?[%×]|x(?!\w)"
     rf"|(?:[ \u00a0]|-)?(?:{_SPACED_UNITS})(?!\w){_RATE}"
@@ -211,6 +211,15 @@ def _numbers(text: str) -> Iterable[re.Match[str]]:
     yield from _ISSUE_RE.finditer(text)
 
 
+# A name with its number or edition ("SOC 2", "ISO 27001", "Python 3.12",
+# "PostgreSQL 16"): the number is what a summary tends to drop.
+_NAMED_NUMBER_RE = re.compile(r"(?<![\w.])(?:[A-Z][a-zA-Z]+|[A-Z]{2,}[a-z]*)[ \u00a0]\d+(?:\.\d+)*(?!\w|\.\d)")
+# A month, capitalised, with an optional day and year ("October", "March 3",
+# "June 2027"): a deadline or a date. Capitalised "May" mid-sentence is the month.
+_MONTH_DATE_RE = re.compile(
+    r"(?<![\w-])(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+    r"(?:[ \u00a0]\d{1,2}(?:st|nd|rd|th)?)?(?:,?[ \u00a0]\d{4})?(?![\w-])"
+)
 _UUID_RE = re.compile(r"(?=[0-9a-fA-F])(?<![\w-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])")
 _SHA_RE = re.compile(r"(?=[0-9a-f])(?<![\w-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-])")
 
@@ -390,6 +399,12 @@ def _atoms(text: str, initial_rule: bool) -> list[_Cand]:
     for rx in (_UUID_RE, _SHA_RE):
         for m in rx.finditer(text):
             cands.append(_Cand(m.start(), m.end(), "name", m.group(0)))
+    for m in _NAMED_NUMBER_RE.finditer(text):
+        if not (initial_rule and _sentence_initial(text, m.start())) and m.group(0).split()[0].lower() not in _CAPITAL_STOP:
+            cands.append(_Cand(m.start(), m.end(), "name", m.group(0)))
+    for m in _MONTH_DATE_RE.finditer(text):
+        if not (initial_rule and _sentence_initial(text, m.start()) and m.group(0) == "May"):
+            cands.append(_Cand(m.start(), m.end(), "number", m.group(0)))
     cands.extend(_name_cands(text, initial_rule))
     return _resolve_overlaps(cands)
 
@@ -594,13 +609,20 @@ def _haystack(text: str) -> _Haystack:
     return _Haystack(text)
 
 
+@lru_cache(maxsize=1 << 16)
+def _rx(pattern: str) -> re.Pattern[str]:
+    """Compiled per-fact patterns, kept: a fold checks thousands of facts, and
+    `re`'s own cache (512 patterns) would recompile them on every check."""
+    return re.compile(pattern)
+
+
 def _bounded(needle: str, hay: str, left: bool, right: bool, plural: bool = False) -> bool:
     pattern = re.escape(needle)
-    if left and re.match(r"\w", needle):
+    if left and needle[:1].isalnum() or left and needle[:1] == "_":
         pattern = r"(?<!\w)" + pattern
-    if right and re.search(r"\w$", needle):
+    if right and (needle[-1:].isalnum() or needle[-1:] == "_"):
         pattern += r"(?:e?s)?(?!\w)" if plural else r"(?!\w)"
-    return re.search(pattern, hay) is not None
+    return _rx(pattern).search(hay) is not None
 
 
 def _present(fact: Fact, hay: _Haystack) -> bool:
@@ -624,14 +646,14 @@ def _present(fact: Fact, hay: _Haystack) -> bool:
                 pattern = r"(?<![\w.,])" + pattern
             if re.search(r"\d$", needle):
                 pattern += r"(?!\d)"
-            if re.search(pattern, hay.norm):
+            if _rx(pattern).search(hay.norm):
                 return True
         return _number_key(fact.text) in hay.numbers
     # The remaining kinds need the needle as a substring; the boundary check
     # (a regex built per fact) runs only when it is there.
     if fact.kind == "version":
         bare = needle[1:] if re.match(r"v\d", needle) else needle
-        return bare in hay.norm and re.search(r"(?<![\w.])v?" + re.escape(bare) + r"(?!\w|\.\d)", hay.norm) is not None
+        return bare in hay.norm and _rx(r"(?<![\w.])v?" + re.escape(bare) + r"(?!\w|\.\d)").search(hay.norm) is not None
     if needle not in hay.norm:
         return False
     if fact.kind == "name":

@@ -413,6 +413,11 @@ class _Engine:
             e.prompt_ms += usage.prompt_ms or 0.0
         result.engine = e
 
+    def flush(self) -> None:
+        """Replace the server's KV cache with an unrelated prompt, so each policy starts cold
+        as its fresh RentModel assumes (otherwise it would reuse the previous policy's prefix)."""
+        self.loop.run_until_complete(self._send([{"role": "user", "content": "flush the cache: zq xv jk"}]))
+
     def close(self) -> None:
         self.loop.run_until_complete(self.model.aclose())
         self.loop.close()
@@ -471,6 +476,7 @@ def _run_with_engine(trace, policies, engine_spec, summarizer, sheet, settings, 
         local = sheet.with_ttl(math.inf).model_copy(update={"min_cacheable": 0})
         results = {}
         for p in policies:
+            eng.flush()
             results[p] = _run_policy(trace, p, counter, summ, local, settings, eng, progress)
         return BenchResult(traces=[TraceResult(
             trace=trace.name, window=trace.window, tokenizer="engine", summarizer=summ.name,

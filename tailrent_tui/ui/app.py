@@ -22,7 +22,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header
 from textual.worker import Worker
 
-from tailrent_tui.core.messages import Event, FoldSkipped, Kind, Message, Note, ToolCall
+from tailrent_tui.core.messages import Event, FoldSkipped, Message, Note
 from tailrent_tui.core.session import SessionError
 from tailrent_tui.ui.commands import LadderCommands
 from tailrent_tui.ui.events import FoldInspectRequested, MessageFocused, PromptSubmitted, SpillOpenRequested
@@ -97,6 +97,7 @@ class TailrentApp(App[None]):
         self._turn_worker: Worker | None = None
         self._remember_theme = remember_theme
         self.theme_errors: list[str] = []
+        self.notice_bar = NoticeBar(id="notice")
         self._register_themes(theme_dirs)
         if settings.keymap:
             self.set_keymap(dict(settings.keymap))
@@ -147,9 +148,8 @@ class TailrentApp(App[None]):
         return self.agent.session
 
     def compose(self) -> ComposeResult:
-        yield Header()
-        yield NoticeBar(id="notice")
-        sidebar = Sidebar(
+        # the app keeps its own references: the event pump may still run while the screen is torn down
+        self.sidebar = Sidebar(
             self.session,
             fold_trigger=self.settings.fold_trigger,
             fold_target=self.settings.fold_target,
@@ -157,21 +157,16 @@ class TailrentApp(App[None]):
             clock=self.clock,
             id="sidebar",
         )
-        sidebar.delegate_tokens = lambda: int(getattr(self.agent, "sub_tokens", 0) or 0)
+        self.sidebar.delegate_tokens = lambda: int(getattr(self.agent, "sub_tokens", 0) or 0)
+        self.transcript = Transcript(self.session, watermark=self.settings.prune_watermark_lines, id="transcript")
+        yield Header()
+        yield self.notice_bar
         with Horizontal(id="main"):
             with Vertical(id="left"):
-                yield Transcript(self.session, watermark=self.settings.prune_watermark_lines, id="transcript")
+                yield self.transcript
                 yield PromptInput(id="input")
-            yield sidebar
+            yield self.sidebar
         yield Footer()
-
-    @property
-    def transcript(self) -> Transcript:
-        return self.query_one(Transcript)
-
-    @property
-    def sidebar(self) -> Sidebar:
-        return self.query_one(Sidebar)
 
     def on_mount(self) -> None:
         self.sub_title = self._sub_title()
@@ -183,9 +178,13 @@ class TailrentApp(App[None]):
         self.set_interval(30.0, self.sidebar.refresh_spills, name="spill ages")
         notice = getattr(self.agent, "notice", None)
         if notice:
-            self.query_one(NoticeBar).show(notice)
+            self.notice_bar.show(notice)
         for error in self.theme_errors:
             self.notify(error, severity="warning", timeout=8)
+        self.focus_at_start()
+
+    def focus_at_start(self) -> None:
+        """Where the focus starts: the input box, to type at once."""
         self.query_one(PromptInput).focus()
 
     def on_unmount(self) -> None:
@@ -228,6 +227,8 @@ class TailrentApp(App[None]):
 
     async def _dispatch(self, kind: str, payload: Any) -> None:
         transcript = self.transcript
+        if not transcript.is_attached:
+            return  # the app is closing; the session still has everything
         if kind == "event":
             await transcript.apply_event(payload)
             self.sidebar.note_event(payload)
@@ -450,7 +451,7 @@ class TailrentApp(App[None]):
                 self.notify(f"could not switch to {rest}: {exc}", severity="error")
                 return
             self.sub_title = self._sub_title()
-            self.query_one(NoticeBar).show(getattr(self.agent, "notice", None))
+            self.notice_bar.show(getattr(self.agent, "notice", None))
             self.notify(f"model: {self.agent.model.name}")
 
         self.run_worker(switch(), group="model", exit_on_error=False)

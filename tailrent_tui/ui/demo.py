@@ -55,6 +55,9 @@ class DemoApp(TailrentApp):
     # nothing takes the focus on its own, so space and +/- reach the demo's bindings
     AUTO_FOCUS = None
 
+    def focus_at_start(self) -> None:
+        return None
+
     BINDINGS = [
         Binding("space", "toggle_pause", "Pause", id="demo.pause", tooltip="Pause or resume the demo"),
         Binding("plus,equals_sign", "speed(2.0)", "Faster", id="demo.faster", tooltip="Double the pace"),
@@ -92,10 +95,9 @@ class DemoApp(TailrentApp):
         super().on_mount()
         for word in WATCHLIST:
             self.session.add_watch(word)
-        self.screen.set_focus(None)
         self.run_worker(self._play(), group="demo", name="demo")
         state = "pinned" if self.pinned else "not pinned"
-        self.query_one("NoticeBar").show(
+        self.notice_bar.show(
             f"demo: the article's run, decision {state} · space pauses · +/- change the pace · watch the Folds panel"
         )
 
@@ -125,7 +127,7 @@ class DemoApp(TailrentApp):
         if lost:
             text += f"; lost: {', '.join(lost)}"
         self.session.note(text, "warning" if lost else "info")
-        self.query_one("NoticeBar").show(text, "error" if lost else "warning")
+        self.notice_bar.show(text, "error" if lost else "warning")
 
     def action_toggle_pause(self) -> None:
         if self._unpaused.is_set():

@@ -5,7 +5,8 @@ summary carries, and (with guard "repair") every fact the summarizer dropped,
 appended verbatim. The originals go to the fold archive before the fold is
 applied: a fold is destructive for the context, never for the session.
 Loses: the wording, and with guard "report" or "off" whatever facts the
-summarizer dropped. The policy reaches for it only after truncation and
+summarizer dropped. Tool output in the span is not guarded (see
+`GUARDED_KINDS`): it stays recoverable from the archive and the spills. The policy reaches for it only after truncation and
 spilling, when the context is past the fold trigger, and then folds in one big
 step down to the fold target, in place, so the cache before the span survives.
 Pinned messages never enter the span.
@@ -71,8 +72,31 @@ def oldest_unpinned(session: Session, count: int) -> list[str]:
     return out
 
 
-def _span_text(span: Sequence[Message]) -> str:
-    return "\n".join(m.content for m in span)
+#: Kinds whose facts the guard carries through a fold. Tool output and spill
+#: pointers are left out on purpose: their content is recoverable (the spill
+#: file, the fold archive via search_history, or running the tool again), and
+#: carrying every path and count of every grep into each summary would make
+#: summaries as big as what they replace.
+GUARDED_KINDS = (Kind.chat, Kind.fold_summary, Kind.delegate_result, Kind.memory_pointer)
+
+
+def _span_text(span: Sequence[Message], folds: Sequence[FoldRecord] = ()) -> str:
+    """The span's text the fact guard reads: conversation, summaries, pointers to memory.
+
+    A summary in the span contributes the facts it carries (its fold's facts
+    that survived it), not its whole text: its text also summarizes tool
+    output, whose ids and counts are not facts to carry (see GUARDED_KINDS).
+    """
+    lineage = {f.summary.id: f for f in folds}
+    parts = []
+    for m in span:
+        if m.kind == Kind.fold_summary and m.id in lineage:
+            record = lineage[m.id]
+            lost = set(record.facts_lost)
+            parts.append("; ".join(f for f in record.facts if f not in lost))
+        elif m.kind in GUARDED_KINDS:
+            parts.append(m.content)
+    return "\n".join(parts)
 
 
 def fold_span(
@@ -121,7 +145,7 @@ def fold_span(
     if guard != "off":
         from tailrent_tui.core import guard as fact_guard
 
-        span_facts = fact_guard.extract_facts(_span_text(span), session.watch)
+        span_facts = fact_guard.extract_facts(_span_text(span, session.folds), session.watch)
         facts = [f.text for f in span_facts]
         missing = fact_guard.lost_facts(span_facts, summary)
         dropped = [f.text for f in missing]
