@@ -1,14 +1,13 @@
 """The `tailrent` command: the TUI by default, and subcommands.
 
-Each module in `tailrent_tui/commands/` that defines `COMMANDS` (a list of
-click commands) is registered here, so each layer adds its commands without
-touching this file.
+Subcommands live in `tailrent_tui/commands/`, one module per area, each
+defining `COMMANDS` (a list of click commands). They are imported only when
+one of them runs (or for `--help`), so opening the TUI pays for none of them.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from pathlib import Path
 
 import click
@@ -16,7 +15,43 @@ import click
 from tailrent_tui import __version__
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+#: subcommand -> the module of tailrent_tui.commands that defines it
+COMMAND_MODULES = {
+    "ask": "ask",
+    "bench": "bench",
+    "config": "config",
+    "demo": "demo",
+    "export": "sessions",
+    "inspect": "sessions",
+    "recall": "recall",
+    "replay": "replay",
+    "sessions": "sessions",
+    "tool": "tool",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module_name = COMMAND_MODULES.get(cmd_name)
+        if module_name is None:
+            return None
+        module = importlib.import_module(f"tailrent_tui.commands.{module_name}")
+        for command in getattr(module, "COMMANDS", ()):
+            if command.name == cmd_name:
+                return command
+        return None
+
+
+@click.group(
+    cls=LazyGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option("--model", "model", metavar="SPEC", help="mock, ollama, ollama:NAME, openai:URL or openai:URL#MODEL.")
 @click.option("--continue", "continue_", is_flag=True, help="Resume the last active session.")
 @click.option("--resume", "resume", metavar="ID", help="Resume the session with this id.")
@@ -44,20 +79,6 @@ def cli(ctx: click.Context, model, continue_, resume, workspace, theme, policy, 
         from tailrent_tui.commands import run_app
 
         run_app(ctx)
-
-
-def _register_commands() -> None:
-    import tailrent_tui.commands as pkg
-
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{pkg.__name__}.{info.name}")
-        for command in getattr(module, "COMMANDS", ()):
-            cli.add_command(command)
-
-
-_register_commands()
 
 
 def main() -> None:

