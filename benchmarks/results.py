@@ -1,0 +1,85 @@
+"""Run every benchmark and write benchmarks/RESULTS.md.
+
+    .venv/bin/python benchmarks/results.py            # all of them (about 30-60 min on 2 shared cores)
+    .venv/bin/python benchmarks/results.py --only engine journal
+
+Each section records the exact command and its output, verbatim, with the
+machine's load before and after: these machines are shared and noisy, so the
+figures to compare are the ratios measured inside one run. The summary at the
+top (between the summary markers) is written by hand from these outputs and
+kept when the file is regenerated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PY = sys.executable
+TAILRENT = str(Path(PY).with_name("tailrent"))
+
+BENCHES: list[tuple[str, str, list[str]]] = [
+    ("engine", "Engine: appends per second, cl100k against bare tiktoken (issue 2)", [PY, "benchmarks/engine.py"]),
+    ("journal", "Journal: loading a 100,000-event session (issue 3)", [PY, "benchmarks/journal_bench.py"]),
+    ("models", "Model client overhead against the llama.cpp engine (issue 4)", [PY, "benchmarks/models_bench.py"]),
+    ("ui", "UI: cold start, a 10,000-message session, key to panel update (issue 5)", [PY, "benchmarks/ui_bench.py"]),
+    ("article", "Policies on the article trace (issues 6, 8)", [TAILRENT, "bench", "--trace", "article"]),
+    ("article-local", "Policies on the article trace, local price sheet (re-evaluated tokens)", [TAILRENT, "bench", "--trace", "article", "--price", "local"]),
+    ("week", "Policies on migration-week (issues 6, 8)", [TAILRENT, "bench", "--trace", "migration-week"]),
+    ("week-local", "Policies on migration-week, local price sheet", [TAILRENT, "bench", "--trace", "migration-week", "--price", "local"]),
+    ("engine-article", "Predicted against measured on the real llama.cpp engine (issue 6)", [PY, "benchmarks/bench_policies.py", "--traces", "article", "--prices", "local", "--engine"]),
+    ("shell", "run_shell streaming 1 GB into a spill: extra peak RSS (issue 7)", [PY, "benchmarks/shell_spill_bench.py"]),
+    ("guard", "Fact guard speed (issue 8)", [PY, "benchmarks/guard_bench.py"]),
+]
+
+START, END = "<!-- summary -->", "<!-- /summary -->"
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def run(key: str, title: str, cmd: list[str]) -> str:
+    shown = " ".join(("tailrent" if c == TAILRENT else ".venv/bin/python" if c == PY else c) for c in cmd)
+    print(f"[{key}] {shown}", file=sys.stderr, flush=True)
+    before = load()
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    took = time.perf_counter() - t0
+    out = proc.stdout.strip() or "(no output)"
+    if proc.returncode != 0:
+        out += f"\n\n[exit code {proc.returncode}]\n{proc.stderr.strip()[-2000:]}"
+    return (
+        f"## {title}\n\n`{shown}` — {took:.0f} s wall, load average {before} before, {load()} after\n\n"
+        f"```\n{out}\n```\n"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", nargs="*", choices=[b[0] for b in BENCHES])
+    ap.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
+    args = ap.parse_args()
+    chosen = [b for b in BENCHES if not args.only or b[0] in args.only]
+    old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    summary = old[old.index(START) : old.index(END) + len(END)] if START in old and END in old else f"{START}\n{END}"
+    sections = [run(*b) for b in chosen]
+    head = (
+        "# Benchmark results\n\n"
+        f"Regenerate with `.venv/bin/python benchmarks/results.py` (this run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}). "
+        "The machines are shared and noisy: compare the ratios inside one run, not absolute times.\n\n"
+    )
+    args.out.write_text(head + summary + "\n\n" + "\n".join(sections), encoding="utf-8")
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
