@@ -224,7 +224,8 @@ class Session:
         for i in span:
             self.totals._account(self._index.pop(i), -1)
         kept = [m for m in self._messages if m.id not in span]
-        summary = f.summary if self._owned else f.summary.model_copy(deep=True)
+        # the transcript's summary is its own object: a later pin must not alter the record
+        summary = f.summary.model_copy(deep=True)
         position = min(max(f.position, 0), len(kept))
         kept.insert(position, summary)
         self._messages = kept
