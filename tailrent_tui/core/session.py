@@ -106,6 +106,9 @@ class Session:
         self.listeners: list[Callable[[Event], None]] = []
         self.system_tokens = self.counter.count(self.system)
         self._owned = False
+        self._handlers: dict[str, Callable[[Any], None]] = {
+            name[len("_apply_") :]: getattr(self, name) for name in dir(type(self)) if name.startswith("_apply_")
+        }
 
     # -- reading -----------------------------------------------------------
 
@@ -154,8 +157,9 @@ class Session:
     def emit(self, event: Event) -> Event:
         """Apply an event and tell the listeners (the journal, the UI)."""
         self.apply(event)
-        for listener in list(self.listeners):
-            listener(event)
+        if self.listeners:
+            for listener in tuple(self.listeners):
+                listener(event)
         return event
 
     def apply(self, event: Event, *, owned: bool = False) -> None:
@@ -165,7 +169,9 @@ class Session:
         the journal), so its message objects are taken as they are instead of copied.
         """
         self._owned = owned
-        handler = getattr(self, f"_apply_{event.type}")
+        handler = self._handlers.get(event.type)
+        if handler is None:
+            raise SessionError(f"unknown event type {event.type!r}")
         handler(event)
 
     def _apply_message_added(self, e: MessageAdded) -> None:
@@ -263,12 +269,14 @@ class Session:
         tool_calls: Iterable[ToolCall] = (),
         meta: dict[str, Any] | None = None,
         at: float | None = None,
+        tokens: int | None = None,
     ) -> Message:
-        """A message with its tokens counted once, not yet in the transcript."""
+        """A message with its tokens counted once (or given, when already counted), not yet in the transcript."""
         if not isinstance(content, str):
             raise SessionError(f"message content must be text, got {type(content).__name__}")
         calls = list(tool_calls)
-        tokens = self.counter.count(content)
+        if tokens is None:
+            tokens = self.counter.count(content)
         if calls:
             tokens += sum(self.counter.count(c.name) + self.counter.count(str(c.arguments)) for c in calls)
         if role not in _ROLES:

@@ -106,7 +106,9 @@ def admit_tool_result(
     """
     tokens = session.count(content)
     if tokens <= threshold:
-        m = session.make_message("tool", content, kind=Kind.tool_result, tool=tool, tool_call_id=tool_call_id, at=at)
+        m = session.make_message(
+            "tool", content, kind=Kind.tool_result, tool=tool, tool_call_id=tool_call_id, at=at, tokens=tokens
+        )
         return session.add_message(m, autopin=False)
     spill_id = new_spill_id()
     stamp = session.clock() if at is None else at
@@ -114,7 +116,9 @@ def admit_tool_result(
         location = store.write_spill(spill_id, tool, content, stamp)
     except OSError as exc:
         session.note(f"spill failed ({exc}); the {tool} result stays inline ({tokens:,} tokens)", "error")
-        m = session.make_message("tool", content, kind=Kind.tool_result, tool=tool, tool_call_id=tool_call_id, at=at)
+        m = session.make_message(
+            "tool", content, kind=Kind.tool_result, tool=tool, tool_call_id=tool_call_id, at=at, tokens=tokens
+        )
         return session.add_message(m, autopin=False)
     pointer = pointer_text(tool, tokens, spill_id, content)
     m = session.make_message("tool", pointer, kind=Kind.spill_pointer, tool=tool, tool_call_id=tool_call_id, at=at)
