@@ -150,10 +150,20 @@ def build_agent(
     sheet = get_price_sheet(settings.price_sheet, _user_price_files())
     rent = RentModel(sheet)
     last = last_request_at(session)
-    if last is not None and time.time() - last < sheet.ttl_seconds:
-        # resumed inside the TTL: the server may still hold this context
-        rent._previous = [("__head__", session.head_tokens), *context_items(session)]
-        rent._previous_at = last
+    cold_resume = False
+    if last is not None:
+        idle = time.time() - last
+        if idle < sheet.ttl_seconds:
+            # resumed inside the TTL: the server may still hold this context
+            rent._previous = [("__head__", session.head_tokens), *context_items(session)]
+            rent._previous_at = last
+        else:
+            cold_resume = True
+            session.note(
+                f"resumed after {_duration(idle)} idle, past the cache TTL ({_duration(sheet.ttl_seconds)}): "
+                "the next request rewrites the whole prefix",
+                "info",
+            )
     agent = Agent(
         session=session,
         model=model,
@@ -168,9 +178,20 @@ def build_agent(
         notice=notice,
         rent=rent,
     )
+    agent.cold_resume = cold_resume
     for warning in getattr(writer, "warnings", []):
         session.note(warning, "warning")
     return agent
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 def tool_schema_tokens(tokenizer: str) -> int:

@@ -206,6 +206,7 @@ class Agent:
         self.extra_tools = session_tools.build(self)
         self._last_request_at: float | None = None
         self._cb: TurnCallbacks | None = None
+        self.cold_resume = False
         if self.archive is None:
             self.archive = MemoryFoldArchive()
 
@@ -380,7 +381,12 @@ class Agent:
         cb = cb or TurnCallbacks()
         result = TurnResult()
         await self.start()
-        if self.rent is not None and self.rent.resume(time.time()):
+        if self.cold_resume:
+            # resumed past the TTL: the whole context is rewritten anyway, so the
+            # policy may fold now at no extra cost
+            self.cold_resume = False
+            await self.apply_policy(resume=True)
+        elif self.rent is not None and self.rent.resume(time.time()):
             msg = "the cache expired while you were away: this request rewrites the whole prefix"
             self.session.note(msg, "info")
             cb.on_notice(msg, "info")
@@ -475,14 +481,12 @@ class Agent:
 
     # -- rent ----------------------------------------------------------------
 
-    def _rent_elements(self) -> list[tuple[str, int]]:
-        return [(f"{m.id}:{m.tokens}", m.tokens) for m in self.session.messages]
-
     def _predict(self) -> Any:
         if self.rent is None:
             return None
-        now = time.time()
-        return self.rent.request(self._rent_elements(), head_tokens=self.session.head_tokens, at=now)
+        from tailrent_tui.core.rent import context_items
+
+        return self.rent.request(context_items(self.session), head_tokens=self.session.head_tokens, at=time.time())
 
     def _record_usage(self, predicted: Any, usage: Usage | None) -> None:
         self.request_no += 1
