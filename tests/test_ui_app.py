@@ -83,7 +83,7 @@ async def test_p_and_u_pin_and_unpin_and_the_pins_panel_follows(tmp_path):
         await pilot.press("p")
         assert agent.session.get("m00001").pinned
         pins = app.sidebar.pins
-        await wait_until(pilot, lambda: "1 pins" in str(pins.query_one(".cost").render()), what="pins panel")
+        await wait_until(pilot, lambda: "1 pin ·" in str(pins.query_one(".cost").render()), what="pins panel")
         await wait_until(pilot, lambda: "-pinned" in app.transcript.view_of("m00001").classes, what="pin mark")
         await pilot.press("u")
         assert not agent.session.get("m00001").pinned

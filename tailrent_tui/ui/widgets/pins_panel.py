@@ -30,7 +30,11 @@ class PinsPanel(Vertical):
     def show(self, pins: Sequence[Message]) -> None:
         total = sum(m.tokens for m in pins)
         self.query_one(".cost", Static).update(
-            Content.from_markup("[$tail-pinned]$n pins[/] · $tok tokens re-sent every turn", n=len(pins), tok=f"{total:,}")
+            Content.from_markup(
+                "[$tail-pinned]$n[/] · $tok tokens re-sent every turn",
+                n=f"{len(pins)} pin" + ("" if len(pins) == 1 else "s"),
+                tok=f"{total:,}",
+            )
         )
         rows = [
             Option(

@@ -157,7 +157,7 @@ def rent_text(f: TailFigures, price_sheet: str, cache_left: float | None) -> Con
 
     lines = [
         Content(f"rent ({price_sheet}): turn {_tok(f.turn_tail)} tail tok {usd(f.turn_usd)}"),
-        Content(f"session {f.session_tail:,} tail tok {usd(f.session_usd)} · {f.requests} requests"),
+        Content(f"session {f.session_tail:,} tail tok {usd(f.session_usd)} · {f.requests} request{'' if f.requests == 1 else 's'}"),
     ]
     if cache_left is None:
         lines.append(Content("cache: cold (no request yet)"))
@@ -218,6 +218,8 @@ class TailPanel(Vertical):
         self._bar.figures = figures
         self._figures.update(figures_text(figures, self.price_sheet))
         self._spark.data = list(self.samples)
+        # one point draws as a full block: the saw-tooth needs two to mean anything
+        self._spark.display = len(self.samples) >= 2
         self.refresh_rent()
 
     def refresh_rent(self) -> None:
