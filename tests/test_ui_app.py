@@ -483,3 +483,52 @@ async def test_old_widgets_are_pruned_and_load_back_on_scroll(tmp_path):
         ids = t.mounted_ids
         expected = [m.id for m in agent.session.messages[t.first_index:]]
         assert ids == expected
+
+
+async def test_slash_model_switches_and_a_bad_spec_is_reported(tmp_path):
+    script = tmp_path / "script.jsonl"
+    script.write_text(json.dumps({"text": "from the new script"}) + "\n")
+    agent = make_agent(tmp_path)
+    old = agent.model
+    app = make_app(agent)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await submit(pilot, app, f"/model mock:{script}")
+        await wait_until(pilot, lambda: agent.model is not old, what="the switch")
+        assert agent.model.remaining == 1
+        assert any("model switched" in n.text for n in agent.session.notes)
+        await submit(pilot, app, "/model nonsense:thing")
+        await wait_until(
+            pilot,
+            lambda: any("could not switch to nonsense:thing" in n.message for n in app._notifications),
+            what="the error",
+        )
+        assert agent.model.remaining == 1
+
+
+async def test_slash_export_writes_the_transcript_or_says_why_not(tmp_path, monkeypatch):
+    from tailrent_tui.agent.build import build_agent, close_agent
+
+    unsaved = make_agent(tmp_path)
+    app = make_app(unsaved)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await submit(pilot, app, "/export md")
+        assert any("not saved" in n.message for n in app._notifications)
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    saved = build_agent(
+        Settings(model="mock", data_dir=tmp_path / "data", workspace=ws, fsync=False, tokenizer="chars4"),
+        async_writer=False,
+        new=True,
+    )
+    try:
+        saved.session.add("user", "DECISION: Redis with a 15 minute TTL — café ✓")
+        app = make_app(saved)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await submit(pilot, app, "/export json")
+            await wait_until(pilot, lambda: any("exported to" in n.message for n in app._notifications), what="export")
+        out = ws / f"tailrent-{saved.session.id}.json"
+        data = json.loads(out.read_text(encoding="utf-8"))
+        assert "café ✓" in json.dumps(data, ensure_ascii=False)
+    finally:
+        close_agent(saved)
