@@ -85,6 +85,7 @@ def main() -> None:
     ap.add_argument("--engine", action="store_true", help="also run the article on llama.cpp (gemma3-270m)")
     ap.add_argument("--engine-steps", type=int, default=0, help="also run this many migration-week lines on it")
     ap.add_argument("--n-ctx", type=int, default=32768)
+    ap.add_argument("--no-json", action="store_true", help="print the tables only")
     args = ap.parse_args()
 
     everything = BenchResult()
@@ -117,9 +118,10 @@ def main() -> None:
             del server
             gc.collect()
 
-    print("```json")
-    print(json.dumps(everything.to_json(), indent=1))
-    print("```")
+    if not args.no_json:
+        print("```json")
+        print(json.dumps(everything.to_json(), indent=1))
+        print("```")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ BENCHES: list[tuple[str, str, list[str]]] = [
     ("article-local", "Policies on the article trace, local price sheet (re-evaluated tokens)", [TAILRENT, "bench", "--trace", "article", "--price", "local"]),
     ("week", "Policies on migration-week (issues 6, 8)", [TAILRENT, "bench", "--trace", "migration-week"]),
     ("week-local", "Policies on migration-week, local price sheet", [TAILRENT, "bench", "--trace", "migration-week", "--price", "local"]),
-    ("engine-article", "Predicted against measured on the real llama.cpp engine (issue 6)", [PY, "benchmarks/bench_policies.py", "--traces", "article", "--prices", "local", "--engine"]),
+    ("engine-article", "Predicted against measured on the real llama.cpp engine (issue 6)", [PY, "benchmarks/bench_policies.py", "--traces", "article", "--prices", "local", "--engine", "--no-json"]),
     ("shell", "run_shell streaming 1 GB into a spill: extra peak RSS (issue 7)", [PY, "benchmarks/shell_spill_bench.py"]),
     ("guard", "Fact guard speed (issue 8)", [PY, "benchmarks/guard_bench.py"]),
 ]
@@ -62,6 +62,16 @@ def run(key: str, title: str, cmd: list[str]) -> str:
     )
 
 
+def _sections(text: str) -> dict[str, str]:
+    """The sections of an existing RESULTS.md by title, so a partial run keeps the others."""
+    out: dict[str, str] = {}
+    parts = text.split("\n## ")
+    for part in parts[1:]:
+        title = part.split("\n", 1)[0].strip()
+        out[title] = "## " + part.rstrip() + "\n"
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*", choices=[b[0] for b in BENCHES])
@@ -70,7 +80,11 @@ def main() -> None:
     chosen = [b for b in BENCHES if not args.only or b[0] in args.only]
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
     summary = old[old.index(START) : old.index(END) + len(END)] if START in old and END in old else f"{START}\n{END}"
-    sections = [run(*b) for b in chosen]
+    kept = _sections(old)
+    for b in chosen:
+        kept[b[1]] = run(*b)
+    order = [b[1] for b in BENCHES]
+    sections = [kept[t] for t in order if t in kept]
     head = (
         "# Benchmark results\n\n"
         f"Regenerate with `.venv/bin/python benchmarks/results.py` (this run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "

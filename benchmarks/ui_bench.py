@@ -132,13 +132,15 @@ async def key_to_update(presses: int = 20) -> list[float]:
         await pilot.pause()
         cost = app.sidebar.pins.query_one(".cost")
         for i in range(presses):
-            want = "1 pins" if i % 2 == 0 else "0 pins"
+            want = "1 pin ·" if i % 2 == 0 else "0 pins ·"
             key = "p" if i % 2 == 0 else "u"
             t0 = time.perf_counter()
             # the key event straight into the app's queue, as a terminal sends it
             # (pilot.press waits for the app to be idle, which it never is while streaming)
             app.simulate_key(key)
             while want not in str(cost.render()):
+                if time.perf_counter() - t0 > 10:
+                    raise RuntimeError(f"the Pins panel never showed {want!r}: {cost.render()}")
                 await asyncio.sleep(0.0005)
             out.append(time.perf_counter() - t0)
         assert app.running, "the reply must still be streaming for this figure to mean anything"
