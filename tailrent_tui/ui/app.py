@@ -181,7 +181,42 @@ class TailrentApp(App[None]):
             self.notice_bar.show(notice)
         for error in self.theme_errors:
             self.notify(error, severity="warning", timeout=8)
+        journal = getattr(self.agent, "journal", None)
+        if journal is not None and hasattr(journal, "on_status"):
+            journal.on_status = self._journal_status
+        self._journal_retry: Any = None
         self.focus_at_start()
+
+    # -- the journal's health ---------------------------------------------------------
+
+    def _journal_status(self, writer: Any) -> None:
+        """The journal could not write (disk full, read-only) or has caught up again.
+
+        Unsaved events stay in memory, in order; they are retried every few
+        seconds and on every new event, and nothing already saved is touched.
+        """
+        error = writer.last_error
+        if error is not None:
+            reason = getattr(error, "strerror", None) or str(error)
+            self.notice_bar.show(
+                f"The session is not being saved: {reason} ({writer.path}). "
+                f"{writer.pending} change(s) are kept in memory and retried every 5 s; "
+                "free some space or fix the permissions — nothing is lost while tailrent runs.",
+                "error",
+            )
+            if self._journal_retry is None:
+                self._journal_retry = self.set_interval(5.0, self._retry_journal, name="journal retry")
+            return
+        if self._journal_retry is not None:
+            self._journal_retry.stop()
+            self._journal_retry = None
+        self.notice_bar.show(None)
+        self.notify("the session is saved again: every pending change is written")
+
+    def _retry_journal(self) -> None:
+        journal = getattr(self.agent, "journal", None)
+        if journal is not None and journal.pending:
+            self.run_worker(journal.retry(), group="journal", exit_on_error=False)
 
     def focus_at_start(self) -> None:
         """Where the focus starts: the input box, to type at once."""
