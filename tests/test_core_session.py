@@ -284,3 +284,13 @@ def test_a_pin_after_add_does_not_alter_the_journaled_event():
     m = s.add("user", "hello")
     s.pin(m.id)
     assert lines[0].message.pinned is False
+
+
+def test_a_reply_that_repeats_a_pinned_decision_is_not_pinned_twice():
+    from tailrent_tui.core.guard import DecisionDetector
+
+    s = make(decisions=DecisionDetector())
+    d = s.add("user", "DECISION: keep refresh tokens in Redis with a 15 minute TTL because mobile cannot persist them")
+    echo = s.add("assistant", "DECISION: keep refresh tokens in Redis with a 15 minute TTL because mobile cannot persist them. OK")
+    new = s.add("assistant", "DECISION: the queue retries 3 times because the broker drops 1% of messages")
+    assert d.pinned and not echo.pinned and new.pinned

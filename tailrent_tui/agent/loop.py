@@ -217,6 +217,12 @@ class Agent:
         if self._started:
             return
         self._started = True
+        resolve = getattr(self.model, "resolve_name", None)
+        if resolve is not None and not self.model.name:
+            try:
+                await resolve()
+            except ModelError:
+                pass  # the turn's own request reports the fault with its hint
         if self.settings.window is None:
             try:
                 window = await self.model.context_window()
@@ -471,8 +477,36 @@ class Agent:
         tool_calls = [ToolCall(id=c.id or f"call_{i}", name=c.name, arguments=c.arguments) for i, c in enumerate(calls)]
         reply = self.session.add("assistant", "".join(parts), tool_calls=tool_calls, meta=self._call_errors(calls))
         self._record_usage(predicted, usage)
+        if usage is not None and tools and not usage.tools_dropped:
+            self._check_schema_sent(usage, cb)
         await self.apply_policy()
         return reply, list(zip(tool_calls, calls)), usage
+
+    def _check_schema_sent(self, usage: Usage, cb: TurnCallbacks) -> None:
+        """A server whose whole prompt is smaller than the tool schema we sent ignored the tools.
+
+        llama.cpp's server does that unless it runs with --jinja. The model then
+        cannot call tools, and the rent prediction must stop counting the schema.
+        """
+        schema = self.session.tool_schema_tokens
+        if not schema or usage.prompt_tokens is None or usage.prompt_tokens >= schema:
+            return
+        msg = (
+            f"{self.model.name or 'the server'} reported a {usage.prompt_tokens:,}-token prompt, smaller than the "
+            f"{schema:,}-token tool schema sent with it: it ignores tools (llama.cpp's server needs --jinja), "
+            "so the model cannot call them. Rent predictions leave the schema out from now on."
+        )
+        self.session.tool_schema_tokens = 0
+        if self.rent is not None:
+            self.rent.rebase_head(self.session.head_tokens)
+        writer = getattr(self.session_dir, "update_meta", None)
+        if writer is not None:
+            try:
+                writer(tool_schema_tokens=0)
+            except OSError:
+                pass
+        self.session.note(msg, "warning")
+        cb.on_notice(msg, "warning")
 
     @staticmethod
     def _call_errors(calls: list[ToolCallChunk]) -> dict[str, Any]:

@@ -208,6 +208,12 @@ class RentModel:
             return True
         return False
 
+    def rebase_head(self, head_tokens: int) -> None:
+        """The head was mis-counted (a server that ignores the tool schema): fix the
+        previous request's record so the next prefix still compares with it."""
+        if self._previous:
+            self._previous[0] = (HEAD_ID, head_tokens)
+
     def expire(self) -> None:
         """Forget the cache (the model was unloaded, the server restarted)."""
         self._previous = None

@@ -325,10 +325,22 @@ class Session:
             and m.role in ("user", "assistant")
         ):
             auto = self.decisions.match(m.content)
+            if auto is not None and self._restates_a_pin(m.content):
+                auto = None
             if auto is not None:
                 m.pinned = True
         self.emit(MessageAdded(message=m, auto_pinned=auto, at=m.created))
         return self._index[m.id]
+
+    def _restates_a_pin(self, content: str) -> bool:
+        """Does this message open by repeating a pinned message (an echo or a quote-back)?
+
+        Pinning it again would rent the same decision twice on every turn.
+        """
+        head = " ".join(content.split()).lower()[:80]
+        if len(head) < 20:
+            return False
+        return any(head in " ".join(p.content.split()).lower() for p in self._messages if p.pinned)
 
     def pin(self, message_id: str) -> Pinned | None:
         """Pin a message: no fold may touch it. None if it was already pinned."""

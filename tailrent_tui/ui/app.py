@@ -227,7 +227,9 @@ class TailrentApp(App[None]):
             self.session.listeners.remove(self._on_session_event)
 
     def _sub_title(self) -> str:
-        model = getattr(getattr(self.agent, "model", None), "name", "?")
+        model = getattr(getattr(self.agent, "model", None), "name", "") or "(asking the server)"
+        # llama.cpp names its model by the file it loaded: the file name is enough
+        model = model.rsplit("/", 1)[-1]
         parts = [f"model {model}", f"policy {self.settings.policy}"]
         if self.session.id:
             parts.append(f"session {self.session.id}")
@@ -329,6 +331,8 @@ class TailrentApp(App[None]):
             self._queue.put_nowait(("turn_end", None))
             self.notify(f"the turn failed: {exc}", severity="error")
             return
+        # the server may have named its model on the first request
+        self.sub_title = self._sub_title()
         self._queue.put_nowait(("turn_end", result))
 
     async def approve(self, request: Any) -> str:
