@@ -489,7 +489,9 @@ class Agent:
         cannot call tools, and the rent prediction must stop counting the schema.
         """
         schema = self.session.tool_schema_tokens
-        if not schema or usage.prompt_tokens is None or usage.prompt_tokens >= schema:
+        # half the schema: the server counts with its own tokenizer, which can differ
+        # from ours by tens of percent, never by half
+        if not schema or usage.prompt_tokens is None or usage.prompt_tokens >= schema // 2:
             return
         msg = (
             f"{self.model.name or 'the server'} reported a {usage.prompt_tokens:,}-token prompt, smaller than the "
