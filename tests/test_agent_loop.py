@@ -96,34 +96,6 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
-
-@pytest.fixture
-async def make_agent(tmp_path: Path, workspace: Path, monkeypatch):
-    """Build agents like the app does, in a tmp data dir; closed (lock released) at the end."""
-    monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
-    agents = []
-
-    def make(script=None, **overrides):
-        values = {"model": "mock", "data_dir": tmp_path / "data", "workspace": workspace, "fsync": False}
-        values.update(overrides)
-        agent = build_agent(Settings(**values), async_writer=False, new=True)
-        if script is not None:
-            agent.model = MockModel(script)
-        agents.append(agent)
-        return agent
-
-    yield make
-    for agent in agents:
-        await agent.model.aclose()
-        close_agent(agent)
-
-
 # -- one turn with the mock ----------------------------------------------------------------
 
 

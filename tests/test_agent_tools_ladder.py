@@ -38,26 +38,6 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
-@pytest.fixture
-async def make_agent(tmp_path: Path, workspace: Path, monkeypatch):
-    monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
-    agents = []
-
-    def make(script=None, **overrides):
-        values = {"model": "mock", "data_dir": tmp_path / "data", "workspace": workspace, "fsync": False}
-        values.update(overrides)
-        agent = build_agent(Settings(**values), async_writer=False, new=True)
-        if script is not None:
-            agent.model = MockModel(script)
-        agents.append(agent)
-        return agent
-
-    yield make
-    for agent in agents:
-        await agent.model.aclose()
-        close_agent(agent)
-
-
 def call(name: str, **arguments) -> dict:
     return {"name": name, "arguments": arguments}
 

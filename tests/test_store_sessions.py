@@ -244,7 +244,7 @@ def _build_export_session(data: Path) -> SessionDir:
 
 
 def test_export_md_and_json_are_utf8_under_a_c_locale(tmp_path: Path) -> None:
-    sd = _build_export_session(tmp_path)
+    _build_export_session(tmp_path)
     env = {**os.environ, "LANG": "C", "LC_ALL": "C", "PYTHONIOENCODING": "ascii", "PYTHONUTF8": "0", "PYTHONPATH": str(ROOT)}
     out_md = tmp_path / "out.md"
     for args in (["--format", "md", "-o", str(out_md)], ["--format", "json"]):

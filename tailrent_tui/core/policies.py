@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tailrent_tui.core.messages import Event, Folded, FoldSkipped, Kind, Message
+from tailrent_tui.core.messages import Event, FoldSkipped, Kind, Message
 from tailrent_tui.core.rungs.fold import FoldArchive, fold_span, oldest_unpinned
 from tailrent_tui.core.rungs.spill import SpillStore, admit_tool_result, spill_message
 from tailrent_tui.core.rungs.truncate import truncate_text

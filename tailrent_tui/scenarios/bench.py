@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tailrent_tui.core.guard import find_expected
-from tailrent_tui.core.messages import Folded, Message, MessageAdded
+from tailrent_tui.core.messages import Folded, Message
 from tailrent_tui.core.policies import POLICY_NAMES, PolicyContext, PolicySettings, get_policy
 from tailrent_tui.core.rent import PriceSheet, RentModel, context_items, get_price_sheet
 from tailrent_tui.core.rungs import spill as spill_rung

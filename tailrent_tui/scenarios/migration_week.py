@@ -195,8 +195,8 @@ def _read_file(rng: random.Random, path: str) -> str:
 
 def _pytest_log(rng: random.Random, svc: str) -> str:
     n = rng.randint(8, 160)
-    out = [f"============================= test session starts ==============================",
-           f"platform linux -- Python 3.12.7, pytest-8.3.3, pluggy-1.5.0",
+    out = ["============================= test session starts ==============================",
+           "platform linux -- Python 3.12.7, pytest-8.3.3, pluggy-1.5.0",
            f"rootdir: /src/services/{svc}", f"collected {n} items", ""]
     failed = rng.random() < 0.3
     for i in range(n):
@@ -212,7 +212,7 @@ def _pytest_log(rng: random.Random, svc: str) -> str:
                 ">       assert resp.status_code == 201",
                 "E       assert 500 == 201",
                 f"tests/test_{w}.py:{rng.randint(10, 300)}: AssertionError",
-                f"=========================== short test summary info ============================",
+                "=========================== short test summary info ============================",
                 f"FAILED tests/test_{w}.py::test_{w}_roundtrip - assert 500 == 201",
                 f"========================= 1 failed, {n} passed in {rng.uniform(1, 90):.2f}s ========================="]
     else:

@@ -1,0 +1,40 @@
+"""Fixtures shared by the agent tests: agents built as the app builds them, in tmp dirs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tailrent_tui.agent.build import build_agent, close_agent
+from tailrent_tui.models.mock import MockModel
+from tailrent_tui.settings import Settings
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty workspace; a test module may override it with one that holds files."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+async def make_agent(tmp_path: Path, workspace: Path, monkeypatch):
+    """Build agents like the app does, in a tmp data dir; closed (lock released) at the end."""
+    monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
+    agents = []
+
+    def make(script=None, **overrides):
+        values = {"model": "mock", "data_dir": tmp_path / "data", "workspace": workspace, "fsync": False}
+        values.update(overrides)
+        agent = build_agent(Settings(**values), async_writer=False, new=True)
+        if script is not None:
+            agent.model = MockModel(script)
+        agents.append(agent)
+        return agent
+
+    yield make
+    for agent in agents:
+        await agent.model.aclose()
+        close_agent(agent)
