@@ -208,3 +208,19 @@ def test_ask_as_a_real_process(home, ws):
     assert plain.returncode == 0, plain.stderr
     msgs = journal_messages(home, out["session"])
     assert len(msgs) == 4 and plain.stdout.strip() == msgs[-1].content.strip()
+
+
+def test_with_no_model_asked_ollama_is_used_when_it_answers(fake_ollama, monkeypatch, tmp_path):  # noqa: F811
+    from tailrent_tui.agent.build import pick_model
+    from tailrent_tui.models.mock import MockModel
+    from tailrent_tui.models.ollama import OllamaModel
+    from tailrent_tui.settings import Settings
+
+    monkeypatch.setenv("OLLAMA_HOST", fake_ollama.url)
+    model, notice = pick_model(Settings())
+    assert isinstance(model, OllamaModel) and model.name and notice is None
+
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # the discard port: nothing listens
+    model, notice = pick_model(Settings())
+    assert isinstance(model, MockModel)
+    assert "No model server answered at http://127.0.0.1:9" in notice and "--model" in notice

@@ -47,6 +47,20 @@ class BuildError(RuntimeError):
     """The agent could not be built (unknown session, bad model spec, a locked session)."""
 
 
+def _port_open(host: str, timeout: float) -> bool:
+    """A bare TCP connect: the cheap answer to "is anything listening there?"."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(host)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
 def _first_ollama_model(host: str, timeout: float) -> str | None:
     response = httpx.get(f"{host}/api/tags", timeout=timeout)
     response.raise_for_status()
@@ -78,6 +92,8 @@ def pick_model(settings: Settings, *, probe_timeout: float = PROBE_TIMEOUT) -> t
         return OllamaModel(name, host=host, num_ctx=settings.window, keep_alive=settings.keep_alive, read_timeout=read_timeout), None
     host = ollama_host(os.environ.get("OLLAMA_HOST", ""))
     try:
+        if not _port_open(host, probe_timeout):
+            raise httpx.ConnectError(f"nothing listens at {host}")
         name = _first_ollama_model(host, probe_timeout)
     except (httpx.HTTPError, ValueError):
         return MockModel(), f"No model server answered at {host}: running on the mock model. To use a real model, {CONNECT_HOW}."
