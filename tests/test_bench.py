@@ -92,3 +92,25 @@ def test_engine_measures_what_we_predict(llama_server):
         # prediction and measurement in the engine's own tokens agree within 10%
         assert abs(e.predicted_prompt_tokens - e.prompt_tokens) <= 0.1 * e.prompt_tokens, name
         assert abs(e.evaluated_error) <= 0.10, (name, e)
+
+
+@pytest.mark.engine
+def test_engine_model_writes_the_summaries_and_the_prediction_still_agrees(llama_server):
+    records = [{"trace": "tiny-folds", "window": 1200, "system": "You are a terse assistant for a migration."}]
+    for i in range(6):
+        records += [
+            {"role": "user", "content": f"Step {i}: look at the orders service config and report."},
+            {"role": "tool", "tool": "read_file", "content": "\n".join(f"key_{i}_{j} = {j * 7}" for j in range(30))},
+            {"role": "assistant", "content": f"Step {i} done: the config has 30 keys, nothing odd."},
+        ]
+    trace = load_trace(records)
+    res = run_bench(trace, ["ladder"], engine=f"openai:{llama_server}", price_sheet="local", summarizer="model")
+    t = res.traces[0]
+    p = t.policies["ladder"]
+    assert t.summarizer == "model"
+    assert p.folds > 0, "the trace must fold for the model to summarize"
+    e = p.engine
+    assert e is not None and e.requests == 6
+    # summary requests in between leave the conversation's cache in place, as predicted
+    assert e.cached_tokens > 0
+    assert abs(e.evaluated_error) <= 0.10, e

@@ -423,6 +423,37 @@ class _Engine:
         self.loop.close()
 
 
+class _EngineSummarizer:
+    """Fold summaries written by the engine's own model (`--summarizer model`).
+
+    A summary is a request with another prefix. llama.cpp's server serves it
+    without dropping the conversation's KV cache (measured on gemma3-270m: the
+    same evaluated tokens with and without summary requests in between), so the
+    rent model charges nothing extra for it. Replies are capped; the 270M base
+    model writes noise, which the fact guard then has to repair.
+    """
+
+    name = "model"
+
+    def __init__(self, engine: _Engine, max_tokens: int = 160) -> None:
+        from tailrent_tui.models.mock import ModelSummarizer
+
+        self.engine = engine
+        self.inner = ModelSummarizer(engine.model, options={"temperature": 0, "max_tokens": max_tokens})
+        self.calls = 0
+
+    def summarize(self, messages: Sequence[Message]) -> str:
+        from tailrent_tui.models.errors import ModelError
+
+        self.calls += 1
+        try:
+            return self.engine.loop.run_until_complete(
+                self.inner.asummarize([{"role": m.role, "content": m.content} for m in messages])
+            )
+        except ModelError as exc:
+            raise BenchError(f"the engine's model could not summarize: {exc.message}") from exc
+
+
 def measure_template_overhead(engine: _Engine, counter: EngineCounter) -> tuple[int, int]:
     """(per-message, fixed) prompt tokens the chat template adds, from two requests."""
     one = [{"role": "user", "content": "hello there"}]
@@ -468,9 +499,7 @@ def _run_with_engine(trace, policies, engine_spec, summarizer, sheet, settings, 
             raise BenchError(f"cannot reach the engine's /tokenize at {base}: {exc}") from exc
         eng.per_message, eng.base_overhead = measure_template_overhead(eng, counter)
         trace.check_window(counter)
-        if summarizer == "model":
-            raise BenchError("summarizer 'model' is not wired into the engine path yet; use a mock summarizer")
-        summ = get_summarizer(summarizer)
+        summ = _EngineSummarizer(eng) if summarizer == "model" else get_summarizer(summarizer)
         # The engine keeps one KV cache whatever the clock says: its TTL is infinite
         # within a run; only a different prefix evicts it.
         local = sheet.with_ttl(math.inf).model_copy(update={"min_cacheable": 0})
