@@ -31,6 +31,7 @@ from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import LossySummarizer, Summarizer
 from tailrent_tui.models.base import ChatModel, TextDelta, ThinkingDelta, ToolCallChunk, Usage
 from tailrent_tui.models.errors import ModelError, ToolsUnsupported
+from tailrent_tui.models.mock import MockExtractiveSummarizer
 from tailrent_tui.settings import Settings
 
 Approval = Literal["once", "prefix", "deny"]
@@ -192,7 +193,8 @@ class Agent:
         self.journal = journal
         self.session_dir = session_dir
         self.summarizer: Any = summarizer or LossySummarizer()
-        self.fallback_summarizer: Summarizer = LossySummarizer()
+        # when the model cannot summarize (or a policy needs a summary synchronously)
+        self.fallback_summarizer: Summarizer = SyncSummarizerAdapter(MockExtractiveSummarizer())
         self.notice = notice
         self.rent = rent
         self.is_sub = is_sub
@@ -204,12 +206,10 @@ class Agent:
         # run_shell streams output past its in-memory cap into a raw spill file
         self.tool_ctx = ToolContext(root=workspace, caps=settings.caps, spill_sink=open_raw)
         self.extra_tools = session_tools.build(self)
-        self._last_request_at: float | None = None
         self._cb: TurnCallbacks | None = None
         self.cold_resume = False
         if self.archive is None:
             self.archive = MemoryFoldArchive()
-
         self._started = False
 
     async def start(self) -> None:
