@@ -224,3 +224,16 @@ def test_with_no_model_asked_ollama_is_used_when_it_answers(fake_ollama, monkeyp
     model, notice = pick_model(Settings())
     assert isinstance(model, MockModel)
     assert "No model server answered at http://127.0.0.1:9" in notice and "--model" in notice
+
+
+def test_a_new_session_is_named_after_its_first_message(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAILRENT_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
+    runner = CliRunner()
+    first = "Where should refresh tokens live, and for how long? We need to decide today, " + "x" * 40
+    assert runner.invoke(cli, ["--model", "mock", "ask", first]).exit_code == 0
+    assert runner.invoke(cli, ["--model", "mock", "ask", "--continue", "and the queue?"]).exit_code == 0
+    listed = json.loads(runner.invoke(cli, ["sessions", "--json"]).output)
+    assert len(listed) == 1
+    title = listed[0]["title"]
+    assert title.startswith("Where should refresh tokens live") and title.endswith("…") and len(title) == 61

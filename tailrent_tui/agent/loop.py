@@ -345,6 +345,19 @@ class Agent:
         body = f"[delegate {sub_id}: {len(sub_session.messages)} messages, {sub_tokens:,} tokens in its own context]\n{answer}"
         return ToolOutcome(content=body, meta={"kind": Kind.delegate_result.value, "sub_session": sub_id})
 
+    def _title_from(self, text: str) -> None:
+        """A session with no title is named after its first message, as `tailrent sessions` shows it."""
+        sd = self.session_dir
+        if sd is None or self.is_sub or getattr(self, "_titled", False):
+            return
+        self._titled = True
+        try:
+            if not sd.read_meta().title:
+                line = " ".join(text.strip().split())
+                sd.update_meta(title=line[:60] + ("…" if len(line) > 60 else ""))
+        except (OSError, LookupError, ValueError) as exc:
+            self.session.note(f"could not name the session: {exc}", "warning")
+
     def _archive_sub(self, sub_id: str, sub_session: Session) -> None:
         """Keep the sub-session's whole transcript in the session directory (subs/<id>.json)."""
         import json
@@ -401,6 +414,7 @@ class Agent:
             if not text.strip():
                 raise ValueError("empty message: type something, or /help")
             self.session.add("user", text)
+            self._title_from(text)
             await self.apply_policy()
         tools = self.offered_tools()
         for _step in range(MAX_STEPS):
