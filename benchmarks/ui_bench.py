@@ -47,9 +47,10 @@ async def _run_until_first_frame(app) -> None:
 
 def child_cold_start(t0: float) -> None:
     """In a fresh interpreter: imports, settings, build_agent (no server: the mock), first frame."""
-    from tailrent_tui.agent.build import aclose_agent, build_agent
+    from tailrent_tui.agent.build import build_agent
     from tailrent_tui.settings import load_settings
     from tailrent_tui.ui.app import TailrentApp
+    from tailrent_tui.ui.launch import close_agent_sync
 
     tmp = Path(tempfile.mkdtemp())
     os.environ["OLLAMA_HOST"] = "http://127.0.0.1:9"  # nothing listens there: the probe fails fast
@@ -61,7 +62,7 @@ def child_cold_start(t0: float) -> None:
     asyncio.run(_run_until_first_frame(app))
     print(f"{app.first_frame_at - t0:.4f} {t_imported - t0:.4f} {t_agent - t_imported:.4f} "
           f"{app.first_frame_at - t_agent:.4f} {agent.model.name}")
-    asyncio.run(aclose_agent(agent))
+    close_agent_sync(agent)  # the app's loop has ended, as in `tailrent`
 
 
 def cold_start(runs: int = 3) -> list[float]:
@@ -82,9 +83,10 @@ def cold_start(runs: int = 3) -> list[float]:
 
 def open_big_session(n: int = 10_000) -> tuple[float, float]:
     """(seconds to replay the journal with build_agent, seconds from the app to its first frame)."""
-    from tailrent_tui.agent.build import aclose_agent, build_agent, close_agent
+    from tailrent_tui.agent.build import build_agent, close_agent
     from tailrent_tui.settings import load_settings
     from tailrent_tui.ui.app import TailrentApp
+    from tailrent_tui.ui.launch import close_agent_sync
 
     tmp = Path(tempfile.mkdtemp())
     os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")
@@ -108,7 +110,7 @@ def open_big_session(n: int = 10_000) -> tuple[float, float]:
     t2 = time.perf_counter()
     asyncio.run(_run_until_first_frame(app))
     frame = app.first_frame_at - t2
-    asyncio.run(aclose_agent(agent))
+    close_agent_sync(agent)  # the app's loop has ended, as in `tailrent`
     return t1 - t0, frame
 
 

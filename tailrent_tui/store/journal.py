@@ -538,6 +538,46 @@ class AsyncJournalWriter(_JournalState):
             self._file = None
         return ok
 
+    def close_sync(self) -> bool:
+        """After the event loop has ended: write what is still queued with plain
+        writes and close. True if nothing is left pending.
+
+        The app's loop is gone by the time the process tidies up, and aiofiles
+        cannot run without it, so the last lines go out the synchronous way.
+        """
+        raw = getattr(self._file, "_file", None) if self._file is not None else None
+        if raw is not None:
+            raw.close()
+        self._file = None
+        self._task = None
+        if not self._queue:
+            return True
+        try:
+            self._prepare_open()
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND, FILE_MODE)
+            try:
+                while self._queue:
+                    data, is_event = self._queue[0]
+                    view = memoryview(data)
+                    while self._offset < len(data):
+                        self._offset += os.write(fd, view[self._offset :])
+                    self._queue.popleft()
+                    self._offset = 0
+                    self.saved += is_event
+                if self.fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self.last_error = exc
+            return False
+        self.last_error = None
+        return True
+
+    def unsaved_lines(self) -> list[bytes]:
+        """The event lines still pending (whole lines, for a rescue file)."""
+        return [data for data, is_event in self._queue if is_event]
+
     def close(self) -> None:
         """Close without waiting (the file is closed by the drain task's owner loop on exit)."""
         if self._file is not None and self._task is not None and self._task.done():

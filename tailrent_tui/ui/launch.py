@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import click
@@ -33,7 +32,32 @@ def launch(flags: dict[str, Any]) -> None:
 
 
 def close_agent_sync(agent: Any) -> None:
-    """Flush the journal and release the session's lock after the app's loop has ended."""
-    from tailrent_tui.agent.build import aclose_agent
+    """Flush the journal and release the session's lock after the app's loop has ended.
 
-    asyncio.run(aclose_agent(agent))
+    The loop that ran the app is closed by now, so the journal's last lines are
+    written synchronously. If they still cannot be written (the disk is still
+    full), they go to a rescue file in the temp directory and the terminal says
+    where: nothing is lost silently.
+    """
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from tailrent_tui.store.sessions import close_session
+
+    journal = agent.journal
+    if journal is None:
+        return
+    if hasattr(journal, "close_sync") and not journal.close_sync():
+        rescue = Path(tempfile.gettempdir()) / f"tailrent-unsaved-{agent.session.id}.jsonl"
+        try:
+            rescue.write_bytes(b"".join(journal.unsaved_lines()))
+            where = f"they are in {rescue}; append them to {journal.path} once it can be written"
+        except OSError as exc:
+            where = f"and the rescue file {rescue} could not be written either ({exc})"
+        print(
+            f"tailrent: {journal.pending} change(s) could not be saved to {journal.path} "
+            f"({journal.last_error}); {where}",
+            file=sys.stderr,
+        )
+    close_session(agent.session, journal)
