@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from tailrent_tui.agent.loop import Agent, SyncSummarizerAdapter
+from tailrent_tui.agent.loop import Agent
 from tailrent_tui.core.guard import DecisionDetector
 from tailrent_tui.core.rent import RentModel, context_items, get_price_sheet
 from tailrent_tui.core.tokens import get_counter
@@ -112,7 +112,7 @@ def pick_summarizer(settings: Settings, model: ChatModel) -> Any:
         from tailrent_tui.core.summarize import LossySummarizer
 
         return LossySummarizer()
-    return SyncSummarizerAdapter(MockExtractiveSummarizer())
+    return MockExtractiveSummarizer()
 
 
 def decision_detector(settings: Settings) -> DecisionDetector | None:

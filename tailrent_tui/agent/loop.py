@@ -152,17 +152,6 @@ def wire_messages(session: Session) -> list[dict[str, Any]]:
     return out
 
 
-class SyncSummarizerAdapter:
-    """Wraps a dict-based summarizer (models/mock) so core can call it with Messages."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = getattr(inner, "name", type(inner).__name__)
-
-    def summarize(self, messages: Any) -> str:
-        return self.inner.summarize([{"role": m.role, "content": m.content} for m in messages])
-
-
 class Agent:
     """The session, the model, the stores and the policy, behind one set of actions."""
 
@@ -194,7 +183,7 @@ class Agent:
         self.session_dir = session_dir
         self.summarizer: Any = summarizer or LossySummarizer()
         # when the model cannot summarize (or a policy needs a summary synchronously)
-        self.fallback_summarizer: Summarizer = SyncSummarizerAdapter(MockExtractiveSummarizer())
+        self.fallback_summarizer: Summarizer = MockExtractiveSummarizer()
         self.notice = notice
         self.rent = rent
         self.is_sub = is_sub
@@ -682,7 +671,7 @@ class Agent:
         asummarize = getattr(self.summarizer, "asummarize", None)
         if asummarize is not None:
             try:
-                text = await asummarize([{"role": m.role, "content": m.content} for m in span])
+                text = await asummarize(span)
                 return text, getattr(self.summarizer, "name", "model")
             except ModelError as exc:
                 self.session.note(

@@ -284,33 +284,26 @@ class LadderPolicy(Policy):
             if isinstance(ev, FoldSkipped) or session.context_tokens <= target or session.context_tokens >= before:
                 return
 
-    def after_add(self, session: Session, ctx: PolicyContext) -> list[Event]:
-        s = ctx.settings
-        if session.context_tokens <= s.trigger_tokens:
+    def _shrink(self, session: Session, ctx: PolicyContext, limit: int, trigger: str) -> list[Event]:
+        """Past `limit`: re-spill big inline results, then if still past it, fold to the target."""
+        if session.context_tokens <= limit:
             return []
         events, done = _capture(session)
         try:
-            self.respill(session, ctx, s.target_tokens)
-            if session.context_tokens > s.trigger_tokens:
-                self.fold(session, ctx, "ladder: past the fold trigger")
+            self.respill(session, ctx, ctx.settings.target_tokens)
+            if session.context_tokens > limit:
+                self.fold(session, ctx, trigger)
         finally:
             done()
         return events
 
+    def after_add(self, session: Session, ctx: PolicyContext) -> list[Event]:
+        return self._shrink(session, ctx, ctx.settings.trigger_tokens, "ladder: past the fold trigger")
+
     def on_resume(self, session: Session, ctx: PolicyContext) -> list[Event]:
         # The cache is gone: the whole context is rewritten on this request
         # anyway, so a fold now costs no extra re-evaluation and shrinks the rewrite.
-        s = ctx.settings
-        if session.context_tokens <= s.target_tokens:
-            return []
-        events, done = _capture(session)
-        try:
-            self.respill(session, ctx, s.target_tokens)
-            if session.context_tokens > s.target_tokens:
-                self.fold(session, ctx, "ladder: resume after the cache expired")
-        finally:
-            done()
-        return events
+        return self._shrink(session, ctx, ctx.settings.target_tokens, "ladder: resume after the cache expired")
 
 
 POLICIES: dict[str, type[Policy]] = {

@@ -32,6 +32,9 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tailrent_tui.core.summarize import first_words
+from tailrent_tui.core.tokens import chars4
+
 from .base import (
     ChatModel,
     Chunk,
@@ -76,9 +79,11 @@ _LATE_FAULTS: dict[str, Callable[[], ModelError]] = {
 FAULTS = tuple(_EARLY_FAULTS) + tuple(_LATE_FAULTS)
 
 
-def chars4(text: str) -> int:
-    """The article's token estimator: chars / 4, at least 1, 0 for empty text."""
-    return max(1, len(text) // 4) if text else 0
+def role_content(m: Any) -> tuple[str, str]:
+    """(role, content) of a wire dict or a core Message: the summarizers take either."""
+    if isinstance(m, Mapping):
+        return str(m["role"]), str(m.get("content", ""))
+    return str(m.role), str(m.content)
 
 
 def load_script(script: str | Path | Sequence[Any] | None) -> list[dict[str, Any]]:
@@ -292,12 +297,12 @@ class MockLossySummarizer:
     name = "mock-lossy"
     words = 12
 
-    def summarize(self, messages: Sequence[Mapping[str, Any]]) -> str:
+    def summarize(self, messages: Sequence[Any]) -> str:
         lines = []
         for m in messages:
-            words = [w for w in str(m.get("content", "")).split(" ") if w]
-            kept = " ".join(words[: self.words])
-            lines.append(f"- {m['role']}: {kept}{'...' if len(words) > self.words else ''}\n")
+            role, content = role_content(m)
+            words, more = first_words(content, self.words)
+            lines.append(f"- {role}: {' '.join(words)}{'...' if more else ''}\n")
         return "".join(lines).rstrip(_DOTNET_WHITESPACE)
 
 
@@ -331,11 +336,12 @@ class MockExtractiveSummarizer:
     name = "mock-extractive"
     short_words = 6
 
-    def summarize(self, messages: Sequence[Mapping[str, Any]]) -> str:
+    def summarize(self, messages: Sequence[Any]) -> str:
         lines = []
         for m in messages:
             parts = []
-            for sentence in _SENTENCE_END.split(str(m.get("content", ""))):
+            role, content = role_content(m)
+            for sentence in _SENTENCE_END.split(content):
                 sentence = sentence.strip()
                 if not sentence:
                     continue
@@ -345,7 +351,7 @@ class MockExtractiveSummarizer:
                     words = sentence.split()
                     cut = len(words) > self.short_words
                     parts.append(" ".join(words[: self.short_words]) + ("..." if cut else ""))
-            lines.append(f"- {m['role']}: {' '.join(parts)}")
+            lines.append(f"- {role}: {' '.join(parts)}")
         return "\n".join(lines)
 
 
@@ -373,14 +379,14 @@ class ModelSummarizer:
         self.name = f"model:{model.name}"
         self.last_usage: Usage | None = None
 
-    def request_messages(self, messages: Sequence[Mapping[str, Any]]) -> list[WireMessage]:
-        transcript = "\n\n".join(f"[{m['role']}] {m.get('content', '')}" for m in messages)
+    def request_messages(self, messages: Sequence[Any]) -> list[WireMessage]:
+        transcript = "\n\n".join("[{}] {}".format(*role_content(m)) for m in messages)
         return [
             {"role": "system", "content": self.prompt},
             {"role": "user", "content": f"Summarize this part of the conversation:\n\n{transcript}"},
         ]
 
-    async def asummarize(self, messages: Sequence[Mapping[str, Any]]) -> str:
+    async def asummarize(self, messages: Sequence[Any]) -> str:
         parts = []
         async for chunk in self.model.stream(self.request_messages(messages), options=self.options):
             if isinstance(chunk, TextDelta):

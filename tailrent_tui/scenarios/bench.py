@@ -67,17 +67,6 @@ class CachingCounter:
         return n
 
 
-class _DictAdapter:
-    """Feeds core Messages to a summarizer that takes role/content mappings (models.mock)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = inner.name
-
-    def summarize(self, messages: Sequence[Message]) -> str:
-        return self.inner.summarize([{"role": m.role, "content": m.content} for m in messages])
-
-
 def get_summarizer(name: str) -> Summarizer:
     if name == "mock-lossy":
         return LossySummarizer()
@@ -86,7 +75,7 @@ def get_summarizer(name: str) -> Summarizer:
             from tailrent_tui.models.mock import MockExtractiveSummarizer
         except ImportError as exc:
             raise BenchError(f"summarizer 'mock-extractive' is not available ({exc})") from exc
-        return _DictAdapter(MockExtractiveSummarizer())
+        return MockExtractiveSummarizer()
     if name == "model":
         raise BenchError("summarizer 'model' needs --engine (the engine's model writes the summaries)")
     raise BenchError(f"unknown summarizer {name!r}: choose one of {', '.join(SUMMARIZERS)}")
@@ -448,7 +437,7 @@ class _EngineSummarizer:
         self.calls += 1
         try:
             return self.engine.loop.run_until_complete(
-                self.inner.asummarize([{"role": m.role, "content": m.content} for m in messages])
+                self.inner.asummarize(messages)
             )
         except ModelError as exc:
             raise BenchError(f"the engine's model could not summarize: {exc.message}") from exc

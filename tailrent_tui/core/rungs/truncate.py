@@ -50,12 +50,3 @@ def truncate_text(
     cut = f"[{label} truncated: {', '.join(reasons)}{more}]"
     body = kept if kept.endswith("\n") or not kept else kept + "\n"
     return Truncated(text=body + cut, cut=cut)
-
-
-def decode_output(data: bytes) -> tuple[str, bool]:
-    """Decode tool output as UTF-8; non-UTF-8 bytes are replaced and flagged."""
-    try:
-        return data.decode("utf-8"), False
-    except UnicodeDecodeError:
-        text = data.decode("utf-8", errors="replace")
-        return f"[binary or non-UTF-8 output: {len(data):,} bytes decoded with replacement]\n{text}", True
