@@ -14,7 +14,7 @@ import json
 import random
 import time
 
-from tailrent_tui.core.rungs.fold import fold_to_target
+from tailrent_tui.core.rungs.fold import fold_span, span_to_target
 from tailrent_tui.core.rungs.spill import MemorySpillStore, admit_tool_result
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import LossySummarizer
@@ -50,7 +50,7 @@ def run(counter_name: str, texts: list[tuple[str, str]]) -> dict:
                 s.pin(m.id)
                 pins += 1
         if s.context_tokens > 180_000:
-            fold_to_target(s, target_tokens=70_000, summarizer=summarizer, guard="off")
+            fold_span(s, span_to_target(s, 70_000), summarizer=summarizer, guard="off")
             folds += 1
     dt = time.perf_counter() - t0
     return {"counter": counter_name, "seconds": dt, "per_second": len(texts) / dt, "folds": folds, "spills": spills, "pins": pins}

@@ -54,7 +54,7 @@ print(json.dumps({{"parse_only": parse_only, "seconds": dt, "rss_delta": rss1 - 
 
 
 def write_journal(data: Path, events: int, seed: int = 7) -> tuple[Path, dict]:
-    from tailrent_tui.core.rungs.fold import fold_to_target
+    from tailrent_tui.core.rungs.fold import fold_span, span_to_target
     from tailrent_tui.core.rungs.spill import admit_tool_result
     from tailrent_tui.core.messages import UsageRecorded
     from tailrent_tui.core.summarize import LossySummarizer
@@ -76,7 +76,7 @@ def write_journal(data: Path, events: int, seed: int = 7) -> tuple[Path, dict]:
     while w.saved < events:
         if s.context_tokens > trigger:
             # what the ladder does: one big fold from the trigger down to the target
-            fold_to_target(s, target_tokens=target, summarizer=summarizer, guard="off", archive=sd.archive())
+            fold_span(s, span_to_target(s, target), summarizer=summarizer, guard="off", archive=sd.archive())
             kind = "fold"
         else:
             r = rng.random()

@@ -52,8 +52,13 @@ class Settings(BaseModel):
     decision_patterns: list[str] | None = Field(
         None, description="Regexes that auto-pin decision messages; unset = the built-in list"
     )
-    guard: Literal["repair", "report", "off"] = Field(
-        "repair", description="Fold guard: repair appends lost facts to the summary verbatim; report only records them"
+    guard: Literal["repair", "report", "off"] | None = Field(
+        None,
+        description="Fold guard: repair appends lost facts to the summary verbatim; report only records them; "
+        "unset = the policy's own (ladder repairs; the baselines report, as the harnesses they reproduce)",
+    )
+    pin_share: float = Field(
+        0.4, gt=0, le=1, description="Pins may hold this share of the window; past it auto-pinning stops and asks you to unpin"
     )
     fsync: bool = Field(True, description="fsync the journal after every event")
     yolo: bool = Field(False, description="Run shell and file-writing tools without asking")
@@ -67,7 +72,9 @@ class Settings(BaseModel):
     prune_watermark_lines: int = Field(2000, ge=100, description="The transcript keeps about this many lines of widgets; older ones load back on scroll")
     decisions_file: str | None = Field(None, description="Also write pinned decisions to this file in the workspace (e.g. DECISIONS.md)")
     delegate_answer_cap: int = Field(1500, ge=50, description="A delegate's final answer is capped to this many tokens before it enters the parent")
-    max_reply_tokens: int | None = Field(None, ge=1, description="Cap on each reply's tokens (sent as max_tokens / num_predict); unset = the server's default")
+    max_reply_tokens: int | None = Field(
+        None, ge=1, description="Cap on each reply's tokens (sent as max_tokens / num_predict), kept free in the window; unset = an eighth of the window (at least 256)"
+    )
     request_timeout: float = Field(300.0, gt=0, description="Read timeout for model requests, in seconds")
 
     @field_validator("decision_patterns")

@@ -449,9 +449,14 @@ async def test_tiny_window_folds_under_ladder_only(make_agent, policy):
     else:
         assert not agent.session.folds
         assert agent.session.context_tokens > trigger
-        await agent.turn("What did we decide?")
+        sent = len(agent.model.requests)
+        result = await agent.turn("What did we decide?")
         assert not agent.session.folds
-        assert len(agent.session.messages) == 2 * (turns + 1)
+        # `none` never folds, and a request past the window (with room for the reply) is never sent
+        assert agent.session.context_tokens + agent.reply_cap() > agent.session.window
+        assert result.error is not None and result.error.message.startswith("not sent")
+        assert len(agent.model.requests) == sent
+        assert agent.session.messages[-1].content == "What did we decide?"
 
 
 async def test_ladder_folds_with_the_model_as_summarizer(make_agent):

@@ -39,11 +39,8 @@ async def _resume_and_ask(settings: Settings, monkeypatch, seconds_later: float)
     agent = build_agent(settings, {"continue_": True}, async_writer=False)
     monkeypatch.setattr(build_mod.time, "time", real)
     try:
-        if seconds_later:
-            # the agent's own clock for the rent's TTL check
-            from tailrent_tui.agent import loop as loop_mod
-
-            monkeypatch.setattr(loop_mod.time, "time", lambda: real() + seconds_later)
+        # the session's clock is the agent's for the rent's TTL check
+        agent.session.clock = lambda: real() + seconds_later
         result = await agent.turn("and now?", None)
         assert result.error is None
         return agent, agent.session.usage[-1]

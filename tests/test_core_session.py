@@ -7,9 +7,8 @@ from tailrent_tui.core.rungs.fold import (
     FoldAborted,
     MemoryFoldArchive,
     fold_span,
-    fold_to_target,
     oldest_unpinned,
-    select_span,
+    span_to_target,
 )
 from tailrent_tui.core.rungs.spill import MemorySpillStore, SpillStoreError, admit_tool_result, spill_message
 from tailrent_tui.agent.tools.base import decode_output
@@ -159,7 +158,7 @@ def test_manual_spill_replaces_content_with_a_pointer():
     assert s.get(m.id).kind == Kind.spill_pointer
     assert store.read_spill(ev.spill_id) == "long " * 100
     assert s.context_tokens == before - ev.tokens_before + ev.pointer_tokens
-    with pytest.raises(SessionError, match="only content can be spilled"):
+    with pytest.raises(SessionError, match="already spilled"):
         spill_message(s, m.id, store)
 
 
@@ -208,24 +207,28 @@ def test_fold_at_front_and_depth_of_a_fold_of_a_fold():
     assert f3.fold.depth == 3
 
 
-def test_select_span_reaches_the_target_and_keeps_recent():
+def test_span_to_target_reaches_the_target_and_keeps_recent():
     s = make(window=1000)
     for i in range(40):
         s.add("user", "y" * 100)  # 25 tokens each
-    span = select_span(s, target_tokens=500, keep_recent=2)
+    span = span_to_target(s, 500, keep_recent=2)
     freed = sum(s.get(i).tokens for i in span)
     assert s.context_tokens - freed <= 500
     assert s.messages[-1].id not in span and s.messages[-2].id not in span
 
 
-def test_fold_to_target_is_one_big_fold():
+def test_span_to_target_takes_earlier_summaries_last():
     s = make(window=1000)
-    for i in range(40):
+    for i in range(10):
         s.add("user", f"filler line {i} with some words " * 3)
-    before = s.context_tokens
-    ev = fold_to_target(s, target_tokens=350, summarizer=LossySummarizer(), guard="off")
-    assert ev.type == "folded" and len(s.folds) == 1
-    assert s.context_tokens < before and s.context_tokens <= 350 + ev.fold.tokens_after
+    fold_span(s, oldest_unpinned(s, 4), summarizer=LossySummarizer(), guard="off")
+    summary = s.messages[0]
+    for i in range(20):
+        s.add("user", f"more filler {i} with words " * 3)
+    span = span_to_target(s, s.context_tokens - 100)
+    assert summary.id not in span and span[0] == s.messages[1].id
+    everything = span_to_target(s, 0)
+    assert summary.id in everything and s.messages[-1].id not in everything
 
 
 class FailingArchive(MemoryFoldArchive):
@@ -267,10 +270,11 @@ def test_replay_of_events_rebuilds_the_session_exactly():
         admit_tool_result(s, "grep", "match " * (i * 7), store, threshold=40)
     s.pin(s.messages[5].id)
     s.add_watch("Redis")
-    spill_message(s, s.messages[7].id, store)
+    s.add("user", "a long paste " * 80)
+    spill_message(s, s.messages[-1].id, store)
     fold_span(s, oldest_unpinned(s, 6), summarizer=LossySummarizer(), guard="off")
     s.unpin(s.messages[1].id) if s.messages[1].pinned else None
-    fold_span(s, select_span(s, target_tokens=100), summarizer=LossySummarizer(), guard="off")
+    fold_span(s, span_to_target(s, 100), summarizer=LossySummarizer(), guard="off")
     r = replay([EventAdapter.validate_json(e) for e in events], counter=get_counter("chars4"), system="sys")
     assert [m.model_dump() for m in r.messages] == [m.model_dump() for m in s.messages]
     assert r.totals == s.totals and r.watch == ["Redis"]

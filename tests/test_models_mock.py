@@ -7,6 +7,9 @@ import json
 
 import pytest
 
+from tailrent_tui.core.summarize import check_summary
+from tailrent_tui.core.tokens import chars4
+
 from tailrent_tui.models import (
     Busy,
     ChatModel,
@@ -224,14 +227,22 @@ def test_extractive_summarizer_keeps_facts_verbatim_and_shortens_the_rest():
 async def test_model_summarizer_asks_to_keep_facts_and_returns_the_reply():
     mock = MockModel(["- refresh tokens: Redis, 15 minute TTL, rotate on use, because mobile."])
     summarizer = ModelSummarizer(mock)
-    summary = await summarizer.asummarize([{"role": "user", "content": DECISION}])
-    assert summary == "- refresh tokens: Redis, 15 minute TTL, rotate on use, because mobile."
+    summary = await summarizer.asummarize([{"role": "user", "content": DECISION}], budget=64)
+    assert summary.text == "- refresh tokens: Redis, 15 minute TTL, rotate on use, because mobile."
+    assert summary.by == "model:mock" and not summary.truncated
     system, user = mock.requests[-1]
     assert system["role"] == "system" and "verbatim" in system["content"]
     assert DECISION in user["content"]
     assert summarizer.name == "model:mock" and summarizer.last_usage is not None
 
 
-async def test_model_summarizer_refuses_an_empty_summary():
-    with pytest.raises(ModelError, match="empty summary"):
-        await ModelSummarizer(MockModel([{"text": "   "}])).asummarize([{"role": "user", "content": "x"}])
+async def test_model_summarizer_carries_its_budget_and_says_when_it_hit_it():
+    mock = MockModel(["word " * 200])
+    summary = await ModelSummarizer(mock).asummarize([{"role": "user", "content": DECISION}], budget=16)
+    assert summary.truncated and len(summary.text) <= 16 * 4
+    assert check_summary(summary, span_tokens=1000, count=chars4) == "it was cut at its token budget"
+
+
+async def test_an_empty_model_summary_is_refused():
+    summary = await ModelSummarizer(MockModel([{"text": "   "}])).asummarize([{"role": "user", "content": "x"}])
+    assert check_summary(summary, span_tokens=10, count=chars4) == "it was empty"

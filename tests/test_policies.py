@@ -11,9 +11,11 @@ from tailrent_tui.core.policies import (
     PolicySettings,
     UnknownPolicy,
     get_policy,
+    run_plan,
 )
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
+from tailrent_tui.core.summarize import LossySummarizer
 from tailrent_tui.core.tokens import get_counter
 
 DECISION = "DECISION: we store sessions in Redis with a 15 minute TTL because mobile clients drop tokens."
@@ -27,9 +29,14 @@ def make(policy_name: str, window: int = 1000, **settings):
     return policy, s, ctx
 
 
+def after_add(policy, s, ctx):
+    """The policy's after-add plan, driven by core's synchronous driver."""
+    return run_plan(policy.after_add(s, ctx), LossySummarizer())
+
+
 def add(policy, s, ctx, text, role="user"):
     s.add(role, text)
-    return policy.after_add(s, ctx)
+    return after_add(policy, s, ctx)
 
 
 def filler(i: int) -> str:
@@ -82,10 +89,10 @@ def test_autocompact_threshold_and_recent_keep():
         s.add("user", filler(len(s.messages)))
         if s.context_tokens >= threshold:
             break
-        assert policy.after_add(s, ctx) == []
+        assert after_add(policy, s, ctx) == []
     keep = min(20000, int(1000 * 0.15))
     recent_before = [m.id for m in s.messages]
-    events = policy.after_add(s, ctx)
+    events = after_add(policy, s, ctx)
     assert len(events) == 1
     summary = s.messages[0]
     assert summary.kind == Kind.fold_summary
@@ -101,7 +108,7 @@ def test_ladder_folds_from_trigger_to_target_in_one_step_and_never_pins():
     assert s.messages[0].pinned
     while s.context_tokens <= ctx.settings.trigger_tokens:
         s.add("user", filler(len(s.messages)))
-    events = policy.after_add(s, ctx)
+    events = after_add(policy, s, ctx)
     folds = [e for e in events if e.type == "folded"]
     assert folds
     assert s.context_tokens <= ctx.settings.target_tokens
@@ -119,7 +126,7 @@ def test_ladder_respills_big_inline_tool_results_before_folding():
     assert s.messages[-1].kind == Kind.tool_result
     while s.context_tokens <= ctx.settings.trigger_tokens:
         s.add("assistant", filler(len(s.messages)))
-    events = policy.after_add(s, ctx)
+    events = after_add(policy, s, ctx)
     assert events[0].type == "spilled"
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,13 +24,16 @@ from tailrent_tui.agent.session_tools import memory_keys
 from tailrent_tui.agent.ladder import admit_to_session
 from tailrent_tui.agent.tools import ToolContext, preview_tool, run_tool, tool_specs
 from tailrent_tui.core.messages import Kind, Message, ToolCall, UsageRecorded
-from tailrent_tui.core.rungs.fold import FoldArchive, MemoryFoldArchive, fold_span, select_span
+from tailrent_tui.core.messages import Event, Folded, FoldSkipped
+from tailrent_tui.core.rent import context_items
+from tailrent_tui.core.policies import Plan, Policy, PolicyContext, PolicySettings, get_policy
+from tailrent_tui.core.rungs.fold import FoldArchive, MemoryFoldArchive
 from tailrent_tui.core.rungs.spill import MemorySpillStore, SpillStore, spill_message
 from tailrent_tui.core.session import Session
-from tailrent_tui.core.summarize import LossySummarizer, Summarizer
+from tailrent_tui.core.summarize import LossySummarizer, Summarize, Summarizer, Summary
 from tailrent_tui.models.base import ChatModel, TextDelta, ThinkingDelta, ToolCallChunk, Usage
-from tailrent_tui.models.errors import ModelError, ToolsUnsupported
-from tailrent_tui.models.mock import MockExtractiveSummarizer
+from tailrent_tui.models.errors import ContextOverflow, ModelError, ToolsUnsupported
+from tailrent_tui.models.mock import ModelSummarizer
 from tailrent_tui.settings import Settings
 
 Approval = Literal["once", "prefix", "deny"]
@@ -171,6 +173,7 @@ class Agent:
         notice: str | None = None,
         rent: Any = None,
         is_sub: bool = False,
+        policy_settings: PolicySettings | None = None,
     ) -> None:
         self.session = session
         self.model = model
@@ -181,9 +184,9 @@ class Agent:
         self.memory = memory
         self.journal = journal
         self.session_dir = session_dir
-        self.summarizer: Any = summarizer or LossySummarizer()
-        # when the model cannot summarize (or a policy needs a summary synchronously)
-        self.fallback_summarizer: Summarizer = MockExtractiveSummarizer()
+        self.summarizer: Summarizer | ModelSummarizer = summarizer or LossySummarizer()
+        # the bench fixes every policy setting; the app derives them from its settings
+        self._policy_settings = policy_settings
         self.notice = notice
         self.rent = rent
         self.is_sub = is_sub
@@ -197,6 +200,8 @@ class Agent:
         self.extra_tools = session_tools.build(self)
         self._cb: TurnCallbacks | None = None
         self.cold_resume = False
+        self._policy: Policy | None = None
+        session.pin_share = settings.pin_share
         if self.archive is None:
             self.archive = MemoryFoldArchive()
         self._started = False
@@ -377,10 +382,7 @@ class Agent:
         return [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in specs]
 
     def request_options(self) -> dict[str, Any]:
-        options: dict[str, Any] = {"num_ctx": self.session.window, "temperature": 0}
-        if self.settings.max_reply_tokens:
-            options["max_tokens"] = self.settings.max_reply_tokens
-        return options
+        return {"num_ctx": self.session.window, "temperature": 0, "max_tokens": self.reply_cap()}
 
     # -- the turn -------------------------------------------------------------
 
@@ -389,25 +391,16 @@ class Agent:
         cb = cb or TurnCallbacks()
         result = TurnResult()
         await self.start()
-        if self.cold_resume:
-            # resumed past the TTL: the whole context is rewritten anyway, so the
-            # policy may fold now at no extra cost
-            self.cold_resume = False
-            await self.apply_policy(resume=True)
-        elif self.rent is not None and self.rent.resume(time.time()):
-            msg = "the cache expired while you were away: this request rewrites the whole prefix"
-            self.session.note(msg, "info")
-            cb.on_notice(msg, "info")
-            await self.apply_policy(resume=True)
         if text is not None:
             if not text.strip():
                 raise ValueError("empty message: type something, or /help")
-            self.session.add("user", text)
+            await self.add_message("user", text)
             self._title_from(text)
-            await self.apply_policy()
         tools = self.offered_tools()
         for _step in range(MAX_STEPS):
             try:
+                await self.before_request(cb)
+                self._check_fits()
                 reply, calls, usage = await self._request(tools, cb, result)
             except ToolsUnsupported as exc:
                 tools = []
@@ -433,7 +426,6 @@ class Agent:
                 return result
             for call in calls:
                 await self._run_call(call, cb)
-            await self.apply_policy()
         msg = f"stopped after {MAX_STEPS} model requests in one turn"
         result.notices.append(msg)
         cb.on_notice(msg, "warning")
@@ -482,7 +474,7 @@ class Agent:
         self._record_usage(predicted, usage)
         if usage is not None and tools and not usage.tools_dropped:
             self._check_schema_sent(usage, cb)
-        await self.apply_policy()
+        await self.after_add()
         return reply, list(zip(tool_calls, calls)), usage
 
     def _check_schema_sent(self, usage: Usage, cb: TurnCallbacks) -> None:
@@ -523,9 +515,7 @@ class Agent:
     def _predict(self) -> Any:
         if self.rent is None:
             return None
-        from tailrent_tui.core.rent import context_items
-
-        return self.rent.request(context_items(self.session), head_tokens=self.session.head_tokens, at=time.time())
+        return self.rent.request(context_items(self.session), head_tokens=self.session.head_tokens, at=self.session.clock())
 
     def _record_usage(self, predicted: Any, usage: Usage | None) -> None:
         self.request_no += 1
@@ -543,7 +533,7 @@ class Agent:
             generation_ms=usage.generation_ms if usage else None,
             done_reason=usage.done_reason if usage else None,
             model=(usage.model if usage and usage.model else self.model.name),
-            at=time.time(),
+            at=self.session.clock(),
         )
         self.session.emit(ev)
 
@@ -565,7 +555,7 @@ class Agent:
             outcome = cap_to_tokens(outcome, self.settings.spill_threshold, self.session.count)
             m = self.session.add("tool", outcome.content, kind=Kind.tool_result, tool=call.name, tool_call_id=call.id, autopin=False)
             cb.on_tool_result(m)
-            await self.apply_policy()
+            await self.after_add()
             return m
         if outcome.spilled_path and call.name == "run_shell":
             m = self._admit_streamed_spill(call, outcome)
@@ -583,7 +573,7 @@ class Agent:
                 tool_call_id=call.id,
             )
         cb.on_tool_result(m)
-        await self.apply_policy()
+        await self.after_add()
         return m
 
     def _admit_streamed_spill(self, call: ToolCall, outcome: Any) -> Message:
@@ -645,7 +635,7 @@ class Agent:
         self.session.add("user", f"!{command}", autopin=False, meta={"shell": True})
         outcome = await asyncio.to_thread(run_tool, "run_shell", {"command": command}, self.tool_ctx)
         m = admit_to_session(self.session, "run_shell", outcome, spill_store=self.spill_store, threshold=self.settings.spill_threshold)
-        await self.apply_policy()
+        await self.after_add()
         return m
 
     # -- the ladder by hand -----------------------------------------------------
@@ -666,86 +656,120 @@ class Agent:
     def watch(self, word: str):
         return self.session.add_watch(word)
 
-    async def summarize(self, span: list[Message]) -> tuple[str, str]:
-        """A summary of a span: the model's (async) when configured, else the sync summarizer."""
-        asummarize = getattr(self.summarizer, "asummarize", None)
-        if asummarize is not None:
-            try:
-                text = await asummarize(span)
-                return text, getattr(self.summarizer, "name", "model")
-            except ModelError as exc:
-                self.session.note(
-                    f"the model could not summarize ({exc.message}); folded with {self.fallback_summarizer.name} instead",
-                    "warning",
-                )
-                return self.fallback_summarizer.summarize(span), self.fallback_summarizer.name
-        return self.summarizer.summarize(span), self.summarizer.name
+    async def fold(self, span_ids: list[str] | None = None, *, trigger: str = "manual") -> Folded | FoldSkipped | None:
+        """The user's fold (`f`, `/fold`): the policy's plan for it, driven like every other.
 
-    async def fold(self, span_ids: list[str] | None = None, *, trigger: str = "manual"):
-        """Fold the given span, or the oldest unpinned span down to the fold target."""
-        s = self.session
-        if span_ids is None:
-            span_ids = select_span(s, target_tokens=int(self.settings.fold_target * s.window), keep_recent=2)
-            span_ids = [i for i in span_ids if not s.get(i).pinned]
-            if not span_ids:
-                span_ids = [m.id for m in s.messages[:-2] if not m.pinned] if trigger == "manual" else []
-        span = [s.get(i) for i in span_ids]
-        text = name = None
-        if span:
-            text, name = await self.summarize(span)
-        return fold_span(
-            s,
-            span_ids,
-            summary=text,
-            summarizer=None if text is not None else self.summarizer,
-            summarizer_name=name,
-            guard=self.settings.guard,
-            archive=self.archive,
-            trigger=trigger,
-        )
+        A span with a pin, or an archive that cannot write, raises; a fold that
+        would not shrink the context comes back as a FoldSkipped with the reason.
+        """
+        plan = self.policy.fold_by_hand(self.session, self.policy_context(), span_ids, trigger)
+        events = await self.run_plan(plan)
+        return next((e for e in reversed(events) if isinstance(e, (Folded, FoldSkipped))), None)
 
-    def policy_context(self) -> Any:
-        from tailrent_tui.core.policies import PolicyContext, PolicySettings
+    # -- the ladder, driven -------------------------------------------------------
 
-        sync_summarizer = self.summarizer if not hasattr(self.summarizer, "asummarize") else self.fallback_summarizer
-        return PolicyContext(
-            summarizer=sync_summarizer,
-            spill_store=self.spill_store,
-            archive=self.archive,
-            settings=PolicySettings(
+    @property
+    def policy(self) -> Policy:
+        if self._policy is None or self._policy.name != self.settings.policy:
+            self._policy = get_policy(self.settings.policy)
+        return self._policy
+
+    def reply_cap(self) -> int:
+        """Tokens a reply may take: the setting, else an eighth of the window."""
+        return self.settings.max_reply_tokens or max(256, self.session.window // 8)
+
+    def policy_context(self) -> PolicyContext:
+        if self._policy_settings is not None:
+            settings = self._policy_settings.model_copy(update={"window": self.session.window})
+        else:
+            settings = PolicySettings(
                 window=self.session.window,
                 fold_trigger=self.settings.fold_trigger,
                 fold_target=self.settings.fold_target,
                 spill_threshold=self.settings.spill_threshold,
-            ),
-        )
+                guard=self.settings.guard,
+                reply_reserve=self.reply_cap(),
+            )
+        return PolicyContext(spill_store=self.spill_store, archive=self.archive, settings=settings)
 
-    async def apply_policy(self, *, resume: bool = False) -> list[Any]:
-        """The budget check after each message (or at a resume after the cache expired).
+    async def run_plan(self, plan: Plan) -> list[Event]:
+        """The agent's driver of a policy plan: each Summarize is answered by the
+        summarizer, the model's request awaited when the model writes summaries.
 
-        The policy of the settings decides (DESIGN.md's table). When folds are
-        summarized by the model, the ladder's fold is done here instead, so the
-        model's request can be awaited; its rungs and order are the same:
-        re-spill big inline results first, then one fold in place to the target.
+        Cancelling it (escape) closes the plan before its fold is applied.
         """
-        from tailrent_tui.core.policies import get_policy
-
-        s = self.session
-        policy = get_policy(self.settings.policy)
-        ctx = self.policy_context()
         try:
-            if hasattr(self.summarizer, "asummarize") and policy.name == "ladder":
-                limit = ctx.settings.target_tokens if resume else ctx.settings.trigger_tokens
-                if s.context_tokens <= limit:
-                    return []
-                policy.respill(s, ctx, ctx.settings.target_tokens)  # type: ignore[attr-defined]
-                if s.context_tokens <= limit:
-                    return []
-                return [await self.fold(trigger="ladder: model summary")]
-            return policy.on_resume(s, ctx) if resume else policy.after_add(s, ctx)
+            request = next(plan)
+            while True:
+                request = plan.send(await self._summary_for(request))
+        except StopIteration as stop:
+            return stop.value
+        finally:
+            plan.close()
+
+    async def _summary_for(self, request: Summarize) -> Summary:
+        summarizer = self.summarizer
+        if isinstance(summarizer, ModelSummarizer):
+            try:
+                return await summarizer.asummarize(request.span, request.budget)
+            except ModelError as exc:
+                return Summary(text="", by=summarizer.name, error=f"the model could not summarize ({exc.message})")
+        return Summary(text=summarizer.summarize(request.span), by=summarizer.name)
+
+    async def _policy_step(self, plan: Plan) -> list[Event]:
+        try:
+            return await self.run_plan(plan)
         except Exception as exc:  # a failed fold must not lose the turn
-            s.note(f"{policy.name} policy: fold failed: {exc}", "error")
+            self.session.note(f"{self.policy.name} policy: fold failed: {exc}", "error")
             return []
+
+    async def after_add(self) -> list[Event]:
+        """The policy's budget check after each message."""
+        return await self._policy_step(self.policy.after_add(self.session, self.policy_context()))
+
+    async def add_message(self, role: Any, content: str, *, pinned: bool = False, at: float | None = None, **fields: Any) -> Message:
+        """Add a message and let the policy act on it: the path of every message a user, the demo or a trace adds."""
+        m = self.session.add(role, content, pinned=pinned, at=at, **fields)
+        await self.after_add()
+        return m
+
+    async def admit_tool_text(self, tool: str, content: str, *, at: float | None = None) -> Message:
+        """A tool's text from a trace or the demo: rungs 1 and 2 as the policy applies them, then its check."""
+        m = self.policy.admit_tool(self.session, self.policy_context(), tool, content, at=at)
+        await self.after_add()
+        return m
+
+    def _cache_expired(self) -> bool:
+        if self.cold_resume:
+            self.cold_resume = False  # build noted it already
+            return True
+        if self.rent is None:
+            return False
+        return self.rent.predict(context_items(self.session), self.session.head_tokens, self.session.clock())[2]
+
+    async def before_request(self, cb: TurnCallbacks | None = None) -> list[Event]:
+        """The policy's step before each request: after a cache expiry it may fold at no
+        extra cost, and it makes the request fit the window with room for the reply."""
+        cold = self.cold_resume
+        expired = self._cache_expired()
+        if expired and not cold:
+            msg = "the cache expired while you were away: this request rewrites the whole prefix"
+            self.session.note(msg, "info")
+            if cb is not None:
+                cb.on_notice(msg, "info")
+        return await self._policy_step(self.policy.before_request(self.session, self.policy_context(), expired=expired))
+
+    def _check_fits(self) -> None:
+        """A request over the window is never sent: the server would refuse it, or cut it silently."""
+        s = self.session
+        reserve = self.reply_cap()
+        if s.context_tokens + reserve <= s.window:
+            return
+        raise ContextOverflow(
+            f"not sent: the context ({s.context_tokens:,} tokens) and the reply's {reserve:,} do not fit "
+            f"the {s.window:,}-token window",
+            "unpin what no longer matters (u), spill or fold by hand (s, f), or lower max_reply_tokens",
+        )
 
     def _write_decisions(self) -> None:
         """Rung 4 for decisions: keep pinned decisions in a workspace file that outlives the session."""

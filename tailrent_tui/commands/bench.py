@@ -11,7 +11,7 @@ import click
 from tailrent_tui.core.policies import POLICY_NAMES, UnknownPolicy
 from tailrent_tui.core.rent import PriceSheetError
 from tailrent_tui.core.tokens import TOKENIZERS, UnknownTokenizer
-from tailrent_tui.scenarios.bench import SUMMARIZERS, BenchError, BenchResult, run_many
+from tailrent_tui.scenarios.bench import DRIVERS, SUMMARIZERS, BenchError, BenchResult, run_many
 from tailrent_tui.scenarios.traces import BUILTIN_TRACES, TraceError, get_trace
 
 COLUMNS = (
@@ -40,7 +40,7 @@ def format_table(result: BenchResult) -> str:
     for t in result.traces:
         out.append(
             f"trace {t.trace} · window {t.window:,} · tokenizer {t.tokenizer} · summarizer {t.summarizer}"
-            f" · price {t.price_sheet}" + (f" · engine {t.engine}" if t.engine else "")
+            f" · price {t.price_sheet} · driver {t.driver}" + (f" · engine {t.engine}" if t.engine else "")
         )
         header = [c for c, _ in COLUMNS] + (list(ENGINE_COLUMNS) if t.engine else [])
         rows = [header]
@@ -111,11 +111,13 @@ def write_plot(result: BenchResult, path: Path) -> None:
 @click.option("--price", "price", default="anthropic-5m", show_default=True, metavar="SHEET",
               help="Price sheet: anthropic-5m, anthropic-1h, openai, local, or one from your prices.toml.")
 @click.option("--engine", metavar="SPEC", help="Also send every request to this server (openai:URL).")
+@click.option("--driver", default="agent", type=click.Choice(DRIVERS), show_default=True,
+              help="Who drives the policies' plans: the agent's code (what the app runs) or core's synchronous driver.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.svg",
               help="Draw context tokens per request for each policy.")
 @click.pass_context
-def bench(ctx, traces, policies, tokenizer, summarizer, price, engine, as_json, plot) -> None:
+def bench(ctx, traces, policies, tokenizer, summarizer, price, engine, driver, as_json, plot) -> None:
     """Run every policy on the same trace and compare tail rent, folds and recall."""
     names = list(traces) or ["article"]
     chosen = list(policies) or list(POLICY_NAMES)
@@ -128,7 +130,7 @@ def bench(ctx, traces, policies, tokenizer, summarizer, price, engine, as_json, 
         loaded = [get_trace(n) for n in names]
         result = run_many(
             loaded, chosen, tokenizer=tokenizer, summarizer=summarizer, price_sheet=price,
-            price_paths=[str(p) for p in _config_prices(ctx)], engine=engine, progress=progress,
+            price_paths=[str(p) for p in _config_prices(ctx)], engine=engine, progress=progress, driver=driver,
         )
     except (TraceError, PriceSheetError, UnknownPolicy, UnknownTokenizer, BenchError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc

@@ -134,7 +134,10 @@ class FoldRecord(BaseModel):
     facts_repaired: list[str] = Field(default_factory=list)
     repair_tokens: int = 0
     trigger: str = "manual"
-    summarizer: str = ""
+    summarizer: str = Field(default="", description="who really wrote the summary")
+    rejected: str | None = Field(
+        default=None, description="why the asked summarizer's text was refused (the extractive fallback wrote it)"
+    )
     guard: str = "report"
 
 

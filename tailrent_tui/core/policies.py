@@ -3,7 +3,8 @@
 Every policy gets tool results through the same two cheap rungs (`admit_tool`):
 rung 1 caps the text (`tool_max_lines`), rung 2 spills it when it is over
 `spill_threshold` tokens. They differ in what happens after each message is
-added (`after_add`) and at a resume after the cache expired (`on_resume`):
+added (`after_add`) and before each request (`before_request`), which is told
+whether the cache expired (a resume after an idle gap):
 
 - `none`: never folds and ignores the window; its rent is charged with a cache
   that never expires, so every new token is evaluated exactly once: the floor.
@@ -23,24 +24,51 @@ added (`after_add`) and at a resume after the cache expired (`on_resume`):
   expired (the whole context is rewritten anyway) it folds down to the target
   if it is above it, so the rewrite is small and the fold costs nothing extra.
 
-Policies only call core rungs; the runner (scenarios/bench.py) or the agent
-supplies the summarizer, spill store and archive through `PolicyContext`.
+Policies are plans (DESIGN.md): a policy never calls a summarizer and never
+awaits. Each step (`after_add`, `before_request`, `fold_by_hand`) is a
+generator that decides what to do, yields `Summarize(span, budget)` when it
+needs a summary, is sent a `Summary` back, and returns the events it emitted.
+`run_plan` below is core's synchronous driver (the bench's `--driver core`,
+tests); the agent has the one asynchronous driver (the app, `ask`, the demo,
+manual folds, the bench's `--driver agent`). No path holds a copy of the ladder.
+
+Under `ladder` a fold always shrinks: a summary is checked (`check_summary`)
+and replaced by the extractive one when unusable, and a fold that would still
+not make the context smaller is not applied; the ladder spills the oversized
+messages of the span instead (rung 2, lossless), or takes a longer span, and
+says so. Before each request (`before_request`) the ladder also makes the
+context fit the window with room for the reply, spilling a message that
+cannot fit at all. The baselines (`naive`, `autocompact`) keep their
+harnesses' behaviour: whatever the summarizer writes is folded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tailrent_tui.core.messages import Event, FoldSkipped, Kind, Message
-from tailrent_tui.core.rungs.fold import FoldArchive, fold_span, oldest_unpinned
-from tailrent_tui.core.rungs.spill import SpillStore, admit_tool_result, spill_message
+from tailrent_tui.core.messages import Event, FoldRecord, Kind, Message
+from tailrent_tui.core.rungs.fold import (
+    FoldArchive,
+    GuardMode,
+    Position,
+    apply_fold,
+    oldest_unpinned,
+    prepare_fold,
+    skip_fold,
+    span_messages,
+    span_to_target,
+)
+from tailrent_tui.core.rungs.spill import SpillStore, admit_tool_result, spill_gain, spill_message
 from tailrent_tui.core.rungs.truncate import truncate_text
 from tailrent_tui.core.session import Session
-from tailrent_tui.core.summarize import LossySummarizer, Summarizer
+from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer, Summarize, Summarizer, Summary, check_summary
+
+#: A policy step: yields Summarize requests, is sent Summary answers, returns its events.
+Plan = Generator[Summarize, Summary, list[Event]]
 
 
 class UnknownPolicy(ValueError):
@@ -65,6 +93,13 @@ class PolicySettings(BaseModel):
     respill_min_tokens: int | None = Field(
         default=None, ge=0, description="inline tool results at least this big are re-spilled; None: threshold/4"
     )
+    guard: GuardMode | None = Field(
+        default=None, description="fold guard for every fold; None: the policy's own (ladder repairs, baselines report)"
+    )
+    reply_reserve: int = Field(default=0, ge=0, description="tokens kept free for the reply when fitting a request")
+    summary_share: float = Field(
+        default=0.25, gt=0, le=1, description="a summary's token budget as a share of its span"
+    )
 
     @property
     def spill_tokens(self) -> int:
@@ -84,15 +119,107 @@ class PolicySettings(BaseModel):
             return self.respill_min_tokens
         return max(1, self.spill_tokens // 4)
 
+    @property
+    def request_limit(self) -> int:
+        """The largest context that may be sent: the window less the reply's room."""
+        return max(1, self.window - self.reply_reserve)
+
+    def summary_budget(self, span_tokens: int) -> int:
+        """Tokens a summary of `span_tokens` may take (the model's max_tokens)."""
+        return max(32, min(int(span_tokens * self.summary_share), max(64, self.window // 8)))
+
 
 @dataclass
 class PolicyContext:
-    """What a policy may use: a summarizer, where spills and fold originals go, the settings."""
+    """What a policy may use: where spills and fold originals go, and the settings."""
 
-    summarizer: Summarizer = field(default_factory=LossySummarizer)
     spill_store: SpillStore | None = None
     archive: FoldArchive | None = None
     settings: PolicySettings = field(default_factory=PolicySettings)
+
+
+def finished(events: list[Event] | None = None) -> Plan:
+    """A plan that needs no summary."""
+    return events or []
+    yield  # a generator: this makes it a plan
+
+
+def run_plan(plan: Plan, summarizer: Summarizer) -> list[Event]:
+    """Core's synchronous driver: answers each request with `summarizer`, returns the plan's events."""
+    try:
+        request = next(plan)
+        while True:
+            request = plan.send(Summary(text=summarizer.summarize(request.span), by=summarizer.name))
+    except StopIteration as stop:
+        return stop.value
+
+
+def _captured(session: Session, plan: Generator[Summarize, Summary, Any]) -> Plan:
+    """Run `plan` and return every event the session emitted meanwhile."""
+    events: list[Event] = []
+    session.listeners.append(events.append)
+    try:
+        yield from plan
+    finally:
+        session.listeners.remove(events.append)
+    return events
+
+
+def fold_plan(
+    session: Session,
+    ctx: PolicyContext,
+    span_ids: list[str],
+    *,
+    guard: GuardMode,
+    position: Position,
+    header: str | None,
+    trigger: str,
+    check: bool,
+) -> Generator[Summarize, Summary, FoldRecord]:
+    """Ask for a summary of the span and return the guarded fold, not yet applied.
+
+    With `check`, the summary must be usable (`check_summary`) and the fold
+    must shrink the span; if not, the extractive summary is tried, then the
+    article's lossy one (the guard still carries the facts), and the record
+    says whose text it is and why. The caller applies the record only if it
+    shrinks: when no summary does, the last one tried comes back.
+    """
+    span = span_messages(session, span_ids)
+    ids = [m.id for m in span]
+    span_tokens = sum(m.tokens for m in span)
+    reply = yield Summarize(tuple(span), ctx.settings.summary_budget(span_tokens))
+
+    def fold_with(text: str, by: str, rejected: str | None) -> FoldRecord:
+        return prepare_fold(
+            session, ids, summary=text, summarizer_name=by, guard=guard,
+            position=position, header=header, trigger=trigger, rejected=rejected,
+        )
+
+    if not check:
+        if reply.error is not None:
+            raise RuntimeError(reply.error)
+        return fold_with(reply.text, reply.by, None)
+    reasons: list[str] = []
+    why = check_summary(reply, span_tokens=span_tokens, count=session.count, span=span)
+    if why is None:
+        record = fold_with(reply.text, reply.by, None)
+        if record.tokens_after < record.tokens_before:
+            return record
+        why = "with its header and the guard's facts it was not smaller than the span"
+    reasons.append(f"{reply.by}'s summary refused: {why}")
+    for fallback in (ExtractiveSummarizer(), LossySummarizer()):
+        if fallback.name == reply.by:
+            continue
+        record = fold_with(fallback.summarize(span), fallback.name, "; ".join(reasons))
+        if record.tokens_after < record.tokens_before:
+            return record
+        reasons.append(f"{fallback.name}'s was not smaller either")
+    return record
+
+
+def _content_messages(session: Session) -> list[Message]:
+    """Unpinned messages whose content could move to a spill (rung 2)."""
+    return [m for m in session.messages if not m.pinned and m.kind in (Kind.chat, Kind.tool_result)]
 
 
 class Policy:
@@ -103,6 +230,11 @@ class Policy:
     autopin = False
     #: rent for this policy is charged with a cache that never expires (the floor)
     infinite_ttl = False
+    #: the guard when the settings leave it to the policy
+    guard: GuardMode = "report"
+    #: where a fold's summary goes, and its first line
+    position: Position = "front"
+    header: str | None = None
 
     def decision_detector(self) -> Any | None:
         """The detector to give the Session (auto-pin), or None."""
@@ -111,6 +243,9 @@ class Policy:
         from tailrent_tui.core.guard import DecisionDetector
 
         return DecisionDetector()
+
+    def guard_for(self, ctx: PolicyContext) -> GuardMode:
+        return ctx.settings.guard or self.guard
 
     def admit_tool(
         self,
@@ -137,24 +272,50 @@ class Policy:
             threshold=ctx.settings.spill_tokens, tool_call_id=tool_call_id, at=at,
         )
 
-    def after_add(self, session: Session, ctx: PolicyContext) -> list[Event]:
-        """Called after each message is added; returns the events it emitted."""
-        return []
+    def after_add(self, session: Session, ctx: PolicyContext) -> Plan:
+        """After each message is added."""
+        return finished()
 
-    def on_resume(self, session: Session, ctx: PolicyContext) -> list[Event]:
-        """Called before a request whose cache has expired (a resume after an idle gap)."""
-        return []
+    def before_request(self, session: Session, ctx: PolicyContext, *, expired: bool) -> Plan:
+        """Before each model request; `expired` says the cache is gone (a resume after an idle gap)."""
+        return finished()
+
+    def fold_by_hand(self, session: Session, ctx: PolicyContext, span_ids: list[str] | None, trigger: str = "manual") -> Plan:
+        """The user's fold (`f`, `/fold`): the given span, else down to the fold target,
+        else everything foldable. It is applied only if it shrinks the context."""
+        return _captured(session, self._fold_by_hand(session, ctx, span_ids, trigger))
+
+    def _fold_by_hand(self, session: Session, ctx: PolicyContext, span_ids: list[str] | None, trigger: str):
+        if span_ids is None:
+            span_ids = span_to_target(session, ctx.settings.target_tokens, keep_recent=ctx.settings.keep_recent)
+            if not span_ids:
+                span_ids = [m.id for m in session.messages[: -ctx.settings.keep_recent or None] if not m.pinned]
+        if not span_ids:
+            skip_fold(session, _nothing_reason(session), trigger)
+            return
+        record = yield from fold_plan(
+            session, ctx, span_ids, guard=self.guard_for(ctx), position="in_place",
+            header=LADDER_HEADER, trigger=trigger, check=True,
+        )
+        if record.tokens_after >= record.tokens_before:
+            skip_fold(session, _would_grow(record), trigger)
+            return
+        apply_fold(session, record, ctx.archive)
 
 
-def _capture(session: Session) -> tuple[list[Event], Callable[[], None]]:
-    """Collect the events emitted while a policy acts."""
-    events: list[Event] = []
-    session.listeners.append(events.append)
+def _nothing_reason(session: Session) -> str:
+    if not session.messages:
+        return "nothing to fold: the transcript is empty"
+    if all(m.pinned for m in session.messages):
+        return "nothing to fold: every message is pinned"
+    return "nothing to fold: only the newest messages are left, and pins"
 
-    def done() -> None:
-        session.listeners.remove(events.append)
 
-    return events, done
+def _would_grow(record: FoldRecord) -> str:
+    return (
+        f"nothing folded: the summary of {len(record.span_ids)} message{'s' if len(record.span_ids) != 1 else ''} "
+        f"({record.tokens_after:,} tokens) would not be smaller than the span ({record.tokens_before:,} tokens)"
+    )
 
 
 class NonePolicy(Policy):
@@ -166,19 +327,23 @@ class NonePolicy(Policy):
 class NaivePolicy(Policy):
     name = "naive"
     description = "the article's harness: over budget, fold the oldest 6 at index 0, once per add"
+    header = "[folded {n} messages]"
 
-    def after_add(self, session: Session, ctx: PolicyContext) -> list[Event]:
+    def after_add(self, session: Session, ctx: PolicyContext) -> Plan:
         s = ctx.settings
         if session.context_tokens <= s.trigger_tokens:
-            return []
+            return finished()
         span = oldest_unpinned(session, s.naive_batch)
         if not span:
-            return []
-        ev = fold_span(
-            session, span, summarizer=ctx.summarizer, guard="report", position="front",
-            header="[folded {n} messages]", archive=ctx.archive, trigger=self.name,
+            return finished()
+        return self._fold_front(session, ctx, span)
+
+    def _fold_front(self, session: Session, ctx: PolicyContext, span: list[str]) -> Plan:
+        record = yield from fold_plan(
+            session, ctx, span, guard=self.guard_for(ctx), position=self.position,
+            header=self.header, trigger=self.name, check=False,
         )
-        return [ev]
+        return [apply_fold(session, record, ctx.archive)]
 
 
 class NaivePinPolicy(NaivePolicy):
@@ -187,17 +352,18 @@ class NaivePinPolicy(NaivePolicy):
     autopin = True
 
 
-class AutocompactPolicy(Policy):
+class AutocompactPolicy(NaivePolicy):
     name = "autocompact"
     description = "at 83.5% of the window, fold all but the recent ~20k tokens into one summary"
+    header = None
 
     def keep_tokens(self, s: PolicySettings) -> int:
         return min(s.autocompact_keep_tokens, int(s.window * s.autocompact_keep_share))
 
-    def after_add(self, session: Session, ctx: PolicyContext) -> list[Event]:
+    def after_add(self, session: Session, ctx: PolicyContext) -> Plan:
         s = ctx.settings
         if session.context_tokens < int(s.window * s.autocompact_at):
-            return []
+            return finished()
         # the most recent messages up to the keep budget stay; everything before is folded
         keep = self.keep_tokens(s)
         msgs = session.messages
@@ -209,12 +375,8 @@ class AutocompactPolicy(Policy):
         cut = min(cut, max(0, len(msgs) - s.keep_recent))
         span = [m.id for m in msgs[:cut] if not m.pinned]
         if not span:
-            return []
-        ev = fold_span(
-            session, span, summarizer=ctx.summarizer, guard="report", position="front",
-            archive=ctx.archive, trigger=self.name,
-        )
-        return [ev]
+            return finished()
+        return self._fold_front(session, ctx, span)
 
 
 # No numbers in the header: the guard would take "#3" or "18 messages" for facts
@@ -226,6 +388,11 @@ class LadderPolicy(Policy):
     name = "ladder"
     description = "truncate, spill, auto-pin; past the trigger re-spill, then one fold in place to the target, guarded"
     autopin = True
+    guard: GuardMode = "repair"
+    position: Position = "in_place"
+    header = LADDER_HEADER
+    #: folds allowed in one step when a summary comes out bigger than hoped
+    max_passes = 3
 
     def respill(self, session: Session, ctx: PolicyContext, target: int) -> None:
         """Re-spill big inline tool results, oldest first, until the context is at the target."""
@@ -235,75 +402,107 @@ class LadderPolicy(Policy):
         for m in list(session.messages):
             if session.context_tokens <= target:
                 break
-            if m.kind == Kind.tool_result and not m.pinned and m.tokens >= floor:
+            if m.kind == Kind.tool_result and not m.pinned and m.tokens >= floor and spill_gain(session, m) > 0:
                 spill_message(session, m.id, ctx.spill_store)
 
-    def span_to_target(self, session: Session, ctx: PolicyContext, target: int) -> list[str]:
-        """The oldest unpinned messages whose fold brings the context to the target.
+    def spill_oversized(self, session: Session, ctx: PolicyContext, candidates: list[Message], limit: int, why: str) -> int:
+        """Spill the biggest of `candidates` (user messages too) until the context is at `limit`.
 
-        Earlier summaries are taken last: left in place they stay in the cached
-        prefix, and refolding them only when raw messages are not enough keeps
-        the fold of a fold rare. The last `keep_recent` messages are never taken.
+        Only a spill that at least halves a message is worth its read_spill later.
+        Returns how many were spilled; each is noted for the user.
         """
-        msgs = session.messages
-        limit = max(0, len(msgs) - ctx.settings.keep_recent)
-        excess = session.context_tokens - target
-        chosen: set[str] = set()
-        freed = 0
-        for include_summaries in (False, True):
-            for m in msgs[:limit]:
-                if freed >= excess:
-                    break
-                if m.pinned or m.id in chosen:
-                    continue
-                if (m.kind == Kind.fold_summary) != include_summaries:
-                    continue
-                chosen.add(m.id)
-                freed += m.tokens
-        return [m.id for m in msgs if m.id in chosen]
+        if ctx.spill_store is None:
+            return 0
+        done = 0
+        for m in sorted(candidates, key=lambda m: -m.tokens):
+            if session.context_tokens <= limit:
+                break
+            if m.id not in session or spill_gain(session, m) * 2 < m.tokens:
+                continue
+            ev = spill_message(session, m.id, ctx.spill_store)
+            done += 1
+            session.note(
+                f"{why}: the {m.role} message of {ev.tokens_before:,} tokens went to a spill file; "
+                f"the context keeps a {ev.pointer_tokens:,}-token pointer with a preview (read_spill brings it back)",
+                "warning",
+            )
+        return done
 
-    #: folds allowed in one step when a summary comes out bigger than hoped
-    max_passes = 3
-
-    def fold(self, session: Session, ctx: PolicyContext, trigger: str) -> None:
-        """Fold down to the target in one step.
+    def _fold_to(self, session: Session, ctx: PolicyContext, target: int, trigger: str):
+        """Fold down to the target in one step, and only with folds that shrink.
 
         The summary's size is only known after summarizing, so when a pass
         leaves the context above the target, another pass folds again (now
         taking the new summary too). All passes happen before the next request,
         so the cache is invalidated once, from the first span's position.
         """
-        target = ctx.settings.target_tokens
+        keep = ctx.settings.keep_recent
         for _ in range(self.max_passes):
-            before = session.context_tokens
-            span = self.span_to_target(session, ctx, target)
-            ev = fold_span(
-                session, span, summarizer=ctx.summarizer, guard="repair", position="in_place",
-                header=LADDER_HEADER, archive=ctx.archive, trigger=trigger,
-            )
-            if isinstance(ev, FoldSkipped) or session.context_tokens <= target or session.context_tokens >= before:
+            span = span_to_target(session, target, keep_recent=keep)
+            if not span:
+                skip_fold(session, _nothing_reason(session), trigger)
+                return
+            record = yield from self._fold_record(session, ctx, span, trigger)
+            if record.tokens_after >= record.tokens_before:
+                # Next rung down: spilling the span's big messages loses nothing.
+                in_span = [m for m in span_messages(session, span) if m.kind in (Kind.chat, Kind.tool_result)]
+                if self.spill_oversized(session, ctx, in_span, target, "a fold of it would not shrink the context"):
+                    continue
+                wider = [m.id for m in session.messages[: max(0, len(session.messages) - keep)] if not m.pinned]
+                if len(wider) > len(span):
+                    record = yield from self._fold_record(session, ctx, wider, trigger)
+                if record.tokens_after >= record.tokens_before:
+                    skip_fold(session, _would_grow(record), trigger)
+                    return
+            apply_fold(session, record, ctx.archive)
+            if session.context_tokens <= target:
                 return
 
-    def _shrink(self, session: Session, ctx: PolicyContext, limit: int, trigger: str) -> list[Event]:
+    def _fold_record(self, session: Session, ctx: PolicyContext, span: list[str], trigger: str):
+        return (yield from fold_plan(
+            session, ctx, span, guard=self.guard_for(ctx), position=self.position,
+            header=self.header, trigger=trigger, check=True,
+        ))
+
+    def _shrink(self, session: Session, ctx: PolicyContext, limit: int, trigger: str):
         """Past `limit`: re-spill big inline results, then if still past it, fold to the target."""
         if session.context_tokens <= limit:
-            return []
-        events, done = _capture(session)
-        try:
-            self.respill(session, ctx, ctx.settings.target_tokens)
-            if session.context_tokens > limit:
-                self.fold(session, ctx, trigger)
-        finally:
-            done()
-        return events
+            return
+        self.respill(session, ctx, ctx.settings.target_tokens)
+        if session.context_tokens > limit:
+            yield from self._fold_to(session, ctx, ctx.settings.target_tokens, trigger)
 
-    def after_add(self, session: Session, ctx: PolicyContext) -> list[Event]:
-        return self._shrink(session, ctx, ctx.settings.trigger_tokens, "ladder: past the fold trigger")
+    def _fit(self, session: Session, ctx: PolicyContext):
+        """Make the request fit the window with room for the reply, or leave it to the caller to refuse.
 
-    def on_resume(self, session: Session, ctx: PolicyContext) -> list[Event]:
-        # The cache is gone: the whole context is rewritten on this request
-        # anyway, so a fold now costs no extra re-evaluation and shrinks the rewrite.
-        return self._shrink(session, ctx, ctx.settings.target_tokens, "ladder: resume after the cache expired")
+        A newest message that cannot fit even alone is spilled first: folding
+        the rest would not make room for it. Then the usual shrink; then, if
+        still over, the biggest unpinned messages are spilled.
+        """
+        limit = ctx.settings.request_limit
+        if session.context_tokens <= limit:
+            return
+        newest = _content_messages(session)[-1:]
+        if newest and session.head_tokens + newest[0].tokens > limit:
+            self.spill_oversized(session, ctx, newest, limit, "too big for the window")
+        yield from self._shrink(session, ctx, limit, "ladder: the request would not fit the window")
+        if session.context_tokens > limit:
+            self.spill_oversized(session, ctx, _content_messages(session), limit, "the request would not fit the window")
+
+    def after_add(self, session: Session, ctx: PolicyContext) -> Plan:
+        if session.context_tokens <= ctx.settings.trigger_tokens:
+            return finished()
+        return _captured(session, self._shrink(session, ctx, ctx.settings.trigger_tokens, "ladder: past the fold trigger"))
+
+    def before_request(self, session: Session, ctx: PolicyContext, *, expired: bool) -> Plan:
+        return _captured(session, self._before_request(session, ctx, expired))
+
+    def _before_request(self, session: Session, ctx: PolicyContext, expired: bool):
+        if expired:
+            # The cache is gone: the whole context is rewritten on this request
+            # anyway, so a fold now costs no extra re-evaluation and shrinks the rewrite.
+            yield from self._shrink(session, ctx, ctx.settings.target_tokens, "ladder: resume after the cache expired")
+        yield from self._fit(session, ctx)
 
 
 POLICIES: dict[str, type[Policy]] = {

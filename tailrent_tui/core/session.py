@@ -91,6 +91,8 @@ class Session:
     decisions: DecisionMatcher | None = None
     clock: Callable[[], float] = time.time
     id: str = ""
+    #: pins may hold this share of the window; past it auto-pinning stops (the user decides what to unpin)
+    pin_share: float = 0.4
 
     def __post_init__(self) -> None:
         self._messages: list[Message] = []
@@ -106,6 +108,7 @@ class Session:
         self.listeners: list[Callable[[Event], None]] = []
         self.system_tokens = self.counter.count(self.system)
         self._owned = False
+        self._pin_budget_noted = False
         self._handlers: dict[str, Callable[[Any], None]] = {
             name[len("_apply_") :]: getattr(self, name) for name in dir(type(self)) if name.startswith("_apply_")
         }
@@ -148,6 +151,15 @@ class Session:
     @property
     def pinned(self) -> list[Message]:
         return [m for m in self._messages if m.pinned]
+
+    @property
+    def pin_budget(self) -> int:
+        """Tokens the pins may hold before auto-pinning stops."""
+        return int(self.window * self.pin_share)
+
+    @property
+    def pins_over_budget(self) -> bool:
+        return self.totals.pinned > self.pin_budget
 
     def count(self, text: str) -> int:
         return self.counter.count(text)
@@ -327,9 +339,21 @@ class Session:
             auto = self.decisions.match(m.content)
             if auto is not None and self._restates_a_pin(m.content):
                 auto = None
-            if auto is not None:
-                m.pinned = True
+        over_budget = auto is not None and self.totals.pinned + m.tokens > self.pin_budget
+        if over_budget:
+            auto = None
+        if auto is not None:
+            m.pinned = True
         self.emit(MessageAdded(message=m, auto_pinned=auto, at=m.created))
+        if over_budget and not self._pin_budget_noted:
+            # Folding cannot make room for pins, so the user must choose what to unpin.
+            self._pin_budget_noted = True
+            self.note(
+                f"auto-pin stopped: pins hold {self.totals.pinned:,} tokens and this decision would pass "
+                f"{self.pin_share:.0%} of the {self.window:,}-token window; unpin what no longer matters (u), "
+                "or pin this one by hand (p)",
+                "warning",
+            )
         return self._index[m.id]
 
     def _restates_a_pin(self, content: str) -> bool:
@@ -354,6 +378,7 @@ class Session:
         m = self.get(message_id)
         if not m.pinned:
             return None
+        self._pin_budget_noted = False
         return self.emit(Unpinned(id=message_id, at=self.clock()))  # type: ignore[return-value]
 
     def add_watch(self, word: str) -> WatchAdded | None:

@@ -1,13 +1,21 @@
-"""Summarizers: what a fold asks to turn a span into one message.
+"""Summarizers, and what a fold asks of them.
 
-A summarizer is synchronous here; a model-backed one (models/) runs its
-request first and hands the text to the fold (`fold_span(summary=...)`).
+A policy never calls a summarizer: it yields a `Summarize` request (the span
+and a token budget) and is handed back a `Summary`. Core's synchronous driver
+answers with one of the summarizers below; the agent's asynchronous driver may
+ask a model first (models/mock.py `ModelSummarizer`). Either way the policy
+checks the text with `check_summary` and, if it is unusable, falls back to the
+extractive summarizer here, saying why.
+
+Summarizers take core Messages or wire dicts (anything with a role and content).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from tailrent_tui.core.messages import Message
 
@@ -16,7 +24,44 @@ from tailrent_tui.core.messages import Message
 class Summarizer(Protocol):
     name: str
 
-    def summarize(self, messages: Sequence[Message]) -> str: ...
+    def summarize(self, messages: Sequence[Any]) -> str: ...
+
+
+@dataclass(frozen=True)
+class Summarize:
+    """A plan's request: a summary of `span` in at most `budget` tokens."""
+
+    span: tuple[Message, ...]
+    budget: int
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A driver's answer to `Summarize`.
+
+    `truncated` says the writer stopped at the budget (a model's
+    done_reason "length"); `error` says it could not write one at all.
+    """
+
+    text: str
+    by: str
+    truncated: bool = False
+    error: str | None = None
+
+
+def role_content(m: Any) -> tuple[str, str]:
+    """(role, content) of a wire dict or a core Message."""
+    if isinstance(m, Mapping):
+        return str(m["role"]), str(m.get("content", ""))
+    return str(m.role), str(m.content)
+
+
+# .NET's Char.IsWhiteSpace set, which the article's TrimEnd() strips; Python's
+# str.rstrip() would also strip U+001C..U+001F.
+_DOTNET_WHITESPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 
 
 class LossySummarizer:
@@ -24,7 +69,8 @@ class LossySummarizer:
 
     Words are split on single spaces only (newlines stay inside words), as the
     C# `Split(' ', RemoveEmptyEntries)` does. It stands in for a summarizer
-    under pressure: it keeps the shape of each message and drops the specifics.
+    under pressure: it keeps the shape of each message and drops the specifics;
+    folding its output again loses more each time (the fold of a fold).
     """
 
     name = "mock-lossy"
@@ -32,12 +78,13 @@ class LossySummarizer:
     def __init__(self, words: int = 12) -> None:
         self.words = words
 
-    def summarize(self, messages: Sequence[Message]) -> str:
+    def summarize(self, messages: Sequence[Any]) -> str:
         lines = []
         for m in messages:
-            words, more = first_words(m.content, self.words)
-            lines.append(f"- {m.role}: {' '.join(words)}{'...' if more else ''}")
-        return "\n".join(lines).rstrip()
+            role, content = role_content(m)
+            words, more = first_words(content, self.words)
+            lines.append(f"- {role}: {' '.join(words)}{'...' if more else ''}")
+        return "\n".join(lines).rstrip(_DOTNET_WHITESPACE)
 
 
 def first_words(text: str, n: int) -> tuple[list[str], bool]:
@@ -55,3 +102,102 @@ def first_words(text: str, n: int) -> tuple[list[str], bool]:
                 return words[:n], True
             return words[:n], len(words) > n
         limit *= 4
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_FACT_PATTERNS = [
+    re.compile(r"\d"),  # numbers, with whatever unit follows them
+    re.compile(r"(?:^|\s)[~.]?/?[\w.-]+/[\w./-]+|\b[\w-]+\.(?:py|js|ts|tsx|md|json|jsonl|toml|ya?ml|txt|rs|go|cs|java|c|h|cpp|sh|cfg|ini|lock|sql|html|css)\b"),
+    re.compile(r"\b(?:because|since|so that|due to|in order to|therefore|otherwise|reason)\b", re.I),
+    re.compile(r"\bDECISION:|\b(?:decided|decision|must|never|always)\b", re.I),
+    re.compile(r"`[^`]+`|\b[a-z]+_[a-z_]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b"),
+]
+_NAME = re.compile(r"\b[A-Z][\w-]*")
+
+
+def _is_fact_sentence(sentence: str) -> bool:
+    if any(p.search(sentence) for p in _FACT_PATTERNS):
+        return True
+    # A capitalized word after the first one is most likely a name (Redis, Alice).
+    return any(m.start() > 0 for m in _NAME.finditer(sentence.lstrip()))
+
+
+class ExtractiveSummarizer:
+    """A careful extractive summarizer: keeps load-bearing sentences verbatim.
+
+    Keeps, word for word: every sentence that carries a number, a path or file name,
+    a name (a capitalized word inside a sentence, an identifier), a reason
+    (because, since, so that, due to ...) or a decision (DECISION:, decided, must,
+    never). Loses: the other sentences, each cut to its first 6 words. It is the
+    fallback whenever a model's summary is rejected.
+    """
+
+    name = "mock-extractive"
+    short_words = 6
+
+    def summarize(self, messages: Sequence[Any]) -> str:
+        lines = []
+        for m in messages:
+            parts = []
+            role, content = role_content(m)
+            for sentence in _SENTENCE_END.split(content):
+                sentence = sentence.strip()
+                if not sentence:
+                    continue
+                if _is_fact_sentence(sentence):
+                    parts.append(sentence)
+                else:
+                    words = sentence.split()
+                    cut = len(words) > self.short_words
+                    parts.append(" ".join(words[: self.short_words]) + ("..." if cut else ""))
+            lines.append(f"- {role}: {' '.join(parts)}")
+        return "\n".join(lines)
+
+
+# Special tokens of the common chat templates (ChatML, Gemma, Llama 2/3, Mistral,
+# Phi): a base model that does not know the template writes them as text.
+TEMPLATE_TOKEN = re.compile(
+    r"<\|[a-z_]+(?:\|>|\b)|<(?:start|end)_of_turn>|</?s>|\[/?INST\]|<<SYS>>|<</SYS>>|<bos>|<eos>",
+    re.IGNORECASE,
+)
+
+
+def _repetitive(text: str) -> bool:
+    """Does the text loop? Half its lines are repeats of a line said four times or
+    more, or under a third of its 4-word runs are distinct."""
+    lines = [ln.strip() for ln in text.splitlines() if len(ln.strip()) >= 8]
+    counts: dict[str, int] = {}
+    for ln in lines:
+        counts[ln] = counts.get(ln, 0) + 1
+    looped = sum(n for n in counts.values() if n >= 4)
+    if lines and looped * 2 >= len(lines):
+        return True
+    words = text.split()
+    if len(words) < 48:
+        return False
+    grams = [" ".join(words[i : i + 4]) for i in range(len(words) - 3)]
+    return len(set(grams)) * 3 < len(grams)
+
+
+def check_summary(summary: Summary, *, span_tokens: int, count: Any, span: Sequence[Any] = ()) -> str | None:
+    """Why a summary cannot be used for a fold, or None when it can.
+
+    Rejected: no text, an error, a text cut at the budget, chat-template tokens,
+    a text that repeats itself when its span does not (a faithful summary of a
+    repetitive log may repeat too), or one that is not shorter than its span.
+    """
+    text = summary.text.strip()
+    if summary.error:
+        return summary.error
+    if not text:
+        return "it was empty"
+    if summary.truncated:
+        return "it was cut at its token budget"
+    if TEMPLATE_TOKEN.search(text):
+        return "it holds chat-template tokens"
+    if _repetitive(text) and not _repetitive("\n".join(role_content(m)[1] for m in span)):
+        return "it repeats itself"
+    tokens = count(text)
+    if tokens >= span_tokens:
+        return f"it was not shorter than its span ({tokens:,} >= {span_tokens:,} tokens)"
+    return None

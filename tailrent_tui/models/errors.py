@@ -100,3 +100,9 @@ class Cancelled(ModelError):
 
     Cancelling the consuming task raises ``asyncio.CancelledError`` as usual, never this.
     """
+
+
+class ContextOverflow(ModelError):
+    """The request would not fit the model's window, even after the ladder: it is not sent."""
+
+    retryable = False

@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tailrent_tui.core.summarize import first_words
+from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer, Summary, role_content
 from tailrent_tui.core.tokens import chars4
 
 from .base import (
@@ -77,13 +76,6 @@ _LATE_FAULTS: dict[str, Callable[[], ModelError]] = {
     "timeout": lambda: ReadTimeout(0.0),
 }
 FAULTS = tuple(_EARLY_FAULTS) + tuple(_LATE_FAULTS)
-
-
-def role_content(m: Any) -> tuple[str, str]:
-    """(role, content) of a wire dict or a core Message: the summarizers take either."""
-    if isinstance(m, Mapping):
-        return str(m["role"]), str(m.get("content", ""))
-    return str(m.role), str(m.content)
 
 
 def load_script(script: str | Path | Sequence[Any] | None) -> list[dict[str, Any]]:
@@ -275,85 +267,12 @@ class MockModel:
         return [text[i : i + self.chunk_size] for i in range(0, len(text), self.chunk_size)]
 
 
-# -- summarizers ------------------------------------------------------------------------
+# -- the model as a summarizer ----------------------------------------------------------
 
-# .NET's Char.IsWhiteSpace set, which the article's TrimEnd() strips; Python's
-# str.rstrip() would also strip U+001C..U+001F.
-_DOTNET_WHITESPACE = (
-    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
-    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-
-
-class MockLossySummarizer:
-    """The article's summarizer: the first 12 words of each message, nothing else.
-
-    Keeps: each message's role and its first 12 words (split on single spaces only,
-    so newlines stay inside words). Loses: everything after word 12 — numbers,
-    reasons and names included. Folding its output again loses more each time:
-    the fold of a fold.
-    """
-
-    name = "mock-lossy"
-    words = 12
-
-    def summarize(self, messages: Sequence[Any]) -> str:
-        lines = []
-        for m in messages:
-            role, content = role_content(m)
-            words, more = first_words(content, self.words)
-            lines.append(f"- {role}: {' '.join(words)}{'...' if more else ''}\n")
-        return "".join(lines).rstrip(_DOTNET_WHITESPACE)
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_FACT_PATTERNS = [
-    re.compile(r"\d"),  # numbers, with whatever unit follows them
-    re.compile(r"(?:^|\s)[~.]?/?[\w.-]+/[\w./-]+|\b[\w-]+\.(?:py|js|ts|tsx|md|json|jsonl|toml|ya?ml|txt|rs|go|cs|java|c|h|cpp|sh|cfg|ini|lock|sql|html|css)\b"),
-    re.compile(r"\b(?:because|since|so that|due to|in order to|therefore|otherwise|reason)\b", re.I),
-    re.compile(r"\bDECISION:|\b(?:decided|decision|must|never|always)\b", re.I),
-    re.compile(r"`[^`]+`|\b[a-z]+_[a-z_]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b"),
-]
-_NAME = re.compile(r"\b[A-Z][\w-]*")
-
-
-def _is_fact_sentence(sentence: str) -> bool:
-    if any(p.search(sentence) for p in _FACT_PATTERNS):
-        return True
-    # A capitalized word after the first one is most likely a name (Redis, Alice).
-    return any(m.start() > 0 for m in _NAME.finditer(sentence.lstrip()))
-
-
-class MockExtractiveSummarizer:
-    """A careful extractive summarizer: keeps load-bearing sentences verbatim.
-
-    Keeps, word for word: every sentence that carries a number, a path or file name,
-    a name (a capitalized word inside a sentence, an identifier), a reason
-    (because, since, so that, due to ...) or a decision (DECISION:, decided, must,
-    never). Loses: the other sentences, each cut to its first 6 words.
-    """
-
-    name = "mock-extractive"
-    short_words = 6
-
-    def summarize(self, messages: Sequence[Any]) -> str:
-        lines = []
-        for m in messages:
-            parts = []
-            role, content = role_content(m)
-            for sentence in _SENTENCE_END.split(content):
-                sentence = sentence.strip()
-                if not sentence:
-                    continue
-                if _is_fact_sentence(sentence):
-                    parts.append(sentence)
-                else:
-                    words = sentence.split()
-                    cut = len(words) > self.short_words
-                    parts.append(" ".join(words[: self.short_words]) + ("..." if cut else ""))
-            lines.append(f"- {role}: {' '.join(parts)}")
-        return "\n".join(lines)
-
+# The summarizers that need no server live in core; they are named here too
+# because scripts and tests know them by these names.
+MockLossySummarizer = LossySummarizer
+MockExtractiveSummarizer = ExtractiveSummarizer
 
 SUMMARY_PROMPT = (
     "You compress part of a coding session so that it can leave the context window. "
@@ -386,14 +305,22 @@ class ModelSummarizer:
             {"role": "user", "content": f"Summarize this part of the conversation:\n\n{transcript}"},
         ]
 
-    async def asummarize(self, messages: Sequence[Any]) -> str:
+    async def asummarize(self, messages: Sequence[Any], budget: int | None = None) -> Summary:
+        """The model's summary of `messages`, capped at `budget` tokens (max_tokens).
+
+        A server error is raised (the caller falls back); what the model wrote is
+        returned as it is, marked truncated when it stopped at the budget, for
+        core's `check_summary` to judge.
+        """
+        options = dict(self.options)
+        if budget is not None:
+            options["max_tokens"] = budget
         parts = []
-        async for chunk in self.model.stream(self.request_messages(messages), options=self.options):
+        self.last_usage = None
+        async for chunk in self.model.stream(self.request_messages(messages), options=options):
             if isinstance(chunk, TextDelta):
                 parts.append(chunk.text)
             elif isinstance(chunk, Usage):
                 self.last_usage = chunk
-        summary = "".join(parts).strip()
-        if not summary:
-            raise ModelError("the model returned an empty summary", "retry, or fold with the extractive summarizer")
-        return summary
+        truncated = self.last_usage is not None and self.last_usage.truncated
+        return Summary(text="".join(parts).strip(), by=self.name, truncated=truncated)

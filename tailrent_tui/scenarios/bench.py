@@ -2,11 +2,15 @@
 summarizer and price sheet, and their rent, folds and recall side by side.
 
 Per policy: a fresh core Session and a fresh RentModel. Each trace line is
-added through the policy (tool results through rungs 1 and 2, then
-`after_add`). Before each assistant line a model request is charged: the
-context at that point, with the assistant line's tokens as output. Before a
-request whose cache has expired the policy gets `on_resume`. Each probe scores
-its expected strings against `session.visible_text()`.
+added through the policy (tool results through rungs 1 and 2, then its
+`after_add` plan). Before each assistant line the policy's `before_request`
+plan runs (told whether the cache expired), then a model request is charged:
+the context at that point, with the assistant line's tokens as output. Each
+probe scores its expected strings against `session.visible_text()`.
+
+The plans are driven by the agent's code (`driver="agent"`, the default: what
+the app runs) or by core's synchronous driver (`driver="core"`); with a
+deterministic summarizer both give the same figures.
 
 With an engine (`engine="openai:URL"`), every request of every policy is also
 sent to that server with one output token, and what the server measured
@@ -24,22 +28,24 @@ import math
 import random
 import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from tailrent_tui.core.guard import find_expected
 from tailrent_tui.core.messages import Folded, Message
-from tailrent_tui.core.policies import POLICY_NAMES, PolicyContext, PolicySettings, get_policy
+from tailrent_tui.core.policies import POLICY_NAMES, Policy, PolicyContext, PolicySettings, get_policy, run_plan
 from tailrent_tui.core.rent import PriceSheet, RentModel, context_items, get_price_sheet
 from tailrent_tui.core.rungs import spill as spill_rung
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
-from tailrent_tui.core.summarize import LossySummarizer, Summarizer
+from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer, Summarizer
 from tailrent_tui.core.tokens import TokenCounter, get_counter
 from tailrent_tui.scenarios.traces import Trace
 
 SUMMARIZERS = ("mock-lossy", "mock-extractive", "model")
+DRIVERS = ("agent", "core")
 FIGURES = (
     "prompt_tokens", "cached_tokens", "reevaluated_tokens", "billed_usd", "folds",
     "peak_context_tokens", "recall_hits", "recall_total", "facts_lost",
@@ -71,11 +77,7 @@ def get_summarizer(name: str) -> Summarizer:
     if name == "mock-lossy":
         return LossySummarizer()
     if name == "mock-extractive":
-        try:
-            from tailrent_tui.models.mock import MockExtractiveSummarizer
-        except ImportError as exc:
-            raise BenchError(f"summarizer 'mock-extractive' is not available ({exc})") from exc
-        return MockExtractiveSummarizer()
+        return ExtractiveSummarizer()
     if name == "model":
         raise BenchError("summarizer 'model' needs --engine (the engine's model writes the summaries)")
     raise BenchError(f"unknown summarizer {name!r}: choose one of {', '.join(SUMMARIZERS)}")
@@ -122,6 +124,8 @@ class PolicyResult(BaseModel):
     decision_lines: int = 0
     guard_repair_tokens: int = Field(default=0, description="sum over requests of repaired-fact tokens in context")
     final_context_tokens: int = 0
+    folds_grew: int = Field(default=0, description="folds after which the context was not smaller")
+    over_window: int = Field(default=0, description="requests whose context was larger than the window")
     probe_misses: list[str] = Field(default_factory=list)
     context_series: list[int] = Field(default_factory=list)
     engine: EngineFigures | None = None
@@ -153,6 +157,8 @@ class PolicyResult(BaseModel):
             "decision_lines": self.decision_lines,
             "guard_share": round(self.guard_share, 5),
             "final_context_tokens": self.final_context_tokens,
+            "folds_grew": self.folds_grew,
+            "requests_over_window": self.over_window,
             "probe_misses": self.probe_misses,
             "engine": None if self.engine is None else {
                 **self.engine.model_dump(), "evaluated_error": round(self.engine.evaluated_error, 5),
@@ -168,6 +174,7 @@ class TraceResult(BaseModel):
     price_sheet: str
     policies: dict[str, PolicyResult]
     engine: str | None = None
+    driver: str = "agent"
 
 
 class BenchResult(BaseModel):
@@ -207,35 +214,95 @@ def seeded_spill_ids(seed: int = 0):
         spill_rung.new_spill_id = saved
 
 
-def _run_policy(
+class CoreDriver:
+    """Core's synchronous driver (`--driver core`): the policy's plans answered by a summarizer in core."""
+
+    def __init__(self, session: Session, policy: Policy, ctx: PolicyContext, summarizer: Summarizer, rent: RentModel) -> None:
+        self.session, self.policy, self.ctx, self.summarizer, self.rent = session, policy, ctx, summarizer, rent
+
+    async def add(self, role: Any, content: str, *, pinned: bool, at: float) -> Message:
+        m = self.session.add(role, content, pinned=pinned, at=at)
+        run_plan(self.policy.after_add(self.session, self.ctx), self.summarizer)
+        return m
+
+    async def admit_tool(self, tool: str, content: str, *, at: float) -> None:
+        self.policy.admit_tool(self.session, self.ctx, tool, content, at=at)
+        run_plan(self.policy.after_add(self.session, self.ctx), self.summarizer)
+
+    async def before_request(self) -> None:
+        s = self.session
+        expired = self.rent.predict(context_items(s), s.head_tokens, s.clock())[2]
+        run_plan(self.policy.before_request(s, self.ctx, expired=expired), self.summarizer)
+
+
+class AgentDriver:
+    """The agent's code, as the app and `tailrent ask` run it (`--driver agent`)."""
+
+    def __init__(self, agent: Any) -> None:
+        self.agent = agent
+
+    async def add(self, role: Any, content: str, *, pinned: bool, at: float) -> Message:
+        return await self.agent.add_message(role, content, pinned=pinned, at=at)
+
+    async def admit_tool(self, tool: str, content: str, *, at: float) -> None:
+        await self.agent.admit_tool_text(tool, content, at=at)
+
+    async def before_request(self) -> None:
+        await self.agent.before_request()
+
+
+def _driver(
+    driver: str, name: str, session: Session, ctx: PolicyContext, summarizer: Any, rent: RentModel,
+    model: Any, policy: Policy,
+) -> CoreDriver | AgentDriver:
+    if driver == "core":
+        return CoreDriver(session, policy, ctx, summarizer, rent)
+    from tailrent_tui.agent.loop import Agent
+    from tailrent_tui.core.rungs.fold import MemoryFoldArchive
+    from tailrent_tui.models.mock import MockModel
+    from tailrent_tui.settings import Settings
+
+    agent = Agent(
+        session=session,
+        model=model or MockModel(),
+        settings=Settings(policy=name, window=ctx.settings.window, yolo=False),
+        workspace=Path.cwd(),
+        spill_store=ctx.spill_store,
+        archive=ctx.archive or MemoryFoldArchive(),
+        summarizer=summarizer,
+        rent=rent,
+        policy_settings=ctx.settings,
+    )
+    return AgentDriver(agent)
+
+
+async def _drive(
     trace: Trace,
     name: str,
     counter: TokenCounter,
-    summarizer: Summarizer,
+    summarizer: Any,
     sheet: PriceSheet,
     settings: PolicySettings,
-    engine: Any | None,
+    engine: _Engine | None,
     progress: Progress | None,
+    driver: str,
 ) -> PolicyResult:
-    with seeded_spill_ids():
-        return _drive(trace, name, counter, summarizer, sheet, settings, engine, progress)
-
-
-def _drive(trace, name, counter, summarizer, sheet, settings, engine, progress) -> PolicyResult:
     policy = get_policy(name)
     now = [trace.steps[0].at if trace.steps else 0.0]
     session = Session(
         counter=counter, system=trace.system, window=trace.window,
         decisions=policy.decision_detector(), clock=lambda: now[0], id=f"bench-{name}",
     )
-    ctx = PolicyContext(summarizer=summarizer, spill_store=MemorySpillStore(), settings=settings)
+    ctx = PolicyContext(spill_store=MemorySpillStore(), settings=settings)
     rent = RentModel(sheet.with_ttl(math.inf) if policy.infinite_ttl else sheet)
+    drive = _driver(driver, name, session, ctx, summarizer, rent, engine.model if engine else None, policy)
     result = PolicyResult(policy=name)
     repair_of: dict[str, int] = {}
 
     def listen(ev: Any) -> None:
         if isinstance(ev, Folded):
             repair_of[ev.fold.summary.id] = ev.fold.repair_tokens
+            result.folds_grew += int(ev.fold.context_after >= ev.fold.context_before)
 
     session.listeners.append(listen)
     total = len(trace.steps)
@@ -252,11 +319,20 @@ def _drive(trace, name, counter, summarizer, sheet, settings, engine, progress) 
         if step.kind != "message":
             continue
         if step.role == "assistant":
-            _request(session, policy, ctx, rent, result, repair_of, step, engine)
+            await drive.before_request()
+            result.peak_context_tokens = max(result.peak_context_tokens, session.context_tokens)
+            out_tokens = session.count(step.content)
+            if engine is not None:
+                await engine.request(session, rent, step.at, out_tokens, result)
+            else:
+                rent.request_session(session, step.at, out_tokens)
+            result.context_series.append(session.context_tokens)
+            result.over_window += int(session.context_tokens > session.window)
+            result.guard_repair_tokens += sum(t for sid, t in repair_of.items() if sid in session)
         if step.role == "tool":
-            policy.admit_tool(session, ctx, step.tool or "tool", step.content, at=step.at)
+            await drive.admit_tool(step.tool or "tool", step.content, at=step.at)
         else:
-            m = session.add(step.role, step.content, pinned=step.pin, at=step.at)  # type: ignore[arg-type]
+            m = await drive.add(step.role, step.content, pinned=step.pin, at=step.at)  # type: ignore[arg-type]
             if step.decision is not None:
                 auto = m.pinned and not step.pin
                 if step.decision:
@@ -265,7 +341,6 @@ def _drive(trace, name, counter, summarizer, sheet, settings, engine, progress) 
                 else:
                     result.chatter_lines += 1
                     result.false_pins += int(auto)
-        policy.after_add(session, ctx)
         result.peak_context_tokens = max(result.peak_context_tokens, session.context_tokens)
     if progress is not None:
         progress(name, total, total)
@@ -284,20 +359,6 @@ def _drive(trace, name, counter, summarizer, sheet, settings, engine, progress) 
     return result
 
 
-def _request(session, policy, ctx, rent, result, repair_of, step, engine) -> None:
-    _, _, expired = rent.predict(context_items(session), session.head_tokens, step.at)
-    if expired:
-        policy.on_resume(session, ctx)
-        result.peak_context_tokens = max(result.peak_context_tokens, session.context_tokens)
-    out_tokens = session.count(step.content)
-    if engine is not None:
-        engine.request(session, rent, step.at, out_tokens, result)
-    else:
-        rent.request_session(session, step.at, out_tokens)
-    result.context_series.append(session.context_tokens)
-    result.guard_repair_tokens += sum(t for sid, t in repair_of.items() if sid in session)
-
-
 def run_bench(
     trace: Trace,
     policies: Sequence[str] = POLICY_NAMES,
@@ -309,23 +370,39 @@ def run_bench(
     engine: str | None = None,
     settings: PolicySettings | None = None,
     progress: Progress | None = None,
+    driver: str = "agent",
 ) -> BenchResult:
-    """Run each policy through the trace; one TraceResult per call (see `run_many`)."""
+    """Run each policy through the trace; one TraceResult per call (see `run_many`).
+
+    `driver` is `agent` (the agent's code, as the app runs it) or `core` (core's
+    synchronous driver); with the same deterministic summarizer both give the
+    same figures, because both run the policies' one set of plans.
+    """
     for p in policies:
         get_policy(p)  # unknown names fail before any work
+    if driver not in DRIVERS:
+        raise BenchError(f"unknown driver {driver!r}: choose one of {', '.join(DRIVERS)}")
+    if summarizer == "model" and driver != "agent":
+        raise BenchError("summarizer 'model' needs --driver agent: core's driver is synchronous and cannot await a model")
     sheet = price_sheet if isinstance(price_sheet, PriceSheet) else get_price_sheet(price_sheet, price_paths)
     settings = settings or PolicySettings(window=trace.window)
     if engine is not None:
-        return _run_with_engine(trace, policies, engine, summarizer, sheet, settings, progress)
+        return asyncio.run(_run_with_engine(trace, policies, engine, summarizer, sheet, settings, progress, driver))
     counter = CachingCounter(get_counter(tokenizer))
     trace.check_window(counter)
     summ = get_summarizer(summarizer)
-    results = {
-        p: _run_policy(trace, p, counter, summ, sheet, settings, None, progress) for p in policies
-    }
+
+    async def run_all() -> dict[str, PolicyResult]:
+        out = {}
+        for p in policies:
+            with seeded_spill_ids():
+                out[p] = await _drive(trace, p, counter, summ, sheet, settings, None, progress, driver)
+        return out
+
+    results = asyncio.run(run_all())
     return BenchResult(traces=[TraceResult(
         trace=trace.name, window=trace.window, tokenizer=counter.name, summarizer=summ.name,
-        price_sheet=sheet.name, policies=results,
+        price_sheet=sheet.name, policies=results, driver=driver,
     )])
 
 
@@ -356,12 +433,10 @@ class EngineCounter:
 class _Engine:
     """Sends each bench request to a llama.cpp (OpenAI-compatible) server, one output token."""
 
-    def __init__(self, base_url: str, model: Any, template_overhead: int, base_overhead: int) -> None:
-        self.base_url = base_url
+    def __init__(self, model: Any) -> None:
         self.model = model
-        self.per_message = template_overhead
-        self.base_overhead = base_overhead
-        self.loop = asyncio.new_event_loop()
+        self.per_message = 0
+        self.base_overhead = 0
 
     def wire(self, session: Session) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -372,7 +447,7 @@ class _Engine:
             out.append({"role": role, "content": m.content})
         return out
 
-    async def _send(self, messages: list[dict[str, Any]]) -> Any:
+    async def send(self, messages: list[dict[str, Any]]) -> Any:
         from tailrent_tui.models.base import Usage
 
         usage = None
@@ -388,9 +463,9 @@ class _Engine:
     def head(self, session: Session) -> int:
         return session.head_tokens + self.base_overhead + (self.per_message if session.system else 0)
 
-    def request(self, session: Session, rent: RentModel, at: float, out_tokens: int, result: PolicyResult) -> None:
+    async def request(self, session: Session, rent: RentModel, at: float, out_tokens: int, result: PolicyResult) -> None:
         r = rent.request(self.items(session), self.head(session), at, out_tokens)
-        usage = self.loop.run_until_complete(self._send(self.wire(session)))
+        usage = await self.send(self.wire(session))
         e = result.engine or EngineFigures()
         e.requests += 1
         e.predicted_prompt_tokens += r.context_tokens
@@ -402,65 +477,29 @@ class _Engine:
             e.prompt_ms += usage.prompt_ms or 0.0
         result.engine = e
 
-    def flush(self) -> None:
+    async def flush(self) -> None:
         """Replace the server's KV cache with an unrelated prompt, so each policy starts cold
         as its fresh RentModel assumes (otherwise it would reuse the previous policy's prefix)."""
-        self.loop.run_until_complete(self._send([{"role": "user", "content": "flush the cache: zq xv jk"}]))
+        await self.send([{"role": "user", "content": "flush the cache: zq xv jk"}])
 
-    def close(self) -> None:
-        self.loop.run_until_complete(self.model.aclose())
-        self.loop.close()
-
-
-class _EngineSummarizer:
-    """Fold summaries written by the engine's own model (`--summarizer model`).
-
-    A summary is a request with another prefix. llama.cpp's server serves it
-    without dropping the conversation's KV cache (measured on gemma3-270m: the
-    same evaluated tokens with and without summary requests in between), so the
-    rent model charges nothing extra for it. Replies are capped; the 270M base
-    model writes noise, which the fact guard then has to repair.
-    """
-
-    name = "model"
-
-    def __init__(self, engine: _Engine, max_tokens: int = 160) -> None:
-        from tailrent_tui.models.mock import ModelSummarizer
-
-        self.engine = engine
-        self.inner = ModelSummarizer(engine.model, options={"temperature": 0, "max_tokens": max_tokens})
-        self.calls = 0
-
-    def summarize(self, messages: Sequence[Message]) -> str:
-        from tailrent_tui.models.errors import ModelError
-
-        self.calls += 1
-        try:
-            return self.engine.loop.run_until_complete(
-                self.inner.asummarize(messages)
-            )
-        except ModelError as exc:
-            raise BenchError(f"the engine's model could not summarize: {exc.message}") from exc
+    async def measure_template_overhead(self, counter: EngineCounter) -> None:
+        """Per-message and fixed prompt tokens the chat template adds, from two requests."""
+        one = [{"role": "user", "content": "hello there"}]
+        three = [*one, {"role": "assistant", "content": "general kenobi"}, {"role": "user", "content": "status report"}]
+        u1 = await self.send(one)
+        u3 = await self.send(three)
+        if u1 is None or u3 is None or u1.prompt_tokens is None or u3.prompt_tokens is None:
+            raise BenchError("the engine did not report prompt_tokens; cannot calibrate the template overhead")
+        c1 = sum(counter.count(m["content"]) for m in one)
+        c3 = sum(counter.count(m["content"]) for m in three)
+        self.per_message = ((u3.prompt_tokens - c3) - (u1.prompt_tokens - c1)) // 2
+        self.base_overhead = (u1.prompt_tokens - c1) - self.per_message
 
 
-def measure_template_overhead(engine: _Engine, counter: EngineCounter) -> tuple[int, int]:
-    """(per-message, fixed) prompt tokens the chat template adds, from two requests."""
-    one = [{"role": "user", "content": "hello there"}]
-    three = [*one, {"role": "assistant", "content": "general kenobi"}, {"role": "user", "content": "status report"}]
-    u1 = engine.loop.run_until_complete(engine._send(one))
-    u3 = engine.loop.run_until_complete(engine._send(three))
-    if u1 is None or u3 is None or u1.prompt_tokens is None or u3.prompt_tokens is None:
-        raise BenchError("the engine did not report prompt_tokens; cannot calibrate the template overhead")
-    c1 = sum(counter.count(m["content"]) for m in one)
-    c3 = sum(counter.count(m["content"]) for m in three)
-    per = ((u3.prompt_tokens - c3) - (u1.prompt_tokens - c1)) // 2
-    fixed = (u1.prompt_tokens - c1) - per
-    return per, fixed
-
-
-def _run_with_engine(trace, policies, engine_spec, summarizer, sheet, settings, progress) -> BenchResult:
+async def _run_with_engine(trace, policies, engine_spec, summarizer, sheet, settings, progress, driver) -> BenchResult:
     import httpx
 
+    from tailrent_tui.models.mock import ModelSummarizer
     from tailrent_tui.models.spec import open_model, parse_model_spec
 
     spec = parse_model_spec(engine_spec)
@@ -472,37 +511,33 @@ def _run_with_engine(trace, policies, engine_spec, summarizer, sheet, settings, 
     base = (spec.url or "").rstrip("/")
     if base.endswith("/v1"):
         base = base[:-3]
-    client = httpx.Client(timeout=60.0)
-    eng = _Engine(base, None, 0, 0)
+    eng = _Engine(await open_model(spec))
     try:
-        eng.model = eng.loop.run_until_complete(open_model(spec))
-    except Exception:
-        eng.loop.close()
-        client.close()
-        raise
-    try:
-        counter = EngineCounter(client, base)
-        try:
-            counter.count("probe")
-        except httpx.HTTPError as exc:
-            raise BenchError(f"cannot reach the engine's /tokenize at {base}: {exc}") from exc
-        eng.per_message, eng.base_overhead = measure_template_overhead(eng, counter)
-        trace.check_window(counter)
-        summ = _EngineSummarizer(eng) if summarizer == "model" else get_summarizer(summarizer)
-        # The engine keeps one KV cache whatever the clock says: its TTL is infinite
-        # within a run; only a different prefix evicts it.
-        local = sheet.with_ttl(math.inf).model_copy(update={"min_cacheable": 0})
-        results = {}
-        for p in policies:
-            eng.flush()
-            results[p] = _run_policy(trace, p, counter, summ, local, settings, eng, progress)
+        with httpx.Client(timeout=60.0) as client:
+            counter = EngineCounter(client, base)
+            try:
+                counter.count("probe")
+            except httpx.HTTPError as exc:
+                raise BenchError(f"cannot reach the engine's /tokenize at {base}: {exc}") from exc
+            await eng.measure_template_overhead(counter)
+            trace.check_window(counter)
+            # Summaries are requests with another prefix: llama.cpp serves them without
+            # dropping the conversation's KV cache (measured), so rent charges nothing for them.
+            summ = ModelSummarizer(eng.model) if summarizer == "model" else get_summarizer(summarizer)
+            # The engine keeps one KV cache whatever the clock says: its TTL is infinite
+            # within a run; only a different prefix evicts it.
+            local = sheet.with_ttl(math.inf).model_copy(update={"min_cacheable": 0})
+            results = {}
+            for p in policies:
+                await eng.flush()
+                with seeded_spill_ids():
+                    results[p] = await _drive(trace, p, counter, summ, local, settings, eng, progress, driver)
         return BenchResult(traces=[TraceResult(
             trace=trace.name, window=trace.window, tokenizer="engine", summarizer=summ.name,
-            price_sheet=local.name, policies=results, engine=str(spec),
+            price_sheet=local.name, policies=results, engine=str(spec), driver=driver,
         )])
     finally:
-        eng.close()
-        client.close()
+        await eng.model.aclose()
 
 
 def run_many(traces: Sequence[Trace], policies: Sequence[str] = POLICY_NAMES, **kwargs: Any) -> BenchResult:

@@ -14,21 +14,17 @@ Pinned messages never enter the span.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Literal, Protocol
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal
 
 from tailrent_tui.core.messages import Folded, FoldRecord, FoldSkipped, Kind, Message
+from tailrent_tui.core.ports import ArchiveError, ArchivedFold, FoldArchive
 from tailrent_tui.core.session import Session, SessionError
 from tailrent_tui.core.summarize import Summarizer
 
 GuardMode = Literal["repair", "report", "off"]
 Position = Literal["in_place", "front"]
-
-
-class FoldArchive(Protocol):
-    def write_fold(self, fold_no: int, originals: Sequence[Message], summary: str, facts_lost: Sequence[str]) -> None:
-        """Persist a fold's originals before it is applied; raise OSError to stop the fold."""
-        ...
 
 
 class FoldAborted(RuntimeError):
@@ -40,25 +36,30 @@ def foldable(session: Session) -> list[Message]:
     return [m for m in session.messages if not m.pinned]
 
 
-def select_span(session: Session, *, target_tokens: int, keep_recent: int = 2, summary_allowance: int = 0) -> list[str]:
-    """The oldest unpinned messages whose removal brings the context to `target_tokens`.
+def span_to_target(session: Session, target_tokens: int, *, keep_recent: int = 2) -> list[str]:
+    """The oldest unpinned messages whose fold brings the context to `target_tokens`.
 
-    The last `keep_recent` messages are never selected (the turn in flight).
-    `summary_allowance` is the expected size of the summary, added back.
+    Earlier summaries are taken last: left in place they stay in the cached
+    prefix, and refolding them only when raw messages are not enough keeps
+    the fold of a fold rare. The last `keep_recent` messages are never taken
+    (the turn in flight).
     """
     msgs = session.messages
     limit = max(0, len(msgs) - keep_recent)
-    excess = session.context_tokens + summary_allowance - target_tokens
-    span: list[str] = []
+    excess = session.context_tokens - target_tokens
+    chosen: set[str] = set()
     freed = 0
-    for m in msgs[:limit]:
-        if freed >= excess:
-            break
-        if m.pinned:
-            continue
-        span.append(m.id)
-        freed += m.tokens
-    return span
+    for include_summaries in (False, True):
+        for m in msgs[:limit]:
+            if freed >= excess:
+                break
+            if m.pinned or m.id in chosen:
+                continue
+            if (m.kind == Kind.fold_summary) != include_summaries:
+                continue
+            chosen.add(m.id)
+            freed += m.tokens
+    return [m.id for m in msgs if m.id in chosen]
 
 
 def oldest_unpinned(session: Session, count: int) -> list[str]:
@@ -115,25 +116,62 @@ def fold_span(
     """Fold the given messages into one summary and apply it as a Folded event.
 
     Either `summarizer` (called here) or a precomputed `summary` text (from a
-    model) must be given. `header` is a format string with `{n}` (messages) and
-    `{depth}`; by default "[fold #{no} · {n} messages · depth {depth}]".
-    Pinned ids in the span are refused: a pin is never folded.
+    model) must be given. `header` is a format string with `{no}`, `{n}`
+    (messages) and `{depth}`; by default "[fold #{no} · {n} messages · depth {depth}]".
+    Pinned ids in the span are refused: a pin is never folded. This applies the
+    fold whatever its size; the policies' plans use `prepare_fold` and apply
+    only folds that shrink the context.
     """
     ids = list(dict.fromkeys(span_ids))
     if not ids:
-        ev = FoldSkipped(reason=_nothing_reason(session), trigger=trigger, at=session.clock())
-        return session.emit(ev)  # type: ignore[return-value]
-    span = [session.get(i) for i in ids]
+        return skip_fold(session, _nothing_reason(session), trigger)
+    if summary is None:
+        if summarizer is None:
+            raise ValueError("fold_span needs a summarizer or a summary text")
+        summary = summarizer.summarize(span_messages(session, ids))
+        summarizer_name = summarizer_name or summarizer.name
+    record = prepare_fold(
+        session, ids, summary=summary, summarizer_name=summarizer_name or "", guard=guard,
+        position=position, header=header, trigger=trigger,
+    )
+    return apply_fold(session, record, archive)
+
+
+def skip_fold(session: Session, reason: str, trigger: str) -> FoldSkipped:
+    """Record that a fold was asked for and did nothing, and why."""
+    return session.emit(FoldSkipped(reason=reason, trigger=trigger, at=session.clock()))  # type: ignore[return-value]
+
+
+def span_messages(session: Session, span_ids: Iterable[str]) -> list[Message]:
+    """The span's messages in transcript order; a pinned one is refused."""
+    span = [session.get(i) for i in dict.fromkeys(span_ids)]
     pinned = [m.id for m in span if m.pinned]
     if pinned:
         raise SessionError(f"cannot fold pinned messages {pinned}: unpin them first")
     order = {m.id: i for i, m in enumerate(session.messages)}
     span.sort(key=lambda m: order[m.id])
-    if summary is None:
-        if summarizer is None:
-            raise ValueError("fold_span needs a summarizer or a summary text")
-        summary = summarizer.summarize(span)
-        summarizer_name = summarizer_name or summarizer.name
+    return span
+
+
+def prepare_fold(
+    session: Session,
+    span_ids: Iterable[str],
+    *,
+    summary: str,
+    summarizer_name: str,
+    guard: GuardMode = "repair",
+    position: Position = "in_place",
+    header: str | None = None,
+    trigger: str = "manual",
+    rejected: str | None = None,
+) -> FoldRecord:
+    """The fold of a span with this summary, guarded, as a record: nothing is applied yet.
+
+    The caller sees the summary's size (`tokens_after`) against the span's
+    (`tokens_before`) before deciding to apply it with `apply_fold`.
+    """
+    span = span_messages(session, span_ids)
+    ids = {m.id for m in span}
     depth = 1 + max(m.fold_depth for m in span)
     fold_no = len(session.folds) + 1
 
@@ -158,28 +196,26 @@ def fold_span(
 
     if header is None:
         header = "[fold #{no} · {n} messages · depth {depth}]"
-    content = header.format(no=fold_no, n=len(span), depth=depth) + "\n" + body
+    head = header.format(no=fold_no, n=len(span), depth=depth)
+    content = head + "\n" + body
     tokens_before = sum(m.tokens for m in span)
     summary_msg = session.make_message("system", content, kind=Kind.fold_summary)
     summary_msg.fold_depth = depth
     summary_msg.folded_ids = [m.id for m in span]
-    repair_tokens = summary_msg.tokens - session.count(header.format(no=fold_no, n=len(span), depth=depth) + "\n" + summary) if repaired else 0
-
-    if archive is not None:
-        try:
-            archive.write_fold(fold_no, span, content, lost or dropped)
-        except OSError as exc:
-            raise FoldAborted(f"fold #{fold_no} not applied: its originals could not be archived ({exc})") from exc
+    repair_tokens = summary_msg.tokens - session.count(head + "\n" + summary) if repaired else 0
 
     if position == "front":
         position_index = 0
     else:
         # the summary takes the place of the span's first message, so the
         # prefix before it (and its cache) is left untouched
-        in_span = set(ids)
-        position_index = sum(1 for m in session.messages[: order[span[0].id]] if m.id not in in_span)
+        position_index = 0
+        for m in session.messages:
+            if m.id == span[0].id:
+                break
+            position_index += m.id not in ids
     context_before = session.context_tokens
-    record = FoldRecord(
+    return FoldRecord(
         fold_no=fold_no,
         span_ids=[m.id for m in span],
         position=position_index,
@@ -195,9 +231,20 @@ def fold_span(
         facts_repaired=repaired,
         repair_tokens=max(0, repair_tokens),
         trigger=trigger,
-        summarizer=summarizer_name or "",
+        summarizer=summarizer_name,
+        rejected=rejected,
         guard=guard,
     )
+
+
+def apply_fold(session: Session, record: FoldRecord, archive: FoldArchive | None) -> Folded:
+    """Archive the originals, then apply the fold; if the archive cannot write, nothing is folded."""
+    if archive is not None:
+        span = [session.get(i) for i in record.span_ids]
+        try:
+            archive.write_fold(record.fold_no, span, record.summary.content, record.facts_lost or record.facts_dropped)
+        except OSError as exc:
+            raise FoldAborted(f"fold #{record.fold_no} not applied: its originals could not be archived ({exc})") from exc
     return session.emit(Folded(fold=record, at=session.clock()))  # type: ignore[return-value]
 
 
@@ -209,35 +256,21 @@ def _nothing_reason(session: Session) -> str:
     return "nothing to fold: the context is already under the fold target"
 
 
-def fold_to_target(
-    session: Session,
-    *,
-    target_tokens: int,
-    summarizer: Summarizer,
-    guard: GuardMode = "repair",
-    keep_recent: int = 2,
-    archive: FoldArchive | None = None,
-    trigger: str = "policy",
-) -> Folded | FoldSkipped:
-    """One big fold: the oldest unpinned span down to the target, in place."""
-    span = select_span(session, target_tokens=target_tokens, keep_recent=keep_recent)
-    return fold_span(session, span, summarizer=summarizer, guard=guard, archive=archive, trigger=trigger)
-
-
-class MemoryFoldArchive:
+class MemoryFoldArchive(FoldArchive):
     """Fold originals kept in memory: for tests, benchmarks and sub-sessions."""
 
-    def __init__(self) -> None:
-        self.folds: dict[int, tuple[list[Message], str, list[str]]] = {}
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.folds: dict[int, ArchivedFold] = {}
 
     def write_fold(self, fold_no: int, originals: Sequence[Message], summary: str, facts_lost: Sequence[str]) -> None:
-        self.folds[fold_no] = ([m.model_copy() for m in originals], summary, list(facts_lost))
+        self.folds[fold_no] = ArchivedFold.of(fold_no, originals, summary, facts_lost, at=self.clock())
 
-    def read_originals(self, fold_no: int) -> list[Message]:
+    def read_fold(self, fold_no: int) -> ArchivedFold:
         try:
-            return list(self.folds[fold_no][0])
+            return self.folds[fold_no].model_copy(deep=True)
         except KeyError:
-            raise KeyError(f"fold #{fold_no} is not in the archive") from None
+            raise ArchiveError(f"fold #{fold_no} is not in the archive (kept in memory)") from None
 
     def fold_numbers(self) -> list[int]:
         return sorted(self.folds)

@@ -14,27 +14,18 @@ file-backed implementation, `MemorySpillStore` serves tests and benchmarks.
 from __future__ import annotations
 
 import uuid
-from typing import Protocol
 
 from tailrent_tui.core.messages import Kind, Message, Spilled
+from tailrent_tui.core.ports import SpillMissing, SpillStore, SpillStoreError
 from tailrent_tui.core.session import Session, SessionError
 
 PREVIEW_CHARS = 120
 
 
-class SpillStoreError(OSError):
-    """The spill store could not write (disk full, read-only, missing directory)."""
+__all__ = ["SpillStore", "SpillStoreError", "MemorySpillStore"]
 
 
-class SpillStore(Protocol):
-    def write_spill(self, spill_id: str, tool: str, content: str, at: float) -> str:
-        """Persist content; return its location (a path or a URI) for the pointer."""
-        ...
-
-    def read_spill(self, spill_id: str) -> str: ...
-
-
-class MemorySpillStore:
+class MemorySpillStore(SpillStore):
     """Spills kept in a dict: for tests, benchmarks and traces."""
 
     def __init__(self) -> None:
@@ -48,7 +39,7 @@ class MemorySpillStore:
         try:
             return self.items[spill_id][1]
         except KeyError:
-            raise SpillStoreError(f"spill {spill_id} not found") from None
+            raise SpillMissing(f"spill {spill_id} is not in the store (kept in memory)") from None
 
 
 def new_spill_id() -> str:
@@ -62,18 +53,37 @@ def pointer_text(tool: str, tokens: int, spill_id: str, content: str) -> str:
     return f'[spill {spill_id}] {tool}: ~{tokens:,} tokens; read_spill("{spill_id}") for the whole. Preview: {preview}'
 
 
+_POINTER_PROBE_ID = "00000000-0000-4000-8000-000000000000"
+
+
+def spill_gain(session: Session, m: Message) -> int:
+    """Tokens a spill of `m` would free: its tokens less its pointer's (negative: it would grow)."""
+    return m.tokens - session.count(pointer_text(m.tool or m.role, m.tokens, _POINTER_PROBE_ID, m.content))
+
+
 def spill_message(session: Session, message_id: str, store: SpillStore, *, tool: str | None = None) -> Spilled:
-    """Move a message's content to the store and leave a pointer in its place."""
+    """Move a message's content to the store and leave a pointer in its place.
+
+    Refused when the pointer would not be smaller than the message: a spill
+    must shrink the context.
+    """
     m = session.get(message_id)
-    if m.kind in (Kind.spill_pointer, Kind.fold_summary):
-        raise SessionError(f"message {message_id} is a {m.kind.value}; only content can be spilled")
+    if m.kind == Kind.spill_pointer:
+        raise SessionError(f"message {message_id} is already spilled: it is a pointer to its file")
+    if m.kind == Kind.fold_summary:
+        raise SessionError(f"message {message_id} is a fold summary; only content can be spilled (fold it again instead)")
     if m.pinned:
         raise SessionError(f"message {message_id} is pinned; unpin it before spilling")
     spill_id = new_spill_id()
     tool_name = tool or m.tool or m.role
+    pointer = pointer_text(tool_name, m.tokens, spill_id, m.content)
+    pointer_tokens = session.count(pointer)
+    if pointer_tokens >= m.tokens:
+        raise SessionError(
+            f"nothing spilled: the {m.tokens:,}-token message would become a {pointer_tokens:,}-token pointer"
+        )
     at = session.clock()
     location = store.write_spill(spill_id, tool_name, m.content, at)
-    pointer = pointer_text(tool_name, m.tokens, spill_id, m.content)
     event = Spilled(
         id=message_id,
         spill_id=spill_id,
@@ -81,7 +91,7 @@ def spill_message(session: Session, message_id: str, store: SpillStore, *, tool:
         location=location,
         tokens_before=m.tokens,
         pointer=pointer,
-        pointer_tokens=session.count(pointer),
+        pointer_tokens=pointer_tokens,
         at=at,
     )
     return session.emit(event)  # type: ignore[return-value]
