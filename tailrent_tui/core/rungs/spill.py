@@ -16,13 +16,11 @@ from __future__ import annotations
 import uuid
 
 from tailrent_tui.core.messages import Kind, Message, Spilled
-from tailrent_tui.core.ports import SpillMissing, SpillStore, SpillStoreError
+from tailrent_tui.core.ports import SpillMissing, SpillStore
+from tailrent_tui.core.ports import SpillStoreError as SpillStoreError
 from tailrent_tui.core.session import Session, SessionError
 
 PREVIEW_CHARS = 120
-
-
-__all__ = ["SpillStore", "SpillStoreError", "MemorySpillStore"]
 
 
 class MemorySpillStore(SpillStore):
