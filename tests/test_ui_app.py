@@ -92,7 +92,7 @@ async def test_p_and_u_pin_and_unpin_and_the_pins_panel_follows(tmp_path):
 
 async def test_s_spills_the_focused_message_and_enter_opens_the_viewer(tmp_path):
     agent = make_agent(tmp_path)
-    fill(agent.session, 3, tool_every=3, big=50)
+    fill(agent.session, 3, tool_every=3, big=400)
     app = make_app(agent)
     posted = []
     async with app.run_test(size=(140, 40), message_hook=posted.append) as pilot:
@@ -113,7 +113,7 @@ async def test_s_spills_the_focused_message_and_enter_opens_the_viewer(tmp_path)
 
 async def test_f_folds_down_to_the_target_and_i_inspects_it(tmp_path):
     agent = make_agent(tmp_path, window=2048, settings=Settings(fold_target=0.05, tokenizer="chars4"))
-    fill(agent.session, 12)
+    fill(agent.session, 12, pad=4)
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await focus_message(pilot, app, "m00011")
@@ -133,7 +133,7 @@ async def test_f_folds_down_to_the_target_and_i_inspects_it(tmp_path):
 
 async def test_f_folds_the_span_marked_with_space(tmp_path):
     agent = make_agent(tmp_path)
-    fill(agent.session, 6)
+    fill(agent.session, 6, pad=4)
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await focus_message(pilot, app, "m00001")
@@ -237,7 +237,7 @@ async def submit(pilot, app, text: str) -> None:
 
 async def test_slash_pin_unpin_spill_fold_inspect(tmp_path):
     agent = make_agent(tmp_path)
-    fill(agent.session, 8, tool_every=4, big=30)
+    fill(agent.session, 8, tool_every=4, big=400, pad=4)
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await submit(pilot, app, "/pin m00000")
@@ -388,7 +388,7 @@ async def test_tail_panel_follows_the_context(tmp_path):
 async def test_folds_panel_shows_lost_facts(tmp_path):
     settings = Settings(guard="report", tokenizer="chars4")
     agent = make_agent(tmp_path, settings=settings)
-    fill(agent.session, 6)
+    fill(agent.session, 6, pad=4)
     agent.session.add("user", "After a long review of the options we finally store refresh tokens in Redis for 15 minutes.")
     agent.session.add("user", "Thanks.")
     app = make_app(agent)

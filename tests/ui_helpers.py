@@ -55,16 +55,23 @@ def make_app(agent: Agent, **kwargs: Any) -> TailrentApp:
     return TailrentApp(agent, agent.settings, clock=kwargs.pop("clock", FixedClock()), **kwargs)
 
 
-def fill(session: Session, n: int, *, prefix: str = "m", tool_every: int = 0, big: int = 0) -> None:
-    """Add n messages with stable ids (user/assistant alternating, a tool result every `tool_every`)."""
+PAD = " We talked it over and it looked fine to everyone in the room."
+
+
+def fill(session: Session, n: int, *, prefix: str = "m", tool_every: int = 0, big: int = 0, pad: int = 0) -> None:
+    """Add n messages with stable ids (user/assistant alternating, a tool result every `tool_every`).
+
+    `pad` adds that many sentences of chatter to each chat message, so that a fold
+    of a few messages has something to shrink.
+    """
     start = len(session)
     for i in range(start, start + n):
         if tool_every and i % tool_every == tool_every - 1:
             m = session.make_message("tool", f"output line {i}\n" + "x " * big, kind=Kind.tool_result, tool="grep")
         elif i % 2 == 0:
-            m = session.make_message("user", f"Question {i}: what about the cache on port {8000 + i}?")
+            m = session.make_message("user", f"Question {i}: what about the cache on port {8000 + i}?" + PAD * pad)
         else:
-            m = session.make_message("assistant", f"Answer {i}: the cache uses **Redis** with a {i} minute TTL.")
+            m = session.make_message("assistant", f"Answer {i}: the cache uses **Redis** with a {i} minute TTL." + PAD * pad)
         m.id = f"{prefix}{i:05d}"
         session.add_message(m, autopin=False)
 

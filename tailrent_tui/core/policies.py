@@ -165,29 +165,37 @@ def _captured(session: Session, plan: Generator[Summarize, Summary, Any]) -> Pla
     return events
 
 
-def fold_plan(
+def ask_summary(ctx: PolicyContext, span: list[Message]) -> Generator[Summarize, Summary, Summary]:
+    """Ask the driver for a summary of `span`, within the budget the settings give it."""
+    return (yield Summarize(tuple(span), ctx.settings.summary_budget(sum(m.tokens for m in span))))
+
+
+#: Who writes a summary when the asked summarizer's cannot be used: the extractive
+#: one keeps fact sentences verbatim; the article's lossy one, the last resort,
+#: keeps first words only and leaves the facts to the guard.
+FALLBACKS: tuple[Summarizer, ...] = (ExtractiveSummarizer(), LossySummarizer())
+
+
+def choose_fold(
     session: Session,
-    ctx: PolicyContext,
-    span_ids: list[str],
+    span: list[Message],
+    reply: Summary,
     *,
     guard: GuardMode,
     position: Position,
     header: str | None,
     trigger: str,
-    check: bool,
-) -> Generator[Summarize, Summary, FoldRecord]:
-    """Ask for a summary of the span and return the guarded fold, not yet applied.
+    fallbacks: tuple[Summarizer, ...] = FALLBACKS,
+) -> FoldRecord:
+    """The guarded fold of `span` with the first summary that is usable and shrinks it.
 
-    With `check`, the summary must be usable (`check_summary`) and the fold
-    must shrink the span; if not, the extractive summary is tried, then the
-    article's lossy one (the guard still carries the facts), and the record
-    says whose text it is and why. The caller applies the record only if it
-    shrinks: when no summary does, the last one tried comes back.
+    The reply is checked (`check_summary`) and must shrink the span once its
+    header and the guard's facts are in; if not, each fallback is tried in turn,
+    and the record says whose text it is and why. When none shrinks, the last
+    one tried comes back: the caller applies only folds that shrink.
     """
-    span = span_messages(session, span_ids)
     ids = [m.id for m in span]
     span_tokens = sum(m.tokens for m in span)
-    reply = yield Summarize(tuple(span), ctx.settings.summary_budget(span_tokens))
 
     def fold_with(text: str, by: str, rejected: str | None) -> FoldRecord:
         return prepare_fold(
@@ -195,25 +203,23 @@ def fold_plan(
             position=position, header=header, trigger=trigger, rejected=rejected,
         )
 
-    if not check:
-        if reply.error is not None:
-            raise RuntimeError(reply.error)
-        return fold_with(reply.text, reply.by, None)
     reasons: list[str] = []
     why = check_summary(reply, span_tokens=span_tokens, count=session.count, span=span)
+    record = None
     if why is None:
         record = fold_with(reply.text, reply.by, None)
         if record.tokens_after < record.tokens_before:
             return record
         why = "with its header and the guard's facts it was not smaller than the span"
     reasons.append(f"{reply.by}'s summary refused: {why}")
-    for fallback in (ExtractiveSummarizer(), LossySummarizer()):
-        if fallback.name == reply.by:
-            continue
+    for fallback in fallbacks:
+        if fallback.name == reply.by and record is not None:
+            continue  # its text was just tried
         record = fold_with(fallback.summarize(span), fallback.name, "; ".join(reasons))
         if record.tokens_after < record.tokens_before:
             return record
         reasons.append(f"{fallback.name}'s was not smaller either")
+    assert record is not None, "a fallback always writes a summary"
     return record
 
 
@@ -293,9 +299,10 @@ class Policy:
         if not span_ids:
             skip_fold(session, _nothing_reason(session), trigger)
             return
-        record = yield from fold_plan(
-            session, ctx, span_ids, guard=self.guard_for(ctx), position="in_place",
-            header=LADDER_HEADER, trigger=trigger, check=True,
+        span = span_messages(session, span_ids)
+        reply = yield from ask_summary(ctx, span)
+        record = choose_fold(
+            session, span, reply, guard=self.guard_for(ctx), position="in_place", header=LADDER_HEADER, trigger=trigger,
         )
         if record.tokens_after >= record.tokens_before:
             skip_fold(session, _would_grow(record), trigger)
@@ -338,10 +345,15 @@ class NaivePolicy(Policy):
             return finished()
         return self._fold_front(session, ctx, span)
 
-    def _fold_front(self, session: Session, ctx: PolicyContext, span: list[str]) -> Plan:
-        record = yield from fold_plan(
-            session, ctx, span, guard=self.guard_for(ctx), position=self.position,
-            header=self.header, trigger=self.name, check=False,
+    def _fold_front(self, session: Session, ctx: PolicyContext, span_ids: list[str]) -> Plan:
+        # As the harness it reproduces: whatever the summarizer writes is folded.
+        span = span_messages(session, span_ids)
+        reply = yield from ask_summary(ctx, span)
+        if reply.error is not None:
+            raise RuntimeError(reply.error)
+        record = prepare_fold(
+            session, span_ids, summary=reply.text, summarizer_name=reply.by, guard=self.guard_for(ctx),
+            position=self.position, header=self.header, trigger=self.name,
         )
         return [apply_fold(session, record, ctx.archive)]
 
@@ -435,34 +447,41 @@ class LadderPolicy(Policy):
         leaves the context above the target, another pass folds again (now
         taking the new summary too). All passes happen before the next request,
         so the cache is invalidated once, from the first span's position.
+        When no careful summary shrinks the span, its big messages are spilled
+        (rung 2 loses nothing); only then does the lossy summary, with the
+        guard carrying the facts, get a turn, over the span or a longer one.
         """
         keep = ctx.settings.keep_recent
         for _ in range(self.max_passes):
-            span = span_to_target(session, target, keep_recent=keep)
-            if not span:
+            span_ids = span_to_target(session, target, keep_recent=keep)
+            if not span_ids:
                 skip_fold(session, _nothing_reason(session), trigger)
                 return
-            record = yield from self._fold_record(session, ctx, span, trigger)
+            span = span_messages(session, span_ids)
+            reply = yield from ask_summary(ctx, span)
+            record = self._choose(session, ctx, span, reply, trigger, FALLBACKS[:1])
             if record.tokens_after >= record.tokens_before:
-                # Next rung down: spilling the span's big messages loses nothing.
-                in_span = [m for m in span_messages(session, span) if m.kind in (Kind.chat, Kind.tool_result)]
-                if self.spill_oversized(session, ctx, in_span, target, "a fold of it would not shrink the context"):
+                content = [m for m in span if m.kind in (Kind.chat, Kind.tool_result)]
+                if self.spill_oversized(session, ctx, content, target, "a fold of it would not shrink the context"):
                     continue
-                wider = [m.id for m in session.messages[: max(0, len(session.messages) - keep)] if not m.pinned]
+                record = self._choose(session, ctx, span, reply, trigger, FALLBACKS)
+            if record.tokens_after >= record.tokens_before:
+                wider = [m for m in session.messages[: max(0, len(session.messages) - keep)] if not m.pinned]
                 if len(wider) > len(span):
-                    record = yield from self._fold_record(session, ctx, wider, trigger)
-                if record.tokens_after >= record.tokens_before:
-                    skip_fold(session, _would_grow(record), trigger)
-                    return
+                    reply = yield from ask_summary(ctx, wider)
+                    record = self._choose(session, ctx, wider, reply, trigger, FALLBACKS)
+            if record.tokens_after >= record.tokens_before:
+                skip_fold(session, _would_grow(record), trigger)
+                return
             apply_fold(session, record, ctx.archive)
             if session.context_tokens <= target:
                 return
 
-    def _fold_record(self, session: Session, ctx: PolicyContext, span: list[str], trigger: str):
-        return (yield from fold_plan(
-            session, ctx, span, guard=self.guard_for(ctx), position=self.position,
-            header=self.header, trigger=trigger, check=True,
-        ))
+    def _choose(self, session: Session, ctx: PolicyContext, span: list[Message], reply: Summary, trigger: str, fallbacks) -> FoldRecord:
+        return choose_fold(
+            session, span, reply, guard=self.guard_for(ctx), position=self.position,
+            header=self.header, trigger=trigger, fallbacks=fallbacks,
+        )
 
     def _shrink(self, session: Session, ctx: PolicyContext, limit: int, trigger: str):
         """Past `limit`: re-spill big inline results, then if still past it, fold to the target."""

@@ -59,8 +59,6 @@ from .errors import (
     ToolsUnsupported,
 )
 
-MOCK_WINDOW = 32768
-
 # Faults raised before any chunk, and faults raised after the reply's text streamed.
 _EARLY_FAULTS: dict[str, Callable[[], ModelError]] = {
     "refused": lambda: ConnectionRefused("nothing answers at mock://", "this fault was scripted"),
@@ -148,7 +146,8 @@ def default_reply(messages: Sequence[WireMessage]) -> str:
         return "(mock) Nothing to answer yet."
     words = [w for w in last.get("content", "").split() if w]
     echo = " ".join(words[:12]) + ("..." if len(words) > 12 else "")
-    return f'(mock) I read your message ({len(words)} words): "{echo}". Connect a real model to get real answers.'
+    # Not quoted: the fact guard keeps quoted text verbatim, and an echo is no fact.
+    return f"(mock) I read your message ({len(words)} words), which begins: {echo} Connect a real model to get real answers."
 
 
 class MockModel:
@@ -163,7 +162,7 @@ class MockModel:
         chunk_size: int = 12,
         *,
         name: str = "mock",
-        window: int = MOCK_WINDOW,
+        window: int | None = None,
     ) -> None:
         if chunk_size < 1:
             raise ValueError("chunk_size must be at least 1")
@@ -187,6 +186,7 @@ class MockModel:
         return [ModelInfo(name=self.name, family="mock", context_length=self.window)]
 
     async def context_window(self) -> int | None:
+        # no server behind it: unless a test gives one, the session's own window stands
         return self.window
 
     async def supports_tools(self) -> bool | None:

@@ -18,7 +18,7 @@ from typing import Any
 from textual.binding import Binding
 
 from tailrent_tui.core.guard import find_expected
-from tailrent_tui.core.policies import PolicyContext, PolicySettings, get_policy
+from tailrent_tui.core.policies import PolicySettings
 from tailrent_tui.core.rungs.fold import MemoryFoldArchive
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
@@ -70,7 +70,6 @@ class DemoApp(TailrentApp):
         settings: Any,
         *,
         records: list[dict[str, Any]],
-        policy_settings: PolicySettings,
         pinned: bool = False,
         speed: float = 1.0,
         **kwargs: Any,
@@ -79,13 +78,6 @@ class DemoApp(TailrentApp):
         self.records = records
         self.pinned = pinned
         self.speed = speed
-        self.policy = get_policy("naive")
-        self.ctx = PolicyContext(
-            summarizer=LossySummarizer(),
-            spill_store=agent.spill_store,
-            archive=agent.archive,
-            settings=policy_settings,
-        )
         self.played = 0
         self.finished = asyncio.Event()
         self._unpaused = asyncio.Event()
@@ -102,7 +94,6 @@ class DemoApp(TailrentApp):
         )
 
     async def _play(self) -> None:
-        s = self.session
         for record in self.records:
             await self._unpaused.wait()
             if "probe" in record:
@@ -110,11 +101,10 @@ class DemoApp(TailrentApp):
                 continue
             role = record["role"]
             if role == "tool":
-                self.policy.admit_tool(s, self.ctx, record["tool"], record["content"])
+                await self.agent.admit_tool_text(record["tool"], record["content"])
             else:
                 pin = self.pinned and record["content"] == DECISION
-                s.add(role, record["content"], pinned=pin, autopin=False)
-            self.policy.after_add(s, self.ctx)
+                await self.agent.add_message(role, record["content"], pinned=pin, autopin=False)
             self.played += 1
             await asyncio.sleep(PACE.get(role, 0.4) / self.speed)
         self.finished.set()
@@ -163,6 +153,8 @@ def build_demo(*, pinned: bool, speed: float, clock: Any = None, workspace: Path
         workspace=workspace or Path.cwd(),
         spill_store=MemorySpillStore(),
         archive=MemoryFoldArchive(),
+        summarizer=LossySummarizer(),
+        policy_settings=policy_settings,
     )
     extra = {"clock": clock} if clock is not None else {}
-    return DemoApp(agent, settings, records=records, policy_settings=policy_settings, pinned=pinned, speed=speed, **extra)
+    return DemoApp(agent, settings, records=records, pinned=pinned, speed=speed, **extra)

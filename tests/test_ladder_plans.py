@@ -1,0 +1,260 @@
+"""One ladder: policies are plans; folds always shrink; requests always fit; pins have a budget.
+
+The plans are driven both ways: by core's synchronous driver (`run_plan`) and
+by the agent's asynchronous one (the path of the app, `ask`, the demo and the
+bench's default driver). Summaries that cannot be used are refused and the
+fold says who really wrote it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tailrent_tui.cli import cli
+from tailrent_tui.core.messages import Folded, FoldSkipped, Kind, MessageAdded
+from tailrent_tui.core.policies import PolicyContext, PolicySettings, get_policy, run_plan
+from tailrent_tui.core.rungs.spill import MemorySpillStore, spill_message
+from tailrent_tui.core.session import Session, SessionError
+from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer, Summarize, Summary
+from tailrent_tui.core.tokens import get_counter
+from tailrent_tui.models.mock import MockModel, ModelSummarizer
+from tailrent_tui.scenarios.bench import run_bench
+from tailrent_tui.scenarios.traces import get_trace
+from tailrent_tui.store.sessions import find_session
+
+FACTS = "The API listens on port 5433 in eu-west-2, because the VPC peering only exists there."
+
+
+_VOCABULARY = (
+    "we looked at the logs and talked it over for a while then moved on to other things "
+    "like reviewing some older notes about flaky checks before lunch and after coffee"
+).split()
+
+
+def prose(i: int, words: int = 60) -> str:
+    """Chatter: a short opening, then sentences with no fact in them (about `words` words), none alike."""
+    rng = random.Random(i)
+    sentences = [" ".join(rng.choice(_VOCABULARY) for _ in range(12)) + "." for _ in range(max(1, words // 12))]
+    return f"Turn {i} notes. " + " ".join(sentences)
+
+
+def ladder_session(window: int = 2000, **settings):
+    policy = get_policy("ladder")
+    s = Session(counter=get_counter("chars4"), system="sys", window=window, decisions=policy.decision_detector(),
+                clock=lambda: 0.0)
+    ctx = PolicyContext(spill_store=MemorySpillStore(), settings=PolicySettings(window=window, **settings))
+    return policy, s, ctx
+
+
+def fill_past_trigger(s: Session, ctx: PolicyContext) -> None:
+    i = 0
+    while s.context_tokens <= ctx.settings.trigger_tokens:
+        s.add("user" if i % 2 == 0 else "assistant", prose(i))
+        i += 1
+
+
+def drive_with(plan, reply_for):
+    """Drive a plan by hand: `reply_for(request)` answers each Summarize."""
+    requests = []
+    try:
+        request = next(plan)
+        while True:
+            requests.append(request)
+            request = plan.send(reply_for(request))
+    except StopIteration as stop:
+        return stop.value, requests
+
+
+def test_a_policy_asks_for_a_summary_instead_of_calling_a_summarizer():
+    policy, s, ctx = ladder_session()
+    fill_past_trigger(s, ctx)
+    plan = policy.after_add(s, ctx)
+    request = next(plan)
+    assert isinstance(request, Summarize)
+    span_tokens = sum(m.tokens for m in request.span)
+    assert 32 <= request.budget <= span_tokens // 2
+    assert not s.folds  # nothing applied before the answer
+    plan.close()
+    assert not s.folds and s.listeners == []
+
+
+BAD_SUMMARIES = {
+    "template tokens": (Summary(text="<|im_end|>user\n<|im_start|>assistant", by="model:x"), "chat-template tokens"),
+    "a loop": (Summary(text="\n".join(["- the user asked about the port"] * 40), by="model:x"), "repeats itself"),
+    "cut at the budget": (Summary(text="- we decided to", by="model:x", truncated=True), "cut at its token budget"),
+    "empty": (Summary(text="  ", by="model:x"), "empty"),
+    "a server error": (Summary(text="", by="model:x", error="the model could not summarize (timeout)"), "timeout"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SUMMARIES))
+def test_an_unusable_summary_is_refused_and_the_fold_says_who_wrote_it(case):
+    bad, why = BAD_SUMMARIES[case]
+    policy, s, ctx = ladder_session()
+    s.add("user", FACTS)
+    fill_past_trigger(s, ctx)
+    events, requests = drive_with(policy.after_add(s, ctx), lambda r: bad)
+    folds = [e.fold for e in events if isinstance(e, Folded)]
+    assert requests and folds and folds[0].summarizer == "mock-extractive"
+    for f in folds:
+        # a later pass refolds an extractive summary, which only the lossy one can shrink
+        assert f.summarizer in ("mock-extractive", "mock-lossy") and f.rejected and why in f.rejected
+        assert f.tokens_after < f.tokens_before
+    assert "5433" in s.visible_text() and "eu-west-2" in s.visible_text()
+
+
+def test_a_summary_longer_than_its_span_is_refused():
+    policy, s, ctx = ladder_session()
+    fill_past_trigger(s, ctx)
+    events, _ = drive_with(policy.after_add(s, ctx), lambda r: Summary(text=" ".join(f"w{i}" for i in range(5000)), by="model:x"))
+    f = next(e.fold for e in events if isinstance(e, Folded))
+    assert "not shorter than its span" in f.rejected and f.summarizer == "mock-extractive"
+
+
+def test_a_fold_that_cannot_shrink_spills_the_big_message_instead():
+    # A span of one dense message: its extractive summary is the message itself.
+    policy, s, ctx = ladder_session(window=1200, keep_recent=1)
+    big = s.add("user", " ".join(f"Service svc{i} listens on port {5000 + i}." for i in range(130)))
+    s.add("assistant", "ok")
+    before = s.context_tokens
+    events = run_plan(policy.after_add(s, ctx), ExtractiveSummarizer())
+    assert before > ctx.settings.trigger_tokens
+    assert s.get(big.id).kind == Kind.spill_pointer
+    assert not any(isinstance(e, Folded) and e.fold.context_after >= e.fold.context_before for e in events)
+    assert any("would not shrink" in n.text for n in s.notes)
+    assert s.context_tokens < before
+
+
+def test_the_guard_setting_means_the_same_in_every_policy_and_driver():
+    for guard in ("report", "off", "repair"):
+        policy, s, ctx = ladder_session(guard=guard)
+        s.add("user", FACTS)
+        fill_past_trigger(s, ctx)
+        run_plan(policy.after_add(s, ctx), LossySummarizer())
+        assert s.folds and all(f.guard == guard for f in s.folds)
+        naive = get_policy("naive")
+        assert naive.guard_for(ctx) == guard
+    assert get_policy("naive").guard_for(PolicyContext()) == "report"
+    assert get_policy("ladder").guard_for(PolicyContext()) == "repair"
+
+
+def test_a_manual_spill_or_fold_that_would_grow_is_refused_with_a_reason():
+    policy, s, ctx = ladder_session()
+    small = s.add("assistant", "Done, all green.")
+    for i in range(4):
+        s.add("user", prose(i, 5))
+    with pytest.raises(SessionError, match="nothing spilled: the .*-token message would become a .*-token pointer"):
+        spill_message(s, small.id, ctx.spill_store)
+    events = run_plan(policy.fold_by_hand(s, ctx, [small.id]), ExtractiveSummarizer())
+    assert isinstance(events[-1], FoldSkipped) and "would not be smaller" in events[-1].reason
+    assert not s.folds and s.get(small.id).content == "Done, all green."
+
+
+def test_pins_have_a_budget_and_auto_pinning_stops_with_a_notice():
+    policy, s, ctx = ladder_session(window=1000)
+    decisions = [s.add("user", f"DECISION: we use queue q{i} because {prose(i, 36)}") for i in range(12)]
+    pinned = [d for d in decisions if s.get(d.id).pinned]
+    assert 0 < len(pinned) < len(decisions)
+    assert s.totals.pinned <= s.pin_budget
+    notes = [n.text for n in s.notes if n.text.startswith("auto-pin stopped")]
+    assert len(notes) == 1 and "40% of the 1,000-token window" in notes[0]
+    fill_past_trigger(s, ctx)
+    run_plan(policy.after_add(s, ctx), ExtractiveSummarizer())
+    assert all(f.context_after < f.context_before for f in s.folds)
+    # unpinning makes room, and the next decision may be pinned again
+    s.unpin(pinned[0].id)
+    assert s.add("user", "DECISION: short one because it matters.").pinned
+
+
+async def test_the_agent_spills_a_message_bigger_than_the_window_and_never_sends_past_it(make_agent):
+    agent = make_agent(window=2048, system_prompt="Be brief.")
+    paste = "\n".join(f"log line {i}: request id r{i} took {i % 97} ms" for i in range(3000))
+    result = await agent.turn(paste)
+    assert result.error is None
+    user = next(m for m in agent.session.messages if m.role == "user")
+    assert user.kind == Kind.spill_pointer and agent.spill_store.read_spill(user.spill_id) == paste
+    assert any("too big for the window" in n.text for n in agent.session.notes)
+    usage = agent.session.usage[-1]
+    assert usage.context_tokens + agent.reply_cap() <= agent.session.window
+
+
+async def test_escape_during_a_model_summary_applies_no_fold(make_agent):
+    agent = make_agent(window=2048, system_prompt="Be brief.")
+    for i in range(3):
+        agent.session.add("user", prose(i, 80))
+    gate = asyncio.Event()
+
+    class SlowSummarizer(ModelSummarizer):
+        async def asummarize(self, messages, budget=None):
+            await gate.wait()
+            return Summary(text="- short", by=self.name)
+
+    agent.summarizer = SlowSummarizer(MockModel())
+    listeners = list(agent.session.listeners)
+    task = asyncio.create_task(agent.fold())
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not agent.session.folds and agent.session.listeners == listeners
+
+
+def test_ask_with_500_token_messages_in_a_2048_window_never_grows_a_fold_nor_passes_the_window(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAILRENT_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("TAILRENT_WINDOW", "2048")
+    monkeypatch.setenv("TAILRENT_FSYNC", "false")
+    monkeypatch.delenv("TAILRENT_MODEL", raising=False)
+    (tmp_path / "ws").mkdir()
+    runner = CliRunner()
+    session_id = None
+    for i in range(12):
+        words = prose(i, 380)  # about 500 tokens
+        args = ["--workspace", str(tmp_path / "ws"), "ask", "--model", "mock", "--json"]
+        args += ["--continue"] if i else []
+        result = runner.invoke(cli, [*args, f"Step {i}: the build uses port {8000 + i}. {words}"])
+        assert result.exit_code == 0, result.output
+        session_id = json.loads(result.stdout)["session"]
+    events = list(find_session(tmp_path / "data", session_id).events())
+    folds = [e.fold for e in events if isinstance(e, Folded)]
+    usage = [e for e in events if e.type == "usage_recorded"]
+    assert len(usage) == 12
+    assert all(f.context_after < f.context_before for f in folds)
+    assert all(u.context_tokens <= 2048 for u in usage)
+    texts = [e.message.content for e in events if isinstance(e, MessageAdded)]
+    assert len(texts) >= 24
+
+
+@pytest.mark.parametrize("trace", ["article", "migration-week"])
+@pytest.mark.parametrize("summarizer", ["mock-lossy", "mock-extractive"])
+def test_bench_agent_driver_equals_core_driver(trace, summarizer):
+    t = get_trace(trace)
+    policies = ["none", "ladder"] if trace == "migration-week" else ["none", "naive", "naive-pin", "autocompact", "ladder"]
+    kw = dict(summarizer=summarizer, price_sheet="local")
+    agent = run_bench(t, policies, driver="agent", **kw).to_json()
+    core = run_bench(t, policies, driver="core", **kw).to_json()
+    assert agent == core
+    ladder = agent["extras"][0]["policies"]["ladder"]
+    assert ladder["folds_grew"] == 0 and ladder["requests_over_window"] == 0
+    assert agent["traces"][0]["policies"]["ladder"]["folds"] > 0
+
+
+def test_bench_model_summarizer_needs_the_agent_driver():
+    from tailrent_tui.scenarios.bench import BenchError
+
+    with pytest.raises(BenchError, match="--driver agent"):
+        run_bench(get_trace("article"), ["ladder"], summarizer="model", driver="core")
+
+
+def test_the_demo_runs_through_the_agent(tmp_path: Path):
+    from tailrent_tui.ui.demo import build_demo
+
+    app = build_demo(pinned=True, speed=64.0, workspace=tmp_path)
+    assert app.agent.policy.name == "naive"
+    assert app.agent.policy_context().settings.guard is None
