@@ -19,6 +19,7 @@ from tailrent_tui.core.rungs.spill import admit_tool_result
 from tailrent_tui.core.summarize import LossySummarizer
 from tailrent_tui.store.archive import FileFoldArchive
 from tailrent_tui.store.memory import MemoryEntryMissing
+from tailrent_tui.store.outside import read_outside
 from tailrent_tui.store.paths import ENV_HOME, resolve_data_dir
 from tailrent_tui.store.sessions import (
     SessionDir,
@@ -192,8 +193,8 @@ def test_archive_search_history_and_inspect(tmp_path: Path) -> None:
     originals = [m.model_dump(mode="json") for m in s.messages[:2]]
     fold_span(s, oldest_unpinned(s, 2), summarizer=LossySummarizer(words=3), guard="off", archive=sd.archive())
     close_session(s, w)
-    hits = sd.archive().search_history("15 MINUTE")
-    assert [(h.fold_no, h.message_id) for h in hits] == [(1, originals[0]["id"])]
+    (hit,) = read_outside(s, sd.archive(), sd.spills(), sd.memory()).search("15 MINUTE")
+    assert hit.startswith(f"fold #1 · user {originals[0]['id']}: ") and "15 minute TTL" in hit
 
     runner = CliRunner()
     r = runner.invoke(cli, ["--data-dir", str(tmp_path), "inspect", "insp", "--fold", "1", "--json"])
@@ -211,7 +212,7 @@ def test_memory_entries(tmp_path: Path) -> None:
     mem = make(tmp_path, "mem", n=0).memory()
     mem.remember("db-choice", "Redis, 15 min TTL — décidé")
     assert mem.recall("db-choice") == "Redis, 15 min TTL — décidé"
-    assert mem.list() == ["db-choice"]
+    assert mem.keys() == ["db-choice"]
     with pytest.raises(MemoryEntryMissing, match="db-choice"):
         mem.recall("nope")
     for bad in ("../etc", "a/b", "", ".hidden"):

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tailrent_tui.agent import session_tools
-from tailrent_tui.agent.session_tools import memory_keys
 from tailrent_tui.agent.ladder import admit_to_session
 from tailrent_tui.agent.tools import ToolContext, preview_tool, run_tool, tool_specs
 from tailrent_tui.core.messages import Kind, Message, ToolCall, UsageRecorded
 from tailrent_tui.core.messages import Event, Folded, FoldSkipped
 from tailrent_tui.core.rent import context_items
 from tailrent_tui.core.policies import Plan, Policy, PolicyContext, PolicySettings, get_policy
+from tailrent_tui.core.probe import ProbeReport, probe
 from tailrent_tui.core.rungs.fold import FoldArchive, MemoryFoldArchive
 from tailrent_tui.core.rungs.spill import MemorySpillStore, SpillStore, spill_message
 from tailrent_tui.core.session import Session
@@ -35,6 +35,7 @@ from tailrent_tui.models.base import ChatModel, TextDelta, ThinkingDelta, ToolCa
 from tailrent_tui.models.errors import ContextOverflow, ModelError, ToolsUnsupported
 from tailrent_tui.models.mock import ModelSummarizer
 from tailrent_tui.settings import Settings
+from tailrent_tui.store.outside import read_outside
 
 Approval = Literal["once", "prefix", "deny"]
 MAX_STEPS = 24
@@ -90,34 +91,6 @@ def cap_to_tokens(outcome: Any, cap: int, count: Callable[[str], int]) -> Any:
         "pass start/end for the rest]"
     )
     return outcome.model_copy(update={"content": "\n".join(lines[:keep]) + "\n" + cut, "cut": cut})
-
-
-def read_fold_originals(archive: Any, fold_no: int) -> list[Message]:
-    """Originals of a fold from either archive (file-backed or in memory)."""
-    if hasattr(archive, "read_originals"):
-        return archive.read_originals(fold_no)
-    return list(archive.read_fold(fold_no).originals)
-
-
-def outside_texts(agent: Any) -> list[tuple[str, str]]:
-    """(label, text) for everything kept outside the context: fold originals, spills, memory."""
-    pairs: list[tuple[str, str]] = []
-    for fold_no, originals in agent.folded_originals():
-        for m in originals:
-            pairs.append((f"fold #{fold_no} archive", m.content))
-    for spill_id in agent.session.spills:
-        try:
-            pairs.append((f"spill {spill_id[:8]}", agent.spill_store.read_spill(spill_id)))
-        except (OSError, ValueError):
-            continue
-    memory = agent.memory
-    if memory is not None:
-        for key in memory_keys(memory):
-            try:
-                pairs.append((f"memory {key}", memory.recall(key)))
-            except (OSError, LookupError, ValueError):
-                continue
-    return pairs
 
 
 def wire_messages(session: Session) -> list[dict[str, Any]]:
@@ -228,25 +201,15 @@ class Agent:
 
     # -- the archive, seen from the agent --------------------------------------
 
-    def folded_originals(self) -> list[tuple[int, list[Message]]]:
-        """Every fold's originals, oldest first (from the fold archive)."""
-        out = []
-        for f in self.session.folds:
-            try:
-                out.append((f.fold_no, self.fold_originals(f.fold_no)))
-            except (KeyError, OSError, ValueError, LookupError):
-                continue
-        return out
-
     def fold_originals(self, fold_no: int) -> list[Message]:
-        """The messages fold `fold_no` removed from the context (from the archive)."""
-        return read_fold_originals(self.archive, fold_no)
+        """The messages fold `fold_no` removed from the context; ArchiveError when its archive entry is damaged."""
+        return self.archive.read_originals(fold_no)
 
-    def recall(self, question: str, expect: list[str]) -> Any:
-        """A probe: where each expected word lives now, and what survives only outside."""
-        from tailrent_tui.core.probe import probe
-
-        return probe(self.session, question, expect, outside=outside_texts(self))
+    def recall(self, question: str, expect: list[str]) -> tuple[ProbeReport, list[str]]:
+        """A probe: where each expected word lives now, and what survives only outside;
+        with one line for each entry outside that could not be read."""
+        outside = read_outside(self.session, self.archive, self.spill_store, self.memory)
+        return probe(self.session, question, expect, outside=outside.by_label()), outside.unreadable
 
     async def switch_model(self, spec: str) -> str:
         """Switch to the model a spec names; the session and its context stay as they are."""

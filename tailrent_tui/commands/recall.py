@@ -18,10 +18,11 @@ def recall(ctx: click.Context, session_ref: str, question: str, expect: tuple[st
 
     For each word: where it lives (pin, summary of depth n, pointer, live
     message) or, when it is not in context, whether it survives only in the
-    fold archive, a spill or memory.
+    fold archive, a spill or memory. An entry there that cannot be read (a
+    missing or damaged file) is named in a warning and left out.
     """
-    from tailrent_tui.agent.loop import outside_texts, read_fold_originals
     from tailrent_tui.core.probe import format_probe, probe
+    from tailrent_tui.store.outside import read_outside
     from tailrent_tui.store.paths import resolve_data_dir
     from tailrent_tui.store.sessions import find_session
 
@@ -32,29 +33,15 @@ def recall(ctx: click.Context, session_ref: str, question: str, expect: tuple[st
     except (LookupError, OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
 
-    class _View:
-        """Just enough of an Agent for outside_texts: the session and its stores."""
-
-        def __init__(self) -> None:
-            self.session = session
-            self.spill_store = sd.spills()
-            self.memory = sd.memory()
-            self.archive = sd.archive()
-
-        def folded_originals(self):
-            out = []
-            for f in session.folds:
-                try:
-                    out.append((f.fold_no, read_fold_originals(self.archive, f.fold_no)))
-                except (LookupError, OSError, ValueError):
-                    continue
-            return out
-
-    report = probe(session, question, list(expect), outside=outside_texts(_View()))
+    outside = read_outside(session, sd.archive(), sd.spills(), sd.memory())
+    report = probe(session, question, list(expect), outside=outside.by_label())
     if as_json:
-        click.echo(json.dumps(report.model_dump() | {"hits": report.hits, "total": report.total}, indent=2, ensure_ascii=False))
-    else:
-        click.echo(format_probe(report))
+        extra = {"hits": report.hits, "total": report.total, "unreadable": outside.unreadable}
+        click.echo(json.dumps(report.model_dump() | extra, indent=2, ensure_ascii=False))
+        return
+    for reason in outside.unreadable:
+        click.echo(f"warning: not searched: {reason}", err=True)
+    click.echo(format_probe(report))
 
 
 COMMANDS = [recall]

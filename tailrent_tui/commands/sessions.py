@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from tailrent_tui.core.messages import Folded
-from tailrent_tui.store.archive import ArchiveError
+from tailrent_tui.core.ports import ArchiveError
 from tailrent_tui.store.export import export_session, write_export
 from tailrent_tui.store.journal import JournalError
 from tailrent_tui.store.paths import resolve_data_dir
@@ -131,7 +131,7 @@ def fold_views(sd: SessionDir) -> list[dict[str, Any]]:
             "archive_error": None,
         }
         try:
-            view["originals"] = [m.model_dump(mode="json") for m in archive.read_fold(f.fold_no).originals]
+            view["originals"] = [m.model_dump(mode="json") for m in archive.read_originals(f.fold_no)]
         except ArchiveError as exc:
             view["archive_error"] = str(exc)
         views.append(view)

@@ -7,17 +7,18 @@ Loses: nothing, but it is out of context until recalled.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
+from tailrent_tui.core.ports import Memory, StoreEntryError
 from tailrent_tui.store.paths import check_name, ensure_private_dir, write_file_atomic
+from tailrent_tui.store.records import read_record
 
 
-class MemoryEntryMissing(LookupError):
-    """No memory entry under that key."""
+class MemoryEntryMissing(StoreEntryError):
+    """No memory entry under that key, or its file is not what was written."""
 
 
 class MemoryEntry(BaseModel):
@@ -26,7 +27,9 @@ class MemoryEntry(BaseModel):
     saved_at: float
 
 
-class MemoryStore:
+class MemoryStore(Memory):
+    """Implements core's `Memory` with one JSON file per entry."""
+
     def __init__(self, directory: Path, *, clock=time.time) -> None:
         self.directory = Path(directory)
         self.clock = clock
@@ -34,29 +37,25 @@ class MemoryStore:
     def _path(self, key: str) -> Path:
         return self.directory / f"{check_name(key, 'memory key')}.json"
 
-    def remember(self, key: str, text: str) -> Path:
+    def remember(self, key: str, text: str) -> str:
         """Store `text` under `key` (replacing an earlier entry); returns the file."""
         if not isinstance(text, str):
             raise ValueError(f"memory entry {key!r}: text must be a string")
         path = self._path(key)
         ensure_private_dir(self.directory)
         entry = MemoryEntry(key=key, text=text, saved_at=self.clock())
-        return write_file_atomic(path, entry.model_dump_json().encode("utf-8"))
-
-    def entry(self, key: str) -> MemoryEntry:
-        path = self._path(key)
-        try:
-            return MemoryEntry.model_validate(json.loads(path.read_bytes().decode("utf-8")))
-        except FileNotFoundError:
-            known = ", ".join(self.list()) or "none"
-            raise MemoryEntryMissing(f"no memory entry {key!r} (entries: {known})") from None
-        except (ValueError, ValidationError) as exc:
-            raise MemoryEntryMissing(f"memory entry {key!r}: {path} is not valid ({type(exc).__name__})") from None
+        return str(write_file_atomic(path, entry.model_dump_json().encode("utf-8")))
 
     def recall(self, key: str) -> str:
-        return self.entry(key).text
+        path = self._path(key)
+        if not path.exists():
+            # the caller (often the model) guessed a key: name the ones there are
+            known = ", ".join(self.keys()) or "none"
+            raise MemoryEntryMissing(f"no memory entry {key!r} in {self.directory} (entries: {known})")
+        entry = read_record(path, MemoryEntry, f"memory entry {key!r}", missing=MemoryEntryMissing, damaged=MemoryEntryMissing)
+        return entry.text
 
-    def list(self) -> list[str]:
+    def keys(self) -> list[str]:
         if not self.directory.is_dir():
             return []
         return sorted(p.stem for p in self.directory.glob("*.json") if not p.name.startswith("."))

@@ -3,32 +3,24 @@
 Each file holds {"tool", "captured_at", "content", "sha256"}; it is written to
 a temp file, fsynced and renamed, so a spill is either whole or absent. The
 transcript keeps only the pointer. Reading back checks the file against its
-hash: a missing or altered file is a clear `SpillMissing` / `SpillAltered`,
-and `spill_text_for_transcript` turns either into a line the transcript can
-show instead of crashing.
+hash: a missing or altered file is a clear `SpillMissing` / `SpillAltered`
+(core's store entry errors, so LookupErrors), and `spill_text_for_transcript`
+turns either into a line the transcript can show instead of crashing.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import uuid
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from tailrent_tui.core.rungs.spill import SpillStoreError
+from tailrent_tui.core.ports import SpillAltered, SpillMissing, SpillStore, SpillStoreError
 from tailrent_tui.store.paths import check_name, ensure_private_dir, write_file_atomic
-
-
-class SpillMissing(SpillStoreError):
-    """The spill file a pointer names is not there."""
-
-
-class SpillAltered(SpillStoreError):
-    """The spill file is there but is not what was written (edited, truncated, not JSON)."""
+from tailrent_tui.store.records import read_record
 
 
 class SpillFile(BaseModel):
@@ -42,7 +34,7 @@ def _digest(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
-class FileSpillStore:
+class FileSpillStore(SpillStore):
     """Implements core's `SpillStore` with one JSON file per spill."""
 
     def __init__(self, directory: Path) -> None:
@@ -62,18 +54,9 @@ class FileSpillStore:
             raise SpillStoreError(exc.errno, f"could not write spill {spill_id} to {path}: {exc.strerror or exc}") from exc
         return str(path)
 
-    def read_record(self, spill_id: str) -> SpillFile:
+    def _checked_record(self, spill_id: str) -> SpillFile:
         path = self.path_for(spill_id)
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            raise SpillMissing(f"spill {spill_id}: file {path} is missing; its content cannot be read back") from None
-        except OSError as exc:
-            raise SpillStoreError(exc.errno, f"spill {spill_id}: cannot read {path}: {exc.strerror or exc}") from exc
-        try:
-            record = SpillFile.model_validate(json.loads(raw.decode("utf-8")))
-        except (ValueError, ValidationError) as exc:
-            raise SpillAltered(f"spill {spill_id}: file {path} is not a valid spill file ({type(exc).__name__})") from None
+        record = read_record(path, SpillFile, f"spill {spill_id}", missing=SpillMissing, damaged=SpillAltered)
         if _digest(record.content) != record.sha256:
             raise SpillAltered(
                 f"spill {spill_id}: file {path} was altered after it was written (its content no longer matches its sha256)"
@@ -105,16 +88,13 @@ class FileSpillStore:
                     f"spill {spill_id} holds {size:,} bytes: too big to read whole; read a range with start/end"
                 )
             return raw.read_bytes().decode("utf-8", errors="replace")
-        return self.read_record(spill_id).content
+        return self._checked_record(spill_id).content
 
     def read_spill_lines(self, spill_id: str, start: int, end: int) -> str:
         """Lines start..end (1-based, inclusive) of a spill, streamed for raw spills."""
         raw = self.raw_path_for(spill_id)
         if self.path_for(spill_id).exists() or not raw.exists():
-            lines = self.read_spill(spill_id).splitlines()
-            if start > len(lines):
-                raise ValueError(f"empty range {start}-{end}: spill {spill_id} has {len(lines)} lines")
-            return "\n".join(lines[start - 1 : end])
+            return super().read_spill_lines(spill_id, start, end)
         out = []
         n = 0
         with raw.open("rb") as f:

@@ -23,6 +23,7 @@ from textual.widgets import Footer, Header
 from textual.worker import Worker
 
 from tailrent_tui.core.messages import Event, FoldSkipped, Message, Note
+from tailrent_tui.core.ports import ArchiveError
 from tailrent_tui.core.session import SessionError
 from tailrent_tui.ui.commands import LadderCommands
 from tailrent_tui.ui.events import FoldInspectRequested, MessageFocused, PromptSubmitted, SpillOpenRequested
@@ -471,10 +472,12 @@ class TailrentApp(App[None]):
             self.notify("/recall QUESTION [--expect WORD ...]", severity="error")
             return False
         try:
-            report = self.agent.recall(question, expect)
+            report, unreadable = self.agent.recall(question, expect)
         except (ValueError, SessionError) as exc:
             self.notify(str(exc), severity="error")
             return False
+        for reason in unreadable:
+            self.notify(f"not searched: {reason}", severity="warning")
         self.push_screen(RecallScreen(report))
         return True
 
@@ -614,8 +617,8 @@ class TailrentApp(App[None]):
         originals, error = None, None
         try:
             originals = self.agent.fold_originals(fold_no)
-        except (KeyError, OSError, ValueError) as exc:
-            error = f"the originals of fold #{fold_no} cannot be read: {exc}"
+        except ArchiveError as exc:
+            error = f"the originals cannot be shown: {exc}"
         self.push_screen(FoldInspector(record, originals, error))
         return True
 
