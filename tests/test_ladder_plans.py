@@ -258,3 +258,27 @@ def test_the_demo_runs_through_the_agent(tmp_path: Path):
     app = build_demo(pinned=True, speed=64.0, workspace=tmp_path)
     assert app.agent.policy.name == "naive"
     assert app.agent.policy_context().settings.guard is None
+
+
+async def test_the_pins_panel_warns_when_auto_pinning_stops(tmp_path: Path):
+    from tailrent_tui.ui.widgets.input import PromptInput
+    from ui_helpers import make_agent, make_app, wait_until
+
+    agent = make_agent(tmp_path, window=2048)
+    agent.session.decisions = get_policy("ladder").decision_detector()
+    app = make_app(agent)
+    async with app.run_test(size=(140, 40)) as pilot:
+        pins = app.sidebar.pins
+        for i in range(8):
+            box = app.query_one(PromptInput)
+            box.focus()
+            box.value = f"DECISION: we keep queue q{i} because {prose(i, 96)}"
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: agent.session.messages and agent.session.messages[-1].role == "assistant",
+                             what="the reply")
+            if agent.session.auto_pin_stopped:
+                break
+        assert agent.session.auto_pin_stopped
+        await wait_until(pilot, lambda: pins.has_class("-over-budget"), what="pins warning")
+        assert "pin budget: auto-pin is off" in str(pins.query_one(".cost").render())
+        assert any(n.text.startswith("auto-pin stopped") for n in agent.session.notes)

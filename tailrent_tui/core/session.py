@@ -108,7 +108,7 @@ class Session:
         self.listeners: list[Callable[[Event], None]] = []
         self.system_tokens = self.counter.count(self.system)
         self._owned = False
-        self._pin_budget_noted = False
+        self.auto_pin_stopped = False  # a decision was left unpinned: the pins are at their budget
         self._handlers: dict[str, Callable[[Any], None]] = {
             name[len("_apply_") :]: getattr(self, name) for name in dir(type(self)) if name.startswith("_apply_")
         }
@@ -157,9 +157,6 @@ class Session:
         """Tokens the pins may hold before auto-pinning stops."""
         return int(self.window * self.pin_share)
 
-    @property
-    def pins_over_budget(self) -> bool:
-        return self.totals.pinned > self.pin_budget
 
     def count(self, text: str) -> int:
         return self.counter.count(text)
@@ -345,9 +342,9 @@ class Session:
         if auto is not None:
             m.pinned = True
         self.emit(MessageAdded(message=m, auto_pinned=auto, at=m.created))
-        if over_budget and not self._pin_budget_noted:
+        if over_budget and not self.auto_pin_stopped:
             # Folding cannot make room for pins, so the user must choose what to unpin.
-            self._pin_budget_noted = True
+            self.auto_pin_stopped = True
             self.note(
                 f"auto-pin stopped: pins hold {self.totals.pinned:,} tokens and this decision would pass "
                 f"{self.pin_share:.0%} of the {self.window:,}-token window; unpin what no longer matters (u), "
@@ -378,7 +375,7 @@ class Session:
         m = self.get(message_id)
         if not m.pinned:
             return None
-        self._pin_budget_noted = False
+        self.auto_pin_stopped = False
         return self.emit(Unpinned(id=message_id, at=self.clock()))  # type: ignore[return-value]
 
     def add_watch(self, word: str) -> WatchAdded | None:

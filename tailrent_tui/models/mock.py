@@ -144,10 +144,10 @@ def default_reply(messages: Sequence[WireMessage]) -> str:
     last = next((m for m in reversed(messages) if m["role"] == "user"), None)
     if last is None:
         return "(mock) Nothing to answer yet."
-    words = [w for w in last.get("content", "").split() if w]
-    echo = " ".join(words[:12]) + ("..." if len(words) > 12 else "")
-    # Not quoted: the fact guard keeps quoted text verbatim, and an echo is no fact.
-    return f"(mock) I read your message ({len(words)} words), which begins: {echo} Connect a real model to get real answers."
+    words = len(last.get("content", "").split())
+    # No echo of the message: quoted, the guard would keep it as a fact in every
+    # fold; unquoted, a decision in it would be pinned twice.
+    return f"(mock) I read your message of {words:,} words. Connect a real model to get real answers."
 
 
 class MockModel:

@@ -20,6 +20,7 @@ class PinsPanel(Vertical):
     DEFAULT_CSS = """
     PinsPanel { height: auto; }
     PinsPanel > .cost { color: $text-muted; height: auto; }
+    PinsPanel.-over-budget > .cost { color: $warning; text-style: bold; }
     PinsPanel > OptionList { height: auto; max-height: 10; border: none; padding: 0; background: transparent; }
     """
 
@@ -27,13 +28,20 @@ class PinsPanel(Vertical):
         yield Static("", classes="cost")
         yield OptionList()
 
-    def show(self, pins: Sequence[Message]) -> None:
+    def show(self, pins: Sequence[Message], budget: int, auto_pin_stopped: bool = False) -> None:
+        """The pins and their cost; at `budget` tokens, a warning: auto-pinning has stopped."""
         total = sum(m.tokens for m in pins)
+        over = total > budget or auto_pin_stopped
+        self.set_class(over, "-over-budget")
+        markup = "[$tail-pinned]$n[/] · $tok tokens re-sent every turn"
+        if over:
+            markup += "\nat the $budget-token pin budget: auto-pin is off; unpin what no longer matters (u)"
         self.query_one(".cost", Static).update(
             Content.from_markup(
-                "[$tail-pinned]$n[/] · $tok tokens re-sent every turn",
+                markup,
                 n=f"{len(pins)} pin" + ("" if len(pins) == 1 else "s"),
                 tok=f"{total:,}",
+                budget=f"{budget:,}",
             )
         )
         rows = [

@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Collapsible
 
-from tailrent_tui.core.messages import Event, Folded, Kind, MessageAdded, Pinned, Spilled, Unpinned
+from tailrent_tui.core.messages import Event, Folded, Kind, MessageAdded, Note, Pinned, Spilled, Unpinned
 from tailrent_tui.core.session import Session
 from tailrent_tui.ui.widgets.folds_panel import FoldsPanel
 from tailrent_tui.ui.widgets.pins_panel import PinsPanel
@@ -82,7 +82,8 @@ class Sidebar(VerticalScroll, can_focus=False):
         elif isinstance(event, Spilled):
             self._dirty.add("spills")
             self.tail.sample(self.session.context_tokens)
-        elif isinstance(event, (Pinned, Unpinned)):
+        elif isinstance(event, (Pinned, Unpinned, Note)):
+            # a note may say that auto-pinning stopped at the pin budget
             self._dirty.add("pins")
         elif isinstance(event, Folded):
             self._dirty.add("folds")
@@ -103,9 +104,14 @@ class Sidebar(VerticalScroll, can_focus=False):
         if "spills" in dirty:
             self.refresh_spills()
         if "pins" in dirty:
-            self.pins.show(self.session.pinned)
+            self.pins.show(self.session.pinned, self.session.pin_budget, self.session.auto_pin_stopped)
         if "folds" in dirty:
             self.folds.show(self.session.folds)
+
+    def refresh_window(self) -> None:
+        """The window changed (learned from the server): the Tail panel's bar, trigger and target move with it."""
+        self._dirty.add("tail")
+        self.flush()
 
     def refresh_spills(self) -> None:
         self.spills.show(list(self.session.spills.values()), self.clock())
