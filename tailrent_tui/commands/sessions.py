@@ -123,6 +123,7 @@ def fold_views(sd: SessionDir) -> list[dict[str, Any]]:
             "depth": f.depth,
             "trigger": f.trigger,
             "summarizer": f.summarizer,
+            "summarizer_refused": f.rejected,
             "summary": f.summary.content,
             "facts": f.facts,
             "facts_lost": f.facts_lost,
@@ -152,7 +153,8 @@ def _print_fold(v: dict[str, Any]) -> None:
             click.echo(f"    [{m['id']}] {m['role']} {m['kind']}{pin} ({m['tokens']:,} tokens)")
             for line in m["content"].splitlines() or [""]:
                 click.echo(f"      {line}")
-    click.echo("  summary:")
+    refused = f" ({v['summarizer_refused']})" if v["summarizer_refused"] else ""
+    click.echo(f"  summary, by {v['summarizer'] or 'unknown'}{refused}:")
     for line in v["summary"].splitlines():
         click.echo(f"    {line}")
     click.echo(f"  facts lost: {'; '.join(v['facts_lost']) or 'none'}")

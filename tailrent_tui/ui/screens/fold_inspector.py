@@ -31,6 +31,14 @@ def inspector_title(f: FoldRecord) -> str:
     )
 
 
+def writer_line(f: FoldRecord) -> Content:
+    """Who wrote the summary, and why not the summarizer that was asked."""
+    who = f"summary by {f.summarizer or 'unknown'}"
+    if f.rejected:
+        return Content.from_markup("$who · [$warning]$why[/]", who=who, why=f.rejected)
+    return Content(who)
+
+
 def facts_line(f: FoldRecord) -> Content:
     parts = [Content(f"facts {len(f.facts)}")]
     if f.facts_lost:
@@ -56,7 +64,7 @@ class FoldInspector(ModalScreen[None]):
     FoldInspector { align: center middle; }
     FoldInspector > #frame { width: 96%; height: 92%; background: $surface; border: thick $tail-summary; }
     FoldInspector #title { background: $panel; color: $text; text-style: bold; padding: 0 1; height: 1; }
-    FoldInspector #facts { padding: 0 1; height: auto; }
+    FoldInspector #facts, FoldInspector #writer { padding: 0 1; height: auto; }
     FoldInspector #sides { height: 1fr; }
     FoldInspector #sides > VerticalScroll { width: 1fr; padding: 0 1; border-top: solid $primary 40%; }
     FoldInspector .pane-title { color: $primary; text-style: bold; }
@@ -79,6 +87,7 @@ class FoldInspector(ModalScreen[None]):
         marks = [(fact, LOST_STYLE if fact in lost else REPAIRED_STYLE) for fact in f.facts_dropped or f.facts_lost]
         with Vertical(id="frame"):
             yield Static(inspector_title(f), id="title", markup=False)
+            yield Static(writer_line(f), id="writer")
             yield Static(facts_line(f), id="facts")
             with Horizontal(id="sides"):
                 with VerticalScroll(id="originals"):
