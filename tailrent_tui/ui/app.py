@@ -270,8 +270,9 @@ class TailrentApp(App[None]):
         if kind == "event":
             await transcript.apply_event(payload)
             self.sidebar.note_event(payload)
-            if isinstance(payload, Note) and payload.level == "error":
-                self.notify(payload.text, severity="error")
+            if isinstance(payload, Note) and payload.level in ("warning", "error"):
+                if await transcript.show_notice(payload.text):
+                    self.notify(payload.text, severity=payload.level)
         elif kind == "reply_start":
             await transcript.begin_reply()
         elif kind == "text":

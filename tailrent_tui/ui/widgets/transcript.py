@@ -60,6 +60,7 @@ class Transcript(VerticalScroll, can_focus=False):
 
     def __init__(self, session: Session, *, watermark: int = 2000, id: str | None = None) -> None:
         super().__init__(id=id)
+        self._recent_notices: list[str] = []
         self.session = session
         self.watermark = watermark
         self.reply: ReplyView | None = None
@@ -235,8 +236,16 @@ class Transcript(VerticalScroll, can_focus=False):
     async def show_turn_error(self, text: str) -> None:
         await self.mount(Static(text, classes="turn-error", markup=False))
 
-    async def show_notice(self, text: str) -> None:
+    async def show_notice(self, text: str) -> bool:
+        """A notice line in the transcript; False (nothing shown) when it was one of the last few shown.
+
+        The agent reports some things twice, as a session note and as a turn notice.
+        """
+        if text in self._recent_notices:
+            return False
+        self._recent_notices = [*self._recent_notices[-2:], text]
         await self.mount(Static(text, classes="turn-notice", markup=False))
+        return True
 
     # -- pruning and loading back ---------------------------------------------
 
