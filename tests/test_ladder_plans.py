@@ -292,3 +292,25 @@ def test_the_inspector_and_inspect_say_who_wrote_a_summary_and_why():
     drive_with(policy.after_add(s, ctx), lambda r: Summary(text="<|im_end|>user", by="model:gemma"))
     line = str(writer_line(s.folds[0]))
     assert line.startswith("summary by mock-extractive · model:gemma's summary refused: it holds chat-template tokens")
+
+
+@pytest.mark.parametrize("guard", ["report", "off"])
+async def test_the_guard_setting_holds_through_the_agent_and_manual_folds(make_agent, guard):
+    agent = make_agent(window=2048, system_prompt="Be brief.", guard=guard)
+    agent.session.add("user", FACTS)
+    for i in range(6):
+        agent.session.add("user", prose(i, 80))
+    folded = await agent.fold()
+    assert isinstance(folded, Folded) and folded.fold.guard == guard
+    assert agent.policy_context().settings.guard == guard
+
+
+async def test_a_span_made_only_of_pins_is_refused_with_a_reason(make_agent):
+    agent = make_agent(window=2048, system_prompt="Be brief.")
+    pinned = agent.session.add("user", "DECISION: keep the 30 second timeout because the proxy cuts at 31.")
+    assert pinned.pinned
+    with pytest.raises(SessionError, match="cannot fold pinned messages"):
+        await agent.fold([pinned.id])
+    agent.session.add("assistant", "noted")
+    result = await agent.fold()
+    assert isinstance(result, FoldSkipped) and "nothing to fold" in result.reason and not agent.session.folds
