@@ -372,7 +372,16 @@ async def test_cancel_mid_stream_keeps_the_partial_reply_marked(ollama_agent, fa
     events = SessionDir(agent.session_dir.path).events()
     added = [e.message for e in events if isinstance(e, MessageAdded)]
     assert added[-1].meta.get("cancelled") is True and added[-1].content == partial.content
+    # what is counted is what is sent: the cut-off reply is shown, never sent, never counted
+    assert partial.cut_off == "cancelled"
+    assert agent.session.context_tokens == agent.session.head_tokens + sum(
+        m.tokens for m in agent.session.messages if m is not partial
+    )
+    assert "Explain" in agent.session.visible_text() and partial.content not in agent.session.visible_text()
+    exported = agent.export("md", agent.workspace / "out.md").read_text(encoding="utf-8")
+    assert "cancelled: cut off, never sent to the model" in exported
     await assert_retry_works(agent, fake_ollama, question)
+    assert agent.session.usage[-1].context_tokens == agent.session.context_tokens - agent.session.messages[-1].tokens
 
 
 # -- the real llama.cpp engine -------------------------------------------------------------

@@ -6,13 +6,15 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tailrent_tui.core.rungs.fold import fold_span, oldest_unpinned
-from tailrent_tui.core.rungs.spill import admit_tool_result, spill_message
+from tailrent_tui.core.rungs.spill import spill_gain, admit_tool_result, spill_message
 from tailrent_tui.core.summarize import LossySummarizer
 from tailrent_tui.core.messages import Kind
+from tailrent_tui.core.session import SessionError
 from tailrent_tui.store.sessions import SessionDir, close_session, open_session
 
 text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=300)
@@ -41,7 +43,11 @@ def run(session, sd, cmd) -> None:
         elif kind == "unpin":
             session.unpin(m.id)
         elif not m.pinned and m.kind not in (Kind.spill_pointer, Kind.fold_summary):
-            spill_message(session, m.id, sd.spills())
+            if spill_gain(session, m) > 0:
+                spill_message(session, m.id, sd.spills())
+            else:  # a spill that would grow the context is refused, and changes nothing
+                with pytest.raises(SessionError, match="nothing spilled"):
+                    spill_message(session, m.id, sd.spills())
     elif kind == "tool":
         admit_tool_result(session, "grep", "match line\n" * (cmd[1] // 10 + 1), sd.spills(), threshold=200)
     elif kind == "fold":

@@ -106,9 +106,7 @@ def wire_messages(session: Session) -> list[dict[str, Any]]:
         out.append({"role": "system", "content": session.system})
     open_calls: set[str] = set()
     for m in session.messages:
-        if m.role == "assistant" and not m.tool_calls and (m.meta.get("cancelled") or m.meta.get("incomplete")):
-            # a partial reply stays in the transcript for the user, but sending it
-            # would make the server continue it as a prefill
+        if m.cut_off:
             continue
         if m.role == "assistant":
             entry: dict[str, Any] = {"role": "assistant", "content": m.content}

@@ -75,6 +75,20 @@ class Message(BaseModel):
         line = self.content.strip().splitlines()[0] if self.content.strip() else ""
         return line
 
+    @property
+    def cut_off(self) -> str | None:
+        """"cancelled" or "incomplete" for a reply that was stopped before its end, else None.
+
+        Such a reply stays in the transcript for the user but is never sent (a
+        server would continue it as a prefill), so it is not counted in the context.
+        """
+        if self.role != "assistant" or self.tool_calls:
+            return None
+        for why in ("cancelled", "incomplete"):
+            if self.meta.get(why):
+                return why
+        return None
+
 
 class _Event(BaseModel):
     at: float = Field(default_factory=time.time)

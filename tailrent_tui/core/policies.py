@@ -225,7 +225,7 @@ def choose_fold(
 
 def _content_messages(session: Session) -> list[Message]:
     """Unpinned messages whose content could move to a spill (rung 2)."""
-    return [m for m in session.messages if not m.pinned and m.kind in (Kind.chat, Kind.tool_result)]
+    return [m for m in session.messages if not m.pinned and not m.cut_off and m.kind in (Kind.chat, Kind.tool_result)]
 
 
 class Policy:

@@ -166,7 +166,7 @@ def context_items(session: Any) -> list[Item]:
     The identity joins the message id and its kind, and the tokens are compared
     too, so a message spilled in place (same id, new content) breaks the prefix.
     """
-    return [(f"{m.id}#{m.kind.value}", m.tokens) for m in session.messages]
+    return [(f"{m.id}#{m.kind.value}", m.tokens) for m in session.messages if not m.cut_off]
 
 
 def shared_prefix(previous: Sequence[Item], current: Sequence[Item]) -> int:

@@ -65,6 +65,8 @@ class ContextTotals:
         return self.transcript - self.pinned - self.summaries - self.pointers
 
     def _account(self, m: Message, sign: int) -> None:
+        if m.cut_off:
+            return  # shown, never sent: not in the context
         t = sign * m.tokens
         self.transcript += t
         self.messages += sign
@@ -396,7 +398,7 @@ class Session:
 
     def visible_text(self) -> str:
         """Everything that would be sent now, as one text (for probes)."""
-        return "\n".join([self.system, *(m.content for m in self._messages)])
+        return "\n".join([self.system, *(m.content for m in self._messages if not m.cut_off)])
 
 
 def replay(events: Iterable[Event], **session_kwargs: Any) -> Session:

@@ -51,6 +51,7 @@ def transcript_entries(events: list[Event]) -> list[dict[str, Any]]:
                     "tool": m.tool,
                     "spill_id": m.spill_id,
                     "tool_calls": [c.model_dump() for c in m.tool_calls],
+                    "cut_off": m.cut_off,
                 }
             )
         elif isinstance(ev, Pinned):
@@ -132,6 +133,8 @@ def export_markdown(sd: SessionDir) -> str:
             pin = f"{PIN} " if e["pinned"] else ""
             label = e["role"] + (f" ({e['tool']})" if e["tool"] else "")
             extra = " · spill pointer" if e["kind"] == "spill_pointer" else ""
+            if e["cut_off"]:
+                extra += f" · {e['cut_off']}: cut off, never sent to the model"
             lines += [f"### {pin}{label} · {_when(e['at'])}{extra}", f"<sub>id {e['id']} · {e['tokens']:,} tokens</sub>", ""]
             lines += [e["content"], ""]
         elif kind == "pin":

@@ -53,7 +53,7 @@ def span_to_target(session: Session, target_tokens: int, *, keep_recent: int = 2
         for m in msgs[:limit]:
             if freed >= excess:
                 break
-            if m.pinned or m.id in chosen:
+            if m.pinned or m.cut_off or m.id in chosen:
                 continue
             if (m.kind == Kind.fold_summary) != include_summaries:
                 continue
@@ -143,8 +143,11 @@ def skip_fold(session: Session, reason: str, trigger: str) -> FoldSkipped:
 
 
 def span_messages(session: Session, span_ids: Iterable[str]) -> list[Message]:
-    """The span's messages in transcript order; a pinned one is refused."""
-    span = [session.get(i) for i in dict.fromkeys(span_ids)]
+    """The span's messages in transcript order; a pinned one is refused.
+
+    A reply that was cut off is left out: it was never in the context.
+    """
+    span = [m for m in (session.get(i) for i in dict.fromkeys(span_ids)) if not m.cut_off]
     pinned = [m.id for m in span if m.pinned]
     if pinned:
         raise SessionError(f"cannot fold pinned messages {pinned}: unpin them first")
@@ -171,6 +174,8 @@ def prepare_fold(
     (`tokens_before`) before deciding to apply it with `apply_fold`.
     """
     span = span_messages(session, span_ids)
+    if not span:
+        raise SessionError("nothing to fold: the span holds only replies that were cut off, which are not in the context")
     ids = {m.id for m in span}
     depth = 1 + max(m.fold_depth for m in span)
     fold_no = len(session.folds) + 1
