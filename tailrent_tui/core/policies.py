@@ -56,6 +56,7 @@ from tailrent_tui.core.rungs.fold import (
     GuardMode,
     Position,
     apply_fold,
+    nothing_reason,
     oldest_unpinned,
     prepare_fold,
     skip_fold,
@@ -297,7 +298,7 @@ class Policy:
             if not span_ids:
                 span_ids = [m.id for m in session.messages[: -ctx.settings.keep_recent or None] if not m.pinned]
         if not span_ids:
-            skip_fold(session, _nothing_reason(session), trigger)
+            skip_fold(session, nothing_reason(session), trigger)
             return
         span = span_messages(session, span_ids)
         reply = yield from ask_summary(ctx, span)
@@ -308,14 +309,6 @@ class Policy:
             skip_fold(session, _would_grow(record), trigger)
             return
         apply_fold(session, record, ctx.archive)
-
-
-def _nothing_reason(session: Session) -> str:
-    if not session.messages:
-        return "nothing to fold: the transcript is empty"
-    if all(m.pinned for m in session.messages):
-        return "nothing to fold: every message is pinned"
-    return "nothing to fold: only the newest messages are left, and pins"
 
 
 def _would_grow(record: FoldRecord) -> str:
@@ -455,7 +448,7 @@ class LadderPolicy(Policy):
         for _ in range(self.max_passes):
             span_ids = span_to_target(session, target, keep_recent=keep)
             if not span_ids:
-                skip_fold(session, _nothing_reason(session), trigger)
+                skip_fold(session, nothing_reason(session), trigger)
                 return
             span = span_messages(session, span_ids)
             reply = yield from ask_summary(ctx, span)

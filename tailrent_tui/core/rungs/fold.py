@@ -124,7 +124,7 @@ def fold_span(
     """
     ids = list(dict.fromkeys(span_ids))
     if not ids:
-        return skip_fold(session, _nothing_reason(session), trigger)
+        return skip_fold(session, nothing_reason(session), trigger)
     if summary is None:
         if summarizer is None:
             raise ValueError("fold_span needs a summarizer or a summary text")
@@ -253,12 +253,13 @@ def apply_fold(session: Session, record: FoldRecord, archive: FoldArchive | None
     return session.emit(Folded(fold=record, at=session.clock()))  # type: ignore[return-value]
 
 
-def _nothing_reason(session: Session) -> str:
+def nothing_reason(session: Session) -> str:
+    """Why no span could be chosen."""
     if not session.messages:
         return "nothing to fold: the transcript is empty"
     if all(m.pinned for m in session.messages):
         return "nothing to fold: every message is pinned"
-    return "nothing to fold: the context is already under the fold target"
+    return "nothing to fold: only the newest messages are left, and pins"
 
 
 class MemoryFoldArchive(FoldArchive):
