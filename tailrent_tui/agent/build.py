@@ -20,6 +20,7 @@ import httpx
 from tailrent_tui.agent.loop import Agent
 from tailrent_tui.core.guard import DecisionDetector
 from tailrent_tui.core.rent import RentModel, context_items, get_price_sheet
+from tailrent_tui.core.session import Session
 from tailrent_tui.core.tokens import get_counter
 from tailrent_tui.models.base import ChatModel
 from tailrent_tui.models.mock import MockExtractiveSummarizer, MockModel, ModelSummarizer
@@ -27,10 +28,11 @@ from tailrent_tui.models.ollama import OllamaModel, ollama_host
 from tailrent_tui.models.openai import OpenAIModel, api_key_from_env
 from tailrent_tui.models.spec import parse_model_spec
 from tailrent_tui.settings import Settings, config_dir
-from tailrent_tui.store.journal import JournalWriter
+from tailrent_tui.store.journal import JournalWriter, Writer
 from tailrent_tui.store.paths import resolve_data_dir
 from tailrent_tui.store.sessions import (
     SessionDir,
+    close_session_sync,
     last_request_at,
     open_session,
     resolve_session,
@@ -161,8 +163,27 @@ def build_agent(
         session, writer = open_session(sd, decisions=detector, fsync=settings.fsync, async_writer=async_writer)
     except RuntimeError as exc:
         raise BuildError(str(exc)) from None
-    if settings.window:
+    try:
+        return _agent_for(settings, sd, session, writer, model, workspace, notice)
+    except BaseException:
+        # the lock is held from here on: a failed build must not leave the session looking open
+        close_session_sync(session, writer)
+        raise
+
+
+def _agent_for(
+    settings: Settings,
+    sd: SessionDir,
+    session: Session,
+    writer: Writer,
+    model: ChatModel,
+    workspace: Path,
+    notice: str | None,
+) -> Agent:
+    replayed_notes = len(session.notes)
+    if settings.window and settings.window != session.window:
         session.window = settings.window
+        sd.update_meta(window=settings.window)
     sheet = get_price_sheet(settings.price_sheet, _user_price_files())
     rent = RentModel(sheet)
     last = last_request_at(session)
@@ -197,6 +218,8 @@ def build_agent(
     agent.cold_resume = cold_resume
     for warning in getattr(writer, "warnings", []):
         session.note(warning, "warning")
+    # written before the app listens to the session: it shows them when it opens
+    agent.startup_notes = session.notes[replayed_notes:]
     return agent
 
 

@@ -178,24 +178,44 @@ class Agent:
         self._started = False
 
     async def start(self) -> None:
-        """Ask the server for the window once, unless the settings fix it."""
-        if self._started:
-            return
-        self._started = True
-        resolve = getattr(self.model, "resolve_name", None)
-        if resolve is not None and not self.model.name:
-            try:
-                await resolve()
-            except ModelError:
-                pass  # the turn's own request reports the fault with its hint
-        if self.settings.window is None:
+        """Ask the server for its name and window, once per model; the `window` setting wins when given.
+
+        The app calls this after its first frame, and a turn before its first
+        request: a second caller waits for the first. The window learned is kept
+        in the session's meta.json, so a resume starts with it.
+        """
+
+        async def learn() -> None:
+            resolve = getattr(self.model, "resolve_name", None)
+            if resolve is not None and not self.model.name:
+                try:
+                    await resolve()
+                except ModelError:
+                    pass  # the turn's own request reports the fault with its hint
+            if self.settings.window is not None:
+                return
             try:
                 window = await self.model.context_window()
             except ModelError as exc:
                 self.session.note(f"could not read the model's window ({exc.message}); budgeting {self.session.window:,}", "warning")
-                window = None
-            if window and window != self.session.window:
-                self.session.window = window
+                return
+            if not window or window == self.session.window:
+                return
+            self.session.window = window
+            if self.session_dir is not None:
+                try:
+                    await asyncio.to_thread(self.session_dir.update_meta, window=window)
+                except (OSError, LookupError) as exc:
+                    self.session.note(f"the window ({window:,}) could not be kept for the next resume: {exc}", "warning")
+
+        learning = getattr(self, "_learning", None)
+        # a cancelled caller cancels the shared task with it, and a failed one says
+        # nothing about the next try: either way the next caller asks again
+        failed = learning is not None and learning.done() and (learning.cancelled() or learning.exception())
+        if not self._started or learning is None or failed:
+            self._started = True
+            learning = self._learning = asyncio.ensure_future(learn())
+        await learning
 
     # -- the archive, seen from the agent --------------------------------------
 

@@ -8,6 +8,8 @@ same request can help without the user changing anything first.
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 
 class ModelError(Exception):
     """Base of every model-backend failure."""
@@ -81,6 +83,25 @@ class MalformedChunk(ModelError):
         )
         self.line = line
         self.line_number = line_number
+
+
+class MalformedResponse(ModelError):
+    """An information endpoint (/props, /v1/models, /api/show) answered in a shape its API does not have."""
+
+    retryable = False
+
+    def __init__(self, endpoint: str, reason: str) -> None:
+        super().__init__(
+            f"{endpoint} answered in an unexpected shape ({reason})",
+            "set `window` in config.toml to budget without asking the server",
+        )
+
+    @classmethod
+    def invalid(cls, endpoint: str, exc: ValidationError) -> MalformedResponse:
+        """The first thing pydantic found wrong, in one line."""
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return cls(endpoint, f"{where}: {first['msg']}" if where else first["msg"])
 
 
 class ReadTimeout(ModelError):

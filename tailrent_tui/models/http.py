@@ -124,15 +124,16 @@ class HttpBackend:
 
     # -- requests -----------------------------------------------------------------
 
-    async def get_json(self, path: str) -> Any:
-        return await self._request_json("GET", path, None)
+    async def get_json(self, path: str, *, base: str | None = None) -> Any:
+        """GET ``path`` under ``base`` (default: the API's base URL)."""
+        return await self._request_json("GET", path, None, base)
 
     async def post_json(self, path: str, body: Any) -> Any:
         return await self._request_json("POST", path, body)
 
-    async def _request_json(self, method: str, path: str, body: Any) -> Any:
+    async def _request_json(self, method: str, path: str, body: Any, base: str | None = None) -> Any:
         try:
-            response = await self._client.request(method, self.base_url + path, json=body)
+            response = await self._client.request(method, (base or self.base_url) + path, json=body)
         except httpx.HTTPError as exc:
             raise self.transport_error(exc) from exc
         if response.status_code >= 400:

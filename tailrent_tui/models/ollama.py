@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import httpx
+from pydantic import BaseModel, PositiveInt, TypeAdapter, ValidationError
 
 from .base import (
     Chunk,
@@ -45,6 +46,7 @@ from .errors import (
     Busy,
     Cancelled,
     MalformedChunk,
+    MalformedResponse,
     ModelError,
     ModelNotFound,
     ServerError,
@@ -126,6 +128,43 @@ def ollama_messages(messages: Sequence[WireMessage]) -> list[dict[str, Any]]:
 
 def ollama_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     return {_OPTION_NAMES.get(k, k): v for k, v in (options or {}).items()}
+
+
+class _ShowWindow(BaseModel):
+    """What ``/api/show`` says about the window: the Modelfile's parameters and the trained length."""
+
+    parameters: str | None = None
+    model_info: dict[str, Any] | None = None
+
+    @property
+    def num_ctx(self) -> int | None:
+        for line in (self.parameters or "").splitlines():
+            key, _, value = line.strip().partition(" ")
+            if key == "num_ctx" and value.strip().isdigit():
+                return int(value.strip())
+        return None
+
+    @property
+    def trained(self) -> int | None:
+        """``<architecture>.context_length``; a ValidationError when it is not a positive number."""
+        info = self.model_info or {}
+        value = info.get(f"{info.get('general.architecture')}.context_length")
+        return None if value is None else _POSITIVE.validate_python(value)
+
+
+class _LoadedModel(BaseModel):
+    name: str | None = None
+    model: str | None = None
+    context_length: PositiveInt | None = None
+
+
+class _Running(BaseModel):
+    """``/api/ps``: the models loaded now, each with the window it was loaded with."""
+
+    models: list[_LoadedModel]
+
+
+_POSITIVE = TypeAdapter(PositiveInt)
 
 
 class OllamaModel(HttpBackend):
@@ -217,17 +256,25 @@ class OllamaModel(HttpBackend):
         return self.num_ctx
 
     async def _resolve_window(self) -> int:
-        show = await self.show()
-        for line in str(show.get("parameters") or "").splitlines():
-            key, _, value = line.strip().partition(" ")
-            if key == "num_ctx" and value.strip().isdigit():
-                return int(value.strip())
-        for m in await self.running():
-            if self.name in (m.get("name"), m.get("model")) and m.get("context_length"):
-                return int(m["context_length"])
-        info = show.get("model_info") or {}
-        trained = info.get(f"{info.get('general.architecture')}.context_length")
-        return min(int(trained), FALLBACK_NUM_CTX) if trained else FALLBACK_NUM_CTX
+        try:
+            show = _ShowWindow.model_validate(await self.show())
+        except ValidationError as exc:
+            raise MalformedResponse.invalid(f"{self.base_url}/api/show", exc) from None
+        if show.num_ctx is not None:
+            return show.num_ctx
+        try:
+            loaded = _Running.model_validate({"models": await self.running()}).models
+        except ValidationError as exc:
+            raise MalformedResponse.invalid(f"{self.base_url}/api/ps", exc) from None
+        for m in loaded:
+            if self.name in (m.name, m.model) and m.context_length:
+                return m.context_length
+        try:
+            trained = show.trained
+        except ValidationError as exc:
+            reason = f"model_info's context_length: {exc.errors()[0]['msg']}"
+            raise MalformedResponse(f"{self.base_url}/api/show", reason) from None
+        return min(trained, FALLBACK_NUM_CTX) if trained else FALLBACK_NUM_CTX
 
     async def supports_tools(self) -> bool | None:
         if self.tools_dropped:

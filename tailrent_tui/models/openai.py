@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
 
 from .base import (
     Chunk,
@@ -38,6 +39,7 @@ from .base import (
 from .errors import (
     Busy,
     MalformedChunk,
+    MalformedResponse,
     ModelError,
     ModelNotFound,
     ServerError,
@@ -97,6 +99,39 @@ def openai_messages(messages: Sequence[WireMessage]) -> list[dict[str, Any]]:
 
 def openai_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     return {_OPTION_NAMES.get(k, k): v for k, v in (options or {}).items()}
+
+
+class _ModelEntry(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+
+
+class _ModelList(BaseModel):
+    """``/v1/models``: each entry keeps every field the server sent (the window keys vary)."""
+
+    data: list[_ModelEntry] | None = None
+
+
+class _SlotSettings(BaseModel):
+    n_ctx: PositiveInt | None = None
+
+
+class _LlamaProps(BaseModel):
+    """The part of llama.cpp's ``/props`` that names the window.
+
+    ``default_generation_settings.n_ctx`` is what one slot (one request) may fill;
+    with several slots it is smaller than the server's total (``/v1/models``
+    ``meta.n_ctx``). Older servers also put ``n_ctx`` at the top level.
+    """
+
+    default_generation_settings: _SlotSettings | None = None
+    n_ctx: PositiveInt | None = None
+
+    @property
+    def window(self) -> int | None:
+        slot = self.default_generation_settings
+        return (slot.n_ctx if slot is not None else None) or self.n_ctx
 
 
 def _window_of(entry: Mapping[str, Any]) -> int | None:
@@ -161,7 +196,11 @@ class OpenAIModel(HttpBackend):
                 if isinstance(exc, ServerError) and exc.status != 404:
                     raise
                 data = {}
-            self._models = list(data.get("data") or []) if isinstance(data, dict) else []
+            try:
+                listed = _ModelList.model_validate(data)
+            except ValidationError as exc:
+                raise MalformedResponse.invalid(f"{self.base_url}/models", exc) from None
+            self._models = [e.model_dump() for e in listed.data or []]
         return self._models
 
     async def resolve_name(self) -> str:
@@ -180,12 +219,32 @@ class OpenAIModel(HttpBackend):
         ]
 
     async def context_window(self) -> int | None:
+        """llama.cpp's ``/props`` (one slot's window), else what ``/v1/models`` says for the model."""
+        window = await self._props_window()
+        if window is not None:
+            return window
         entries = await self._model_entries()
         for e in entries:
             if e.get("id") == self.name:
                 return _window_of(e)
         # llama.cpp serves one model whatever name is asked for.
         return _window_of(entries[0]) if len(entries) == 1 else None
+
+    async def _props_window(self) -> int | None:
+        """The window in llama.cpp's ``/props`` (at the server's root, beside ``/v1``); None from other servers."""
+        root = self.base_url.removesuffix("/v1")
+        try:
+            data = await self.get_json("/props", base=root)
+        except ModelNotFound:
+            return None
+        except ServerError as exc:
+            if exc.status == 200:  # answered, but not with JSON
+                raise MalformedResponse(f"{root}/props", "not JSON") from None
+            return None  # vLLM, LM Studio...: no /props; /v1/models may say the window
+        try:
+            return _LlamaProps.model_validate(data).window
+        except ValidationError as exc:
+            raise MalformedResponse.invalid(f"{root}/props", exc) from None
 
     async def supports_tools(self) -> bool | None:
         return False if self.tools_dropped else None

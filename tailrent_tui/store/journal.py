@@ -373,6 +373,10 @@ class _JournalState:
         """Events accepted but not yet on disk."""
         return sum(1 for _, is_event in self._queue if is_event)
 
+    def unsaved_lines(self) -> list[bytes]:
+        """The event lines still pending (whole lines, for a rescue file)."""
+        return [data for data, is_event in self._queue if is_event]
+
     def append_line(self, line: bytes) -> None:
         if not line.endswith(b"\n") or b"\n" in line[:-1]:
             raise ValueError("a journal line must be one line ending with a newline")
@@ -393,6 +397,27 @@ class _JournalState:
                         f"{self.path.name}: a torn last line from an earlier crash was closed off with a marker"
                     )
         self._checked_tail = True
+
+    def _unwritten(self) -> memoryview | None:
+        """What is left of the head line (a short write leaves part of it); None when nothing is queued."""
+        return memoryview(self._queue[0][0])[self._offset :] if self._queue else None
+
+    def _wrote(self, n: int) -> None:
+        """`n` bytes of the head went out; a finished line leaves the queue."""
+        self._offset += n
+        data, is_event = self._queue[0]
+        if self._offset == len(data):
+            self._queue.popleft()
+            self._offset = 0
+            self.saved += is_event
+
+    def _write_queue(self, fd: int) -> bool:
+        """Write the queued lines to `fd` in order; True if anything was written."""
+        wrote = False
+        while (view := self._unwritten()) is not None:
+            self._wrote(os.write(fd, view))
+            wrote = True
+        return wrote
 
 
 class JournalWriter(_JournalState):
@@ -425,17 +450,7 @@ class JournalWriter(_JournalState):
             if self._fd is None:
                 self._prepare_open()
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND, FILE_MODE)
-            wrote = False
-            while self._queue:
-                data, is_event = self._queue[0]
-                view = memoryview(data)
-                while self._offset < len(data):
-                    self._offset += os.write(self._fd, view[self._offset :])
-                    wrote = True
-                self._queue.popleft()
-                self._offset = 0
-                self.saved += is_event
-            if wrote and self.fsync:
+            if self._write_queue(self._fd) and self.fsync:
                 os.fsync(self._fd)
         except OSError as exc:
             self.last_error = exc
@@ -458,7 +473,9 @@ class JournalWriter(_JournalState):
 class AsyncJournalWriter(_JournalState):
     """The app's appender: `append` never blocks; a drain task writes with aiofiles.
 
-    `append` must be called on the event loop's thread. `drain()` waits until
+    `append` must be called on the event loop's thread, or while no loop runs
+    (the agent is built before the app's loop starts, and closed after it ends):
+    then the line is written at once, synchronously. `drain()` waits until
     everything queued is written (or a fault stops it); `on_status(writer)` is
     called when a write fails and when a retry succeeds, so the UI can say so.
     """
@@ -485,8 +502,15 @@ class AsyncJournalWriter(_JournalState):
         self._kick()
 
     def _kick(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            # no loop to run the drain task: the app is still being built (a resume
+            # note) or has ended, so the line is written now, the plain way
+            self._write_sync()
+            return
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._flush())
+            self._task = loop.create_task(self._flush())
 
     async def drain(self) -> bool:
         """Wait for the drain task; True if nothing is pending."""
@@ -509,16 +533,9 @@ class AsyncJournalWriter(_JournalState):
                 self._file = await aiofiles.open(self.path, "ab", buffering=0)
             while self._queue:
                 wrote = False
-                while self._queue:
-                    data, is_event = self._queue[0]
-                    view = memoryview(data)
-                    while self._offset < len(data):
-                        n = await self._file.write(view[self._offset :])
-                        self._offset += n or 0
-                        wrote = True
-                    self._queue.popleft()
-                    self._offset = 0
-                    self.saved += is_event
+                while (view := self._unwritten()) is not None:
+                    self._wrote(await self._file.write(view) or 0)
+                    wrote = True
                 if wrote and self.fsync:
                     await asyncio.to_thread(os.fsync, self._file.fileno())
         except OSError as exc:
@@ -550,21 +567,17 @@ class AsyncJournalWriter(_JournalState):
             raw.close()
         self._file = None
         self._task = None
+        return self._write_sync()
+
+    def _write_sync(self) -> bool:
+        """Write what is queued with plain blocking writes; True if nothing is left pending."""
         if not self._queue:
             return True
         try:
             self._prepare_open()
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND, FILE_MODE)
             try:
-                while self._queue:
-                    data, is_event = self._queue[0]
-                    view = memoryview(data)
-                    while self._offset < len(data):
-                        self._offset += os.write(fd, view[self._offset :])
-                    self._queue.popleft()
-                    self._offset = 0
-                    self.saved += is_event
-                if self.fsync:
+                if self._write_queue(fd) and self.fsync:
                     os.fsync(fd)
             finally:
                 os.close(fd)
@@ -573,10 +586,6 @@ class AsyncJournalWriter(_JournalState):
             return False
         self.last_error = None
         return True
-
-    def unsaved_lines(self) -> list[bytes]:
-        """The event lines still pending (whole lines, for a rescue file)."""
-        return [data for data, is_event in self._queue if is_event]
 
     def close(self) -> None:
         """Close without waiting (the file is closed by the drain task's owner loop on exit)."""

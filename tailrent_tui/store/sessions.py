@@ -503,7 +503,21 @@ def close_session(session: Session, writer: Writer) -> None:
     try:
         if sd is not None and writer.pending == 0:
             sd.update_meta(last_active=time.time(), summary=sd.summarize(session))
+    except (OSError, SessionLookupError):
+        pass  # the summary is only a cache for listing: `info()` replays the journal when it is stale
     finally:
         held: SessionLock | None = getattr(writer, "lock", None)
         if held is not None:
             held.release()
+
+
+def close_session_sync(session: Session, writer: Writer) -> bool:
+    """`close_session` for when no event loop runs (the app's has ended, or never started):
+    an AsyncJournalWriter's queued lines are written the plain way first. The lock is
+    released whatever happens; True if every line is on disk."""
+    try:
+        if isinstance(writer, AsyncJournalWriter):
+            writer.close_sync()
+    finally:
+        close_session(session, writer)
+    return writer.pending == 0

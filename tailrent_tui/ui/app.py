@@ -180,13 +180,33 @@ class TailrentApp(App[None]):
         notice = getattr(self.agent, "notice", None)
         if notice:
             self.notice_bar.show(notice)
+        for note in getattr(self.agent, "startup_notes", ()):
+            self._queue.put_nowait(("notice", (note.text, note.level)))
         for error in self.theme_errors:
             self.notify(error, severity="warning", timeout=8)
+        self._journal_retry: Any = None
         journal = getattr(self.agent, "journal", None)
         if journal is not None and hasattr(journal, "on_status"):
             journal.on_status = self._journal_status
-        self._journal_retry: Any = None
+            if journal.last_error is not None:
+                # a write that failed while the agent was built, before anyone could be told
+                self._journal_status(journal)
         self.focus_at_start()
+        self.call_after_refresh(self._start_agent)
+
+    def _start_agent(self) -> None:
+        """After the first frame: ask the server for its window, so the Tail panel is right before any request."""
+
+        async def run() -> None:
+            try:
+                await self.agent.start()
+            except Exception as exc:  # the first turn asks again; the app must open regardless
+                self.notify(f"could not ask the server for its window: {exc}", severity="warning")
+                return
+            self.sub_title = self._sub_title()
+            self.sidebar.refresh_window()
+
+        self.run_worker(run(), group="start", name="ask the server", exit_on_error=False)
 
     # -- the journal's health ---------------------------------------------------------
 
@@ -284,7 +304,7 @@ class TailrentApp(App[None]):
         elif kind == "notice":
             text, level = payload
             await transcript.show_notice(text)
-            self.notify(text, severity="error" if level == "error" else "warning")
+            self.notify(text, severity={"error": "error", "info": "information"}.get(level, "warning"))
         elif kind == "turn_end":
             await self._turn_ended(payload)
 

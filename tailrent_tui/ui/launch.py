@@ -26,9 +26,12 @@ def launch(flags: dict[str, Any]) -> None:
     except (BuildError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     try:
-        TailrentApp(agent, settings).run()
+        app = TailrentApp(agent, settings)
+        app.run()
     finally:
         close_agent_sync(agent)
+    if app.return_code:
+        raise SystemExit(app.return_code)  # a crash: Textual has printed what happened
 
 
 def close_agent_sync(agent: Any) -> None:
@@ -43,21 +46,19 @@ def close_agent_sync(agent: Any) -> None:
     import tempfile
     from pathlib import Path
 
-    from tailrent_tui.store.sessions import close_session
+    from tailrent_tui.store.sessions import close_session_sync
 
     journal = agent.journal
-    if journal is None:
+    if journal is None or close_session_sync(agent.session, journal):
         return
-    if hasattr(journal, "close_sync") and not journal.close_sync():
-        rescue = Path(tempfile.gettempdir()) / f"tailrent-unsaved-{agent.session.id}.jsonl"
-        try:
-            rescue.write_bytes(b"".join(journal.unsaved_lines()))
-            where = f"they are in {rescue}; append them to {journal.path} once it can be written"
-        except OSError as exc:
-            where = f"and the rescue file {rescue} could not be written either ({exc})"
-        print(
-            f"tailrent: {journal.pending} change(s) could not be saved to {journal.path} "
-            f"({journal.last_error}); {where}",
-            file=sys.stderr,
-        )
-    close_session(agent.session, journal)
+    rescue = Path(tempfile.gettempdir()) / f"tailrent-unsaved-{agent.session.id}.jsonl"
+    try:
+        rescue.write_bytes(b"".join(journal.unsaved_lines()))
+        where = f"they are in {rescue}; append them to {journal.path} once it can be written"
+    except OSError as exc:
+        where = f"and the rescue file {rescue} could not be written either ({exc})"
+    print(
+        f"tailrent: {journal.pending} change(s) could not be saved to {journal.path} "
+        f"({journal.last_error}); {where}",
+        file=sys.stderr,
+    )
