@@ -1,21 +1,29 @@
-"""Speed of the fact guard over about 1 MB of mixed text.
+"""Speed of the fact guard over about 1 MB of mixed text, and its accuracy on the labelled corpus.
 
-Prints: extract_facts throughput, facts found, lost_facts + repair_summary over
+Default: extract_facts throughput, facts found, lost_facts + repair_summary over
 the same span, and the ratio to a plain word scan (re.findall(r"\\w+")) of the
 same text in the same run, which is the figure to compare across machines.
 
-Run: .venv/bin/python benchmarks/guard_bench.py
+--corpus: precision and recall of extract_facts on tests/guard_corpus.py (the
+hand-labelled coding-session lines, issue 11), overall and for its tuned (dev)
+and held-out parts, with what it missed and what it found that no label asked for.
+
+Run: .venv/bin/python benchmarks/guard_bench.py [--corpus]
 """
 
 from __future__ import annotations
 
+import argparse
 import re
+import sys
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from tailrent_tui.core.guard import DecisionDetector, extract_facts, lost_facts, repair_summary
 
 SEED = Path(__file__).resolve().parents[2] / "shared" / "seed" / "000_80c604167534704c.txt"
+TESTS = Path(__file__).resolve().parents[1] / "tests"
 
 CHATTER = [
     "Turn {i}: Ran the integration suite against the staging cluster.",
@@ -53,7 +61,50 @@ def best_of(n: int, fn) -> float:
     return best
 
 
+class CorpusFigures(NamedTuple):
+    lines: int
+    no_fact_lines: int
+    parts: dict[str, Any]
+    """"all", "dev" and "held_out": a guard_corpus.Score each."""
+    ms: float
+
+
+def corpus_figures() -> CorpusFigures:
+    """Precision and recall on the labelled corpus, as printed by ``--corpus``."""
+    sys.path.insert(0, str(TESTS))
+    from guard_corpus import CORPUS, DEV, HELD_OUT, score
+
+    def extract(text: str) -> list[str]:
+        return [f.text for f in extract_facts(text)]
+
+    took = best_of(3, lambda: [extract_facts(text) for text, _ in CORPUS])
+    parts = {"all": score(CORPUS, extract), "dev": score(DEV, extract), "held_out": score(HELD_OUT, extract)}
+    return CorpusFigures(len(CORPUS), sum(1 for _, facts in CORPUS if not facts), parts, took * 1000)
+
+
+def print_corpus() -> None:
+    figures = corpus_figures()
+    result = figures.parts["all"]
+    share = figures.no_fact_lines / figures.lines
+    print(
+        f"corpus: {figures.lines} lines, {figures.no_fact_lines} of them ({share:.0%}) without a fact, "
+        f"{result.labelled} labelled facts"
+    )
+    for name, r in figures.parts.items():
+        print(f"{name:>8}: precision {r.precision:.1%} ({r.matched}/{r.extracted}), recall {r.recall:.1%} ({r.matched}/{r.labelled})")
+    print(f"extract_facts over the corpus, line by line: {figures.ms:.0f} ms")
+    for text, fact in result.missed:
+        print(f"missed: {fact!r} in {text!r}")
+    for text, fact in result.spurious:
+        print(f"spurious: {fact!r} in {text!r}")
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", action="store_true", help="precision and recall on the labelled corpus instead of speed")
+    if ap.parse_args().corpus:
+        print_corpus()
+        return
     text = mixed_text(1_000_000)
     mb = len(text.encode()) / 1e6
     words = best_of(3, lambda: re.findall(r"\w+", text))

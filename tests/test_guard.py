@@ -94,6 +94,43 @@ EXTRACTION_TABLE = [
     ("Logs stay 90 days for SOC 2 and ISO 27001.", [("name", "SOC 2"), ("name", "ISO 27001"), ("number", "90 days")], ["SOC"]),
     ("The mobile team's client can't do it.", [], ["'s client can'"]),
     ("That was because.", [], ["because"]),
+    # Issue 11: everyday coding facts, each with its kind.
+    ("The PostgreSQL server listens on port 5433.", [("name", "PostgreSQL"), ("address", "port 5433")], ["5433"]),
+    ("Deploy to the eu-west-2 region, then europe-west4.", [("name", "eu-west-2"), ("name", "europe-west4")], ["eu"]),
+    ("Tracked as ticket PAY-4412 and CVE-2024-3094.", [("name", "PAY-4412"), ("name", "CVE-2024-3094")], ["PAY", "CVE"]),
+    ("Up on :8080, redis at localhost:6379, compose maps 5432:5432 at 14:05.",
+     [("address", ":8080"), ("address", "localhost:6379"), ("address", "5432:5432"), ("number", "14:05")], ["14:05:00"]),
+    ("Allow 10.0.0.0/16, fe80::1 and 2001:db8::/32; not 12:30:45.",
+     [("address", "10.0.0.0/16"), ("address", "fe80::1"), ("address", "2001:db8::/32"), ("number", "12:30:45")], ["db8"]),
+    ("Reverted a1b2c3d; deadbeef and 1234567 are not hashes.", [("name", "a1b2c3d")], ["deadbeef", "1234567"]),
+    ("Set DATABASE_URL, read $HOME and ${NODE_ENV}, run with LOG_LEVEL=debug.",
+     [("name", "DATABASE_URL"), ("name", "$HOME"), ("name", "${NODE_ENV}"), ("code", "LOG_LEVEL=debug")], ["HOME"]),
+    ("Bump to ^4.2.0, keep ~1.2 and >=3.11, tag v2.0.1-rc1, pin requests==2.31.0 and numpy<2.",
+     [("version", "^4.2.0"), ("version", "~1.2"), ("version", ">=3.11"), ("version", "v2.0.1-rc1"),
+      ("version", "requests==2.31.0"), ("version", "numpy<2")], ["4.2.0"]),
+    ("It costs ~500 tokens, and 1.0 -> 2.0 is an arrow.", [("number", "500 tokens")], ["~500", "> 2.0", "2.0"]),
+    ("The backup cron is 0 2 * * * and cleanup */15 * * * *.", [("code", "0 2 * * *"), ("code", "*/15 * * * *")], []),
+    ("Restart deployment/api-gateway, svc/x and configmap/y.",
+     [("name", "deployment/api-gateway"), ("name", "svc/x"), ("name", "configmap/y")], []),
+    ("Retry with --max-retries 5, --dry-run and -n 5; -- this is prose.",
+     [("code", "--max-retries 5"), ("code", "--dry-run"), ("code", "-n 5")], ["--", "-n"]),
+    ("Fix parse_args() and fooBar(); os.path.join() leaks.",
+     [("code", "parse_args()"), ("code", "fooBar()"), ("code", "os.path.join()")], ["parse_args"]),
+    ("Errors: E1101, ERR_CONN_RESET, HTTP 503, ORA-00942, exit code 137.",
+     [("name", "E1101"), ("name", "ERR_CONN_RESET"), ("name", "HTTP 503"), ("name", "ORA-00942"), ("name", "exit code 137")],
+     ["ORA", "503"]),
+    ("It costs $4,200 or €30 or 12 USD with 3 replicas at 500 ms for 15 minute.",
+     [("number", "$4,200"), ("number", "€30"), ("number", "12 USD"), ("number", "3 replicas"), ("number", "500 ms"),
+      ("number", "15 minute")], []),
+    ("Move the orders_v2 table, drain queue billing-events, run migration 0042_add_index, turn off flag new-checkout.",
+     [("name", "orders_v2"), ("name", "billing-events"), ("name", "0042_add_index"), ("name", "new-checkout")], ["table"]),
+    ("The high-priority queue and the read-only table are fine.", [], ["high-priority", "read-only"]),
+    ("Send X-Request-ID and Authorization as svc-deploy@corp.example to @maria.",
+     [("name", "X-Request-ID"), ("name", "Authorization"), ("address", "svc-deploy@corp.example"), ("name", "@maria")],
+     ["Request", "corp.example"]),
+    ("Clone git@github.com:acme/payments.git and build python:3.12-slim.",
+     [("url", "git@github.com:acme/payments.git"), ("name", "python:3.12-slim")], []),
+    ("Node 20 is the floor; Node 18 is gone. Turn 12: done.", [("name", "Node 20"), ("name", "Node 18")], ["Turn 12"]),
 ]
 
 
@@ -209,6 +246,15 @@ PRESENCE_TABLE = [
     (Fact(text=REASON, kind="reason"), "auth token handling was reviewed and updated", False),
     # a reason that loses its negation says the opposite
     (Fact(text="because the client can't persist tokens", kind="reason"), "the client can persist tokens", False),
+    (Fact(text="port 5433", kind="address"), "postgres on :5433", True),
+    (Fact(text="port 5433", kind="address"), "postgres on 15433", False),
+    (Fact(text=":8080", kind="address"), "the dev port 8080", True),
+    (Fact(text="10.0.0.1", kind="address"), "the host 10.0.0.10", False),
+    (Fact(text="parse_args()", kind="code"), "fixed parse_args", True),
+    (Fact(text="parse_args()", kind="code"), "fixed parse_args_v2", False),
+    (Fact(text="--max-retries 5", kind="code"), "with --max-retries=5", True),
+    (Fact(text="--max-retries 5", kind="code"), "with --max-retries 50", False),
+    (Fact(text="0 2 * * *", kind="code"), "cron 10 2 * * *", False),
 ]
 
 
@@ -339,7 +385,7 @@ def test_without_repair_the_same_folds_lose_the_decision() -> None:
     assert {f.text for f in lost} >= {"15 minute", REASON}
 
 
-fact_kinds = st.sampled_from(["number", "version", "name", "path", "url", "quoted", "reason", "watch"])
+fact_kinds = st.sampled_from(["number", "version", "name", "path", "url", "address", "code", "quoted", "reason", "watch"])
 facts_strategy = st.builds(
     Fact,
     text=st.text(min_size=1, max_size=40).filter(lambda s: s.strip() != ""),
@@ -358,6 +404,8 @@ FRAGMENTS = [
     "see src/auth/token.py", "on v2.3.1", "set OLLAMA_HOST", "RefreshTokenService", "refresh_ttl",
     "at https://example.com/x", "mode \"strict\"", "since the API is slow", "30s", "512 MB", "and",
     "Turn 12:", "done, no issues found", "Postgres", "2,000 turns", "due to load", "`fold_target`",
+    "listens on port 5433", "in eu-west-2", "ticket PAY-4412", "drain queue billing-events", "--max-retries 5",
+    "call parse_args()", "cron 0 2 * * *", "as svc-deploy@corp.example", "allow 10.0.0.0/16", "<|im_end|>",
 ]
 
 
@@ -514,6 +562,26 @@ def test_find_expected_refuses_an_empty_expectation() -> None:
 def test_a_fold_header_is_not_a_fact(header: str) -> None:
     assert extract_facts(f"{header}\n- user: Turn 3: done.") == []
     assert texts(extract_facts(f"{header}\n- user: keep 6 messages")) == [("number", "6 messages")]
+
+
+TEMPLATE_JUNK = [
+    "<|im_end|>", "<|im_start|>user", "<|im_start|>assistant\nok<|im_end|>", "<start_of_turn>model", "<end_of_turn>",
+    "</s>", "<s>", "[INST] go on [/INST]", "<|eot_id|><|start_header_id|>assistant<|end_header_id|>", "<<SYS>>", "<</SYS>>",
+    "<|endoftext|>", "<|im_", "im_start", "im_end", "im_", "im_st", "end_of_turn", "start_of", "|>",
+]
+
+
+@pytest.mark.parametrize("junk", TEMPLATE_JUNK)
+def test_chat_template_tokens_and_their_fragments_are_never_facts(junk: str) -> None:
+    assert extract_facts(junk) == []
+    assert texts(extract_facts(f"{junk}\nPostgres listens on port 5433.\n{junk}")) == [("address", "port 5433")]
+
+
+def test_a_name_kept_by_its_noun_is_refound_alone_in_a_repair_block() -> None:
+    facts = extract_facts("Drain queue billing-events first.")
+    assert texts(facts) == [("name", "billing-events")]
+    repaired = repair_summary("the queue was drained", facts)
+    assert "billing-events" in {f.text for f in extract_facts(repaired)}
 
 
 def test_a_quoted_decision_is_a_report_not_a_decision():
