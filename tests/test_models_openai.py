@@ -32,6 +32,7 @@ from tailrent_tui.models import (
     open_model,
 )
 from tailrent_tui.models.openai import api_base, openai_messages
+from tailrent_tui.models.errors import ContextOverflow
 
 
 @dataclass
@@ -263,6 +264,11 @@ async def test_malformed_data_line(server, model):
         (401, {"error": {"message": "Invalid API Key", "type": "authentication_error"}}, ServerError, "OPENAI_API_KEY"),
         (503, {"error": {"message": "Loading model", "type": "unavailable_error", "code": 503}}, Busy, "retry"),
         (500, {"error": {"message": "boom"}}, ServerError, "HTTP 500"),
+        # llama.cpp's words, then vLLM's and OpenAI's
+        (400, {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                         "type": "exceed_context_size_error"}}, ContextOverflow, "ctrl+r"),
+        (400, {"error": {"message": "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.",
+                         "type": "BadRequestError"}}, ContextOverflow, "ctrl+r"),
     ],
 )
 async def test_error_statuses(server, model, status, body, kind, hint_part):
@@ -313,3 +319,29 @@ async def test_a_server_without_a_models_list_still_chats(server):
     await model.aclose()
     with pytest.raises(ModelNotFound, match="offers no models"):
         await open_model(f"openai:{server.url}", env={})
+
+
+async def test_a_request_the_server_refuses_as_too_large_is_fitted_to_a_smaller_window_on_retry(server, tmp_path):
+    from tailrent_tui.agent.loop import Agent
+    from tailrent_tui.core.session import Session
+    from tailrent_tui.core.tokens import get_counter
+    from tailrent_tui.settings import Settings
+
+    session = Session(counter=get_counter("chars4"), system="Be brief.", window=4096)
+    agent = Agent(session=session, model=OpenAIModel(server.url, "qwen2.5-coder", read_timeout=5.0),
+                  settings=Settings(window=4096, max_reply_tokens=256, tokenizer="chars4"), workspace=tmp_path)
+    try:
+        for i in range(12):  # about 3,400 tokens of history: fits our count, not the server's
+            session.add("user" if i % 2 == 0 else "assistant", f"turn {i}: " + "we talked it over for a while. " * 36)
+        server.script.append(Scripted(status=400, body={"error": {"code": 400, "type": "exceed_context_size_error",
+                                                                  "message": "the request exceeds the available context size"}}))
+        first = await agent.turn("and now?")
+        assert isinstance(first.error, ContextOverflow) and "ctrl+r" in first.error.hint
+        assert agent.budget_window() < 4096
+        sent_before = len(server.requests)
+        retry = await agent.turn(None)
+        assert retry.error is None and len(server.requests) == sent_before + 1
+        assert session.usage[-1].context_tokens + agent.reply_cap() <= agent.budget_window()
+        assert session.folds or session.spills
+    finally:
+        await agent.model.aclose()

@@ -39,6 +39,8 @@ from tailrent_tui.store.outside import read_outside
 
 Approval = Literal["once", "prefix", "deny"]
 MAX_STEPS = 24
+#: after the server refuses a request as too large, the ladder budgets with this much less of the window
+OVERFLOW_SHRINK = 0.85
 
 
 @dataclass
@@ -172,6 +174,7 @@ class Agent:
         self._cb: TurnCallbacks | None = None
         self.cold_resume = False
         self._policy: Policy | None = None
+        self._window_scale = 1.0
         session.pin_share = settings.pin_share
         if self.archive is None:
             self.archive = MemoryFoldArchive()
@@ -439,7 +442,10 @@ class Agent:
             with contextlib.suppress(Exception):
                 await stream.aclose()  # type: ignore[attr-defined]
             raise
-        except ModelError:
+        except ModelError as exc:
+            if isinstance(exc, ContextOverflow):
+                # the server counted more than we did: budget with a smaller window from now on
+                self._window_scale *= OVERFLOW_SHRINK
             partial = "".join(parts)
             if partial:
                 self.session.add("assistant", partial, autopin=False, meta={"incomplete": True})
@@ -655,6 +661,22 @@ class Agent:
             self._policy = get_policy(self.settings.policy)
         return self._policy
 
+    def token_drift(self) -> float:
+        """Tokens the server counts for each one we predict, from its last report (1 to 1.5).
+
+        Our tokenizer is not always the server's, and the chat template adds its own
+        tokens: a context that fits by our count may not by the server's.
+        """
+        for u in reversed(self.session.usage):
+            if u.prompt_tokens and u.context_tokens and u.sub_session is None:
+                return min(1.5, max(1.0, u.prompt_tokens / u.context_tokens))
+        return 1.0
+
+    def budget_window(self) -> int:
+        """The window a request must fit by our count: the server's, less the drift of our
+        count from its, less what the server refused before."""
+        return max(256, int(self.session.window * self._window_scale / self.token_drift()))
+
     def reply_cap(self) -> int:
         """Tokens a reply may take: the setting, else an eighth of the window."""
         return self.settings.max_reply_tokens or max(256, self.session.window // 8)
@@ -669,7 +691,8 @@ class Agent:
                 fold_target=self.settings.fold_target,
                 spill_threshold=self.settings.spill_threshold,
                 guard=self.settings.guard,
-                reply_reserve=self.reply_cap(),
+                # room for the reply, and for what the server counts beyond our count
+                reply_reserve=self.reply_cap() + self.session.window - self.budget_window(),
             )
         return PolicyContext(spill_store=self.spill_store, archive=self.archive, settings=settings)
 
@@ -744,11 +767,12 @@ class Agent:
         """A request over the window is never sent: the server would refuse it, or cut it silently."""
         s = self.session
         reserve = self.reply_cap()
-        if s.context_tokens + reserve <= s.window:
+        window = self.budget_window() if self._policy_settings is None else s.window
+        if s.context_tokens + reserve <= window:
             return
         raise ContextOverflow(
             f"not sent: the context ({s.context_tokens:,} tokens) and the reply's {reserve:,} do not fit "
-            f"the {s.window:,}-token window",
+            f"the {window:,}-token window" + (f" (the server's {s.window:,}, less our counting drift)" if window < s.window else ""),
             "unpin what no longer matters (u), spill or fold by hand (s, f), or lower max_reply_tokens",
         )
 

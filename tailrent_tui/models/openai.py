@@ -38,6 +38,7 @@ from .base import (
 )
 from .errors import (
     Busy,
+    ContextOverflow,
     MalformedChunk,
     MalformedResponse,
     ModelError,
@@ -183,6 +184,12 @@ class OpenAIModel(HttpBackend):
             return ToolsUnsupported(message, f"{self.name or 'this model'} cannot call tools on this server")
         if status == 503:
             return Busy(message or "server busy")
+        if status == 400 and ("context" in lowered and ("exceed" in lowered or "maximum" in lowered)):
+            # llama.cpp: "exceeds the available context size"; vLLM and OpenAI: "maximum context length"
+            return ContextOverflow(
+                f"the server says the request does not fit its window: {message}",
+                "ctrl+r retries with the window cut to what the server counts; or unpin, spill or fold by hand",
+            )
         return ServerError(status, message or f"HTTP {status}")
 
     # -- information ------------------------------------------------------------------
