@@ -314,3 +314,17 @@ async def test_a_span_made_only_of_pins_is_refused_with_a_reason(make_agent):
     agent.session.add("assistant", "noted")
     result = await agent.fold()
     assert isinstance(result, FoldSkipped) and "nothing to fold" in result.reason and not agent.session.folds
+
+
+@pytest.mark.parametrize("fault", ["timeout", "server_error", "stream_cut"])
+async def test_a_summarizer_that_fails_is_replaced_and_the_fold_says_why(make_agent, fault):
+    agent = make_agent(window=2048, system_prompt="Be brief.")
+    agent.session.add("user", FACTS)
+    for i in range(6):
+        agent.session.add("user", prose(i, 80))
+    agent.summarizer = ModelSummarizer(MockModel([{"text": "- partial", "fault": fault}]))
+    folded = await agent.fold()
+    assert isinstance(folded, Folded)
+    assert folded.fold.summarizer == "mock-extractive"
+    assert "model:mock's summary refused: the model could not summarize" in folded.fold.rejected
+    assert "5433" in agent.session.visible_text()
