@@ -24,7 +24,7 @@ from tailrent_tui.agent.ladder import admit_to_session
 from tailrent_tui.agent.tools import ToolContext, preview_tool, run_tool, tool_specs
 from tailrent_tui.core.messages import Kind, Message, ToolCall, UsageRecorded
 from tailrent_tui.core.messages import Event, Folded, FoldSkipped
-from tailrent_tui.core.rent import context_items
+from tailrent_tui.core.rent import aside_rent, context_items
 from tailrent_tui.core.policies import Plan, Policy, PolicyContext, PolicySettings, get_policy
 from tailrent_tui.core.probe import ProbeReport, probe
 from tailrent_tui.core.rungs.fold import FoldArchive, MemoryFoldArchive
@@ -504,7 +504,7 @@ class Agent:
             return None
         return self.rent.request(context_items(self.session), head_tokens=self.session.head_tokens, at=self.session.clock())
 
-    def _record_usage(self, predicted: Any, usage: Usage | None) -> None:
+    def _record_usage(self, predicted: Any, usage: Usage | None, purpose: Literal["turn", "summary"] = "turn") -> None:
         self.request_no += 1
         ev = UsageRecorded(
             request_no=self.request_no,
@@ -520,6 +520,7 @@ class Agent:
             generation_ms=usage.generation_ms if usage else None,
             done_reason=usage.done_reason if usage else None,
             model=(usage.model if usage and usage.model else self.model.name),
+            purpose=purpose,
             at=self.session.clock(),
         )
         self.session.emit(ev)
@@ -715,9 +716,16 @@ class Agent:
         summarizer = self.summarizer
         if isinstance(summarizer, ModelSummarizer):
             try:
-                return await summarizer.asummarize(request.span, request.budget)
+                summary = await summarizer.asummarize(request.span, request.budget)
             except ModelError as exc:
                 return Summary(text="", by=summarizer.name, error=f"the model could not summarize ({exc.message})")
+            # journaled like a turn's request, so it is counted and survives a resume, but
+            # priced aside: it has its own prefix and leaves the conversation's cache as it was
+            sent = sum(self.session.count(m["content"]) for m in summarizer.request_messages(request.span))
+            usage = summarizer.last_usage
+            sheet = getattr(self.rent, "sheet", None)
+            self._record_usage(aside_rent(sent, usage.output_tokens if usage else 0, sheet), usage, "summary")
+            return summary
         return Summary(text=summarizer.summarize(request.span), by=summarizer.name)
 
     async def _policy_step(self, plan: Plan) -> list[Event]:

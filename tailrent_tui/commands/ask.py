@@ -26,6 +26,7 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, as_
     """
     from tailrent_tui.agent.build import BuildError, build_agent, close_agent
     from tailrent_tui.agent.loop import ApprovalRequest, TurnCallbacks
+    from tailrent_tui.core.rent import conversation_usage
 
     flags = dict(ctx.obj or {})
     if model:
@@ -64,7 +65,9 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, as_
         close_agent(agent)
     session = agent.session
     usage = [u.model_dump(mode="json", exclude={"raw"}) for u in result.usage]
-    last = session.usage[-1] if session.usage else None
+    # the turn's own rent: a fold after the reply adds its summary's request later
+    turns = conversation_usage(session.usage)
+    last = turns[-1] if turns else None
     if as_json:
         out: dict[str, Any] = {
             "session": session.id,

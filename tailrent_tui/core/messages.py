@@ -196,6 +196,11 @@ class UsageRecorded(_Event):
     done_reason: str | None = None
     model: str | None = None
     sub_session: str | None = Field(default=None, description="set for a delegate's requests")
+    purpose: Literal["turn", "summary"] = Field(
+        default="turn",
+        description="a turn of the conversation, or a fold's summary asked of the model (another prefix, "
+        "outside the conversation's rent); journals written before it are all turns",
+    )
 
 
 class Note(_Event):

@@ -18,7 +18,13 @@ Local engines have the same shape. llama.cpp keeps the KV cache of the last
 request and re-evaluates everything after the first differing token; Ollama
 does the same and unloads the model after `keep_alive`, which acts as the TTL.
 So for the `local` sheet, `tail_tokens` is the number of re-evaluated prompt
-tokens and the price is time (`eval_tokens_per_second`), not dollars.
+tokens and the price is time, not dollars: the tail at the prompt rate the
+server measured on earlier requests (`prompt_rate`), else the sheet's
+`eval_tokens_per_second`.
+
+A fold's summary asked of the model is a request outside the conversation
+(`aside_rent`): it has its own prefix, and llama.cpp keeps the conversation's
+KV cache across it (measured), so it never moves the conversation's prefix.
 
 Price sheets are data: `tailrent_tui/data/prices.toml`, plus any user file.
 """
@@ -33,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
+
+from tailrent_tui.core.messages import UsageRecorded
 
 HEAD_ID = "__head__"
 
@@ -67,6 +75,15 @@ class PriceSheet(BaseModel):
 
     def with_ttl(self, ttl_seconds: float) -> PriceSheet:
         return self.model_copy(update={"ttl_seconds": ttl_seconds})
+
+    @property
+    def priced(self) -> bool:
+        """A sheet with prices: its rent is dollars. Without (a local engine), rent is time."""
+        return self.input_per_mtok > 0 or self.output_per_mtok > 0
+
+    def eval_seconds(self, tokens: int) -> float | None:
+        """The sheet's guess of the time to read `tokens` prompt tokens (None if it gives no speed)."""
+        return tokens / self.eval_tokens_per_second if self.eval_tokens_per_second else None
 
 
 def _sheet_from_table(name: str, table: Any, source: str) -> PriceSheet:
@@ -256,7 +273,7 @@ class RentModel:
             output_tokens=output_tokens,
             usd=usd,
             cache_expired=expired,
-            eval_seconds=(tail / s.eval_tokens_per_second) if s.eval_tokens_per_second else None,
+            eval_seconds=s.eval_seconds(tail),
         )
         self._previous = [(HEAD_ID, head_tokens), *message_ids_with_tokens]
         self._previous_at = at
@@ -267,3 +284,57 @@ class RentModel:
     def request_session(self, session: Any, at: float, output_tokens: int = 0) -> RequestRent:
         """Charge a request made with a core Session's current context."""
         return self.request(context_items(session), session.head_tokens, at, output_tokens)
+
+
+def aside_rent(context_tokens: int, output_tokens: int = 0, sheet: PriceSheet | None = None) -> RequestRent:
+    """A request outside the conversation (a fold's summary): all of it read, at the base input rate.
+
+    It neither reads nor replaces the conversation's cached prefix, so it goes
+    nowhere near a RentModel: the next turn's rent is what it would have been.
+    """
+    usd = 0.0
+    if sheet is not None:
+        usd = (context_tokens * sheet.input_per_mtok + output_tokens * sheet.output_per_mtok) / 1_000_000
+    return RequestRent(
+        context_tokens=context_tokens,
+        cached_tokens=0,
+        tail_tokens=context_tokens,
+        output_tokens=output_tokens,
+        usd=usd,
+        eval_seconds=sheet.eval_seconds(context_tokens) if sheet is not None else None,
+    )
+
+
+def conversation_usage(usage: Iterable[UsageRecorded]) -> list[UsageRecorded]:
+    """The conversation's own requests: neither a delegate's nor a fold summary's."""
+    return [u for u in usage if u.sub_session is None and u.purpose == "turn"]
+
+
+class PromptRate(BaseModel):
+    """How fast the engine reads prompt tokens: measured by the server, or the sheet's guess."""
+
+    tokens_per_second: float = Field(gt=0)
+    measured: bool
+
+    def seconds(self, tokens: int) -> float:
+        return tokens / self.tokens_per_second
+
+
+def prompt_rate(usage: Sequence[UsageRecorded], sheet: PriceSheet) -> PromptRate | None:
+    """The prompt rate the server reported (its prompt time over the tokens it evaluated), else the sheet's.
+
+    Every timed request counts, a fold's summary and a delegate's too (the
+    same engine read them), but only those of the latest timed model: after a
+    model switch the old speed says nothing. The ratio of sums weighs long
+    prompts most, whose rate is the least blurred by per-request overhead.
+    None when neither the server nor the sheet says.
+    """
+    timed = [u for u in usage if u.prompt_ms and u.evaluated_tokens]
+    if timed:
+        same = [u for u in timed if u.model == timed[-1].model]
+        tokens = sum(u.evaluated_tokens or 0 for u in same)
+        seconds = sum(u.prompt_ms or 0.0 for u in same) / 1000
+        return PromptRate(tokens_per_second=tokens / seconds, measured=True)
+    if sheet.eval_tokens_per_second:
+        return PromptRate(tokens_per_second=sheet.eval_tokens_per_second, measured=False)
+    return None

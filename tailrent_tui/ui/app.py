@@ -24,6 +24,7 @@ from textual.worker import Worker
 
 from tailrent_tui.core.messages import Event, FoldSkipped, Message, Note
 from tailrent_tui.core.ports import ArchiveError
+from tailrent_tui.core.rent import get_price_sheet
 from tailrent_tui.core.session import SessionError
 from tailrent_tui.ui.commands import LadderCommands
 from tailrent_tui.ui.events import FoldInspectRequested, MessageFocused, PromptSubmitted, SpillOpenRequested
@@ -150,11 +151,13 @@ class TailrentApp(App[None]):
 
     def compose(self) -> ComposeResult:
         # the app keeps its own references: the event pump may still run while the screen is torn down
+        rent = getattr(self.agent, "rent", None)
         self.sidebar = Sidebar(
             self.session,
             fold_trigger=self.settings.fold_trigger,
             fold_target=self.settings.fold_target,
-            price_sheet=self.settings.price_sheet,
+            # the rent model's own sheet (a user's prices.toml included); the demo has no rent model
+            price_sheet=rent.sheet if rent is not None else get_price_sheet(self.settings.price_sheet),
             clock=self.clock,
             id="sidebar",
         )

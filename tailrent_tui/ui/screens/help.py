@@ -1,4 +1,4 @@
-"""Help: every key (as currently bound, after the keymap) and every slash command."""
+"""Help: every key (as currently bound, after the keymap), every slash command, and the Tail panel's words."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
+
+from tailrent_tui.ui.widgets.tail_panel import WORDS
 
 
 class HelpScreen(ModalScreen[None]):
@@ -29,6 +31,7 @@ class HelpScreen(ModalScreen[None]):
     def _text(self) -> str:
         rows = "\n".join(f"| {keys} | {what} (`{binding_id}`) |" for keys, what, binding_id in self.keys)
         slash = "\n".join(f"- `{line.split(':', 1)[0]}`:{line.split(':', 1)[1]}" for line in self.slash_help.values())
+        words = "\n".join(f"- **{word}**: {meaning}" for word, meaning in WORDS)
         return (
             "# tailrent\n\n"
             "The transcript is on the left; the Tail, Spills, Pins and Folds panels on the right (ctrl+b).\n"
@@ -38,7 +41,10 @@ class HelpScreen(ModalScreen[None]):
             "| key | action (id) |\n| --- | --- |\n" + rows + "\n\n"
             "## Commands in the input\n\n" + slash + "\n- `!cmd`: run a shell command in the workspace; "
             "its output enters through the ladder (truncate, spill)\n\n"
-            "The command palette (ctrl+p) has the same actions, and the theme switcher.\n"
+            "The command palette (ctrl+p) has the same actions, and the theme switcher.\n\n"
+            "## The Tail panel's words\n\n"
+            "Every request resends the whole context: system prompt, tool schema, the conversation so far.\n\n"
+            + words + "\n"
         )
 
     def action_dismiss(self) -> None:

@@ -14,6 +14,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Collapsible
 
 from tailrent_tui.core.messages import Event, Folded, Kind, MessageAdded, Note, Pinned, Spilled, Unpinned
+from tailrent_tui.core.rent import PriceSheet, conversation_usage
 from tailrent_tui.core.session import Session
 from tailrent_tui.ui.widgets.folds_panel import FoldsPanel
 from tailrent_tui.ui.widgets.pins_panel import PinsPanel
@@ -38,7 +39,7 @@ class Sidebar(VerticalScroll, can_focus=False):
         *,
         fold_trigger: float,
         fold_target: float,
-        price_sheet: str,
+        price_sheet: PriceSheet,
         clock: Callable[[], float],
         id: str | None = None,
     ) -> None:
@@ -50,8 +51,8 @@ class Sidebar(VerticalScroll, can_focus=False):
         self.clock = clock
         self.delegate_tokens: Callable[[], int] = lambda: 0
         self._dirty = {"tail", "spills", "pins", "folds"}
-        samples = [u.context_tokens for u in session.usage if u.sub_session is None][-60:]
-        self.tail = TailPanel(price_sheet=price_sheet, samples=samples, id="tail")
+        samples = [u.context_tokens for u in conversation_usage(session.usage)][-60:]
+        self.tail = TailPanel(samples=samples, id="tail")
         self.spills = SpillsPanel(id="spills")
         self.pins = PinsPanel(id="pins")
         self.folds = FoldsPanel(id="folds")
@@ -96,6 +97,7 @@ class Sidebar(VerticalScroll, can_focus=False):
             self.tail.refresh_figures(
                 tail_figures(
                     self.session,
+                    sheet=self.price_sheet,
                     fold_trigger=self.fold_trigger,
                     fold_target=self.fold_target,
                     delegate_tokens=self.delegate_tokens(),

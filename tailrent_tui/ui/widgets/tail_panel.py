@@ -1,14 +1,20 @@
 """The Tail panel: what the context holds against the window, and what it costs to resend.
 
-A stacked bar (system, pinned, summaries, pointers, live tail, free), a
-sparkline of the context after each change (the saw-tooth of folds), tokens
-and percent, the distance to the fold trigger, this turn's and the session's
-rent under the price sheet, the cache countdown, and the server's measured
-prompt/cached tokens beside the prediction.
+A stacked bar (system, pinned, summaries, pointers, live tail, free) with its
+legend and tokens, the tokens and percent of the window, the distance to the
+fold trigger, a sparkline of the context after each change (the saw-tooth of
+folds), the rent of the last request and of the session under the price sheet
+(dollars on a priced sheet, time at the measured prompt rate on a local one),
+the fold summaries asked of the model, the cache countdown, and the server's
+measured prompt/cached/evaluated tokens beside the prediction.
+
+Every figure sits in a short row of a small table, so the panel fits its
+width (about 46 columns) without a phrase ever wrapping in two.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Iterable
 
@@ -20,7 +26,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Sparkline, Static
 
-from tailrent_tui.core.messages import UsageRecorded
+from tailrent_tui.core.rent import PriceSheet, PromptRate, conversation_usage, prompt_rate
 from tailrent_tui.core.session import Session
 
 SPARK_POINTS = 120
@@ -35,9 +41,25 @@ SEGMENTS = (
     ("free", "tail-free"),
 )
 
+# The panel's words, in the article's terms: /help lists them, the panel's tooltip too.
+WORDS = (
+    ("prefix", "the start of the context unchanged since the last request (system prompt, tool schema, "
+     "history gone stable): the server keeps it cached, so it is cheap to resend."),
+    ("tail", "everything after the cache boundary (this turn's message, the newest tool result, the last "
+     "reply): new every turn, so it is read, or paid, in full."),
+    ("rent", "what the tail costs, on every turn, for as long as the session lives. Dollars on a priced "
+     "sheet; with a local engine, time: the tail's tokens at the prompt rate the server measured."),
+    ("predicted", "what tailrent expects of a request before sending it: its prompt tokens and how many "
+     "of them the server has cached."),
+    ("cached", "prompt tokens the server did not read again: the prefix."),
+    ("evaluated", "prompt tokens the server did read: the tail (all of the prompt once the cache expired)."),
+    ("fold summaries", "requests that ask the model for a fold's summary: counted apart, they have their "
+     "own prefix and leave the conversation's cache as it was."),
+)
+
 
 class TailFigures(BaseModel):
-    """Everything the panel shows, computed from the session (and the rent state)."""
+    """Everything the panel shows, computed from the session and the price sheet."""
 
     window: int
     system: int
@@ -48,11 +70,17 @@ class TailFigures(BaseModel):
     context: int
     trigger_tokens: int
     target_tokens: int
+    sheet: str
+    priced: bool
+    rate: PromptRate | None = None
     turn_tail: int | None = None
     turn_usd: float | None = None
     session_tail: int = 0
     session_usd: float = 0.0
     requests: int = 0
+    summary_requests: int = 0
+    summary_tail: int = 0
+    summary_usd: float = 0.0
     measured_prompt: int | None = None
     measured_cached: int | None = None
     measured_evaluated: int | None = None
@@ -70,11 +98,12 @@ class TailFigures(BaseModel):
 
 
 def tail_figures(
-    session: Session, *, fold_trigger: float, fold_target: float, delegate_tokens: int = 0
+    session: Session, *, sheet: PriceSheet, fold_trigger: float, fold_target: float, delegate_tokens: int = 0
 ) -> TailFigures:
     t = session.totals
-    main = [u for u in session.usage if u.sub_session is None]
-    last: UsageRecorded | None = main[-1] if main else None
+    turns = conversation_usage(session.usage)
+    summaries = [u for u in session.usage if u.sub_session is None and u.purpose == "summary"]
+    last = turns[-1] if turns else None
     return TailFigures(
         window=session.window,
         system=session.head_tokens,
@@ -85,11 +114,17 @@ def tail_figures(
         context=session.context_tokens,
         trigger_tokens=int(fold_trigger * session.window),
         target_tokens=int(fold_target * session.window),
+        sheet=sheet.name,
+        priced=sheet.priced,
+        rate=prompt_rate(session.usage, sheet),
         turn_tail=last.predicted_evaluated if last else None,
         turn_usd=last.predicted_usd if last else None,
-        session_tail=sum(u.predicted_evaluated for u in main),
-        session_usd=sum(u.predicted_usd for u in main),
-        requests=len(main),
+        session_tail=sum(u.predicted_evaluated for u in turns),
+        session_usd=sum(u.predicted_usd for u in turns),
+        requests=len(turns),
+        summary_requests=len(summaries),
+        summary_tail=sum(u.predicted_evaluated for u in summaries),
+        summary_usd=sum(u.predicted_usd for u in summaries),
         measured_prompt=last.prompt_tokens if last else None,
         measured_cached=last.cached_tokens if last else None,
         measured_evaluated=last.evaluated_tokens if last else None,
@@ -130,13 +165,42 @@ def _tok(n: int | None) -> str:
     return "–" if n is None else f"{n:,}"
 
 
-def legend() -> Content:
-    return Content(" ").join(
-        Content.from_markup(f"[${var}]■[/] $label", label=label) for label, var in SEGMENTS
-    )
+def duration(seconds: float) -> str:
+    """0.05 s, 0.9 s, 12 s, 4 min 12 s, 2 h 5 min: as a person says it."""
+    if seconds < 0.1:
+        # a few re-read tokens are not nothing: 0.0 s would say the cache held them all
+        return f"{seconds:.2f} s" if seconds else "0 s"
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, s = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {s} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
 
 
-def figures_text(f: TailFigures, price_sheet: str) -> Content:
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def _muted(text: str) -> Content:
+    return Content.from_markup("[$foreground-muted]$text[/]", text=text)
+
+
+def legend(f: TailFigures) -> Content:
+    """The bar's key with each part's tokens, two parts a row."""
+    tokens = (f.system, f.pinned, f.summaries, f.pointers, f.live, f.free)
+    cells = [
+        Content.from_markup(f"[${var}]■[/] $cell", cell=f"{label:<10}{n:>7,}")
+        for (label, var), n in zip(SEGMENTS, tokens)
+    ]
+    rows = [Content("  ").join(cells[i : i + 2]) for i in range(0, len(cells), 2)]
+    return Content("\n").join(rows)
+
+
+def figures_text(f: TailFigures) -> Content:
     lines = [
         Content.from_markup("[b]$c[/b] / $w tokens · $p%", c=f"{f.context:,}", w=f"{f.window:,}", p=f"{f.percent:.1f}"),
     ]
@@ -145,35 +209,56 @@ def figures_text(f: TailFigures, price_sheet: str) -> Content:
         lines.append(Content(f"fold trigger at {f.trigger_tokens:,}: {to_go:,} to go"))
     else:
         lines.append(Content.from_markup("[$error]past the fold trigger by $n[/]", n=f"{-to_go:,}"))
-    lines.append(
-        Content(f"pinned {f.pinned:,} · summaries {f.summaries:,} · pointers {f.pointers:,} · live {f.live:,}")
-    )
     return Content("\n").join(lines)
 
 
-def rent_text(f: TailFigures, price_sheet: str, cache_left: float | None) -> Content:
-    def usd(x: float | None) -> str:
-        return "–" if x is None else f"${x:,.4f}"
+def _rent_row(label: str, tail: str, cost: str) -> str:
+    return f"{label:<15}{tail:>9}{cost:>12}"
 
-    lines = [
-        Content(f"rent ({price_sheet}): turn {_tok(f.turn_tail)} tail tok {usd(f.turn_usd)}"),
-        Content(f"session {f.session_tail:,} tail tok {usd(f.session_usd)} · {f.requests} request{'' if f.requests == 1 else 's'}"),
-    ]
+
+def _server_row(label: str, prompt: str, cached: str, evaluated: str) -> str:
+    return f"{label:<10}{prompt:>9}{cached:>9}{evaluated:>11}"
+
+
+def rent_text(f: TailFigures, cache_left: float | None) -> Content:
+    """Rent in dollars on a priced sheet, else in time at the prompt rate; then the cache and the server."""
+
+    def cost(tail: int | None, usd: float | None) -> str:
+        if f.priced:
+            return "–" if usd is None else f"${usd:,.4f}"
+        return "–" if tail is None or f.rate is None else duration(f.rate.seconds(tail))
+
+    lines = [Content.from_markup("[b]rent[/b] ($sheet sheet)", sheet=f.sheet)]
+    if not f.priced:
+        if f.rate is None:
+            lines.append(Content("prompt rate: not measured yet"))
+        else:
+            source = "measured" if f.rate.measured else "the sheet's guess"
+            lines.append(Content(f"prompt rate: {f.rate.tokens_per_second:,.0f} tok/s, {source}"))
+    lines.append(_muted(_rent_row("", "tail", "dollars" if f.priced else "time")))
+    lines.append(Content(_rent_row("last request", _tok(f.turn_tail), cost(f.turn_tail, f.turn_usd))))
+    lines.append(Content(_rent_row("this session", f"{f.session_tail:,}", cost(f.session_tail, f.session_usd))))
+    count = _count(f.requests, "request", "requests")
+    if f.summary_requests:
+        lines.append(Content(_rent_row("fold summaries", f"{f.summary_tail:,}", cost(f.summary_tail, f.summary_usd))))
+        count += " + " + _count(f.summary_requests, "fold summary", "fold summaries")
+    lines.append(Content(count))
     if cache_left is None:
         lines.append(Content("cache: cold (no request yet)"))
     elif cache_left <= 0:
-        lines.append(Content.from_markup("[$warning]cache: expired; the next turn re-sends it all[/]"))
+        lines.append(Content.from_markup("[$warning]cache: expired; the next turn re-reads it all[/]"))
+    elif math.isinf(cache_left):
+        lines.append(Content("cache: kept (the sheet gives no TTL)"))
     else:
         m, s = divmod(int(cache_left), 60)
         lines.append(Content(f"cache expires in {m}:{s:02d}"))
+    lines.append(_muted(_server_row("", "prompt", "cached", "evaluated")))
+    lines.append(Content(_server_row("predicted", _tok(f.predicted_context), _tok(f.predicted_cached), _tok(f.turn_tail))))
     lines.append(
-        Content(
-            f"server: prompt {_tok(f.measured_prompt)} cached {_tok(f.measured_cached)}"
-            f" · predicted {_tok(f.predicted_context)} cached {_tok(f.predicted_cached)}"
-        )
+        Content(_server_row("server", _tok(f.measured_prompt), _tok(f.measured_cached), _tok(f.measured_evaluated)))
     )
     if f.delegate_tokens:
-        lines.append(Content(f"delegates: {f.delegate_tokens:,} tokens in their own contexts"))
+        lines.append(Content(f"delegates: {f.delegate_tokens:,} tokens in own contexts"))
     return Content("\n").join(lines)
 
 
@@ -190,20 +275,21 @@ class TailPanel(Vertical):
     TailPanel > .rent { margin: 1 0 0 0; }
     """
 
-    def __init__(self, *, price_sheet: str, samples: Iterable[int] = (), id: str | None = None) -> None:
+    def __init__(self, *, samples: Iterable[int] = (), id: str | None = None) -> None:
         super().__init__(id=id)
-        self.price_sheet = price_sheet
+        self.tooltip = "\n".join(f"{word}: {meaning}" for word, meaning in WORDS)
         self.samples: deque[int] = deque(samples, maxlen=SPARK_POINTS)
         self.figures: TailFigures | None = None
         self.cache_left: Callable[[], float | None] = lambda: None
         self._bar = TailBar()
+        self._legend = Static("", classes="legend")
         self._figures = Static("", classes="figures")
         self._spark = Sparkline(list(self.samples), summary_function=max)
         self._rent = Static("", classes="rent")
 
     def compose(self) -> ComposeResult:
         yield self._bar
-        yield Static(legend(), classes="legend")
+        yield self._legend
         yield self._figures
         yield self._spark
         yield self._rent
@@ -216,7 +302,8 @@ class TailPanel(Vertical):
     def refresh_figures(self, figures: TailFigures) -> None:
         self.figures = figures
         self._bar.figures = figures
-        self._figures.update(figures_text(figures, self.price_sheet))
+        self._legend.update(legend(figures))
+        self._figures.update(figures_text(figures))
         self._spark.data = list(self.samples)
         # one point draws as a full block: the saw-tooth needs two to mean anything
         self._spark.display = len(self.samples) >= 2
@@ -225,4 +312,4 @@ class TailPanel(Vertical):
     def refresh_rent(self) -> None:
         """The rent lines only (the cache countdown ticks every second)."""
         if self.figures is not None:
-            self._rent.update(rent_text(self.figures, self.price_sheet, self.cache_left()))
+            self._rent.update(rent_text(self.figures, self.cache_left()))
