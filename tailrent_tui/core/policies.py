@@ -436,6 +436,8 @@ class LadderPolicy(Policy):
     def _fold_to(self, session: Session, ctx: PolicyContext, target: int, trigger: str):
         """Fold down to the target in one step, and only with folds that shrink.
 
+        The span is taken large enough for its expected summary (a quarter of
+        it: the model's budget), so that one pass usually reaches the target.
         The summary's size is only known after summarizing, so when a pass
         leaves the context above the target, another pass folds again (now
         taking the new summary too). All passes happen before the next request,
@@ -446,7 +448,7 @@ class LadderPolicy(Policy):
         """
         keep = ctx.settings.keep_recent
         for _ in range(self.max_passes):
-            span_ids = span_to_target(session, target, keep_recent=keep)
+            span_ids = span_to_target(session, target, keep_recent=keep, summary_share=ctx.settings.summary_share)
             if not span_ids:
                 skip_fold(session, nothing_reason(session), trigger)
                 return

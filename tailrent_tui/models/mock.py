@@ -295,8 +295,12 @@ class ModelSummarizer:
         self.model = model
         self.prompt = prompt
         self.options = dict(options) if options is not None else {"temperature": 0}
-        self.name = f"model:{model.name}"
         self.last_usage: Usage | None = None
+
+    @property
+    def name(self) -> str:
+        # read each time: a server names its model only once asked (resolve_name, the first reply)
+        return f"model:{self.model.name or 'the server model'}"
 
     def request_messages(self, messages: Sequence[Any]) -> list[WireMessage]:
         transcript = "\n\n".join("[{}] {}".format(*role_content(m)) for m in messages)

@@ -36,19 +36,21 @@ def foldable(session: Session) -> list[Message]:
     return [m for m in session.messages if not m.pinned]
 
 
-def span_to_target(session: Session, target_tokens: int, *, keep_recent: int = 2) -> list[str]:
+def span_to_target(session: Session, target_tokens: int, *, keep_recent: int = 2, summary_share: float = 0.0) -> list[str]:
     """The oldest unpinned messages whose fold brings the context to `target_tokens`.
 
-    Earlier summaries are taken last: left in place they stay in the cached
-    prefix, and refolding them only when raw messages are not enough keeps
-    the fold of a fold rare. The last `keep_recent` messages are never taken
-    (the turn in flight).
+    `summary_share` is the part of the span its summary is expected to keep:
+    the span is taken that much larger, so one fold reaches the target instead
+    of a second one refolding the first's summary. Earlier summaries are taken
+    last: left in place they stay in the cached prefix, and refolding them only
+    when raw messages are not enough keeps the fold of a fold rare. The last
+    `keep_recent` messages are never taken (the turn in flight).
     """
     msgs = session.messages
     limit = max(0, len(msgs) - keep_recent)
     excess = session.context_tokens - target_tokens
     chosen: set[str] = set()
-    freed = 0
+    freed = 0.0
     for include_summaries in (False, True):
         for m in msgs[:limit]:
             if freed >= excess:
@@ -58,7 +60,7 @@ def span_to_target(session: Session, target_tokens: int, *, keep_recent: int = 2
             if (m.kind == Kind.fold_summary) != include_summaries:
                 continue
             chosen.add(m.id)
-            freed += m.tokens
+            freed += m.tokens * (1.0 - summary_share)
     return [m.id for m in msgs if m.id in chosen]
 
 
