@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tailrent_tui.agent.loop import SummaryEnded, SummaryStarted
 from tailrent_tui.cli import cli
 from tailrent_tui.core.messages import Folded, FoldSkipped, Kind, MessageAdded
 from tailrent_tui.core.policies import PolicyContext, PolicySettings, get_policy, run_plan
 from tailrent_tui.core.rungs.spill import MemorySpillStore, spill_message
 from tailrent_tui.core.session import Session, SessionError
-from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer, Summarize, Summary
+from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer, Summarize, Summary, role_content
 from tailrent_tui.core.tokens import get_counter
 from tailrent_tui.models.mock import MockModel, ModelSummarizer
 from tailrent_tui.scenarios.bench import run_bench
@@ -197,12 +198,31 @@ async def test_escape_during_a_model_summary_applies_no_fold(make_agent):
 
     agent.summarizer = SlowSummarizer(MockModel())
     listeners = list(agent.session.listeners)
+    reports = []
+    agent.on_summary = reports.append
     task = asyncio.create_task(agent.fold())
     await asyncio.sleep(0.05)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert not agent.session.folds and agent.session.listeners == listeners
+    assert [type(r) for r in reports] == [SummaryStarted, SummaryEnded] and reports[1].outcome == "cancelled"
+
+
+@pytest.mark.parametrize(("reply", "outcome"), [({"text": "- short"}, "written"), ({"fault": "refused"}, "failed")])
+async def test_the_agent_reports_a_fold_summary_as_it_starts_and_ends(make_agent, reply, outcome):
+    agent = make_agent(window=2048, system_prompt="Be brief.")
+    for i in range(3):
+        agent.session.add("user", prose(i, 80))
+    agent.summarizer = ModelSummarizer(MockModel([reply]))
+    reports = []
+    agent.on_summary = reports.append
+    folded = await agent.fold()
+    started, ended = reports
+    assert isinstance(started, SummaryStarted) and started.by == "model:mock"
+    assert started.messages == len(folded.fold.span_ids) and started.tokens == folded.fold.tokens_before
+    assert isinstance(ended, SummaryEnded) and ended.outcome == outcome
+    assert (ended.error is not None) == (outcome == "failed")
 
 
 def test_ask_with_500_token_messages_in_a_2048_window_never_grows_a_fold_nor_passes_the_window(tmp_path, monkeypatch):
@@ -328,3 +348,20 @@ async def test_a_summarizer_that_fails_is_replaced_and_the_fold_says_why(make_ag
     assert folded.fold.summarizer == "mock-extractive"
     assert "model:mock's summary refused: the model could not summarize" in folded.fold.rejected
     assert "5433" in agent.session.visible_text()
+
+
+def test_a_second_pass_is_applied_only_when_it_saves_a_real_share():
+    policy, s, ctx = ladder_session()
+    fill_past_trigger(s, ctx)
+
+    def nearly_as_long(request: Summarize) -> Summary:
+        # no loop, no template tokens: just barely shorter than its span
+        words = " ".join(role_content(m)[1] for m in request.span).split()
+        return Summary(text=" ".join(words[: int(len(words) * 0.93)]), by="model:x")
+
+    events, requests = drive_with(policy.after_add(s, ctx), nearly_as_long)
+    folds = [e.fold for e in events if isinstance(e, Folded)]
+    assert folds and folds[0].summarizer == "model:x"  # the first pass only has to shrink
+    assert len(requests) >= 2  # a second pass was asked for: the first left the context above the target
+    for f in folds[1:]:
+        assert f.tokens_after <= 0.9 * f.tokens_before and f.rejected and "model:x" in f.rejected

@@ -187,6 +187,7 @@ def choose_fold(
     header: str | None,
     trigger: str,
     fallbacks: tuple[Summarizer, ...] = FALLBACKS,
+    min_gain: float = 0.0,
 ) -> FoldRecord:
     """The guarded fold of `span` with the first summary that is usable and shrinks it.
 
@@ -194,6 +195,7 @@ def choose_fold(
     header and the guard's facts are in; if not, each fallback is tried in turn,
     and the record says whose text it is and why. When none shrinks, the last
     one tried comes back: the caller applies only folds that shrink.
+    `min_gain` is the share of the span a summary must save to count as shrinking it.
     """
     ids = [m.id for m in span]
     span_tokens = sum(m.tokens for m in span)
@@ -209,7 +211,7 @@ def choose_fold(
     record = None
     if why is None:
         record = fold_with(reply.text, reply.by, None)
-        if record.tokens_after < record.tokens_before:
+        if shrinks(record, min_gain):
             return record
         why = "with its header and the guard's facts it was not smaller than the span"
     reasons.append(f"{reply.by}'s summary refused: {why}")
@@ -217,11 +219,16 @@ def choose_fold(
         if fallback.name == reply.by and record is not None:
             continue  # its text was just tried
         record = fold_with(fallback.summarize(span), fallback.name, "; ".join(reasons))
-        if record.tokens_after < record.tokens_before:
+        if shrinks(record, min_gain):
             return record
         reasons.append(f"{fallback.name}'s was not smaller either")
     assert record is not None, "a fallback always writes a summary"
     return record
+
+
+def shrinks(record: FoldRecord, min_gain: float = 0.0) -> bool:
+    """Does the fold make its span smaller, by at least `min_gain` of it?"""
+    return record.tokens_after < record.tokens_before and record.tokens_after <= record.tokens_before * (1.0 - min_gain)
 
 
 def _content_messages(session: Session) -> list[Message]:
@@ -311,10 +318,11 @@ class Policy:
         apply_fold(session, record, ctx.archive)
 
 
-def _would_grow(record: FoldRecord) -> str:
+def _would_grow(record: FoldRecord, min_gain: float = 0.0) -> str:
+    smaller = f"at least {min_gain:.0%} smaller" if min_gain else "smaller"
     return (
         f"nothing folded: the summary of {len(record.span_ids)} message{'s' if len(record.span_ids) != 1 else ''} "
-        f"({record.tokens_after:,} tokens) would not be smaller than the span ({record.tokens_before:,} tokens)"
+        f"({record.tokens_after:,} tokens) would not be {smaller} than the span ({record.tokens_before:,} tokens)"
     )
 
 
@@ -398,6 +406,9 @@ class LadderPolicy(Policy):
     header = LADDER_HEADER
     #: folds allowed in one step when a summary comes out bigger than hoped
     max_passes = 3
+    #: a second or third pass must save this share of its span: one that saves a few
+    #: tokens costs a summary request and more specifics for nothing
+    min_gain = 0.1
 
     def respill(self, session: Session, ctx: PolicyContext, target: int) -> None:
         """Re-spill big inline tool results, oldest first, until the context is at the target."""
@@ -447,35 +458,40 @@ class LadderPolicy(Policy):
         guard carrying the facts, get a turn, over the span or a longer one.
         """
         keep = ctx.settings.keep_recent
-        for _ in range(self.max_passes):
+        for pass_no in range(self.max_passes):
+            # the first pass must only shrink; a later one is a refinement toward the
+            # target, worth its summary request only if it saves a real share
+            gain = self.min_gain if pass_no else 0.0
             span_ids = span_to_target(session, target, keep_recent=keep, summary_share=ctx.settings.summary_share)
             if not span_ids:
                 skip_fold(session, nothing_reason(session), trigger)
                 return
             span = span_messages(session, span_ids)
             reply = yield from ask_summary(ctx, span)
-            record = self._choose(session, ctx, span, reply, trigger, FALLBACKS[:1])
-            if record.tokens_after >= record.tokens_before:
+            record = self._choose(session, ctx, span, reply, trigger, FALLBACKS[:1], gain)
+            if not shrinks(record, gain):
                 content = [m for m in span if m.kind in (Kind.chat, Kind.tool_result)]
                 if self.spill_oversized(session, ctx, content, target, "a fold of it would not shrink the context"):
                     continue
-                record = self._choose(session, ctx, span, reply, trigger, FALLBACKS)
-            if record.tokens_after >= record.tokens_before:
+                record = self._choose(session, ctx, span, reply, trigger, FALLBACKS, gain)
+            if not shrinks(record, gain):
                 wider = [m for m in session.messages[: max(0, len(session.messages) - keep)] if not m.pinned]
                 if len(wider) > len(span):
                     reply = yield from ask_summary(ctx, wider)
-                    record = self._choose(session, ctx, wider, reply, trigger, FALLBACKS)
-            if record.tokens_after >= record.tokens_before:
-                skip_fold(session, _would_grow(record), trigger)
+                    record = self._choose(session, ctx, wider, reply, trigger, FALLBACKS, gain)
+            if not shrinks(record, gain):
+                skip_fold(session, _would_grow(record, gain), trigger)
                 return
             apply_fold(session, record, ctx.archive)
             if session.context_tokens <= target:
                 return
 
-    def _choose(self, session: Session, ctx: PolicyContext, span: list[Message], reply: Summary, trigger: str, fallbacks) -> FoldRecord:
+    def _choose(
+        self, session: Session, ctx: PolicyContext, span: list[Message], reply: Summary, trigger: str, fallbacks, gain: float,
+    ) -> FoldRecord:
         return choose_fold(
             session, span, reply, guard=self.guard_for(ctx), position=self.position,
-            header=self.header, trigger=trigger, fallbacks=fallbacks,
+            header=self.header, trigger=trigger, fallbacks=fallbacks, min_gain=gain,
         )
 
     def _shrink(self, session: Session, ctx: PolicyContext, limit: int, trigger: str):
