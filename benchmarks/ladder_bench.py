@@ -141,12 +141,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--engine", action="store_true", help="also 30 ask turns on llama.cpp with model summaries")
     ap.add_argument("--skip-parity", action="store_true")
+    ap.add_argument("--skip-mock", action="store_true", help="leave out the ask session on the mock")
     args = ap.parse_args()
     if not args.skip_parity:
         parity()
-    prompts = [f"Step {i}: the build uses port {8000 + i}. " + chatter(i, 380) for i in range(12)]
-    show("tailrent ask, mock model, window 2,048, 12 prompts of about 500 tokens",
-         ask_session("mock", 2048, prompts, {}))
+    if not args.skip_mock:
+        prompts = [f"Step {i}: the build uses port {8000 + i}. " + chatter(i, 380) for i in range(12)]
+        show("tailrent ask, mock model, window 2,048, 12 prompts of about 500 tokens",
+             ask_session("mock", 2048, prompts, {}))
     if args.engine:
         from engine import assemble_model_file
         import xllamacpp as xlc

@@ -37,7 +37,8 @@ BENCHES: list[tuple[str, str, list[str]]] = [
     ("engine-article", "Predicted against measured on the real llama.cpp engine (issue 6)", [PY, "benchmarks/bench_policies.py", "--traces", "article", "--prices", "local", "--engine", "--no-json"]),
     ("shell", "run_shell streaming 1 GB into a spill: extra peak RSS (issue 7)", [PY, "benchmarks/shell_spill_bench.py"]),
     ("guard", "Fact guard speed (issue 8)", [PY, "benchmarks/guard_bench.py"]),
-    ("ladder", "One ladder: bench drivers agree, folds shrink, requests fit; ask on the mock and on llama.cpp (issue 11)", [PY, "benchmarks/ladder_bench.py", "--engine"]),
+    ("ladder", "One ladder: bench drivers agree, folds shrink, requests fit; ask on the mock (issue 11)", [PY, "benchmarks/ladder_bench.py"]),
+    ("ladder-engine", "One ladder on llama.cpp: 30 ask turns, the model writing the fold summaries (issue 11)", [PY, "benchmarks/ladder_bench.py", "--engine", "--skip-parity", "--skip-mock"]),
     ("guard-corpus", "Fact guard on the labelled coding-chat corpus: precision and recall (issue 11)", [PY, "benchmarks/guard_bench.py", "--corpus"]),
 ]
 
