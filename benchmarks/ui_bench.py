@@ -1,7 +1,9 @@
 """UI figures: cold start to first frame, opening a 10,000-message session, key press to panel update.
 
 Goals (issue 5): first frame under 1 s, a 10,000-message session open under
-1.5 s, key-to-update under 100 ms while a reply streams. Run:
+1.5 s, key-to-update under 100 ms while a reply streams. Issue 12: a fold's
+first visible sign under 100 ms after it starts, and key-to-update while the
+model writes a fold's summary. Run:
 
     .venv/bin/python benchmarks/ui_bench.py
 
@@ -160,6 +162,66 @@ async def key_to_update(presses: int = 20) -> list[float]:
     return out
 
 
+async def fold_watch(folds: int = 5, presses: int = 10) -> tuple[list[float], list[float], list[float]]:
+    """A fold whose summary the model writes (held at a gate, as a slow server would):
+    (key `f` to its status line on screen, the agent's report of the fold's start to the
+    same, key to Pins panel while the summary is written). Each fold is then cancelled."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from ui_helpers import GatedModel, fill, make_agent, make_app
+
+    from tailrent_tui.agent.loop import SummaryStarted
+    from tailrent_tui.models.mock import ModelSummarizer
+
+    tmp = Path(tempfile.mkdtemp())
+    os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")
+    agent = make_agent(tmp)
+    fill(agent.session, 400, pad=2)
+    agent.summarizer = ModelSummarizer(GatedModel())
+    app = make_app(agent)
+    from_key: list[float] = []
+    from_start: list[float] = []
+    keys: list[float] = []
+    async with app.run_test(size=(140, 40)) as pilot:
+        started: list[float] = []
+        report = agent.on_summary  # the app's own, wrapped to time the agent's report
+
+        def timed(progress) -> None:
+            if isinstance(progress, SummaryStarted):
+                started.append(time.perf_counter())
+            report(progress)
+
+        agent.on_summary = timed
+        target = app.transcript.view_of("m00399")
+        target.focus()
+        await pilot.pause()
+        cost = app.sidebar.pins.query_one(".cost")
+        for _ in range(folds):
+            t0 = time.perf_counter()
+            app.simulate_key("f")
+            while (status := app.transcript.fold_status) is None or not status.region.height:
+                if time.perf_counter() - t0 > 10:
+                    raise RuntimeError("the fold's status line never showed")
+                await asyncio.sleep(0.0005)
+            shown = time.perf_counter()
+            from_key.append(shown - t0)
+            from_start.append(shown - started[-1])
+            for i in range(presses):
+                want = "1 pin ·" if i % 2 == 0 else "0 pins ·"
+                t0 = time.perf_counter()
+                app.simulate_key("p" if i % 2 == 0 else "u")
+                while want not in str(cost.render()):
+                    if time.perf_counter() - t0 > 10:
+                        raise RuntimeError(f"the Pins panel never showed {want!r}: {cost.render()}")
+                    await asyncio.sleep(0.0005)
+                keys.append(time.perf_counter() - t0)
+            assert app.transcript.fold_status is not None, "the fold must still run for these figures to mean anything"
+            app.simulate_key("escape")
+            while app.busy:
+                await pilot.pause()
+        assert not agent.session.folds, "every fold was cancelled"
+    return from_key, from_start, keys
+
+
 def main() -> None:
     print("tailrent UI benchmark (headless, mock model, 140x40)")
     print("compiling every module at each start (PYTHONDONTWRITEBYTECODE=1, as set here):")
@@ -175,6 +237,12 @@ def main() -> None:
     keys_ms = sorted(k * 1000 for k in keys)
     print(f"key press to Pins panel update while a reply streams: median {statistics.median(keys_ms):.1f} ms, "
           f"max {keys_ms[-1]:.1f} ms over {len(keys_ms)} presses (goal < 100 ms)")
+    from_key, from_start, fold_keys = (sorted(x * 1000 for x in xs) for xs in asyncio.run(fold_watch()))
+    print(f"a fold's status line on screen: median {statistics.median(from_start):.1f} ms, max {from_start[-1]:.1f} ms "
+          f"after the fold starts; median {statistics.median(from_key):.1f} ms, max {from_key[-1]:.1f} ms after "
+          f"the key f, over {len(from_key)} folds (goal < 100 ms)")
+    print(f"key press to Pins panel update while a fold's summary is written: median "
+          f"{statistics.median(fold_keys):.1f} ms, max {fold_keys[-1]:.1f} ms over {len(fold_keys)} presses (goal < 100 ms)")
 
 
 if __name__ == "__main__":

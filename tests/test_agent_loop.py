@@ -19,7 +19,7 @@ from engine import llama_server  # noqa: F401
 from fake_ollama import FakeModel, FakeOllama, Reply, fake_ollama  # noqa: F401
 
 from tailrent_tui.agent.build import build_agent, close_agent
-from tailrent_tui.agent.loop import TurnCallbacks
+from tailrent_tui.agent.loop import RequestStarted, TurnCallbacks
 from tailrent_tui.core.messages import Kind, MessageAdded, Note, UsageRecorded
 from tailrent_tui.models.errors import (
     Busy,
@@ -51,14 +51,16 @@ class Recorder:
         self.deltas: list[str] = []
         self.notices: list[tuple[str, str]] = []
         self.reply_starts = 0
+        self.requests_started: list[RequestStarted] = []
         self.tool_calls = []
         self.tool_results = []
 
     def on_text(self, text: str) -> None:
         self.deltas.append(text)
 
-    def on_reply_start(self) -> None:
+    def on_reply_start(self, started: RequestStarted) -> None:
         self.reply_starts += 1
+        self.requests_started.append(started)
 
     def callbacks(self, **overrides) -> TurnCallbacks:
         return TurnCallbacks(
@@ -115,6 +117,22 @@ async def test_turn_streams_the_reply_and_keeps_both_messages(make_agent):
     assert agent.session.messages[0].content == "Where do refresh tokens live?"
     assert agent.session.messages[1].id == result.reply.id
 
+
+async def test_a_request_says_what_the_server_reads_and_how_long_only_at_a_measured_rate(make_agent):
+    agent = make_agent(["First answer.", "Second answer."])
+    rec = Recorder()
+    await agent.turn("What is the TTL of refresh tokens?", rec.callbacks())
+    first = rec.requests_started[0]
+    assert first.to_read == agent.session.usage[-1].predicted_evaluated and first.to_read > 0
+    assert first.read_seconds is None, "the sheet's guess of a speed is no measure: no estimate before the server's"
+    # what llama.cpp reports in its timings: 1,000 prompt tokens read in 2 s
+    agent.session.emit(UsageRecorded(request_no=9, context_tokens=1000, evaluated_tokens=1000, prompt_ms=2000.0,
+                                     model=agent.model.name, at=agent.session.clock()))
+    await agent.turn("And why that TTL?", rec.callbacks())
+    second = rec.requests_started[1]
+    assert second.to_read == agent.session.usage[-1].predicted_evaluated
+    assert second.read_seconds == pytest.approx(second.to_read / 500)
+    assert second.context_tokens == agent.session.usage[-1].context_tokens
 
 async def test_usage_recorded_with_prediction_and_measurement(make_agent):
     agent = make_agent(["First answer, short.", "Second answer, short."])

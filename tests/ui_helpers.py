@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,19 @@ def make_agent(
         archive=MemoryFoldArchive(),
         notice=notice,
     )
+
+
+class GatedModel(MockModel):
+    """A MockModel whose requests wait at `gate` until a test (or a benchmark) opens it: a slow server, held still."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gate = asyncio.Event()
+
+    async def stream(self, messages: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        await self.gate.wait()
+        async for chunk in super().stream(messages, **kwargs):
+            yield chunk
 
 
 def make_app(agent: Agent, **kwargs: Any) -> TailrentApp:

@@ -19,12 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from tailrent_tui.agent import session_tools
 from tailrent_tui.agent.ladder import admit_to_session
 from tailrent_tui.agent.tools import ToolContext, preview_tool, run_tool, tool_specs
 from tailrent_tui.core.messages import Kind, Message, ToolCall, UsageRecorded
 from tailrent_tui.core.messages import Event, Folded, FoldSkipped
-from tailrent_tui.core.rent import aside_rent, context_items
+from tailrent_tui.core.rent import aside_rent, context_items, prompt_rate
 from tailrent_tui.core.policies import Plan, Policy, PolicyContext, PolicySettings, get_policy
 from tailrent_tui.core.probe import ProbeReport, probe
 from tailrent_tui.core.rungs.fold import FoldArchive, MemoryFoldArchive
@@ -61,6 +63,43 @@ async def _deny(_: ApprovalRequest) -> Approval:
     return "deny"
 
 
+class RequestStarted(BaseModel):
+    """A request to the model is on its way: what the server reads before its first token.
+
+    On a CPU the reading takes most of a long turn (52 s for 6,610 tokens on
+    2 cores), so the screen says what is being read and how long it should take.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    context_tokens: int = Field(description="the whole context, as counted here")
+    to_read: int | None = Field(
+        default=None, description="tokens the server evaluates: the tail past its cached prefix (None without a rent model)"
+    )
+    read_seconds: float | None = Field(
+        default=None, description="`to_read` at the prompt rate the server measured on earlier requests (None before any)"
+    )
+
+
+class SummaryStarted(BaseModel):
+    """A fold asked for its span's summary: a model may take minutes to write it."""
+
+    model_config = ConfigDict(frozen=True)
+    messages: int = Field(description="messages in the span being folded")
+    tokens: int = Field(description="tokens of that span")
+    by: str = Field(description="the summarizer asked")
+
+
+class SummaryEnded(BaseModel):
+    """The summary that SummaryStarted announced is in, failed, or was cancelled (no fold is applied then)."""
+
+    model_config = ConfigDict(frozen=True)
+    outcome: Literal["written", "failed", "cancelled"]
+    error: str | None = None
+
+
+SummaryProgress = SummaryStarted | SummaryEnded
+
+
 @dataclass
 class TurnCallbacks:
     on_text: Callable[[str], None] = _noop
@@ -68,7 +107,7 @@ class TurnCallbacks:
     on_tool_call: Callable[[ToolCall], None] = _noop
     on_tool_result: Callable[[Message], None] = _noop
     on_notice: Callable[[str, str], None] = _noop
-    on_reply_start: Callable[[], None] = _noop
+    on_reply_start: Callable[[RequestStarted], None] = _noop
     approve: Callable[[ApprovalRequest], Awaitable[Approval]] = _deny
 
 
@@ -172,6 +211,9 @@ class Agent:
         self.tool_ctx = ToolContext(root=workspace, caps=settings.caps, spill_sink=open_raw)
         self.extra_tools = session_tools.build(self)
         self._cb: TurnCallbacks | None = None
+        # told when a fold's summary is asked for and when it is in: folds run inside
+        # a turn and by hand, so this belongs to the agent, not to one turn's callbacks
+        self.on_summary: Callable[[SummaryProgress], None] | None = None
         self.cold_resume = False
         self._policy: Policy | None = None
         self._window_scale = 1.0
@@ -421,7 +463,7 @@ class Agent:
         parts: list[str] = []
         calls: list[ToolCallChunk] = []
         usage: Usage | None = None
-        cb.on_reply_start()
+        cb.on_reply_start(self._request_started(predicted))
         stream = self.model.stream(wire, tools=tools or None, options=self.request_options())
         try:
             async for chunk in stream:
@@ -463,6 +505,17 @@ class Agent:
             self._check_schema_sent(usage, cb)
         await self.after_add()
         return reply, list(zip(tool_calls, calls)), usage
+
+    def _request_started(self, predicted: Any) -> RequestStarted:
+        to_read = predicted.tail_tokens if predicted is not None else None
+        rate = prompt_rate(self.session.usage, self.rent.sheet) if self.rent is not None else None
+        # the sheet's guess of a speed is no measure of this machine: no estimate from it
+        measured = rate is not None and rate.measured and to_read is not None
+        return RequestStarted(
+            context_tokens=self.session.context_tokens,
+            to_read=to_read,
+            read_seconds=rate.seconds(to_read) if measured else None,
+        )
 
     def _check_schema_sent(self, usage: Usage, cb: TurnCallbacks) -> None:
         """A server whose whole prompt is smaller than the tool schema we sent ignored the tools.
@@ -706,11 +759,26 @@ class Agent:
         try:
             request = next(plan)
             while True:
-                request = plan.send(await self._summary_for(request))
+                request = plan.send(await self._watched_summary(request))
         except StopIteration as stop:
             return stop.value
         finally:
             plan.close()
+
+    async def _watched_summary(self, request: Summarize) -> Summary:
+        """A summary, reported to `on_summary` as it starts and as it ends, whatever the end."""
+        report = self.on_summary or _noop
+        report(SummaryStarted(messages=len(request.span), tokens=sum(m.tokens for m in request.span), by=self.summarizer.name))
+        try:
+            summary = await self._summary_for(request)
+        except asyncio.CancelledError:
+            report(SummaryEnded(outcome="cancelled"))
+            raise
+        except Exception as exc:
+            report(SummaryEnded(outcome="failed", error=str(exc)))
+            raise
+        report(SummaryEnded(outcome="failed", error=summary.error) if summary.error else SummaryEnded(outcome="written"))
+        return summary
 
     async def _summary_for(self, request: Summarize) -> Summary:
         summarizer = self.summarizer

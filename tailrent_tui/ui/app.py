@@ -5,6 +5,10 @@ slash commands into calls on the agent. It never polls the session: a
 listener puts every event on a queue, and one pump task applies them in
 order (the streamed reply's deltas travel on the same queue, so a reply and
 the message that finishes it can never cross).
+
+While the agent is busy (a turn, a fold by hand) the input stays open: what
+the user sends is queued, shown as queued, and sent once the agent is free.
+Escape cancels what runs and gives the queued text back to the input.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header
 from textual.worker import Worker
 
+from tailrent_tui.agent.loop import RequestStarted, SummaryEnded, SummaryProgress, SummaryStarted, TurnCallbacks, TurnResult
 from tailrent_tui.core.messages import Event, FoldSkipped, Message, Note
 from tailrent_tui.core.ports import ArchiveError
 from tailrent_tui.core.rent import get_price_sheet
@@ -74,7 +79,8 @@ class TailrentApp(App[None]):
                 tooltip="Fold the marked span (space marks), or the oldest unpinned span down to the fold target"),
         Binding("i", "inspect", "Inspect", id="inspect", tooltip="Open the fold inspector on the focused or last fold"),
         Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="sidebar", tooltip="Show or hide the Tail, Spills, Pins, Folds panels"),
-        Binding("escape", "cancel_reply", "Cancel", id="cancel", tooltip="Cancel the running reply (its partial text is kept)"),
+        Binding("escape", "cancel_reply", "Cancel", id="cancel",
+                tooltip="Cancel the running reply (its partial text is kept) or fold (nothing is folded)"),
         Binding("ctrl+r", "retry", "Retry", id="retry", tooltip="Send the last turn again after a model error"),
         Binding("f1", "help", "Help", id="help", tooltip="Keys and slash commands"),
     ]
@@ -95,8 +101,11 @@ class TailrentApp(App[None]):
         self.running = False
         self.retry_pending = False
         self.focused_message_id: str | None = None
-        self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[str, Any] | RequestStarted | SummaryProgress] = asyncio.Queue()
         self._turn_worker: Worker | None = None
+        self._fold_worker: Worker | None = None
+        # what the user sent while the agent was busy, in order
+        self._waiting: list[str] = []
         self._remember_theme = remember_theme
         self.theme_errors: list[str] = []
         self.notice_bar = NoticeBar(id="notice")
@@ -162,7 +171,9 @@ class TailrentApp(App[None]):
             id="sidebar",
         )
         self.sidebar.delegate_tokens = lambda: int(getattr(self.agent, "sub_tokens", 0) or 0)
-        self.transcript = Transcript(self.session, watermark=self.settings.prune_watermark_lines, id="transcript")
+        self.transcript = Transcript(
+            self.session, watermark=self.settings.prune_watermark_lines, clock=self.clock, id="transcript"
+        )
         yield Header()
         yield self.notice_bar
         with Horizontal(id="main"):
@@ -177,6 +188,7 @@ class TailrentApp(App[None]):
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.sidebar.tail.cache_left = self.cache_seconds_left
         self.session.listeners.append(self._on_session_event)
+        self.agent.on_summary = self._queue.put_nowait
         self.run_worker(self._pump(), group="pump", name="event pump")
         self.set_interval(1.0, self.sidebar.tick, name="cache countdown")
         self.set_interval(30.0, self.sidebar.refresh_spills, name="spill ages")
@@ -249,6 +261,7 @@ class TailrentApp(App[None]):
     def on_unmount(self) -> None:
         if self._on_session_event in self.session.listeners:
             self.session.listeners.remove(self._on_session_event)
+        self.agent.on_summary = None
 
     def _sub_title(self) -> str:
         model = getattr(getattr(self.agent, "model", None), "name", "") or "(asking the server)"
@@ -282,22 +295,32 @@ class TailrentApp(App[None]):
             batch = [await self._queue.get()]
             while not self._queue.empty():
                 batch.append(self._queue.get_nowait())
-            for kind, payload in _join_text(batch):
-                await self._dispatch(kind, payload)
+            for item in _join_text(batch):
+                await self._dispatch(item)
             self.sidebar.flush()
 
-    async def _dispatch(self, kind: str, payload: Any) -> None:
+    async def _dispatch(self, item: tuple[str, Any] | RequestStarted | SummaryProgress) -> None:
         transcript = self.transcript
         if not transcript.is_attached:
             return  # the app is closing; the session still has everything
+        if isinstance(item, RequestStarted):
+            await transcript.begin_reply(item)
+            return
+        if isinstance(item, SummaryStarted):
+            await transcript.begin_fold(item)
+            self.sidebar.folds.mark_pending(item)
+            return
+        if isinstance(item, SummaryEnded):
+            await transcript.end_fold(item)
+            self.sidebar.folds.mark_pending(None)
+            return
+        kind, payload = item
         if kind == "event":
             await transcript.apply_event(payload)
             self.sidebar.note_event(payload)
             if isinstance(payload, Note) and payload.level in ("warning", "error"):
                 if await transcript.show_notice(payload.text):
                     self.notify(payload.text, severity=payload.level)
-        elif kind == "reply_start":
-            await transcript.begin_reply()
         elif kind == "text":
             await transcript.reply_text(payload)
         elif kind == "thinking":
@@ -311,31 +334,45 @@ class TailrentApp(App[None]):
         elif kind == "turn_end":
             await self._turn_ended(payload)
 
-    async def _turn_ended(self, result: Any) -> None:
+    async def _turn_ended(self, result: TurnResult | None) -> None:
         await self.transcript.end_turn()
         self.running = False
         self.refresh_bindings()
-        error = getattr(result, "error", None)
+        if result is None:  # the turn failed on a bug, already reported
+            await self._give_back_waiting("the turn failed")
+            return
+        if result.cancelled:
+            # escape during a fold or before the reply: the message is still owed one
+            self.retry_pending = self._owes_reply()
+            if self.retry_pending:
+                await self.transcript.show_notice("your message is kept: ctrl+r or /retry sends it")
+            self.refresh_bindings()
+            return
+        error = result.error
         if error is not None:
             self.retry_pending = True
-            message = getattr(error, "message", str(error))
-            hint = getattr(error, "hint", "")
-            text = f"model error: {message}" + (f"\n{hint}" if hint else "") + "\nYour message is kept: ctrl+r or /retry sends it again."
-            await self.transcript.show_turn_error(text)
-            self.notify(message, title="model error", severity="error")
+            text = f"model error: {error.message}" + (f"\n{error.hint}" if error.hint else "")
+            await self.transcript.show_turn_error(text + "\nYour message is kept: ctrl+r or /retry sends it again.")
+            self.notify(error.message, title="model error", severity="error")
+            await self._give_back_waiting("the model failed")
+            return
+        await self._send_waiting()
+
+    def _owes_reply(self) -> bool:
+        """Is the last message the model was (or would be) sent a user's or a tool's, with no reply after it?"""
+        last = next((m for m in reversed(self.session.messages) if not m.cut_off), None)
+        return last is not None and last.role in ("user", "tool")
 
     # -- the turn ----------------------------------------------------------------
 
-    def _callbacks(self) -> Any:
-        from tailrent_tui.agent.loop import TurnCallbacks
-
+    def _callbacks(self) -> TurnCallbacks:
         put = self._queue.put_nowait
         return TurnCallbacks(
             on_text=lambda delta: put(("text", delta)),
             on_thinking=lambda delta: put(("thinking", delta)),
             on_tool_call=lambda call: put(("tool_call", call)),
             on_notice=lambda text, level="warning": put(("notice", (text, level))),
-            on_reply_start=lambda: put(("reply_start", None)),
+            on_reply_start=put,
             approve=self.approve,
         )
 
@@ -350,7 +387,7 @@ class TailrentApp(App[None]):
         try:
             result = await self.agent.turn(text, self._callbacks())
         except asyncio.CancelledError:
-            self._queue.put_nowait(("turn_end", None))
+            self._queue.put_nowait(("turn_end", TurnResult(cancelled=True)))
             raise
         except Exception as exc:  # a bug in a tool or the loop must not take the app down
             self._queue.put_nowait(("turn_end", None))
@@ -379,15 +416,54 @@ class TailrentApp(App[None]):
                 screen.dismiss("deny")
             raise
 
+    @property
+    def busy(self) -> bool:
+        """A turn or a fold by hand is running: messages wait, folds and shell commands are refused."""
+        return self.running or self._fold_worker is not None
+
     def action_cancel_reply(self) -> None:
-        if self.running and self._turn_worker is not None:
-            self._turn_worker.cancel()
-        else:
+        worker = self._turn_worker if self.running else self._fold_worker
+        if worker is None or worker.is_finished:
             self.query_one(PromptInput).focus()
+            return
+        if worker.is_cancelled:
+            return  # escape again while the first one lands: a second cancel would cut its cleanup short
+        worker.cancel()
+        # an action stays synchronous: the command palette calls it without awaiting
+        self.call_later(self._give_back_waiting, "cancelled")
+
+    async def _queue_prompt(self, text: str) -> None:
+        if self._fold_worker is not None:
+            when = "when the fold ends"
+        elif self.transcript.fold_status is not None:
+            when = "after the fold and the reply"
+        else:
+            when = "when the reply ends"
+        self._waiting.append(text)
+        await self.transcript.show_queued(text, when)
+
+    async def _send_waiting(self) -> None:
+        """The agent is free again: what the user sent meanwhile goes now, as one message."""
+        if not self._waiting or self.busy:
+            return
+        text, self._waiting = "\n\n".join(self._waiting), []
+        await self.transcript.drop_queued()
+        self.start_turn(text)
+
+    async def _give_back_waiting(self, why: str) -> None:
+        """What waited is not sent after a cancel or a failure: it goes back to the input, to send or edit."""
+        if not self._waiting:
+            return
+        box = self.query_one(PromptInput)
+        box.value = " ".join([*self._waiting, box.value]).strip()
+        self._waiting = []
+        await self.transcript.drop_queued()
+        box.focus()
+        self.notify(f"{why}: what you sent meanwhile is back in the input", severity="warning")
 
     def action_retry(self) -> None:
-        if self.running:
-            self.notify("a reply is running; escape cancels it", severity="warning")
+        if self.busy:
+            self.notify("a reply or a fold is running; escape cancels it", severity="warning")
         elif not self.retry_pending:
             self.notify("nothing to retry", severity="information")
         else:
@@ -402,9 +478,9 @@ class TailrentApp(App[None]):
             accepted = await self.run_slash(text)
         elif text.startswith("!"):
             accepted = self._run_shell(text[1:].strip())
-        elif self.running:
-            self.notify("a reply is running: wait, or press escape to cancel it", severity="warning")
-            accepted = False
+        elif self.busy:
+            await self._queue_prompt(text)
+            accepted = True
         else:
             self.start_turn(text)
             accepted = True
@@ -416,8 +492,8 @@ class TailrentApp(App[None]):
         if not command:
             self.notify("!cmd runs a shell command: type one after the !", severity="error")
             return False
-        if self.running:
-            self.notify("a reply is running: wait, or press escape to cancel it", severity="warning")
+        if self.busy:
+            self.notify("a reply or a fold is running: wait, or press escape to cancel it", severity="warning")
             return False
 
         async def run() -> None:
@@ -455,8 +531,7 @@ class TailrentApp(App[None]):
             if missing:
                 self.notify(f"no message with id {missing[0]}", severity="error")
                 return False
-        self.run_worker(self.fold(ids), group="fold", exit_on_error=False)
-        return True
+        return self.start_fold(ids)
 
     async def _slash_inspect(self, rest: str) -> bool:
         if rest:
@@ -603,6 +678,21 @@ class TailrentApp(App[None]):
             return False
         return True
 
+    def start_fold(self, span_ids: list[str] | None = None) -> bool:
+        """Fold by hand in a worker, unless the agent is busy: two plans must never edit the session at once."""
+        if self.busy:
+            self.notify("a reply or a fold is running: fold when it ends, or press escape to cancel it", severity="warning")
+            return False
+        self._fold_worker = self.run_worker(self._fold_by_hand(span_ids), group="fold", name="fold", exit_on_error=False)
+        return True
+
+    async def _fold_by_hand(self, span_ids: list[str] | None) -> None:
+        try:
+            await self.fold(span_ids)
+        finally:
+            self._fold_worker = None
+        await self._send_waiting()
+
     async def fold(self, span_ids: list[str] | None = None) -> None:
         """Fold a span (the given ids, else the marked ones, else down to the fold target)."""
         if span_ids is None:
@@ -670,7 +760,7 @@ class TailrentApp(App[None]):
         self.spill()
 
     def action_fold(self) -> None:
-        self.run_worker(self.fold(), group="fold", exit_on_error=False)
+        self.start_fold()
 
     def action_inspect(self) -> None:
         self.inspect(None)
@@ -712,12 +802,16 @@ class TailrentApp(App[None]):
         return True
 
 
-def _join_text(batch: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+def _join_text(batch: list[Any]) -> list[Any]:
     """Consecutive reply deltas become one write: the Markdown re-renders once per batch, not per token."""
-    out: list[tuple[str, Any]] = []
-    for kind, payload in batch:
-        if kind == "text" and out and out[-1][0] == "text":
-            out[-1] = ("text", out[-1][1] + payload)
+    out: list[Any] = []
+    for item in batch:
+        if _is_text(item) and out and _is_text(out[-1]):
+            out[-1] = ("text", out[-1][1] + item[1])
         else:
-            out.append((kind, payload))
+            out.append(item)
     return out
+
+
+def _is_text(item: Any) -> bool:
+    return isinstance(item, tuple) and item[0] == "text"

@@ -1,7 +1,8 @@
 """The Folds panel: the timeline of folds; Enter opens the fold inspector.
 
 Each row: fold number, time, tokens before -> after, depth, and the facts the
-fold lost, in the theme's error color when there are any.
+fold lost, in the theme's error color when there are any. A fold whose
+summary is being written has a last row of its own, marked pending.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from textual.content import Content
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from tailrent_tui.agent.loop import SummaryStarted
 from tailrent_tui.core.messages import FoldRecord
 from tailrent_tui.ui.events import FoldInspectRequested
 
@@ -36,18 +38,38 @@ def fold_row(f: FoldRecord) -> Content:
     return row + tail
 
 
+def pending_row(s: SummaryStarted) -> Content:
+    return Content.from_markup(
+        "[b $warning]pending[/] $messages messages, $tokens tok", messages=f"{s.messages:,}", tokens=f"{s.tokens:,}"
+    )
+
+
 class FoldsPanel(OptionList):
-    """One row per fold, oldest first."""
+    """One row per fold, oldest first; then the fold in flight, if any."""
 
     DEFAULT_CSS = """
     FoldsPanel { height: auto; max-height: 14; border: none; padding: 0; background: transparent; }
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._folds: Sequence[FoldRecord] = ()
+        self.pending: SummaryStarted | None = None
+
     def show(self, folds: Sequence[FoldRecord]) -> None:
+        self._folds = folds
         highlighted = self.highlighted
-        self.set_options([Option(fold_row(f), id=str(f.fold_no)) for f in folds] or [Option("no folds yet", disabled=True)])
+        options = [Option(fold_row(f), id=str(f.fold_no)) for f in folds]
+        if self.pending is not None:
+            options.append(Option(pending_row(self.pending), disabled=True))
+        self.set_options(options or [Option("no folds yet", disabled=True)])
         if highlighted is not None and highlighted < self.option_count:
             self.highlighted = highlighted
+
+    def mark_pending(self, started: SummaryStarted | None) -> None:
+        """A fold's summary is being written (or no longer: None)."""
+        self.pending = started
+        self.show(self._folds)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

@@ -10,16 +10,20 @@ events (`apply_event`), never from polling.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 from textual import events
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Static
 
+from tailrent_tui.agent.loop import RequestStarted, SummaryEnded, SummaryStarted
 from tailrent_tui.core.messages import (
     Event,
     Folded,
+    FoldSkipped,
     Kind,
     Message,
     MessageAdded,
@@ -30,13 +34,33 @@ from tailrent_tui.core.messages import (
 )
 from tailrent_tui.core.session import Session
 from tailrent_tui.ui.widgets.message import MessageView, estimate_lines
-from tailrent_tui.ui.widgets.reply import ReplyView
+from tailrent_tui.ui.widgets.reply import ReplyView, elapsed
 
 # Messages brought back per load when the reader scrolls up.
 LOAD_BATCH = 40
 # Lines of widgets mounted when a session opens: a few screens, not the whole
 # watermark, so a long session opens fast; scrolling up loads more.
 OPEN_LINES = 100
+
+
+class FoldStatus(Static):
+    """The line a fold shows while its summary is written: a model may take minutes."""
+
+    def __init__(self, started: SummaryStarted, clock: Callable[[], float]) -> None:
+        super().__init__("", classes="fold-status", markup=False)
+        self.started = started
+        self.clock = clock
+        self.since = clock()
+
+    def on_mount(self) -> None:
+        self.tick()
+        self.set_interval(1.0, self.tick, name="fold timer")
+
+    def tick(self) -> None:
+        s = self.started
+        self.update(
+            f"folding {s.messages:,} messages ({s.tokens:,} tokens) — {elapsed(self.clock() - self.since)}, escape cancels"
+        )
 
 
 class Transcript(VerticalScroll, can_focus=False):
@@ -47,6 +71,8 @@ class Transcript(VerticalScroll, can_focus=False):
     Transcript > .earlier { color: $text-muted; height: 1; width: 1fr; text-align: center; }
     Transcript > .turn-error { color: $error; border-left: thick $error; padding: 0 1; margin: 0 0 1 0; height: auto; }
     Transcript > .turn-notice { color: $warning; padding: 0 1; margin: 0 0 1 0; height: auto; }
+    Transcript > .fold-status { color: $tail-summary; text-style: bold; padding: 0 1; margin: 0 0 1 0; height: auto; }
+    Transcript > .queued { color: $text-muted; border-left: outer $primary; padding: 0 1; margin: 0 0 1 0; height: auto; }
     """
 
     BINDINGS = [
@@ -58,12 +84,17 @@ class Transcript(VerticalScroll, can_focus=False):
                 tooltip="Load earlier messages back from the session"),
     ]
 
-    def __init__(self, session: Session, *, watermark: int = 2000, id: str | None = None) -> None:
+    def __init__(
+        self, session: Session, *, watermark: int = 2000, clock: Callable[[], float] = time.time, id: str | None = None
+    ) -> None:
         super().__init__(id=id)
         self._recent_notices: list[str] = []
         self.session = session
         self.watermark = watermark
+        self.clock = clock
         self.reply: ReplyView | None = None
+        self.fold_status: FoldStatus | None = None
+        self._queued: list[Static] = []
         self._views: dict[str, MessageView] = {}
         self._lines = 0
         self._first_index = len(session.messages)
@@ -143,6 +174,13 @@ class Transcript(VerticalScroll, can_focus=False):
             self._changed(event.id)
         elif isinstance(event, Folded):
             await self._folded(event)
+            record = event.fold
+            if record.rejected:
+                # the summary asked for could not be used (the server died, the text was cut...)
+                await self.show_notice(f"fold #{record.fold_no}: {record.rejected}; {record.summarizer} wrote it instead")
+        elif isinstance(event, FoldSkipped) and event.trigger != "manual":
+            # a fold by hand is answered where it was asked; the policy's own is said here
+            await self.show_notice(f"fold skipped: {event.reason}")
 
     async def _added(self, message_id: str) -> None:
         # gone already (a later fold in the same batch), or shown already (loaded back from the session)
@@ -155,7 +193,7 @@ class Transcript(VerticalScroll, can_focus=False):
             await reply.finish(m)
         else:
             await self._finish_reply_if_empty()
-            await self.mount(self._make_view(m), before=self.reply)
+            await self.mount(self._make_view(m), before=self._bottom())
         self._lines += estimate_lines(m)
         self._prune()
 
@@ -188,7 +226,7 @@ class Transcript(VerticalScroll, can_focus=False):
         if anchor is not None:
             await self.mount(view, before=anchor)
         else:
-            await self.mount(view, before=self.reply)
+            await self.mount(view, before=self._bottom())
         self._lines += view.estimated_lines
         self._first_index = self._index_of_first_view()
         self._update_earlier()
@@ -203,10 +241,10 @@ class Transcript(VerticalScroll, can_focus=False):
 
     # -- the reply in flight ------------------------------------------------
 
-    async def begin_reply(self) -> ReplyView:
+    async def begin_reply(self, started: RequestStarted | None = None) -> ReplyView:
         if self.reply is None:
-            self.reply = ReplyView()
-            await self.mount(self.reply)
+            self.reply = ReplyView(started, self.clock)
+            await self.mount(self.reply, before=self._first_queued())
         return self.reply
 
     async def reply_text(self, delta: str) -> None:
@@ -233,8 +271,41 @@ class Transcript(VerticalScroll, can_focus=False):
             await reply.abandon()
             await reply.remove()
 
+    # -- a fold in flight, and what waits for it ---------------------------------
+
+    async def begin_fold(self, started: SummaryStarted) -> None:
+        await self.end_fold(None)
+        self.fold_status = FoldStatus(started, self.clock)
+        await self.mount(self.fold_status, before=self._first_queued())
+
+    async def end_fold(self, ended: SummaryEnded | None) -> None:
+        if self.fold_status is not None:
+            status, self.fold_status = self.fold_status, None
+            await status.remove()
+        if ended is not None and ended.outcome == "cancelled":
+            await self.show_notice("fold cancelled: nothing was folded")
+
+    async def show_queued(self, text: str, when: str) -> None:
+        """A message sent while the agent is busy: shown below everything, until it is sent or given back."""
+        line = Static(f"queued, sent {when}: {text}", classes="queued", markup=False)
+        self._queued.append(line)
+        await self.mount(line)
+
+    def _first_queued(self) -> Static | None:
+        """What new lines go above: the queued messages stay last until they are sent."""
+        return self._queued[0] if self._queued else None
+
+    def _bottom(self) -> Widget | None:
+        """What new messages go above: the reply in flight, else the queued messages."""
+        return self.reply if self.reply is not None else self._first_queued()
+
+    async def drop_queued(self) -> None:
+        lines, self._queued = self._queued, []
+        if lines:
+            await self.remove_children(lines)
+
     async def show_turn_error(self, text: str) -> None:
-        await self.mount(Static(text, classes="turn-error", markup=False))
+        await self.mount(Static(text, classes="turn-error", markup=False), before=self._first_queued())
 
     async def show_notice(self, text: str) -> bool:
         """A notice line in the transcript; False (nothing shown) when it was one of the last few shown.
@@ -244,7 +315,7 @@ class Transcript(VerticalScroll, can_focus=False):
         if text in self._recent_notices:
             return False
         self._recent_notices = [*self._recent_notices[-2:], text]
-        await self.mount(Static(text, classes="turn-notice", markup=False))
+        await self.mount(Static(text, classes="turn-notice", markup=False), before=self._first_queued())
         return True
 
     # -- pruning and loading back ---------------------------------------------
