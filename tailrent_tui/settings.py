@@ -46,7 +46,11 @@ class Settings(BaseModel):
         "auto", description="Who writes fold summaries: the model, the extractive mock, the article's lossy mock; auto = the model unless it is the mock"
     )
     keep_alive: str = Field("30m", description="Ollama keep_alive sent with every request: the TTL of the local KV cache")
-    tokenizer: Literal["cl100k", "chars4"] = Field("cl100k", description="Token counter for the context budget")
+    tokenizer: Literal["auto", "cl100k", "chars4"] = Field(
+        "auto",
+        description="Token counter for the context budget of new sessions; auto = the model server's own tokenizer "
+        "and chat template when it can count (llama.cpp), else cl100k; a resumed session counts as it did",
+    )
     theme: str = Field("tailrent-dark", description="UI theme name")
     keymap: dict[str, str] = Field(default_factory=dict, description="Binding id -> keys, e.g. {pin = \"ctrl+p\"}")
     decision_patterns: list[str] | None = Field(

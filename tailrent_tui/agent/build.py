@@ -6,27 +6,35 @@ journal, and picks the model — the one asked for, else Ollama if it answers at
 OLLAMA_HOST within a short timeout, else the mock with a notice saying how to
 connect a real model. Model clients open their HTTP connections lazily, on the
 loop that uses them.
+
+It also picks what counts tokens. With `tokenizer = "auto"`, a new session on
+a server that can count (llama.cpp) counts with the server's own tokenizer and
+the framing its chat template adds, measured once and kept in meta.json: the
+context then holds what the server will count. A resume counts as its session
+did.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tailrent_tui.agent.loop import Agent
+from tailrent_tui.agent.loop import Agent, wire_messages
 from tailrent_tui.core.guard import DecisionDetector
 from tailrent_tui.core.rent import RentModel, context_items, get_price_sheet
 from tailrent_tui.core.session import Session
-from tailrent_tui.core.tokens import get_counter
-from tailrent_tui.models.base import ChatModel
+from tailrent_tui.core.tokens import Framing, TokenCounter, get_counter
+from tailrent_tui.models.base import ChatModel, ToolSpec, WireMessage
 from tailrent_tui.models.mock import MockExtractiveSummarizer, MockModel, ModelSummarizer
 from tailrent_tui.models.ollama import OllamaModel, ollama_host
 from tailrent_tui.models.openai import OpenAIModel, api_key_from_env
 from tailrent_tui.models.spec import parse_model_spec
+from tailrent_tui.models.tokenizer import PROBE, ServerTokenizer, TokenizerUnavailable, measure_framing
 from tailrent_tui.settings import Settings, config_dir
 from tailrent_tui.store.journal import JournalWriter, Writer
 from tailrent_tui.store.paths import resolve_data_dir
@@ -125,6 +133,58 @@ def decision_detector(settings: Settings) -> DecisionDetector | None:
     return DecisionDetector()
 
 
+@dataclass
+class Counting:
+    """How a new session counts tokens: the counter, the name meta records, what the server adds."""
+
+    counter: TokenCounter
+    tokenizer: str
+    framing: Framing = field(default_factory=Framing)
+    tool_schema_tokens: int = 0
+
+
+def framing_probes() -> dict[str, WireMessage]:
+    """One transcript message of each role holding PROBE, as the agent sends it."""
+    probe = Session(counter=get_counter("chars4"))
+    for role in ("user", "assistant", "system", "tool"):
+        # a tool result with no call of its own: the `!cmd` path, the one that needs no tool-calling model
+        probe.add(role, PROBE, autopin=False, **({"tool": "run_shell"} if role == "tool" else {}))
+    return {m.role: w for m, w in zip(probe.messages, wire_messages(probe), strict=True)}
+
+
+def pick_counting(settings: Settings, model: ChatModel) -> Counting:
+    """`auto`: the server's own tokenizer and framing when it can count (llama.cpp), else cl100k."""
+    name = settings.tokenizer
+    if name == "auto" and isinstance(model, OpenAIModel):
+        server = model.server_tokenizer()
+        try:
+            framing, schema = measure_framing(server, framing_probes(), system=settings.system_prompt, tools=_tool_specs())
+            return Counting(server, server.name, framing, schema)
+        except TokenizerUnavailable:
+            server.close()  # not llama.cpp (or too old to render its template): count like cl100k
+    if name == "auto":
+        name = "cl100k"
+    return Counting(get_counter(name), name, tool_schema_tokens=tool_schema_tokens(name))
+
+
+def resume_counter(tokenizer: str, model: ChatModel) -> tuple[TokenCounter | None, str | None]:
+    """The counter a resumed session records, when it is the model server's (None: the one
+    meta names), and a warning when that server cannot count."""
+    if tokenizer != ServerTokenizer.name:
+        return None, None
+    if isinstance(model, OpenAIModel):
+        server = model.server_tokenizer()
+        try:
+            server.tokens(PROBE)
+            return server, None
+        except TokenizerUnavailable as exc:
+            server.close()
+            why = str(exc)
+    else:
+        why = f"{getattr(model, 'name', '') or 'this model'} has no tokenizer to ask"
+    return None, f"this session counts tokens with its model server's tokenizer, and {why}: new text is counted like cl100k"
+
+
 def build_agent(
     settings: Settings,
     flags: dict[str, Any] | None = None,
@@ -147,7 +207,10 @@ def build_agent(
             sd = resolve_session(data_dir, continue_=bool(flags.get("continue_")), resume=flags.get("resume"))
         except LookupError as exc:
             raise BuildError(str(exc)) from None
+    counter, counting_warning = None, None
     if sd is None:
+        counting = pick_counting(settings, model)
+        counter = counting.counter
         sd = SessionDir.create(
             data_dir,
             title=title or "",
@@ -155,14 +218,22 @@ def build_agent(
             workspace=workspace,
             policy=settings.policy,
             window=settings.window or 32768,
-            tokenizer=settings.tokenizer,
+            tokenizer=counting.tokenizer,
+            framing=counting.framing,
             system=settings.system_prompt,
-            tool_schema_tokens=tool_schema_tokens(settings.tokenizer),
+            tool_schema_tokens=counting.tool_schema_tokens,
         )
+    else:
+        try:
+            counter, counting_warning = resume_counter(sd.read_meta().tokenizer, model)
+        except LookupError as exc:
+            raise BuildError(str(exc)) from None
     try:
-        session, writer = open_session(sd, decisions=detector, fsync=settings.fsync, async_writer=async_writer)
+        session, writer = open_session(sd, decisions=detector, fsync=settings.fsync, async_writer=async_writer, counter=counter)
     except RuntimeError as exc:
         raise BuildError(str(exc)) from None
+    if counting_warning:
+        writer.warnings.append(counting_warning)
     try:
         return _agent_for(settings, sd, session, writer, model, workspace, notice)
     except BaseException:
@@ -233,15 +304,21 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
-def tool_schema_tokens(tokenizer: str) -> int:
-    """Tokens of the tool schema sent with every request (part of the head)."""
-    import json
-
+def _tool_specs() -> list[ToolSpec]:
+    """The tools every request offers (the agent's `offered_tools`), before any session exists."""
     from tailrent_tui.agent.session_tools import SESSION_TOOL_SPECS
     from tailrent_tui.agent.tools import tool_specs
 
-    specs = [s.to_openai() for s in tool_specs()] + [s.to_openai() for s in SESSION_TOOL_SPECS]
-    return get_counter(tokenizer).count(json.dumps(specs))
+    return [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in [*tool_specs(), *SESSION_TOOL_SPECS]]
+
+
+def tool_schema_tokens(tokenizer: str) -> int:
+    """Tokens of the tool schema sent with every request (part of the head), as JSON."""
+    import json
+
+    from tailrent_tui.models.base import wire_tools
+
+    return get_counter(tokenizer).count(json.dumps(wire_tools(_tool_specs())))
 
 
 def _user_price_files() -> list[Path]:
@@ -255,6 +332,7 @@ def close_agent(agent: Agent) -> None:
 
     if isinstance(agent.journal, JournalWriter):
         close_session(agent.session, agent.journal)
+    _close_counter(agent)
 
 
 async def aclose_agent(agent: Agent) -> None:
@@ -266,4 +344,10 @@ async def aclose_agent(agent: Agent) -> None:
         await journal.aclose()
     if journal is not None:
         close_session(agent.session, journal)
+    _close_counter(agent)
     await agent.model.aclose()
+
+
+def _close_counter(agent: Agent) -> None:
+    if isinstance(agent.session.counter, ServerTokenizer):
+        agent.session.counter.close()

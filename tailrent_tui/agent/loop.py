@@ -325,6 +325,7 @@ class Agent:
             system="You are a sub-agent with a fresh context. Do the task with the tools and end with a short final answer.",
             window=self.session.window,
             tool_schema_tokens=self.session.tool_schema_tokens,
+            framing=self.session.framing,
             id=sub_id,
         )
         sub = Agent(

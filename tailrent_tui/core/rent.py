@@ -180,10 +180,11 @@ Item = tuple[str, int]
 def context_items(session: Any) -> list[Item]:
     """A session's context as (identity, tokens) items, without the head.
 
-    The identity joins the message id and its kind, and the tokens are compared
-    too, so a message spilled in place (same id, new content) breaks the prefix.
+    The identity joins the message id and its kind, and the tokens (as sent, with
+    their framing) are compared too, so a message spilled in place (same id, new
+    content) breaks the prefix.
     """
-    return [(f"{m.id}#{m.kind.value}", m.tokens) for m in session.messages if not m.cut_off]
+    return [(f"{m.id}#{m.kind.value}", session.sent_tokens(m)) for m in session.messages if not m.cut_off]
 
 
 def shared_prefix(previous: Sequence[Item], current: Sequence[Item]) -> int:

@@ -34,7 +34,7 @@ from tailrent_tui.core.messages import (
     WatchAdded,
     WatchRemoved,
 )
-from tailrent_tui.core.tokens import TokenCounter, get_counter
+from tailrent_tui.core.tokens import Framing, TokenCounter, get_counter
 
 
 class SessionError(ValueError):
@@ -51,7 +51,10 @@ _POINTER_KINDS = (Kind.spill_pointer, Kind.memory_pointer, Kind.delegate_result)
 
 @dataclass
 class ContextTotals:
-    """Token totals of the transcript by role in the ladder, kept incrementally."""
+    """Token totals of the transcript by role in the ladder, kept incrementally.
+
+    A message counts as sent: its text and the framing around it (Session.sent_tokens).
+    """
 
     transcript: int = 0
     pinned: int = 0
@@ -64,10 +67,10 @@ class ContextTotals:
         """Unpinned, non-summary, non-pointer tokens: the foldable live tail."""
         return self.transcript - self.pinned - self.summaries - self.pointers
 
-    def _account(self, m: Message, sign: int) -> None:
+    def _account(self, m: Message, sign: int, sent_tokens: int) -> None:
         if m.cut_off:
             return  # shown, never sent: not in the context
-        t = sign * m.tokens
+        t = sign * sent_tokens
         self.transcript += t
         self.messages += sign
         if m.pinned:
@@ -84,6 +87,8 @@ class Session:
 
     `system` and `tool_schema_tokens` form the head of every request; the
     transcript follows. `window` is the model's context window in tokens.
+    `framing` is what the request adds around those texts (a chat template's
+    markers): counted in, so the context is what the server will count.
     """
 
     counter: TokenCounter = field(default_factory=lambda: get_counter("cl100k"))
@@ -95,6 +100,7 @@ class Session:
     id: str = ""
     #: pins may hold this share of the window; past it auto-pinning stops (the user decides what to unpin)
     pin_share: float = 0.4
+    framing: Framing = field(default_factory=Framing)
 
     def __post_init__(self) -> None:
         self._messages: list[Message] = []
@@ -142,8 +148,13 @@ class Session:
 
     @property
     def head_tokens(self) -> int:
-        """System prompt plus tool schema: the part of the context before the transcript."""
-        return self.system_tokens + self.tool_schema_tokens
+        """System prompt plus tool schema, framed: the part of the context before the transcript."""
+        framing = self.framing.request + (self.framing.system if self.system else 0)
+        return self.system_tokens + self.tool_schema_tokens + framing
+
+    def sent_tokens(self, m: Message) -> int:
+        """A message's tokens as sent: its text and the framing around it."""
+        return m.tokens + self.framing.message(m.role)
 
     @property
     def context_tokens(self) -> int:
@@ -192,7 +203,7 @@ class Session:
             raise SessionError(f"message id {m.id!r} added twice")
         self._messages.append(m)
         self._index[m.id] = m
-        self.totals._account(m, +1)
+        self.totals._account(m, +1, self.sent_tokens(m))
         if m.kind == Kind.spill_pointer and m.spill_id:
             self.spills[m.spill_id] = Spilled(
                 id=m.id,
@@ -209,9 +220,9 @@ class Session:
         m = self.get(message_id)
         if m.pinned == pinned:
             return
-        self.totals._account(m, -1)
+        self.totals._account(m, -1, self.sent_tokens(m))
         m.pinned = pinned
-        self.totals._account(m, +1)
+        self.totals._account(m, +1, self.sent_tokens(m))
 
     def _apply_pinned(self, e: Pinned) -> None:
         self._set_pinned(e.id, True)
@@ -223,13 +234,13 @@ class Session:
 
     def _apply_spilled(self, e: Spilled) -> None:
         m = self.get(e.id)
-        self.totals._account(m, -1)
+        self.totals._account(m, -1, self.sent_tokens(m))
         m.content = e.pointer
         m.tokens = e.pointer_tokens
         m.kind = Kind.spill_pointer
         m.spill_id = e.spill_id
         m.tool = m.tool or e.tool
-        self.totals._account(m, +1)
+        self.totals._account(m, +1, self.sent_tokens(m))
         self.spills[e.spill_id] = e
 
     def _apply_folded(self, e: Folded) -> None:
@@ -239,7 +250,8 @@ class Session:
         if missing:
             raise SessionError(f"fold #{f.fold_no} names messages not in the transcript: {missing}")
         for i in span:
-            self.totals._account(self._index.pop(i), -1)
+            gone = self._index.pop(i)
+            self.totals._account(gone, -1, self.sent_tokens(gone))
         kept = [m for m in self._messages if m.id not in span]
         # the transcript's summary is its own object: a later pin must not alter the record
         summary = f.summary.model_copy(deep=True)
@@ -247,7 +259,7 @@ class Session:
         kept.insert(position, summary)
         self._messages = kept
         self._index[summary.id] = summary
-        self.totals._account(summary, +1)
+        self.totals._account(summary, +1, self.sent_tokens(summary))
         self.folds.append(f)
 
     def _apply_fold_skipped(self, e: FoldSkipped) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
+from pydantic import BaseModel, Field
+
 
 def chars4(text: str) -> int:
     """The article's estimator: characters / 4, at least 1, 0 for empty text."""
@@ -60,14 +62,40 @@ class UnknownTokenizer(ValueError):
     """A tokenizer name that this build does not know or cannot load."""
 
 
+class Framing(BaseModel):
+    """Tokens a request holds beyond the texts the session counts, as the server counts them.
+
+    A chat template wraps each message in role markers and an end of turn, and
+    opens the reply; the agent sends some messages with a prefix (a fold summary
+    as a "[context note]"). llama.cpp serving gemma3-270m (ChatML, the model has
+    no template of its own) puts 15 tokens around every message: a third of a
+    chat of short messages. Measured on the server (models/tokenizer.py); all
+    zero when unknown. A session's framing is fixed when the session is made:
+    its running totals include it.
+    """
+
+    request: int = Field(0, description="once per request: the start of the prompt, the opening of the reply")
+    system: int = Field(0, description="around the system prompt")
+    roles: dict[str, int] = Field(default_factory=dict, description="around each transcript message, by its role")
+
+    def message(self, role: str) -> int:
+        return self.roles.get(role, 0)
+
+
 TOKENIZERS = ("cl100k", "chars4")
+#: the model server's own tokenizer ("auto": when the server has one); only the agent
+#: can reach a server (models/tokenizer.py), so without one they count like cl100k
+SERVER_TOKENIZERS = ("auto", "server")
 
 
 @lru_cache(maxsize=None)
 def get_counter(name: str = "cl100k") -> TokenCounter:
-    """The counter for a tokenizer name (`cl100k` or `chars4`); shared per name."""
+    """The counter for a tokenizer name (`cl100k` or `chars4`; `auto` and `server` count
+    like cl100k here); shared per name."""
     if name == "chars4":
         return Chars4Counter()
     if name == "cl100k":
         return TiktokenCounter()
+    if name in SERVER_TOKENIZERS:
+        return get_counter("cl100k")
     raise UnknownTokenizer(f"unknown tokenizer {name!r}: choose one of {', '.join(TOKENIZERS)}")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -49,6 +49,9 @@ from .errors import (
     ToolsUnsupported,
 )
 from .http import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, HttpBackend, StreamClock
+
+if TYPE_CHECKING:
+    from .tokenizer import ServerTokenizer
 
 API_KEY_VARIABLES = ("TAILRENT_API_KEY", "OPENAI_API_KEY")
 # Keys servers use in /v1/models for the window: llama.cpp meta.n_ctx, vLLM
@@ -164,6 +167,7 @@ class OpenAIModel(HttpBackend):
         retry_without_tools: bool = True,
     ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+        self._headers = headers
         super().__init__(
             api_base(url),
             connect_timeout=connect_timeout,
@@ -237,9 +241,20 @@ class OpenAIModel(HttpBackend):
         # llama.cpp serves one model whatever name is asked for.
         return _window_of(entries[0]) if len(entries) == 1 else None
 
+    @property
+    def server_root(self) -> str:
+        """The server's root, beside ``/v1``, where llama.cpp serves ``/props``, ``/tokenize``..."""
+        return self.base_url.removesuffix("/v1")
+
+    def server_tokenizer(self) -> ServerTokenizer:
+        """The server's own tokenizer, if it has one (llama.cpp): ask it with `measure_framing`."""
+        from .tokenizer import ServerTokenizer  # it renders requests with this module's openai_messages
+
+        return ServerTokenizer(self.server_root, headers=self._headers)
+
     async def _props_window(self) -> int | None:
         """The window in llama.cpp's ``/props`` (at the server's root, beside ``/v1``); None from other servers."""
-        root = self.base_url.removesuffix("/v1")
+        root = self.server_root
         try:
             data = await self.get_json("/props", base=root)
         except ModelNotFound:

@@ -13,11 +13,12 @@ the app runs) or by core's synchronous driver (`driver="core"`); with a
 deterministic summarizer both give the same figures.
 
 With an engine (`engine="openai:URL"`), every request of every policy is also
-sent to that server with one output token, and what the server measured
-(cached tokens, evaluated prompt tokens, prompt time) is recorded next to the
-prediction. The prediction then counts tokens with the server's own tokenizer
-(llama.cpp `POST /tokenize`) plus a per-message chat-template overhead measured
-on the server, so predicted and measured numbers speak the same tokens.
+sent to that server with one output token, as the agent sends it, and what the
+server measured (cached tokens, evaluated prompt tokens, prompt time) is
+recorded next to the prediction. The prediction then counts tokens with the
+server's own tokenizer and the framing its chat template adds (models/tokenizer.py,
+as the app does with `tokenizer = "auto"`), so predicted and measured numbers
+speak the same tokens.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from tailrent_tui.core.rungs import spill as spill_rung
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer, Summarizer
-from tailrent_tui.core.tokens import TokenCounter, get_counter
+from tailrent_tui.core.tokens import Framing, TokenCounter, get_counter
 from tailrent_tui.scenarios.traces import Trace
 
 SUMMARIZERS = ("mock-lossy", "mock-extractive", "model")
@@ -292,6 +293,7 @@ async def _drive(
     session = Session(
         counter=counter, system=trace.system, window=trace.window,
         decisions=policy.decision_detector(), clock=lambda: now[0], id=f"bench-{name}",
+        framing=engine.framing if engine else Framing(),
     )
     ctx = PolicyContext(spill_store=MemorySpillStore(), settings=settings)
     rent = RentModel(sheet.with_ttl(math.inf) if policy.infinite_ttl else sheet)
@@ -409,43 +411,12 @@ def run_bench(
 # -- the engine path ----------------------------------------------------------------------
 
 
-class EngineCounter:
-    """Token counts from the server's own tokenizer (llama.cpp POST /tokenize), cached."""
-
-    def __init__(self, client: Any, base_url: str) -> None:
-        self.client = client
-        self.base = base_url.rstrip("/")
-        self.name = "engine"
-        self._cache: dict[str, int] = {}
-
-    def count(self, text: str) -> int:
-        if not text:
-            return 0
-        n = self._cache.get(text)
-        if n is None:
-            r = self.client.post(f"{self.base}/tokenize", json={"content": text, "add_special": False})
-            if r.status_code != 200:
-                raise BenchError(f"the engine's /tokenize answered {r.status_code}: {r.text[:200]}")
-            n = self._cache[text] = len(r.json()["tokens"])
-        return n
-
-
 class _Engine:
     """Sends each bench request to a llama.cpp (OpenAI-compatible) server, one output token."""
 
     def __init__(self, model: Any) -> None:
         self.model = model
-        self.per_message = 0
-        self.base_overhead = 0
-
-    def wire(self, session: Session) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        if session.system:
-            out.append({"role": "system", "content": session.system})
-        for m in session.messages:
-            role = m.role if m.role in ("user", "assistant") else "user"
-            out.append({"role": role, "content": m.content})
-        return out
+        self.framing = Framing()
 
     async def send(self, messages: list[dict[str, Any]]) -> Any:
         from tailrent_tui.models.base import Usage
@@ -456,16 +427,11 @@ class _Engine:
                 usage = chunk
         return usage
 
-    def items(self, session: Session) -> list[tuple[str, int]]:
-        # each message costs its content tokens plus the template's per-message tokens
-        return [(k, t + self.per_message) for k, t in context_items(session)]
-
-    def head(self, session: Session) -> int:
-        return session.head_tokens + self.base_overhead + (self.per_message if session.system else 0)
-
     async def request(self, session: Session, rent: RentModel, at: float, out_tokens: int, result: PolicyResult) -> None:
-        r = rent.request(self.items(session), self.head(session), at, out_tokens)
-        usage = await self.send(self.wire(session))
+        from tailrent_tui.agent.loop import wire_messages
+
+        r = rent.request_session(session, at, out_tokens)
+        usage = await self.send(wire_messages(session))
         e = result.engine or EngineFigures()
         e.requests += 1
         e.predicted_prompt_tokens += r.context_tokens
@@ -482,25 +448,12 @@ class _Engine:
         as its fresh RentModel assumes (otherwise it would reuse the previous policy's prefix)."""
         await self.send([{"role": "user", "content": "flush the cache: zq xv jk"}])
 
-    async def measure_template_overhead(self, counter: EngineCounter) -> None:
-        """Per-message and fixed prompt tokens the chat template adds, from two requests."""
-        one = [{"role": "user", "content": "hello there"}]
-        three = [*one, {"role": "assistant", "content": "general kenobi"}, {"role": "user", "content": "status report"}]
-        u1 = await self.send(one)
-        u3 = await self.send(three)
-        if u1 is None or u3 is None or u1.prompt_tokens is None or u3.prompt_tokens is None:
-            raise BenchError("the engine did not report prompt_tokens; cannot calibrate the template overhead")
-        c1 = sum(counter.count(m["content"]) for m in one)
-        c3 = sum(counter.count(m["content"]) for m in three)
-        self.per_message = ((u3.prompt_tokens - c3) - (u1.prompt_tokens - c1)) // 2
-        self.base_overhead = (u1.prompt_tokens - c1) - self.per_message
-
 
 async def _run_with_engine(trace, policies, engine_spec, summarizer, sheet, settings, progress, driver) -> BenchResult:
-    import httpx
-
+    from tailrent_tui.agent.build import framing_probes
     from tailrent_tui.models.mock import ModelSummarizer
     from tailrent_tui.models.spec import open_model, parse_model_spec
+    from tailrent_tui.models.tokenizer import TokenizerUnavailable, measure_framing
 
     spec = parse_model_spec(engine_spec)
     if spec.kind != "openai":
@@ -508,35 +461,32 @@ async def _run_with_engine(trace, policies, engine_spec, summarizer, sheet, sett
             f"--engine {engine_spec!r}: the engine path needs an OpenAI-compatible llama.cpp server "
             "(openai:URL); it counts tokens with the server's /tokenize"
         )
-    base = (spec.url or "").rstrip("/")
-    if base.endswith("/v1"):
-        base = base[:-3]
     eng = _Engine(await open_model(spec))
+    counter = eng.model.server_tokenizer()
     try:
-        with httpx.Client(timeout=60.0) as client:
-            counter = EngineCounter(client, base)
-            try:
-                counter.count("probe")
-            except httpx.HTTPError as exc:
-                raise BenchError(f"cannot reach the engine's /tokenize at {base}: {exc}") from exc
-            await eng.measure_template_overhead(counter)
-            trace.check_window(counter)
-            # Summaries are requests with another prefix: llama.cpp serves them without
-            # dropping the conversation's KV cache (measured), so rent charges nothing for them.
-            summ = ModelSummarizer(eng.model) if summarizer == "model" else get_summarizer(summarizer)
-            # The engine keeps one KV cache whatever the clock says: its TTL is infinite
-            # within a run; only a different prefix evicts it.
-            local = sheet.with_ttl(math.inf).model_copy(update={"min_cacheable": 0})
-            results = {}
-            for p in policies:
-                await eng.flush()
-                with seeded_spill_ids():
-                    results[p] = await _drive(trace, p, counter, summ, local, settings, eng, progress, driver)
+        try:
+            # the same measure as the app's (`tokenizer = "auto"`); the bench offers no tools
+            eng.framing, _ = measure_framing(counter, framing_probes(), system=trace.system)
+        except TokenizerUnavailable as exc:
+            raise BenchError(f"the engine cannot count tokens for the prediction: {exc}") from None
+        trace.check_window(counter)
+        # Summaries are requests with another prefix: llama.cpp serves them without
+        # dropping the conversation's KV cache (measured), so rent charges nothing for them.
+        summ = ModelSummarizer(eng.model) if summarizer == "model" else get_summarizer(summarizer)
+        # The engine keeps one KV cache whatever the clock says: its TTL is infinite
+        # within a run; only a different prefix evicts it.
+        local = sheet.with_ttl(math.inf).model_copy(update={"min_cacheable": 0})
+        results = {}
+        for p in policies:
+            await eng.flush()
+            with seeded_spill_ids():
+                results[p] = await _drive(trace, p, counter, summ, local, settings, eng, progress, driver)
         return BenchResult(traces=[TraceResult(
             trace=trace.name, window=trace.window, tokenizer="engine", summarizer=summ.name,
             price_sheet=local.name, policies=results, engine=str(spec), driver=driver,
         )])
     finally:
+        counter.close()
         await eng.model.aclose()
 
 

@@ -2,7 +2,7 @@
 
     <data>/sessions/<id>/          mode 0700
         meta.json                  id, title, created, last_active, model, workspace, policy,
-                                   window, tokenizer, system prompt (+ a summary cache for listing)
+                                   window, tokenizer and framing, system prompt (+ a summary cache for listing)
         journal.jsonl              every event (see journal.py)
         spill/<uuid>.json          spilled tool results
         archive/fold-0001.json     the originals of each fold
@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from tailrent_tui.core.messages import Event, UsageRecorded
 from tailrent_tui.core.session import DecisionMatcher, Session
-from tailrent_tui.core.tokens import get_counter
+from tailrent_tui.core.tokens import Framing, TokenCounter, get_counter
 from tailrent_tui.store.archive import FileFoldArchive
 from tailrent_tui.store.journal import (
     JOURNAL_NAME,
@@ -82,7 +82,8 @@ class SessionMeta(BaseModel):
     workspace: str | None = None
     policy: str | None = None
     window: int = 32768
-    tokenizer: str = "cl100k"
+    tokenizer: str = Field("cl100k", description="what counts the session's text: cl100k, chars4, or server (the model server's own)")
+    framing: Framing = Field(default_factory=Framing, description="what the server adds around the texts (its chat template)")
     system: str = ""
     tool_schema_tokens: int = 0
     summary: SessionSummary | None = None
@@ -145,6 +146,7 @@ class SessionDir:
         policy: str | None = None,
         window: int = 32768,
         tokenizer: str = "cl100k",
+        framing: Framing | None = None,
         system: str = "",
         tool_schema_tokens: int = 0,
         session_id: str | None = None,
@@ -173,6 +175,7 @@ class SessionDir:
             policy=policy,
             window=window,
             tokenizer=tokenizer,
+            framing=framing or Framing(),
             system=system,
             tool_schema_tokens=tool_schema_tokens,
         )
@@ -196,21 +199,31 @@ class SessionDir:
         self.write_meta(meta)
         return meta
 
-    def new_session(self, *, decisions: DecisionMatcher | None = None, meta: SessionMeta | None = None) -> Session:
-        """An empty core Session configured from meta (tokenizer, system prompt, window)."""
+    def new_session(
+        self, *, decisions: DecisionMatcher | None = None, meta: SessionMeta | None = None, counter: TokenCounter | None = None
+    ) -> Session:
+        """An empty core Session configured from meta (tokenizer, framing, system prompt, window).
+
+        `counter` is the one meta's tokenizer names when it is the model server's,
+        which only the agent can reach; without it, such a session's new text is
+        counted like cl100k (a replay only reads the counts its journal holds).
+        """
         meta = meta or self.read_meta()
         return Session(
-            counter=get_counter(meta.tokenizer),
+            counter=counter or get_counter(meta.tokenizer),
             system=meta.system,
             window=meta.window,
             tool_schema_tokens=meta.tool_schema_tokens,
+            framing=meta.framing,
             decisions=decisions,
             id=meta.id,
         )
 
-    def replay(self, *, decisions: DecisionMatcher | None = None, save_torn: bool = True) -> tuple[Session, LoadResult]:
+    def replay(
+        self, *, decisions: DecisionMatcher | None = None, save_torn: bool = True, counter: TokenCounter | None = None
+    ) -> tuple[Session, LoadResult]:
         """Rebuild the session from its journal (read only; no lock)."""
-        session = self.new_session(decisions=decisions)
+        session = self.new_session(decisions=decisions, counter=counter)
         result = replay_journal(self.journal_path, session, save_torn=save_torn)
         return session, result
 
@@ -460,18 +473,20 @@ def open_session(
     async_writer: bool = False,
     lock: bool = True,
     on_status: Any = None,
+    counter: TokenCounter | None = None,
 ) -> tuple[Session, Writer]:
     """Lock the session, replay its journal, attach a writer; returns (session, writer).
 
     The writer carries `.lock` (release it with `close_session`) and
     `.warnings`: what the user must be told once (a torn tail that was skipped,
     a stale lock taken over). With `async_writer` the writer is an
-    `AsyncJournalWriter` (the app); else a `JournalWriter`.
+    `AsyncJournalWriter` (the app); else a `JournalWriter`. `counter` counts
+    the session's new text (see `SessionDir.new_session`).
     """
     sd = session_dir if isinstance(session_dir, SessionDir) else SessionDir(Path(session_dir))
     held = sd.acquire_lock() if lock else None
     try:
-        session, result = sd.replay(decisions=decisions)
+        session, result = sd.replay(decisions=decisions, counter=counter)
         sd.update_meta(last_active=time.time())
     except BaseException:
         if held is not None:

@@ -60,7 +60,7 @@ def span_to_target(session: Session, target_tokens: int, *, keep_recent: int = 2
             if (m.kind == Kind.fold_summary) != include_summaries:
                 continue
             chosen.add(m.id)
-            freed += m.tokens * (1.0 - summary_share)
+            freed += session.sent_tokens(m) * (1.0 - summary_share)
     return [m.id for m in msgs if m.id in chosen]
 
 

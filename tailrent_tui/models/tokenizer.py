@@ -1,0 +1,151 @@
+"""The model server's own token counts: llama.cpp's ``/tokenize`` and ``/apply-template``.
+
+cl100k is not the server model's tokenizer, and a chat template adds its own
+tokens around every message: on llama.cpp with gemma3-270m, a cl100k
+prediction missed the server's ``prompt_tokens`` by 33% on the median turn of a
+chat of short messages (1% counted here: benchmarks/morning_after_bench.py).
+llama.cpp renders its template and tokenizes on its HTTP thread, without
+evaluating anything (no slot is taken, no KV cache is touched), so the app can
+ask it how the server will count.
+
+The calls are synchronous: a message is counted once, when it enters the
+session (core is synchronous), and llama.cpp on loopback answers in 1.4 ms
+(1.9 ms while it generates; measured with gemma3-270m). Each distinct text is
+asked once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from tailrent_tui.core.tokens import Framing, get_counter
+
+from .base import ToolSpec, WireMessage, wire_tools
+from .http import error_text
+from .openai import openai_messages
+
+TIMEOUT = httpx.Timeout(10.0, connect=2.0)
+#: after the server failed to answer, count like cl100k for this long before asking it again,
+#: so a server that went away costs one timeout, not one per message
+RETRY_AFTER = 30.0
+#: the text inside the probe messages that `measure_framing` renders
+PROBE = "status report"
+
+
+class TokenizerUnavailable(RuntimeError):
+    """The server cannot count tokens for us (no llama.cpp /tokenize, or it did not answer)."""
+
+
+class _Tokens(BaseModel):
+    """llama.cpp's ``POST /tokenize`` reply (token ids)."""
+
+    tokens: list[int]
+
+
+class _Rendered(BaseModel):
+    """llama.cpp's ``POST /apply-template`` reply: the prompt its chat template makes."""
+
+    prompt: str
+
+
+class ServerTokenizer:
+    """Counts text with the server's tokenizer, and whole requests as the server will."""
+
+    name = "server"
+
+    def __init__(self, root: str, *, headers: Mapping[str, str] | None = None) -> None:
+        self.root = root.rstrip("/")
+        self._client = httpx.Client(timeout=TIMEOUT, headers=dict(headers or {}))
+        self._cache: dict[str, int] = {}
+        self._fallback = get_counter("cl100k")
+        self._retry_at = 0.0
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _post(self, path: str, body: dict[str, Any], reply: type[BaseModel]) -> Any:
+        url = self.root + path
+        try:
+            response = self._client.post(url, json=body)
+        except httpx.HTTPError as exc:
+            raise TokenizerUnavailable(f"{url} did not answer ({exc})") from None
+        if response.status_code != 200:
+            raise TokenizerUnavailable(f"{url} answered {response.status_code}: {error_text(response.content)}")
+        try:
+            return reply.model_validate_json(response.content)
+        except ValidationError as exc:
+            raise TokenizerUnavailable(f"{url} did not answer as llama.cpp does ({exc.errors()[0]['msg']})") from None
+
+    def tokens(self, text: str, *, prompt: bool = False) -> int:
+        """Tokens of `text`; as a whole prompt (`prompt=True`), with the BOS the server adds to one."""
+        return len(self._post("/tokenize", {"content": text, "add_special": prompt}, _Tokens).tokens)
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        n = self._cache.get(text)
+        if n is not None:
+            return n
+        if time.monotonic() < self._retry_at:
+            return self._fallback.count(text)
+        try:
+            n = self._cache[text] = self.tokens(text)
+        except TokenizerUnavailable:
+            # The server went away: the request will fail and say so. The message is
+            # still counted, close enough, and the server is asked again later.
+            self._retry_at = time.monotonic() + RETRY_AFTER
+            return self._fallback.count(text)
+        return n
+
+    def prompt_tokens(self, messages: Sequence[WireMessage], tools: Sequence[ToolSpec] | None = None) -> int:
+        """What the server will count for a request: its chat template rendered, then tokenized as a prompt."""
+        body: dict[str, Any] = {"messages": openai_messages(messages)}
+        if tools:
+            body["tools"] = wire_tools(tools)
+        return self.tokens(self._post("/apply-template", body, _Rendered).prompt, prompt=True)
+
+
+def measure_framing(
+    tokenizer: ServerTokenizer,
+    probes: Mapping[str, WireMessage],
+    *,
+    system: str = "",
+    tools: Sequence[ToolSpec] | None = None,
+) -> tuple[Framing, int]:
+    """The framing the server adds (per request, around the system prompt, around each
+    role's messages) and the tokens the tool schema costs, from prompts it renders and counts.
+
+    `probes` maps each transcript role (`user` at least) to the wire message that one
+    message of that role, holding `PROBE`, becomes: the agent's own wire format, so its
+    prefixes are measured too.
+    Raises TokenizerUnavailable when the server cannot render or count.
+    """
+    count = tokenizer.tokens  # raises where `count` would fall back
+    opening = [{"role": "user", "content": "hello there"}]
+    alone = tokenizer.prompt_tokens(opening)
+
+    def added(*messages: WireMessage) -> int:
+        return tokenizer.prompt_tokens([*opening, *messages]) - alone
+
+    text = count(PROBE)
+    user = added(probes["user"]) - text
+    roles = {}
+    for role, message in probes.items():
+        if message["role"] == "assistant":
+            # a request that ends with an assistant message asks the server to continue it
+            # (a prefill, rendered without its end of turn): a user message follows it, as in a chat
+            roles[role] = added(message, probes["user"]) - 2 * text - user
+        else:
+            roles[role] = added(message) - text
+    request = alone - count(opening[0]["content"]) - user
+    framed_system = 0
+    if system:
+        framed_system = tokenizer.prompt_tokens([{"role": "system", "content": system}, *opening]) - alone - count(system)
+    # a template that does not render tools (gemma3-270m's: llama.cpp drops them) makes them cost nothing
+    schema = tokenizer.prompt_tokens(opening, tools) - alone if tools else 0
+    return Framing(request=request, system=framed_system, roles=roles), schema
