@@ -318,6 +318,7 @@ class TailrentApp(App[None]):
         if kind == "event":
             await transcript.apply_event(payload)
             self.sidebar.note_event(payload)
+            # the ladder's warnings (a spilled message, auto-pin stopped) are the user's to see
             if isinstance(payload, Note) and payload.level in ("warning", "error"):
                 if await transcript.show_notice(payload.text):
                     self.notify(payload.text, severity=payload.level)
@@ -329,8 +330,8 @@ class TailrentApp(App[None]):
             await transcript.reply_tool_call(payload)
         elif kind == "notice":
             text, level = payload
-            await transcript.show_notice(text)
-            self.notify(text, severity={"error": "error", "info": "information"}.get(level, "warning"))
+            if await transcript.show_notice(text):
+                self.notify(text, severity={"error": "error", "info": "information"}.get(level, "warning"))
         elif kind == "turn_end":
             await self._turn_ended(payload)
 
