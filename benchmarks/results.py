@@ -40,6 +40,8 @@ BENCHES: list[tuple[str, str, list[str]]] = [
     ("ladder", "One ladder: bench drivers agree, folds shrink, requests fit; ask on the mock (issue 11)", [PY, "benchmarks/ladder_bench.py"]),
     ("ladder-engine", "One ladder on llama.cpp: 30 ask turns, the model writing the fold summaries (issue 11)", [PY, "benchmarks/ladder_bench.py", "--engine", "--skip-parity", "--skip-mock"]),
     ("guard-corpus", "Fact guard on the labelled coding-chat corpus: precision and recall (issue 11)", [PY, "benchmarks/guard_bench.py", "--corpus"]),
+    ("faults", "Hardening: the hostile cases by class, and how many held (issue 13)", [PY, "benchmarks/fault_bench.py"]),
+    ("morning-after", "The morning after on llama.cpp: predicted against measured prompt tokens per turn, cl100k against auto (issue 12)", [PY, "benchmarks/morning_after_bench.py"]),
 ]
 
 START, END = "<!-- summary -->", "<!-- /summary -->"
@@ -68,10 +70,20 @@ def run(key: str, title: str, cmd: list[str]) -> str:
 def _sections(text: str) -> dict[str, str]:
     """The sections of an existing RESULTS.md by title, so a partial run keeps the others."""
     out: dict[str, str] = {}
-    parts = text.split("\n## ")
-    for part in parts[1:]:
-        title = part.split("\n", 1)[0].strip()
-        out[title] = "## " + part.rstrip() + "\n"
+    title: str | None = None
+    lines: list[str] = []
+    fenced = False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        if line.startswith("## ") and not fenced:  # a heading inside a bench's output is not a section
+            if title is not None:
+                out[title] = "\n".join(lines).rstrip() + "\n"
+            title, lines = line[3:].strip(), []
+        if title is not None:
+            lines.append(line)
+    if title is not None:
+        out[title] = "\n".join(lines).rstrip() + "\n"
     return out
 
 
