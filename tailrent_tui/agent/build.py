@@ -39,6 +39,7 @@ from tailrent_tui.settings import Settings, config_dir
 from tailrent_tui.store.journal import JournalWriter, Writer
 from tailrent_tui.store.paths import resolve_data_dir
 from tailrent_tui.store.sessions import (
+    CloseReport,
     SessionDir,
     close_session_sync,
     last_request_at,
@@ -326,13 +327,18 @@ def _user_price_files() -> list[Path]:
     return [path] if path.exists() else []
 
 
-def close_agent(agent: Agent) -> None:
-    """Flush the journal, cache the listing summary, release the lock (sync writer)."""
+def close_agent(agent: Agent) -> CloseReport | None:
+    """Flush the journal, cache the listing summary, release the lock (sync writer).
+
+    The report says what could not be saved (see `close_session`); None without a sync journal.
+    """
     from tailrent_tui.store.sessions import close_session
 
+    report = None
     if isinstance(agent.journal, JournalWriter):
-        close_session(agent.session, agent.journal)
+        report = close_session(agent.session, agent.journal)
     _close_counter(agent)
+    return report
 
 
 async def aclose_agent(agent: Agent) -> None:

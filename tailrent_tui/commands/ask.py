@@ -59,19 +59,33 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, as_
         finally:
             await agent.model.aclose()
 
+    report = None
     try:
         result = asyncio.run(run())
     finally:
-        close_agent(agent)
+        report = close_agent(agent)
     session = agent.session
+    # what the journal could not take: the turn is not saved, whatever the model said
+    unsaved = report.message() if report is not None and not report.saved else None
+    meta_warning = report.message() if report is not None and report.saved else None
+    notices = list(result.notices)
+    if meta_warning:
+        notices.append(meta_warning)
+        click.echo(f"[warning] {meta_warning}", err=True)
     usage = [u.model_dump(mode="json", exclude={"raw"}) for u in result.usage]
     # the turn's own rent: a fold after the reply adds its summary's request later
     turns = conversation_usage(session.usage)
     last = turns[-1] if turns else None
+    error: dict[str, Any] | None = None
+    if unsaved is not None:
+        error = {"message": unsaved, "hint": f"the turn is not saved in session {session.id}; free some space, then `tailrent ask --continue ...` or `tailrent --resume {session.id}` restores it"}
+    elif result.error is not None:
+        error = {"message": result.error.message, "hint": result.error.hint}
     if as_json:
         out: dict[str, Any] = {
             "session": session.id,
             "reply": result.reply.content if result.reply else None,
+            "saved": unsaved is None,
             "usage": usage,
             "rent": None
             if last is None
@@ -82,14 +96,17 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, as_
                 "predicted_usd": last.predicted_usd,
                 "price_sheet": settings.price_sheet,
             },
-            "notices": result.notices,
-            "error": None if result.error is None else {"message": result.error.message, "hint": result.error.hint},
+            "notices": notices,
+            "error": error,
         }
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))
     elif result.reply is not None and not streamed:
         click.echo(result.reply.content)
     elif streamed:
         click.echo()
+    if unsaved is not None:
+        click.echo(f"error: {unsaved}", err=True)
+        sys.exit(1)
     if result.error is not None:
         hint = f"\nhint: {result.error.hint}" if result.error.hint else ""
         click.echo(

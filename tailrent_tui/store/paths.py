@@ -80,7 +80,7 @@ def write_file_atomic(path: Path, data: bytes) -> Path:
     A crash leaves either the old file or the new one, never half of either.
     """
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    tmp = path.with_name(temp_name(path.name))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     try:
         view = memoryview(data)
@@ -100,3 +100,61 @@ def write_file_atomic(path: Path, data: bytes) -> Path:
         raise
     fsync_dir(path.parent)
     return path
+
+
+# Temp files. A kill between the create and the rename of `write_file_atomic`
+# leaves its temp file behind. Each one names its writer's pid, so the next
+# start can tell a dead writer's leftover from a file that a live process is
+# still writing: `clean_stale_temp_files` removes one only if that pid is not
+# running (or, against a reused pid, if it has not been touched for a day).
+# The names of older versions (no pid) are removed once an hour old.
+
+TEMP_SUFFIX = ".tailrent-tmp"
+_TEMP_NAME = re.compile(r"^\..+\.(\d+)\.[0-9a-f]{8}\.tailrent-tmp$")
+_OLD_TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{8}\.tmp$")
+STALE_LIVE_PID_SECONDS = 24 * 3600
+STALE_NO_PID_SECONDS = 3600
+
+
+def temp_name(name: str) -> str:
+    """The temp file name for writing `name`: hidden, with the writer's pid and a random part."""
+    return f".{name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+
+
+def _pid_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return pid > 0
+    return True
+
+
+def is_stale_temp(name: str, mtime: float, now: float | None = None) -> bool:
+    """Whether `name` is a tailrent temp file that nobody will finish (see above)."""
+    age = (time.time() if now is None else now) - mtime
+    if m := _TEMP_NAME.match(name):
+        pid = int(m.group(1))
+        return pid != os.getpid() and (not _pid_running(pid) or age > STALE_LIVE_PID_SECONDS)
+    return bool(_OLD_TEMP_NAME.match(name)) and age > STALE_NO_PID_SECONDS
+
+
+def clean_stale_temp_files(*directories: Path) -> list[Path]:
+    """Remove stale tailrent temp files directly inside `directories` (not below); returns what went."""
+    removed = []
+    for directory in directories:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                if is_stale_temp(entry.name, entry.stat(follow_symlinks=False).st_mtime):
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
+            except OSError:
+                continue
+    return removed

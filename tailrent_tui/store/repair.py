@@ -2,9 +2,9 @@
 
 `repair_session` always writes `journal.repaired.jsonl` beside the journal,
 keeping every line that loads and replays and listing the ones it skipped;
-the original is not touched. With `apply=True` the original is renamed to
-`journal.bak-<time>.jsonl` (kept, never deleted) and the repaired copy is
-renamed into its place.
+the original is not touched. With `apply=True` the original is kept as
+`journal.bak-<time>.jsonl` (never deleted) and the repaired copy replaces it
+in one atomic rename.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from tailrent_tui.store.journal import repair_journal
-from tailrent_tui.store.paths import fsync_dir
+from tailrent_tui.store.paths import fsync_dir, write_file_atomic
 from tailrent_tui.store.sessions import SessionDir
 
 
@@ -30,19 +30,36 @@ class RepairOutcome(BaseModel):
 
 
 def repair_session(sd: SessionDir, *, apply: bool = False) -> RepairOutcome:
-    """Write the repaired copy; with `apply`, keep the original as a backup and swap the copy in."""
-    report = repair_journal(sd.journal_path)
-    outcome = RepairOutcome(journal=sd.journal_path, repaired=report.path, kept=report.kept, skipped=report.skipped)
-    if apply:
-        lock = sd.acquire_lock()
-        try:
-            backup = sd.path / f"journal.bak-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
-            os.rename(sd.journal_path, backup)
-            os.rename(report.path, sd.journal_path)
+    """Write the repaired copy; with `apply`, keep the original as a backup and swap the copy in.
+
+    With `apply` the lock is held from the read to the swap (no append can slip
+    in between), and the swap never leaves the session without a journal: the
+    backup is a hard link to the original (or a copy, where links are refused),
+    then one `os.replace` puts the repaired copy in place. A kill at any point
+    leaves the original or the repaired journal, never neither.
+    """
+    lock = sd.acquire_lock() if apply else None
+    try:
+        report = repair_journal(sd.journal_path)
+        outcome = RepairOutcome(journal=sd.journal_path, repaired=report.path, kept=report.kept, skipped=report.skipped)
+        if apply:
+            backup = sd.path / f"journal.bak-{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 1_000_000:06d}.jsonl"
+            _keep_backup(sd.journal_path, backup)
+            os.replace(report.path, sd.journal_path)
             fsync_dir(sd.path)
-        finally:
+            outcome.applied = True
+            outcome.backup = backup
+            outcome.repaired = sd.journal_path
+    finally:
+        if lock is not None:
             lock.release()
-        outcome.applied = True
-        outcome.backup = backup
-        outcome.repaired = sd.journal_path
     return outcome
+
+
+def _keep_backup(journal: Path, backup: Path) -> None:
+    """`backup` holds the original's bytes, durably, and `journal` is untouched."""
+    try:
+        os.link(journal, backup)
+    except OSError:
+        write_file_atomic(backup, journal.read_bytes())
+    fsync_dir(journal.parent)

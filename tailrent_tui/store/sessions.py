@@ -20,6 +20,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import socket
 import time
 from pathlib import Path
@@ -27,8 +28,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from tailrent_tui.core.messages import Event, UsageRecorded
-from tailrent_tui.core.session import DecisionMatcher, Session
+from tailrent_tui.core.messages import Event, EventAdapter, UsageRecorded
+from tailrent_tui.core.session import DecisionMatcher, Session, SessionError
 from tailrent_tui.core.tokens import Framing, TokenCounter, get_counter
 from tailrent_tui.store.archive import FileFoldArchive
 from tailrent_tui.store.journal import (
@@ -46,11 +47,13 @@ from tailrent_tui.store.memory import MemoryStore
 from tailrent_tui.store.paths import (
     FILE_MODE,
     check_name,
+    clean_stale_temp_files,
     ensure_private_dir,
     new_session_id,
     sessions_root,
     write_file_atomic,
 )
+from tailrent_tui.store.rescue import RESCUE_DIR, RescueOutcome, rescue_unsaved, state_rescue_dir, unsaved_message
 from tailrent_tui.store.spills import FileSpillStore
 
 
@@ -486,7 +489,12 @@ def open_session(
     sd = session_dir if isinstance(session_dir, SessionDir) else SessionDir(Path(session_dir))
     held = sd.acquire_lock() if lock else None
     try:
+        # a kill mid-write leaves temp files; only this session's, only their dead writers'
+        clean_stale_temp_files(sd.path, *(p for p in sd.path.iterdir() if p.is_dir() and not p.is_symlink()))
         session, result = sd.replay(decisions=decisions, counter=counter)
+        restored, stale = restore_rescued(sd, session)
+        if stale:
+            session, _ = sd.replay(decisions=decisions, counter=counter, save_torn=False)
         sd.update_meta(last_active=time.time())
     except BaseException:
         if held is not None:
@@ -498,6 +506,7 @@ def open_session(
     else:
         writer = JournalWriter(sd.journal_path, fsync=fsync)
     writer.warnings.extend(result.warnings)
+    writer.warnings.extend(restored)
     if held is not None and held.took_over:
         writer.warnings.append(held.took_over)
     writer.lock = held  # type: ignore[attr-defined]
@@ -506,33 +515,127 @@ def open_session(
     return session, writer
 
 
-def close_session(session: Session, writer: Writer) -> None:
+def restore_rescued(sd: SessionDir, session: Session) -> tuple[list[str], bool]:
+    """Append the lines an earlier close could not save (its rescue files) to the journal.
+
+    Run while the lock is held, right after the replay, before anything new is
+    journaled: the rescued events are the ones that came next. A file is
+    removed once its lines are on disk (the journal first, then the unlink, so
+    a kill in between leaves a file whose first line no longer replays, which
+    is reported, not applied twice). Returns what to tell the user and whether
+    `session` no longer matches the journal (a refused event or a failed
+    write), in which case the caller replays again.
+    """
+    pattern = re.compile(rf"^unsaved-{re.escape(sd.id)}-\d{{8}}T\d{{6}}-\d+\.jsonl$")
+    dirs = (sd.path.parent.parent / RESCUE_DIR, state_rescue_dir())
+    found = sorted((p for d in dirs if d.is_dir() for p in d.iterdir() if pattern.match(p.name)), key=lambda p: p.name)
+    notes: list[str] = []
+    for path in found:
+        try:
+            lines = [line if line.endswith(b"\n") else line + b"\n" for line in path.read_bytes().splitlines(keepends=True)]
+            events = [EventAdapter.validate_json(line) for line in lines]
+        except (OSError, ValidationError) as exc:
+            notes.append(f"rescue file {path} cannot be read ({type(exc).__name__}); it is left as it is")
+            continue
+        applied = 0
+        try:
+            for event in events:
+                session.apply(event, owned=True)
+                applied += 1
+        except SessionError as exc:
+            notes.append(f"rescue file {path}: line {applied + 1} does not follow the journal ({exc}); it is left as it is")
+            return notes, applied > 0
+        writer = JournalWriter(sd.journal_path)
+        try:
+            for line in lines:
+                writer.append_line(line)
+            saved = writer.flush()
+        finally:
+            writer.close()
+        if not saved:
+            notes.append(f"rescue file {path} could not be appended to the journal yet ({writer.last_error}); it is kept")
+            try:
+                write_file_atomic(path, b"".join(writer.unsaved_lines()))
+            except OSError:
+                pass
+            return notes, True
+        path.unlink(missing_ok=True)
+        notes.append(f"{len(events)} change(s) that an earlier run could not save were restored from {path}")
+    return notes, False
+
+
+class CloseReport(BaseModel):
+    """What `close_session` could and could not save; `message` is the one line to show when not all of it."""
+
+    journal: Path
+    pending: int = Field(0, description="events accepted but not on disk; they are in the rescue file")
+    journal_error: str | None = None
+    rescue: RescueOutcome | None = None
+    meta_error: str | None = Field(None, description="why meta.json's last_active and listing summary were not updated")
+
+    @property
+    def saved(self) -> bool:
+        """Every event is in the journal (the meta update is only a cache)."""
+        return self.pending == 0
+
+    def message(self) -> str | None:
+        """One line for the terminal: what was lost from the journal, else what meta.json missed, else None."""
+        if self.rescue is not None:
+            return unsaved_message(self.pending, self.journal, self.journal_error, self.rescue)
+        if self.meta_error is not None:
+            return (
+                f"every change is saved in {self.journal}, but {self.meta_error}; "
+                "`tailrent sessions` reads the journal instead, nothing to do"
+            )
+        return None
+
+
+def close_session(session: Session, writer: Writer) -> CloseReport:
     """Flush (sync writer), close, cache the listing summary in meta, release the lock.
 
-    For an AsyncJournalWriter, `await writer.aclose()` first.
+    Never raises for a failed write: the report says what could not be saved.
+    Lines still pending go to a rescue file (`store/rescue.py`); meta.json is
+    then left as it was (its summary would count events the journal lacks),
+    and the report says so. For an AsyncJournalWriter, `await writer.aclose()` first.
     """
-    if isinstance(writer, JournalWriter):
-        writer.flush()
-    writer.close()
+    report = CloseReport(journal=writer.path)
     sd: SessionDir | None = getattr(writer, "session_dir", None)
     try:
-        if sd is not None and writer.pending == 0:
-            sd.update_meta(last_active=time.time(), summary=sd.summarize(session))
-    except (OSError, SessionLookupError):
-        pass  # the summary is only a cache for listing: `info()` replays the journal when it is stale
+        if isinstance(writer, JournalWriter):
+            writer.flush()
+        try:
+            writer.close()
+        except OSError as exc:
+            # the lines are written and fsynced by then: a failed close loses nothing
+            writer.warnings.append(f"{writer.path.name}: closing failed ({exc})")
+        report.pending = writer.pending
+        if report.pending:
+            report.journal_error = str(writer.last_error) if writer.last_error else "not written"
+            data_dir = sd.path.parent.parent if sd is not None else None
+            report.rescue = rescue_unsaved(session.id or writer.path.parent.name, writer.unsaved_lines(), data_dir)
+            report.meta_error = "meta.json was not updated (the journal is missing events)"
+        elif sd is not None:
+            try:
+                sd.update_meta(last_active=time.time(), summary=sd.summarize(session))
+            except (OSError, SessionLookupError) as exc:
+                report.meta_error = f"meta.json could not be updated ({getattr(exc, 'strerror', None) or exc})"
     finally:
         held: SessionLock | None = getattr(writer, "lock", None)
         if held is not None:
-            held.release()
+            try:
+                held.release()
+            except OSError:
+                pass  # the kernel drops the flock when the process ends
+    return report
 
 
-def close_session_sync(session: Session, writer: Writer) -> bool:
+def close_session_sync(session: Session, writer: Writer) -> CloseReport:
     """`close_session` for when no event loop runs (the app's has ended, or never started):
     an AsyncJournalWriter's queued lines are written the plain way first. The lock is
-    released whatever happens; True if every line is on disk."""
-    try:
-        if isinstance(writer, AsyncJournalWriter):
+    released whatever happens."""
+    if isinstance(writer, AsyncJournalWriter):
+        try:
             writer.close_sync()
-    finally:
-        close_session(session, writer)
-    return writer.pending == 0
+        except OSError:
+            pass  # what is left is still queued: close_session rescues it
+    return close_session(session, writer)

@@ -39,26 +39,16 @@ def close_agent_sync(agent: Any) -> None:
 
     The loop that ran the app is closed by now, so the journal's last lines are
     written synchronously. If they still cannot be written (the disk is still
-    full), they go to a rescue file in the temp directory and the terminal says
-    where: nothing is lost silently.
+    full), `close_session` puts them in a private rescue file (see
+    `store/rescue.py`) and the terminal says where: nothing is lost silently.
     """
     import sys
-    import tempfile
-    from pathlib import Path
 
     from tailrent_tui.store.sessions import close_session_sync
 
     journal = agent.journal
-    if journal is None or close_session_sync(agent.session, journal):
+    if journal is None:
         return
-    rescue = Path(tempfile.gettempdir()) / f"tailrent-unsaved-{agent.session.id}.jsonl"
-    try:
-        rescue.write_bytes(b"".join(journal.unsaved_lines()))
-        where = f"they are in {rescue}; append them to {journal.path} once it can be written"
-    except OSError as exc:
-        where = f"and the rescue file {rescue} could not be written either ({exc})"
-    print(
-        f"tailrent: {journal.pending} change(s) could not be saved to {journal.path} "
-        f"({journal.last_error}); {where}",
-        file=sys.stderr,
-    )
+    message = close_session_sync(agent.session, journal).message()
+    if message:
+        print(f"tailrent: {message}", file=sys.stderr)
