@@ -43,7 +43,7 @@ def table(result: BenchResult) -> str:
             if t.engine and p.engine:
                 e = p.engine
                 row += [f"{e.prompt_tokens:,}", f"{e.cached_tokens:,}", f"{e.evaluated_tokens:,}",
-                        f"{e.predicted_evaluated_tokens:,}", f"{e.evaluated_error:+.1%}", f"{e.prompt_ms / 1000:.1f}"]
+                        f"{e.predicted_evaluated_tokens:,}", e.evaluated_error_text, f"{e.prompt_ms / 1000:.1f}"]
             out.append("| " + " | ".join(row) + " |")
         pol = t.policies
         if {"none", "naive", "ladder"} <= set(pol):

@@ -224,7 +224,6 @@ async def test_list_models_version_and_running(fake_ollama, model):
         ("0.0.0.0", "http://0.0.0.0:11434"),
         ("[::1]:8080", "http://[::1]:8080"),
         ("::1", "http://[::1]:11434"),
-        ("example.com:notaport", "http://example.com:11434"),
     ],
 )
 def test_ollama_host_reads_like_ollama(value, expected):

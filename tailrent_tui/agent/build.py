@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
 
 from tailrent_tui.agent.loop import Agent, wire_messages
 from tailrent_tui.core.guard import DecisionDetector
@@ -31,9 +32,11 @@ from tailrent_tui.core.session import Session
 from tailrent_tui.core.tokens import Framing, TokenCounter, get_counter
 from tailrent_tui.models.base import ChatModel, ToolSpec, WireMessage
 from tailrent_tui.models.mock import MockExtractiveSummarizer, MockModel, ModelSummarizer
-from tailrent_tui.models.ollama import OllamaModel, ollama_host
+from tailrent_tui.models.errors import first_problem
+from tailrent_tui.models.ollama import BadHost, OllamaModel, ollama_host
 from tailrent_tui.models.openai import OpenAIModel, api_key_from_env
 from tailrent_tui.models.spec import parse_model_spec
+from tailrent_tui.models.wire import OllamaTags, parse_json_line
 from tailrent_tui.models.tokenizer import PROBE, ServerTokenizer, TokenizerUnavailable, measure_framing
 from tailrent_tui.settings import Settings, config_dir
 from tailrent_tui.store.journal import JournalWriter, Writer
@@ -73,10 +76,22 @@ def _port_open(host: str, timeout: float) -> bool:
 
 
 def _first_ollama_model(host: str, timeout: float) -> str | None:
+    """The first model ``/api/tags`` lists; a ValueError when it answers in another shape."""
     response = httpx.get(f"{host}/api/tags", timeout=timeout)
     response.raise_for_status()
-    models = response.json().get("models") or []
-    return models[0].get("name") if models else None
+    try:
+        tags = OllamaTags.model_validate(parse_json_line(response.text))
+    except ValidationError as exc:
+        raise ValueError(f"{host}/api/tags answered in an unexpected shape ({first_problem(exc)})") from None
+    models = tags.models or []
+    return (models[0].name or models[0].model) if models else None
+
+
+def _ollama_host() -> str:
+    try:
+        return ollama_host(os.environ.get("OLLAMA_HOST", ""))
+    except BadHost as exc:
+        raise BuildError(str(exc)) from None
 
 
 def pick_model(settings: Settings, *, probe_timeout: float = PROBE_TIMEOUT) -> tuple[ChatModel, str | None]:
@@ -91,7 +106,7 @@ def pick_model(settings: Settings, *, probe_timeout: float = PROBE_TIMEOUT) -> t
             return MockModel(spec.script), None
         if spec.kind == "openai":
             return OpenAIModel(spec.url or "", spec.name, api_key=api_key_from_env(), read_timeout=read_timeout), None
-        host = ollama_host(os.environ.get("OLLAMA_HOST", ""))
+        host = _ollama_host()
         name = spec.name
         if not name:
             try:
@@ -101,7 +116,7 @@ def pick_model(settings: Settings, *, probe_timeout: float = PROBE_TIMEOUT) -> t
             if not name:
                 raise BuildError(f"the Ollama server at {host} has no models: pull one, e.g. `ollama pull llama3.2`")
         return OllamaModel(name, host=host, num_ctx=settings.window, keep_alive=settings.keep_alive, read_timeout=read_timeout), None
-    host = ollama_host(os.environ.get("OLLAMA_HOST", ""))
+    host = _ollama_host()
     try:
         if not _port_open(host, probe_timeout):
             raise httpx.ConnectError(f"nothing listens at {host}")

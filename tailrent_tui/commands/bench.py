@@ -8,9 +8,11 @@ from pathlib import Path
 
 import click
 
+from tailrent_tui.commands._common import load_settings_or_fail
 from tailrent_tui.core.policies import POLICY_NAMES, UnknownPolicy
 from tailrent_tui.core.rent import PriceSheetError
 from tailrent_tui.core.tokens import TOKENIZERS, UnknownTokenizer
+from tailrent_tui.models.text import redact
 from tailrent_tui.scenarios.bench import DRIVERS, SUMMARIZERS, BenchError, BenchResult, run_many
 from tailrent_tui.scenarios.traces import BUILTIN_TRACES, TraceError, get_trace
 
@@ -40,7 +42,7 @@ def format_table(result: BenchResult) -> str:
     for t in result.traces:
         out.append(
             f"trace {t.trace} · window {t.window:,} · tokenizer {t.tokenizer} · summarizer {t.summarizer}"
-            f" · price {t.price_sheet} · driver {t.driver}" + (f" · engine {t.engine}" if t.engine else "")
+            f" · price {t.price_sheet} · driver {t.driver}" + (f" · engine {redact(t.engine)}" if t.engine else "")
         )
         header = [c for c, _ in COLUMNS] + (list(ENGINE_COLUMNS) if t.engine else [])
         rows = [header]
@@ -53,7 +55,7 @@ def format_table(result: BenchResult) -> str:
             if t.engine and p.engine is not None:
                 e = p.engine
                 row += [f"{e.prompt_tokens:,}", f"{e.cached_tokens:,}", f"{e.evaluated_tokens:,}",
-                        f"{e.predicted_evaluated_tokens:,}", f"{e.evaluated_error:+.1%}", f"{e.prompt_ms / 1000:.1f}"]
+                        f"{e.predicted_evaluated_tokens:,}", e.evaluated_error_text, f"{e.prompt_ms / 1000:.1f}"]
             rows.append(row)
         widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
         for j, r in enumerate(rows):
@@ -126,11 +128,14 @@ def bench(ctx, traces, policies, tokenizer, summarizer, price, engine, driver, a
         if total >= 1000 and (i % 1000 == 0 or i == total):
             click.echo(f"  {policy}: {i:,}/{total:,} lines", err=True)
 
+    # the engine's read timeout is the app's: the `request_timeout` setting
+    request_timeout = load_settings_or_fail(dict(ctx.obj or {})).request_timeout if engine else None
     try:
         loaded = [get_trace(n) for n in names]
         result = run_many(
             loaded, chosen, tokenizer=tokenizer, summarizer=summarizer, price_sheet=price,
             price_paths=[str(p) for p in _config_prices(ctx)], engine=engine, progress=progress, driver=driver,
+            request_timeout=request_timeout,
         )
     except (TraceError, PriceSheetError, UnknownPolicy, UnknownTokenizer, BenchError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc

@@ -15,6 +15,9 @@ A reply is an async stream of chunks: ``TextDelta``, ``ThinkingDelta``, whole
 ``ToolCallChunk``s, and exactly one final ``Usage``, the last item. ``Usage`` carries
 what the server measured (not what we predicted): that is what the rent panel
 compares its prediction with.
+
+The chunk models are where model text enters the session: each cleans what it
+is given (``text.clean_text``), so a lone surrogate never reaches the journal.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .text import clean_text, clean_value
 
 WireMessage = dict[str, Any]
 ToolSpec = dict[str, Any]
@@ -38,6 +43,11 @@ class TextDelta(BaseModel):
     kind: Literal["text"] = "text"
     text: str
 
+    @field_validator("text")
+    @classmethod
+    def _clean(cls, value: str) -> str:
+        return clean_text(value)
+
 
 class ThinkingDelta(BaseModel):
     """A piece of the model's reasoning, streamed before the text by thinking models."""
@@ -45,6 +55,11 @@ class ThinkingDelta(BaseModel):
     model_config = ConfigDict(frozen=True)
     kind: Literal["thinking"] = "thinking"
     text: str
+
+    @field_validator("text")
+    @classmethod
+    def _clean(cls, value: str) -> str:
+        return clean_text(value)
 
 
 class ToolCallChunk(BaseModel):
@@ -64,6 +79,11 @@ class ToolCallChunk(BaseModel):
     raw_arguments: str | None = None
     arguments_error: str | None = None
     index: int = 0
+
+    @field_validator("id", "name", "arguments", "raw_arguments", "arguments_error")
+    @classmethod
+    def _clean(cls, value: Any) -> Any:
+        return clean_value(value)
 
 
 class Usage(BaseModel):
@@ -105,6 +125,11 @@ class Usage(BaseModel):
     first_token_ms: float | None = None
     wall_ms: float | None = None
     raw: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("done_reason", "model", "raw")
+    @classmethod
+    def _clean(cls, value: Any) -> Any:
+        return clean_value(value)
 
     @property
     def truncated(self) -> bool:

@@ -4,11 +4,23 @@ Every error carries a user-facing ``message`` (what happened, in one line) and a
 ``hint`` (what the user can do about it). The UI and ``tailrent ask`` print both,
 keep the user's message, and offer a retry; ``retryable`` says whether retrying the
 same request can help without the user changing anything first.
+
+Messages are shown and journaled: credentials in a URL are hidden and text that
+cannot be encoded is replaced (``text.redact``, ``text.clean_text``) here, once.
 """
 
 from __future__ import annotations
 
 from pydantic import ValidationError
+
+from .text import clean_text, redact
+
+
+def first_problem(exc: ValidationError) -> str:
+    """The first thing pydantic found wrong, in one line: where, and what."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    return f"{where}: {first['msg']}" if where else first["msg"]
 
 
 class ModelError(Exception):
@@ -16,7 +28,11 @@ class ModelError(Exception):
 
     retryable: bool = True
 
+    #: seconds the server asked us to wait (``Retry-After``), when it said
+    retry_after: float | None = None
+
     def __init__(self, message: str, hint: str = "") -> None:
+        message, hint = redact(clean_text(message)), redact(clean_text(hint))
         super().__init__(message if not hint else f"{message} ({hint})")
         self.message = message
         self.hint = hint
@@ -58,10 +74,33 @@ class ServerError(ModelError):
 
 
 class Busy(ServerError):
-    """HTTP 503: the server's queue is full or it is still loading."""
+    """HTTP 503 (the server's queue is full or it is still loading) or 429 (too many requests)."""
 
-    def __init__(self, message: str = "server busy", hint: str = "") -> None:
-        super().__init__(503, message, hint or "the server is busy; retry in a moment")
+    def __init__(
+        self, message: str = "server busy", hint: str = "", *, status: int = 503, retry_after: float | None = None
+    ) -> None:
+        if retry_after is not None:
+            message = f"{message}; it asks to retry after {retry_after:g} s"
+            hint = hint or f"server busy, retry after {retry_after:g} s"
+        super().__init__(status, message, hint or "the server is busy; retry in a moment")
+        self.retry_after = retry_after
+
+
+class Redirected(ServerError):
+    """HTTP 3xx: the server points elsewhere. Not followed: the request (and its key) stay where the user sent them."""
+
+    retryable = False
+
+    def __init__(self, status: int, url: str, location: str | None) -> None:
+        where = f" to {location}" if location else " without saying where (no Location header)"
+        super().__init__(
+            status,
+            f"{url} redirected (HTTP {status}){where}",
+            f"use that address in the model spec (e.g. --model openai:{location})"
+            if location
+            else "check the server's address and any proxy in front of it",
+        )
+        self.location = location
 
 
 class StreamError(ModelError):
@@ -70,6 +109,10 @@ class StreamError(ModelError):
 
 class StreamCut(ModelError):
     """The stream ended before its final record (Ollama ``done``, OpenAI ``[DONE]``)."""
+
+
+class EmptyReply(ModelError):
+    """The stream ended properly but said nothing: no text, no tool call and no reason to stop."""
 
 
 class MalformedChunk(ModelError):
@@ -83,6 +126,10 @@ class MalformedChunk(ModelError):
         )
         self.line = line
         self.line_number = line_number
+
+    @classmethod
+    def invalid(cls, line: str, line_number: int, exc: ValidationError) -> MalformedChunk:
+        return cls(line, line_number, f"unexpected shape ({first_problem(exc)})")
 
 
 class MalformedResponse(ModelError):
@@ -99,9 +146,7 @@ class MalformedResponse(ModelError):
     @classmethod
     def invalid(cls, endpoint: str, exc: ValidationError) -> MalformedResponse:
         """The first thing pydantic found wrong, in one line."""
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        return cls(endpoint, f"{where}: {first['msg']}" if where else first["msg"])
+        return cls(endpoint, first_problem(exc))
 
 
 class ReadTimeout(ModelError):

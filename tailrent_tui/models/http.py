@@ -5,12 +5,20 @@ message the user can act on. Streams are opened with ``open_stream``, an async
 context manager: leaving it (normally, by an error, or because the consuming task
 was cancelled) closes the response at once, which drops the connection so the
 server stops generating.
+
+Streams are read as bytes and decoded here, incrementally and always as UTF-8
+(``iter_lines``): a character split across two reads is joined, whatever
+charset the server claims. A redirect is reported with where it points, never
+followed: the request and its key go only where the user sent them.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+import math
 import time
+from email.utils import parsedate_to_datetime
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,9 +27,11 @@ import httpx
 
 from .base import Chunk, ToolSpec, Usage, WireMessage
 from .errors import (
+    Busy,
     ConnectionRefused,
     ModelError,
     ReadTimeout,
+    Redirected,
     ServerError,
     ServerUnavailable,
     StreamCut,
@@ -32,6 +42,8 @@ DEFAULT_CONNECT_TIMEOUT = 5.0
 # A local model may take a minute to load and then evaluate a long prompt before
 # its first token; a shorter read timeout would call a busy server stalled.
 DEFAULT_READ_TIMEOUT = 300.0
+#: the longest wait a ``Retry-After`` header is believed for; past it, a day is said
+RETRY_AFTER_MAX = 86400.0
 
 
 def error_text(body: bytes) -> str:
@@ -47,6 +59,40 @@ def error_text(body: bytes) -> str:
         if err is not None:
             return str(err)
     return json.dumps(data)[:300]
+
+
+def retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delay-seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if math.isnan(seconds):
+        return None
+    return float(min(max(0, round(seconds)), RETRY_AFTER_MAX))
+
+
+async def iter_lines(response: httpx.Response) -> AsyncIterator[str]:
+    """The lines of a streamed body, decoded as UTF-8 across reads (``\n`` or ``\r\n`` ends a line)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    pending = ""
+    async for data in response.aiter_bytes():
+        pending += decoder.decode(data)
+        *lines, pending = pending.split("\n")
+        for line in lines:
+            yield line.removesuffix("\r")
+    pending += decoder.decode(b"", final=True)
+    if pending:
+        yield pending.removesuffix("\r")
 
 
 def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
@@ -118,9 +164,21 @@ class HttpBackend:
             )
         return ServerUnavailable(f"request to {self.base_url} failed: {exc}", self.unreachable_hint())
 
-    def status_error(self, status: int, message: str) -> ModelError:
+    def status_error(self, status: int, message: str, *, retry_after: float | None = None) -> ModelError:
         """An error status -> the ModelError the user sees. Backends refine this."""
+        if status in (429, 503):
+            return Busy(message or "server busy", status=status, retry_after=retry_after)
         return ServerError(status, message or f"HTTP {status}")
+
+    def response_error(self, response: httpx.Response) -> ModelError:
+        """A redirect or an error status (its body read) -> the ModelError the user sees."""
+        if response.is_redirect or 300 <= response.status_code < 400:
+            return Redirected(response.status_code, str(response.request.url), response.headers.get("location"))
+        return self.status_error(
+            response.status_code,
+            error_text(response.content),
+            retry_after=retry_after(response.headers.get("retry-after")),
+        )
 
     # -- requests -----------------------------------------------------------------
 
@@ -136,14 +194,15 @@ class HttpBackend:
             response = await self._client.request(method, (base or self.base_url) + path, json=body)
         except httpx.HTTPError as exc:
             raise self.transport_error(exc) from exc
-        if response.status_code >= 400:
-            raise self.status_error(response.status_code, error_text(response.content))
+        if response.status_code >= 300:
+            raise self.response_error(response)
         try:
-            return response.json()
-        except json.JSONDecodeError as exc:
+            return json.loads(response.content)
+        except (ValueError, RecursionError):
+            # not JSON, not UTF-8, or nested deeper than anyone means
             raise ServerError(
                 response.status_code, f"{path} answered with something that is not JSON"
-            ) from exc
+            ) from None
 
     @asynccontextmanager
     async def open_stream(self, path: str, body: Any) -> AsyncIterator[httpx.Response]:
@@ -154,12 +213,12 @@ class HttpBackend:
         except httpx.HTTPError as exc:
             raise self.transport_error(exc) from exc
         try:
-            if response.status_code >= 400:
+            if response.status_code >= 300:
                 try:
                     await response.aread()
                 except httpx.HTTPError as exc:
                     raise self.transport_error(exc) from exc
-                raise self.status_error(response.status_code, error_text(response.content))
+                raise self.response_error(response)
             yield response
         finally:
             await response.aclose()

@@ -20,8 +20,9 @@ cached share as its own prompt count minus the evaluated count.
 
 from __future__ import annotations
 
-import json
+import ipaddress
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -45,6 +46,7 @@ from .base import (
 from .errors import (
     Busy,
     Cancelled,
+    EmptyReply,
     MalformedChunk,
     MalformedResponse,
     ModelError,
@@ -54,7 +56,9 @@ from .errors import (
     StreamError,
     ToolsUnsupported,
 )
-from .http import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, HttpBackend, StreamClock
+from .http import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, HttpBackend, StreamClock, iter_lines
+from .text import SurrogateJoiner
+from .wire import OllamaChunk, OllamaMessage, OllamaTags, OllamaVersion, parse_json_line
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_KEEP_ALIVE = "30m"
@@ -66,39 +70,65 @@ FALLBACK_NUM_CTX = 8192
 _OPTION_NAMES = {"max_tokens": "num_predict"}
 
 
+class BadHost(ValueError):
+    """An ``OLLAMA_HOST`` that names no address; the message says what is wrong, in one line."""
+
+
 def ollama_host(value: str | None = None) -> str:
     """The base URL for ``OLLAMA_HOST`` (or ``value``), read the way Ollama reads it.
 
     Accepts ``host``, ``host:port``, ``:port``, ``http://host:port``, ``https://host``
     and an optional path. Without a scheme: http and port 11434. With ``http://``
     and no port: 80; with ``https://``: 443. Empty: ``http://127.0.0.1:11434``.
+    Anything else (a port that is not 1-65535, a host that is not a name or an
+    address, credentials, another scheme) is a ``BadHost``.
     """
     raw = (os.environ.get("OLLAMA_HOST", "") if value is None else value).strip()
     if not raw:
         return DEFAULT_HOST
+    shown = "OLLAMA_HOST=" + repr(_USERINFO.sub(r"\1***@", raw))
+    example = "use host:port, e.g. 127.0.0.1:11434 or http://gpu-box:11434"
     default_port = "11434"
     if "://" in raw:
         scheme, rest = raw.split("://", 1)
         scheme = scheme.lower()
-        default_port = {"http": "80", "https": "443"}.get(scheme, default_port)
+        if scheme not in ("http", "https"):
+            raise BadHost(f"{shown}: the scheme must be http or https; {example}")
+        default_port = {"http": "80", "https": "443"}[scheme]
     else:
         scheme, rest = "http", raw
     hostport, _, path = rest.partition("/")
+    if "@" in hostport:
+        raise BadHost(
+            f"{shown} holds credentials, which Ollama's API does not take; remove them "
+            "(for a server behind a login, use --model openai:URL with TAILRENT_API_KEY)"
+        )
     host, port = _split_host_port(hostport)
     if not host:
         host = "127.0.0.1"
-    if port is None or not port.isdigit() or int(port) > 65535:
+    if port is None or port == "":
         port = default_port
+    elif not port.isascii() or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise BadHost(f"{shown}: the port {port!r} is not a number from 1 to 65535; {example}")
     if ":" in host:
-        host = f"[{host}]"
+        try:
+            host = f"[{ipaddress.IPv6Address(host).compressed}]"
+        except ValueError:
+            raise BadHost(f"{shown}: {host!r} is neither a host name nor an IP address; {example}") from None
+    elif not _HOST_NAME.fullmatch(host):
+        raise BadHost(f"{shown}: {host!r} is neither a host name nor an IP address; {example}")
     base = f"{scheme}://{host}:{port}"
     return f"{base}/{path}".rstrip("/") if path else base
+
+
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)?[^/@]*@")
+_HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?\.?")
 
 
 def _split_host_port(hostport: str) -> tuple[str, str | None]:
     if hostport.startswith("["):
         host, _, rest = hostport[1:].partition("]")
-        return host, rest[1:] if rest.startswith(":") else None
+        return host, rest[1:] if rest.startswith(":") else (rest or None)
     if hostport.count(":") == 1:
         host, port = hostport.split(":")
         return host, port
@@ -135,12 +165,13 @@ class _ShowWindow(BaseModel):
 
     parameters: str | None = None
     model_info: dict[str, Any] | None = None
+    capabilities: list[str] | None = None
 
     @property
     def num_ctx(self) -> int | None:
         for line in (self.parameters or "").splitlines():
             key, _, value = line.strip().partition(" ")
-            if key == "num_ctx" and value.strip().isdigit():
+            if key == "num_ctx" and value.strip().isascii() and value.strip().isdigit() and int(value.strip()) > 0:
                 return int(value.strip())
         return None
 
@@ -206,46 +237,61 @@ class OllamaModel(HttpBackend):
     def unreachable_hint(self) -> str:
         return f"start Ollama (`ollama serve`) or set OLLAMA_HOST (now {self.base_url})"
 
-    def status_error(self, status: int, message: str) -> ModelError:
+    def status_error(self, status: int, message: str, *, retry_after: float | None = None) -> ModelError:
         if status == 404:
             return ModelNotFound(self.name, message or f"model '{self.name}' not found")
         if status == 400 and "does not support tools" in message:
             return ToolsUnsupported(message, f"{self.name} cannot call tools; pick a model that can")
         if status == 499:
             return Cancelled(message or "request canceled", "the server dropped the request; retry")
-        if status == 503:
-            return Busy(message or "server busy")
+        if status in (429, 503):
+            return Busy(message or "server busy", status=status, retry_after=retry_after)
         return ServerError(status, message or f"HTTP {status}")
 
     # -- information ------------------------------------------------------------------
 
     async def version(self) -> str:
         data = await self.get_json("/api/version")
-        return str(data.get("version", ""))
+        try:
+            return OllamaVersion.model_validate(data).version
+        except ValidationError as exc:
+            raise MalformedResponse.invalid(f"{self.base_url}/api/version", exc) from None
 
     async def show(self) -> dict[str, Any]:
-        """``/api/show`` for this model, fetched once."""
+        """``/api/show`` for this model, fetched once; a MalformedResponse when it is not an object."""
         if self._show is None:
-            self._show = await self.post_json("/api/show", {"model": self.name})
+            data = await self.post_json("/api/show", {"model": self.name})
+            if not isinstance(data, dict):
+                raise MalformedResponse(f"{self.base_url}/api/show", f"a JSON object expected, got {type(data).__name__}")
+            self._show = data
         return self._show
 
     async def running(self) -> list[dict[str, Any]]:
         data = await self.get_json("/api/ps")
-        return list(data.get("models") or [])
+        if not isinstance(data, dict):
+            raise MalformedResponse(f"{self.base_url}/api/ps", f"a JSON object expected, got {type(data).__name__}")
+        models = data.get("models")
+        if models is not None and not isinstance(models, list):
+            raise MalformedResponse(f"{self.base_url}/api/ps", f"models: a list expected, got {type(models).__name__}")
+        return list(models or [])
 
     async def list_models(self) -> list[ModelInfo]:
         data = await self.get_json("/api/tags")
+        try:
+            tags = OllamaTags.model_validate(data)
+        except ValidationError as exc:
+            raise MalformedResponse.invalid(f"{self.base_url}/api/tags", exc) from None
         out = []
-        for m in data.get("models") or []:
-            details = m.get("details") or {}
+        for m in tags.models or []:
+            details = m.details
             out.append(
                 ModelInfo(
-                    name=m.get("name") or m.get("model", ""),
-                    family=details.get("family"),
-                    parameter_size=details.get("parameter_size"),
-                    quantization=details.get("quantization_level"),
-                    size=m.get("size"),
-                    raw=m,
+                    name=m.name or m.model or "",
+                    family=details.family if details else None,
+                    parameter_size=details.parameter_size if details else None,
+                    quantization=details.quantization_level if details else None,
+                    size=m.size,
+                    raw=m.model_dump(exclude_unset=True),
                 )
             )
         return out
@@ -279,7 +325,10 @@ class OllamaModel(HttpBackend):
     async def supports_tools(self) -> bool | None:
         if self.tools_dropped:
             return False
-        capabilities = (await self.show()).get("capabilities")
+        try:
+            capabilities = _ShowWindow.model_validate(await self.show()).capabilities
+        except ValidationError as exc:
+            raise MalformedResponse.invalid(f"{self.base_url}/api/show", exc) from None
         return None if capabilities is None else "tools" in capabilities
 
     # -- chat ------------------------------------------------------------------------
@@ -295,7 +344,11 @@ class OllamaModel(HttpBackend):
             "model": self.name,
             "messages": ollama_messages(messages),
             "stream": True,
-            "options": {"num_ctx": await self.context_window(), **ollama_options(options)},
+            # the caller's num_ctx (the agent budgets its window) spares asking the server
+            "options": {
+                "num_ctx": (options or {}).get("num_ctx") or await self.context_window(),
+                **ollama_options(options),
+            },
             "keep_alive": self.keep_alive,
         }
         if tools:
@@ -303,28 +356,37 @@ class OllamaModel(HttpBackend):
         if self.think is not None:
             body["think"] = self.think
         clock = StreamClock(started)
+        text, thinking = SurrogateJoiner(), SurrogateJoiner()
+        said = False  # any text, thinking or tool call
         async with self.open_stream("/api/chat", body) as response:
             number = 0
             try:
-                async for line in response.aiter_lines():
+                async for line in iter_lines(response):
                     number += 1
                     if not line.strip():
                         continue
                     try:
-                        data = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise MalformedChunk(line, number, f"not JSON ({exc.msg})") from exc
-                    if not isinstance(data, dict):
-                        raise MalformedChunk(line, number, "not a JSON object")
-                    if "error" in data:
+                        data = OllamaChunk.model_validate(parse_json_line(line))
+                    except ValueError as exc:
+                        if isinstance(exc, ValidationError):
+                            raise MalformedChunk.invalid(line, number, exc) from None
+                        raise MalformedChunk(line, number, f"not JSON ({getattr(exc, 'msg', exc)})") from None
+                    if data.error is not None:
                         raise StreamError(
-                            f"the model server reported an error mid-reply: {data['error']}",
+                            f"the model server reported an error mid-reply: {data.error}",
                             "the partial reply is kept; retry",
                         )
-                    for chunk in self._deltas(data.get("message") or {}):
+                    for chunk in self._deltas(data.message or OllamaMessage(), text, thinking, final=data.done):
+                        said = True
                         clock.saw_delta()
                         yield chunk
-                    if data.get("done"):
+                    if data.done:
+                        if not said and data.done_reason in (None, "load", "unload"):
+                            raise EmptyReply(
+                                "the server said the reply was done before sending any of it"
+                                + (f" (done_reason {data.done_reason!r})" if data.done_reason else ""),
+                                "retry; if it repeats, check the Ollama server's log",
+                            )
                         yield self._usage(data, clock)
                         return
             except httpx.HTTPError as exc:
@@ -334,41 +396,45 @@ class OllamaModel(HttpBackend):
             "the server may have crashed or restarted; the partial reply is kept; retry",
         )
 
-    def _deltas(self, message: Mapping[str, Any]) -> list[Chunk]:
+    def _deltas(
+        self, message: OllamaMessage, text: SurrogateJoiner, thinking: SurrogateJoiner, *, final: bool
+    ) -> list[Chunk]:
         out: list[Chunk] = []
-        if message.get("thinking"):
-            out.append(ThinkingDelta(text=message["thinking"]))
-        if message.get("content"):
-            out.append(TextDelta(text=message["content"]))
-        for position, call in enumerate(message.get("tool_calls") or []):
-            function = call.get("function") or {}
-            arguments, raw, error = parse_arguments(function.get("arguments"))
+        reasoning = thinking.feed(message.thinking or "") + (thinking.flush() if final else "")
+        if reasoning:
+            out.append(ThinkingDelta(text=reasoning))
+        content = text.feed(message.content or "") + (text.flush() if final else "")
+        if content:
+            out.append(TextDelta(text=content))
+        for position, call in enumerate(message.tool_calls or []):
+            function = call.function
+            arguments, raw, error = parse_arguments(function.arguments)
             out.append(
                 ToolCallChunk(
                     # Older servers send neither id nor index.
-                    id=call.get("id") or f"call_{uuid.uuid4().hex[:12]}",
-                    name=function.get("name", ""),
+                    id=call.id or f"call_{uuid.uuid4().hex[:12]}",
+                    name=function.name,
                     arguments=arguments,
                     raw_arguments=raw,
                     arguments_error=error,
-                    index=function.get("index", position),
+                    index=function.index if function.index is not None else position,
                 )
             )
         return out
 
-    def _usage(self, final: Mapping[str, Any], clock: StreamClock) -> Usage:
+    def _usage(self, final: OllamaChunk, clock: StreamClock) -> Usage:
         # Every metric is omitted when zero: a missing field means 0.
         return Usage(
             prompt_tokens=None,
             cached_tokens=None,
-            evaluated_tokens=int(final.get("prompt_eval_count", 0)),
-            output_tokens=int(final.get("eval_count", 0)),
-            prompt_ms=final.get("prompt_eval_duration", 0) / 1e6,
-            generation_ms=final.get("eval_duration", 0) / 1e6,
-            done_reason=final.get("done_reason"),
-            model=final.get("model", self.name),
+            evaluated_tokens=final.prompt_eval_count or 0,
+            output_tokens=final.eval_count or 0,
+            prompt_ms=(final.prompt_eval_duration or 0) / 1e6,
+            generation_ms=(final.eval_duration or 0) / 1e6,
+            done_reason=final.done_reason,
+            model=final.model or self.name,
             cache_reported=False,
             first_token_ms=clock.first_ms,
             wall_ms=clock.wall_ms(),
-            raw=dict(final),
+            raw=final.model_dump(exclude_unset=True),
         )

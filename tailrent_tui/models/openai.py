@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
-from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
+from pydantic import BaseModel, PositiveInt, ValidationError
 
 from .base import (
     Chunk,
@@ -39,6 +39,7 @@ from .base import (
 from .errors import (
     Busy,
     ContextOverflow,
+    EmptyReply,
     MalformedChunk,
     MalformedResponse,
     ModelError,
@@ -48,7 +49,18 @@ from .errors import (
     StreamError,
     ToolsUnsupported,
 )
-from .http import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, HttpBackend, StreamClock
+from .http import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, HttpBackend, StreamClock, iter_lines
+from .text import SurrogateJoiner
+from .wire import (
+    LlamaTimings,
+    OpenAIChunk,
+    OpenAIDelta,
+    OpenAIFunction,
+    OpenAIModelList,
+    OpenAIToolFragment,
+    OpenAIUsage,
+    parse_json_line,
+)
 
 if TYPE_CHECKING:
     from .tokenizer import ServerTokenizer
@@ -105,18 +117,6 @@ def openai_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     return {_OPTION_NAMES.get(k, k): v for k, v in (options or {}).items()}
 
 
-class _ModelEntry(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    id: str
-
-
-class _ModelList(BaseModel):
-    """``/v1/models``: each entry keeps every field the server sent (the window keys vary)."""
-
-    data: list[_ModelEntry] | None = None
-
-
 class _SlotSettings(BaseModel):
     n_ctx: PositiveInt | None = None
 
@@ -139,10 +139,12 @@ class _LlamaProps(BaseModel):
 
 
 def _window_of(entry: Mapping[str, Any]) -> int | None:
-    for place in (entry, entry.get("meta") or {}):
+    meta = entry.get("meta")
+    for place in (entry, meta if isinstance(meta, Mapping) else {}):
         for key in _WINDOW_KEYS:
-            if isinstance(place.get(key), int) and place[key] > 0:
-                return place[key]
+            value = place.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
     return None
 
 
@@ -178,7 +180,7 @@ class OpenAIModel(HttpBackend):
         self.name = model or ""
         self._models: list[dict[str, Any]] | None = None
 
-    def status_error(self, status: int, message: str) -> ModelError:
+    def status_error(self, status: int, message: str, *, retry_after: float | None = None) -> ModelError:
         lowered = message.lower()
         if status in (401, 403):
             return ServerError(status, message or "not authorized", "set TAILRENT_API_KEY or OPENAI_API_KEY")
@@ -186,8 +188,8 @@ class OpenAIModel(HttpBackend):
             return ModelNotFound(self.name, message, f"list the server's models at {self.base_url}/models")
         if status == 400 and "tool" in lowered and ("support" in lowered or "not enabled" in lowered):
             return ToolsUnsupported(message, f"{self.name or 'this model'} cannot call tools on this server")
-        if status == 503:
-            return Busy(message or "server busy")
+        if status in (429, 503):
+            return Busy(message or "server busy", status=status, retry_after=retry_after)
         if status == 400 and ("context" in lowered and ("exceed" in lowered or "maximum" in lowered)):
             # llama.cpp: "exceeds the available context size"; vLLM and OpenAI: "maximum context length"
             return ContextOverflow(
@@ -208,7 +210,7 @@ class OpenAIModel(HttpBackend):
                     raise
                 data = {}
             try:
-                listed = _ModelList.model_validate(data)
+                listed = OpenAIModelList.model_validate(data)
             except ValidationError as exc:
                 raise MalformedResponse.invalid(f"{self.base_url}/models", exc) from None
             self._models = [e.model_dump() for e in listed.data or []]
@@ -246,11 +248,12 @@ class OpenAIModel(HttpBackend):
         """The server's root, beside ``/v1``, where llama.cpp serves ``/props``, ``/tokenize``..."""
         return self.base_url.removesuffix("/v1")
 
-    def server_tokenizer(self) -> ServerTokenizer:
+    def server_tokenizer(self, *, timeout: float | None = None) -> ServerTokenizer:
         """The server's own tokenizer, if it has one (llama.cpp): ask it with `measure_framing`."""
-        from .tokenizer import ServerTokenizer  # it renders requests with this module's openai_messages
+        from .tokenizer import TIMEOUT, ServerTokenizer  # it renders requests with this module's openai_messages
 
-        return ServerTokenizer(self.server_root, headers=self._headers)
+        chosen = TIMEOUT if timeout is None else httpx.Timeout(timeout, connect=min(2.0, timeout))
+        return ServerTokenizer(self.server_root, headers=self._headers, timeout=chosen)
 
     async def _props_window(self) -> int | None:
         """The window in llama.cpp's ``/props`` (at the server's root, beside ``/v1``); None from other servers."""
@@ -291,14 +294,16 @@ class OpenAIModel(HttpBackend):
             body["tools"] = wire_tools(tools)
         clock = StreamClock(started)
         calls: dict[int, dict[str, Any]] = {}
-        usage: dict[str, Any] | None = None
-        timings: dict[str, Any] | None = None
+        usage: OpenAIUsage | None = None
+        timings: LlamaTimings | None = None
         finish: str | None = None
         model = self.name
+        text, thinking = SurrogateJoiner(), SurrogateJoiner()
+        said = False  # any text, thinking or tool call
         async with self.open_stream("/chat/completions", body) as response:
             number = 0
             try:
-                async for line in response.aiter_lines():
+                async for line in iter_lines(response):
                     number += 1
                     if not line or line.startswith(":"):
                         continue
@@ -308,40 +313,53 @@ class OpenAIModel(HttpBackend):
                         raise MalformedChunk(line, number, "not a server-sent event line")
                     payload = line[5:].strip()
                     if payload == "[DONE]":
-                        for chunk in _whole_calls(calls):
+                        for piece in (TextDelta(text=text.flush()), ThinkingDelta(text=thinking.flush())):
+                            if piece.text:
+                                yield piece
+                        whole = _whole_calls(calls)
+                        if not (said or whole or finish):
+                            raise EmptyReply(
+                                "the server ended the reply ([DONE]) before sending any of it",
+                                "retry; if it repeats, check the server's log (the model may have failed to load)",
+                            )
+                        for chunk in whole:
                             clock.saw_delta()
                             yield chunk
                         yield _usage(usage, timings, finish, model, clock)
                         return
                     try:
-                        data = json.loads(payload)
-                    except json.JSONDecodeError as exc:
-                        raise MalformedChunk(line, number, f"not JSON ({exc.msg})") from exc
-                    if not isinstance(data, dict):
-                        raise MalformedChunk(line, number, "not a JSON object")
-                    if "error" in data:
-                        error = data["error"]
-                        text = error.get("message", json.dumps(error)) if isinstance(error, dict) else error
+                        data = OpenAIChunk.model_validate(parse_json_line(payload))
+                    except ValueError as exc:
+                        if isinstance(exc, ValidationError):
+                            raise MalformedChunk.invalid(line, number, exc) from None
+                        raise MalformedChunk(line, number, f"not JSON ({getattr(exc, 'msg', exc)})") from None
+                    if data.error is not None:
+                        error = data.error
+                        message = error.get("message", json.dumps(error)) if isinstance(error, dict) else error
                         raise StreamError(
-                            f"the model server reported an error mid-reply: {text}",
+                            f"the model server reported an error mid-reply: {message}",
                             "the partial reply is kept; retry",
                         )
-                    model = data.get("model") or model
-                    usage = data.get("usage") or usage
-                    timings = data.get("timings") or timings
-                    for choice in data.get("choices") or []:
-                        delta = choice.get("delta") or {}
-                        thinking = delta.get("reasoning_content") or delta.get("reasoning")
-                        if thinking:
+                    model = data.model or model
+                    usage = data.usage or usage
+                    timings = data.timings or timings
+                    for choice in data.choices or []:
+                        delta = choice.delta or OpenAIDelta()
+                        reasoning = thinking.feed(delta.reasoning_content or delta.reasoning or "")
+                        if reasoning:
+                            said = True
                             clock.saw_delta()
-                            yield ThinkingDelta(text=thinking)
-                        if delta.get("content"):
+                            yield ThinkingDelta(text=reasoning)
+                        content = text.feed(delta.content or "")
+                        if content:
+                            said = True
                             clock.saw_delta()
-                            yield TextDelta(text=delta["content"])
-                        for fragment in delta.get("tool_calls") or []:
+                            yield TextDelta(text=content)
+                        for fragment in delta.tool_calls or []:
+                            said = True
                             _add_fragment(calls, fragment)
-                        if choice.get("finish_reason"):
-                            finish = choice["finish_reason"]
+                        if choice.finish_reason:
+                            finish = choice.finish_reason
                             for chunk in _whole_calls(calls):
                                 clock.saw_delta()
                                 yield chunk
@@ -353,16 +371,16 @@ class OpenAIModel(HttpBackend):
         )
 
 
-def _add_fragment(calls: dict[int, dict[str, Any]], fragment: Mapping[str, Any]) -> None:
-    index = fragment.get("index", len(calls))
+def _add_fragment(calls: dict[int, dict[str, Any]], fragment: OpenAIToolFragment) -> None:
+    index = fragment.index if fragment.index is not None else len(calls)
     call = calls.setdefault(index, {"id": None, "name": "", "arguments": []})
-    if fragment.get("id"):
-        call["id"] = fragment["id"]
-    function = fragment.get("function") or {}
-    if function.get("name"):
-        call["name"] += function["name"]
-    if function.get("arguments"):
-        call["arguments"].append(function["arguments"])
+    if fragment.id:
+        call["id"] = fragment.id
+    function = fragment.function or OpenAIFunction()
+    if function.name:
+        call["name"] += function.name
+    if function.arguments:
+        call["arguments"].append(function.arguments)
 
 
 def _whole_calls(calls: dict[int, dict[str, Any]]) -> list[ToolCallChunk]:
@@ -386,33 +404,37 @@ def _whole_calls(calls: dict[int, dict[str, Any]]) -> list[ToolCallChunk]:
 
 
 def _usage(
-    usage: Mapping[str, Any] | None,
-    timings: Mapping[str, Any] | None,
+    usage: OpenAIUsage | None,
+    timings: LlamaTimings | None,
     finish: str | None,
     model: str,
     clock: StreamClock,
 ) -> Usage:
-    usage = usage or {}
-    timings = timings or {}
-    prompt = usage.get("prompt_tokens")
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
-    evaluated = prompt - cached if prompt is not None and cached is not None else None
-    if "cache_n" in timings:
-        cached = timings["cache_n"]
-    if "prompt_n" in timings:
-        evaluated = timings["prompt_n"]
-    output = usage.get("completion_tokens", timings.get("predicted_n", 0))
+    usage = usage or OpenAIUsage()
+    prompt = usage.prompt_tokens
+    cached = usage.prompt_tokens_details.cached_tokens if usage.prompt_tokens_details else None
+    evaluated = max(0, prompt - cached) if prompt is not None and cached is not None else None
+    if timings is not None and timings.cache_n is not None:
+        cached = timings.cache_n
+    if timings is not None and timings.prompt_n is not None:
+        evaluated = timings.prompt_n
+    output = usage.completion_tokens
+    if output is None and timings is not None:
+        output = timings.predicted_n
+    raw: dict[str, Any] = {"usage": usage.model_dump(exclude_unset=True)}
+    if timings is not None:
+        raw["timings"] = timings.model_dump(exclude_unset=True)
     return Usage(
         prompt_tokens=prompt,
         cached_tokens=cached,
         evaluated_tokens=evaluated,
         output_tokens=output or 0,
-        prompt_ms=timings.get("prompt_ms"),
-        generation_ms=timings.get("predicted_ms"),
+        prompt_ms=timings.prompt_ms if timings else None,
+        generation_ms=timings.predicted_ms if timings else None,
         done_reason=finish,
         model=model,
         cache_reported=cached is not None,
         first_token_ms=clock.first_ms,
         wall_ms=clock.wall_ms(),
-        raw={"usage": dict(usage), "timings": dict(timings)} if timings else {"usage": dict(usage)},
+        raw=raw,
     )

@@ -25,7 +25,8 @@ from .errors import ModelError, ModelNotFound
 from .http import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT
 from .mock import MockModel
 from .ollama import DEFAULT_KEEP_ALIVE, OllamaModel, ollama_host
-from .openai import OpenAIModel, api_key_from_env
+from .openai import OpenAIModel, api_base, api_key_from_env
+from .text import redact
 
 SPEC_HELP = "mock, mock:PATH, ollama, ollama:NAME, openai:URL or openai:URL#MODEL"
 
@@ -44,7 +45,7 @@ class ModelSpec(BaseModel):
             return f"mock:{self.script}" if self.script else "mock"
         if self.kind == "ollama":
             return f"ollama:{self.name}" if self.name else "ollama"
-        return f"openai:{self.url}" + (f"#{self.name}" if self.name else "")
+        return f"openai:{redact(self.url or '')}" + (f"#{self.name}" if self.name else "")
 
 
 def parse_model_spec(spec: str) -> ModelSpec:
@@ -60,17 +61,25 @@ def parse_model_spec(spec: str) -> ModelSpec:
         if sep and not rest:
             raise ValueError("model spec 'ollama:' needs a model name after the colon, e.g. ollama:llama3.2")
         return ModelSpec(kind="ollama", name=rest or None)
+    shown = redact(spec)
     if kind == "openai":
         url, hash_sep, model = rest.partition("#")
         url, model = url.strip(), model.strip()
         if not url:
             raise ValueError("model spec 'openai:' needs a server URL, e.g. openai:http://127.0.0.1:8080")
         if hash_sep and not model:
-            raise ValueError(f"model spec {spec!r}: a model name must follow '#'")
+            raise ValueError(f"model spec {shown!r}: a model name must follow '#'")
         if "://" in url and not url.lower().startswith(("http://", "https://")):
-            raise ValueError(f"model spec {spec!r}: the URL must be http:// or https://")
+            raise ValueError(f"model spec {shown!r}: the URL must be http:// or https://")
+        try:
+            parts = httpx.URL(api_base(url))
+            valid = bool(parts.host) and parts.port != 0
+        except (httpx.InvalidURL, ValueError):
+            valid = False
+        if not valid:
+            raise ValueError(f"model spec {shown!r}: {redact(url)!r} is not a server URL, e.g. http://127.0.0.1:8080")
         return ModelSpec(kind="openai", url=url, name=model or None)
-    raise ValueError(f"unknown model spec {spec!r}; use {SPEC_HELP}")
+    raise ValueError(f"unknown model spec {shown!r}; use {SPEC_HELP}")
 
 
 async def open_model(

@@ -21,18 +21,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from tailrent_tui.core.tokens import Framing, get_counter
 
 from .base import ToolSpec, WireMessage, wire_tools
-from .http import error_text
+from .errors import first_problem
+from .http import error_text, retry_after
 from .openai import openai_messages
+from .text import clean_text, redact
 
 TIMEOUT = httpx.Timeout(10.0, connect=2.0)
 #: after the server failed to answer, count like cl100k for this long before asking it again,
 #: so a server that went away costs one timeout, not one per message
 RETRY_AFTER = 30.0
+#: the longest a server's own ``Retry-After`` keeps us from asking it again
+RETRY_AFTER_MAX = 300.0
 #: the text inside the probe messages that `measure_framing` renders
 PROBE = "status report"
 
@@ -40,11 +44,15 @@ PROBE = "status report"
 class TokenizerUnavailable(RuntimeError):
     """The server cannot count tokens for us (no llama.cpp /tokenize, or it did not answer)."""
 
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(redact(clean_text(message)))
+        self.retry_after = retry_after
+
 
 class _Tokens(BaseModel):
     """llama.cpp's ``POST /tokenize`` reply (token ids)."""
 
-    tokens: list[int]
+    tokens: list[int] = Field(min_length=1)
 
 
 class _Rendered(BaseModel):
@@ -58,9 +66,11 @@ class ServerTokenizer:
 
     name = "server"
 
-    def __init__(self, root: str, *, headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, root: str, *, headers: Mapping[str, str] | None = None, timeout: httpx.Timeout | float = TIMEOUT
+    ) -> None:
         self.root = root.rstrip("/")
-        self._client = httpx.Client(timeout=TIMEOUT, headers=dict(headers or {}))
+        self._client = httpx.Client(timeout=timeout, headers=dict(headers or {}))
         self._cache: dict[str, int] = {}
         self._fallback = get_counter("cl100k")
         self._retry_at = 0.0
@@ -75,11 +85,14 @@ class ServerTokenizer:
         except httpx.HTTPError as exc:
             raise TokenizerUnavailable(f"{url} did not answer ({exc})") from None
         if response.status_code != 200:
-            raise TokenizerUnavailable(f"{url} answered {response.status_code}: {error_text(response.content)}")
+            raise TokenizerUnavailable(
+                f"{url} answered {response.status_code}: {error_text(response.content)}",
+                retry_after=retry_after(response.headers.get("retry-after")),
+            )
         try:
             return reply.model_validate_json(response.content)
         except ValidationError as exc:
-            raise TokenizerUnavailable(f"{url} did not answer as llama.cpp does ({exc.errors()[0]['msg']})") from None
+            raise TokenizerUnavailable(f"{url} did not answer as llama.cpp does ({first_problem(exc)})") from None
 
     def tokens(self, text: str, *, prompt: bool = False) -> int:
         """Tokens of `text`; as a whole prompt (`prompt=True`), with the BOS the server adds to one."""
@@ -95,10 +108,12 @@ class ServerTokenizer:
             return self._fallback.count(text)
         try:
             n = self._cache[text] = self.tokens(text)
-        except TokenizerUnavailable:
+        except TokenizerUnavailable as exc:
             # The server went away: the request will fail and say so. The message is
-            # still counted, close enough, and the server is asked again later.
-            self._retry_at = time.monotonic() + RETRY_AFTER
+            # still counted, close enough, and the server is asked again later (when
+            # it said when, then; within reason).
+            wait = RETRY_AFTER if exc.retry_after is None else min(max(exc.retry_after, 1.0), RETRY_AFTER_MAX)
+            self._retry_at = time.monotonic() + wait
             return self._fallback.count(text)
         return n
 

@@ -95,12 +95,20 @@ class EngineFigures(BaseModel):
     predicted_prompt_tokens: int = 0
     predicted_evaluated_tokens: int = 0
 
+    measured_requests: int = Field(default=0, description="requests whose evaluated tokens the server reported")
+
     @property
-    def evaluated_error(self) -> float:
-        """Relative error of the predicted evaluated tokens against the measured ones."""
-        if not self.evaluated_tokens:
-            return 0.0 if not self.predicted_evaluated_tokens else math.inf
+    def evaluated_error(self) -> float | None:
+        """Relative error of the predicted evaluated tokens against the measured ones;
+        None when the server measured nothing to compare with (no usage, or 0 evaluated)."""
+        if not self.measured_requests or not self.evaluated_tokens:
+            return 0.0 if self.measured_requests and not self.predicted_evaluated_tokens else None
         return (self.predicted_evaluated_tokens - self.evaluated_tokens) / self.evaluated_tokens
+
+    @property
+    def evaluated_error_text(self) -> str:
+        error = self.evaluated_error
+        return "n/a" if error is None else f"{error:+.1%}"
 
 
 class PolicyResult(BaseModel):
@@ -162,7 +170,7 @@ class PolicyResult(BaseModel):
             "requests_over_window": self.over_window,
             "probe_misses": self.probe_misses,
             "engine": None if self.engine is None else {
-                **self.engine.model_dump(), "evaluated_error": round(self.engine.evaluated_error, 5),
+                **self.engine.model_dump(), "evaluated_error": None if self.engine.evaluated_error is None else round(self.engine.evaluated_error, 5),
             },
         }
 
@@ -373,12 +381,15 @@ def run_bench(
     settings: PolicySettings | None = None,
     progress: Progress | None = None,
     driver: str = "agent",
+    request_timeout: float | None = None,
 ) -> BenchResult:
     """Run each policy through the trace; one TraceResult per call (see `run_many`).
 
     `driver` is `agent` (the agent's code, as the app runs it) or `core` (core's
     synchronous driver); with the same deterministic summarizer both give the
     same figures, because both run the policies' one set of plans.
+    `request_timeout` is the engine's read timeout (the `request_timeout` setting);
+    a failing engine is a BenchError, in one line.
     """
     for p in policies:
         get_policy(p)  # unknown names fail before any work
@@ -389,7 +400,9 @@ def run_bench(
     sheet = price_sheet if isinstance(price_sheet, PriceSheet) else get_price_sheet(price_sheet, price_paths)
     settings = settings or PolicySettings(window=trace.window)
     if engine is not None:
-        return asyncio.run(_run_with_engine(trace, policies, engine, summarizer, sheet, settings, progress, driver))
+        return asyncio.run(
+            _run_with_engine(trace, policies, engine, summarizer, sheet, settings, progress, driver, request_timeout)
+        )
     counter = CachingCounter(get_counter(tokenizer))
     trace.check_window(counter)
     summ = get_summarizer(summarizer)
@@ -437,6 +450,7 @@ class _Engine:
         e.predicted_prompt_tokens += r.context_tokens
         e.predicted_evaluated_tokens += r.tail_tokens
         if usage is not None:
+            e.measured_requests += usage.evaluated_tokens is not None
             e.prompt_tokens += usage.prompt_tokens or 0
             e.cached_tokens += usage.cached_tokens or 0
             e.evaluated_tokens += usage.evaluated_tokens or 0
@@ -449,8 +463,24 @@ class _Engine:
         await self.send([{"role": "user", "content": "flush the cache: zq xv jk"}])
 
 
-async def _run_with_engine(trace, policies, engine_spec, summarizer, sheet, settings, progress, driver) -> BenchResult:
+async def _run_with_engine(
+    trace, policies, engine_spec, summarizer, sheet, settings, progress, driver, request_timeout=None
+) -> BenchResult:
+    from tailrent_tui.models.errors import ModelError
+    from tailrent_tui.models.text import redact
+
+    try:
+        return await _run_engine(
+            trace, policies, engine_spec, summarizer, sheet, settings, progress, driver, request_timeout
+        )
+    except ModelError as exc:
+        hint = f" ({exc.hint})" if exc.hint else ""
+        raise BenchError(f"the engine {redact(engine_spec)} failed: {exc.message}{hint}") from None
+
+
+async def _run_engine(trace, policies, engine_spec, summarizer, sheet, settings, progress, driver, request_timeout):
     from tailrent_tui.agent.build import framing_probes
+    from tailrent_tui.models.http import DEFAULT_READ_TIMEOUT
     from tailrent_tui.models.mock import ModelSummarizer
     from tailrent_tui.models.spec import open_model, parse_model_spec
     from tailrent_tui.models.tokenizer import TokenizerUnavailable, measure_framing
@@ -458,11 +488,13 @@ async def _run_with_engine(trace, policies, engine_spec, summarizer, sheet, sett
     spec = parse_model_spec(engine_spec)
     if spec.kind != "openai":
         raise BenchError(
-            f"--engine {engine_spec!r}: the engine path needs an OpenAI-compatible llama.cpp server "
+            f"--engine {spec}: the engine path needs an OpenAI-compatible llama.cpp server "
             "(openai:URL); it counts tokens with the server's /tokenize"
         )
-    eng = _Engine(await open_model(spec))
-    counter = eng.model.server_tokenizer()
+    read_timeout = request_timeout or DEFAULT_READ_TIMEOUT
+    eng = _Engine(await open_model(spec, read_timeout=read_timeout))
+    # the tokenizer's own timeout is short already; a shorter request_timeout shortens it too
+    counter = eng.model.server_tokenizer(timeout=min(10.0, read_timeout))
     try:
         try:
             # the same measure as the app's (`tokenizer = "auto"`); the bench offers no tools

@@ -1,0 +1,67 @@
+"""Text from a model server, made safe to keep: surrogates, split characters, credentials.
+
+A server may send half of an emoji in one event and the other half in the next,
+either as raw UTF-8 bytes split across reads (joined by decoding the stream
+incrementally, ``http.iter_lines``) or as JSON escapes (``"\\ud83d"`` then
+``"\\ude00"``): ``json.loads`` turns each into a lone surrogate, which no journal
+can encode. ``SurrogateJoiner`` holds a trailing high surrogate back until the
+next piece of the same stream arrives and joins the pair; ``clean_text`` is the
+last resort, applied where model text enters the session (the chunk models in
+``base.py`` and every ``ModelError``): a surrogate that is still alone becomes
+U+FFFD.
+
+Credentials in a model URL (``http://user:pass@host``) are for the request only:
+``redact`` hides them in anything shown or stored.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_HIGH = ("\ud800", "\udbff")
+_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+
+
+def clean_text(text: str) -> str:
+    """Surrogate pairs joined into their character, lone surrogates replaced by U+FFFD."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def clean_value(value: Any) -> Any:
+    """``clean_text`` through JSON-like data (tool arguments): keys and strings at any depth."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_value(k): clean_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_value(v) for v in value]
+    return value
+
+
+def redact(text: str) -> str:
+    """``scheme://user:pass@host`` -> ``scheme://***@host`` wherever it occurs in ``text``."""
+    return _CREDENTIALS.sub(r"\1***@", text)
+
+
+class SurrogateJoiner:
+    """Joins a surrogate pair split across two pieces of one stream (text, or thinking)."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        """What can be passed on now; a trailing high surrogate waits for the next piece."""
+        text = self._held + piece
+        self._held = ""
+        if text and _HIGH[0] <= text[-1] <= _HIGH[1]:
+            text, self._held = text[:-1], text[-1]
+        return clean_text(text)
+
+    def flush(self) -> str:
+        """At the end of the stream: a high surrogate still waiting becomes U+FFFD."""
+        held, self._held = self._held, ""
+        return clean_text(held)
