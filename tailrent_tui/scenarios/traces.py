@@ -25,6 +25,7 @@ prompt alone.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
@@ -100,13 +101,31 @@ class Trace(BaseModel):
 
 
 def parse_at(value: Any, line: int) -> float:
-    if not isinstance(value, str) or not value.endswith("Z"):
-        raise TraceError(f"line {line}: \"at\" must be an ISO 8601 time ending in Z, got {value!r}")
+    """An ISO 8601 / RFC 3339 time with its offset (``Z``, ``+00:00``, ``-05:30``) -> a timestamp.
+
+    A time without an offset is refused: it would mean a different instant on every machine.
+    """
+    if not isinstance(value, str):
+        raise _type_error(line, "at", "an ISO 8601 time with an offset, e.g. 2026-11-02T09:00:00Z", value)
+    text = value.strip()
+    # RFC 3339 allows a lower-case t and z
+    text = text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text
     try:
-        stamp = datetime.fromisoformat(value[:-1] + "+00:00")
+        stamp = datetime.fromisoformat(text.replace("t", "T", 1) if len(text) > 10 and text[10] == "t" else text)
     except ValueError:
-        raise TraceError(f"line {line}: \"at\" is not an ISO 8601 time: {value!r}") from None
+        raise TraceError(
+            f"line {line}: \"at\" is not an ISO 8601 time: {value!r:.60} (e.g. 2026-11-02T09:00:00Z)"
+        ) from None
+    if stamp.tzinfo is None or stamp.utcoffset() is None:
+        raise TraceError(
+            f"line {line}: \"at\" has no offset: {value!r}; add Z or +HH:MM (e.g. 2026-11-02T09:00:00Z)"
+        )
     return stamp.timestamp()
+
+
+def _no_constant(name: str) -> Any:
+    """``json.loads`` takes NaN and Infinity, which are not JSON; a trace refuses them."""
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _type_error(line: int, key: str, want: str, got: Any) -> TraceError:
@@ -114,7 +133,7 @@ def _type_error(line: int, key: str, want: str, got: Any) -> TraceError:
 
 
 def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def load_trace(
@@ -154,9 +173,13 @@ def load_trace(
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
+                obj = json.loads(raw, parse_constant=_no_constant)
             except json.JSONDecodeError as exc:
                 raise TraceError(f"line {n}: not JSON ({exc.msg} at column {exc.colno})") from None
+            except ValueError as exc:
+                raise TraceError(f"line {n}: not JSON ({exc})") from None
+            except RecursionError:
+                raise TraceError(f"line {n}: nested too deeply to be a trace line") from None
         if not isinstance(obj, dict):
             raise TraceError(f"line {n}: expected a JSON object, got {type(obj).__name__}")
         if "trace" in obj:
