@@ -38,6 +38,7 @@ from tailrent_tui.models.errors import ContextOverflow, ModelError, ToolsUnsuppo
 from tailrent_tui.models.mock import ModelSummarizer
 from tailrent_tui.settings import Settings
 from tailrent_tui.store.outside import read_outside
+from tailrent_tui.store.paths import resolve_data_dir
 
 Approval = Literal["once", "prefix", "deny"]
 MAX_STEPS = 24
@@ -208,7 +209,10 @@ class Agent:
         self.request_no = len(session.usage)
         open_raw = getattr(self.spill_store, "open_raw", None)
         # run_shell streams output past its in-memory cap into a raw spill file
-        self.tool_ctx = ToolContext(root=workspace, caps=settings.caps, spill_sink=open_raw)
+        # the file tools refuse the data dir when it lies inside the workspace
+        self.tool_ctx = ToolContext(
+            root=workspace, caps=settings.caps, spill_sink=open_raw, data_dir=resolve_data_dir(settings.data_dir)
+        )
         self.extra_tools = session_tools.build(self)
         self._cb: TurnCallbacks | None = None
         # told when a fold's summary is asked for and when it is in: folds run inside

@@ -11,6 +11,8 @@ its existing parent really is, and a dangling symlink by where it points.
 from __future__ import annotations
 
 import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -67,3 +69,207 @@ def display_path(root: str | Path, real: Path) -> str:
     """The path as the model should see it: relative to the root, '/'-separated."""
     rel = os.path.relpath(real, workspace_root(root))
     return Path(rel).as_posix()
+
+
+# ------------------------------------------------------------------ opening beneath the root
+#
+# resolve_in_workspace checks a path, and the caller then opens it: a symlink
+# swapped in between (check, then use) leads out. The tools open instead one
+# component at a time, each relative to the directory fd opened before it and
+# with O_NOFOLLOW, so what is opened is what was checked. A symlink met on the
+# way is read (readlink) and its target walked the same way: a symlink that
+# stays inside the workspace works, one that leads out is refused, whenever it
+# was planted. This is openat2(RESOLVE_BENEATH) in user space (Python has no
+# binding), and also takes absolute symlinks that point back inside the root.
+
+_MAX_SYMLINKS = 40
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+_KINDS = {
+    stat.S_IFREG: "a file",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFLNK: "a symlink",
+    stat.S_IFDIR: "a directory",
+}
+
+
+def file_kind(mode: int) -> str:
+    """What a stat mode names, for messages ('a FIFO (named pipe)', 'a directory'...)."""
+    return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
+@dataclass
+class Beneath:
+    """A path opened beneath the root: the fd of its directory and its last name.
+
+    `name` is None when the path is the root itself. `st` is the lstat of the
+    last name when it exists (it is not a symlink: those were followed). The
+    caller opens `name` relative to `dir_fd` with O_NOFOLLOW; `close()` (or
+    `with`) releases the fd.
+    """
+
+    dir_fd: int
+    name: str | None
+    shown: str
+    st: os.stat_result | None
+
+    def close(self) -> None:
+        os.close(self.dir_fd)
+
+    def __enter__(self) -> Beneath:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _same_file(a: os.stat_result, key: tuple[int, int] | None) -> bool:
+    return key is not None and (a.st_dev, a.st_ino) == key
+
+
+def data_dir_key(data_dir: str | Path | None) -> tuple[int, int] | None:
+    """The identity (device, inode) of the data dir, or None when there is none yet."""
+    if data_dir is None:
+        return None
+    try:
+        st = os.stat(data_dir)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
+def data_dir_refusal(text: str) -> str:
+    return (
+        f"refused path {text!r}: it is inside tailrent's data dir (the session transcripts), "
+        f"which the tools do not read or write; work on files outside it"
+    )
+
+
+def _lexical_parts(root: str | Path, real_root: Path, text: str) -> list[str]:
+    """The path's components from the root, after the static checks (never touches the disk)."""
+    if "\x00" in text:
+        raise WorkspaceEscape(f"refused path {text!r}: it contains a NUL byte")
+    if text.startswith("~"):
+        raise WorkspaceEscape(
+            f"refused path {text!r}: '~' (home directory) paths are outside the workspace "
+            f"{real_root}; use a path relative to the workspace"
+        )
+    if os.path.isabs(text):
+        lexical = Path(os.path.normpath(text))
+        given_root = Path(os.path.normpath(os.path.abspath(os.fspath(root))))
+        for spelling in (real_root, given_root):
+            if lexical.is_relative_to(spelling):
+                return list(lexical.relative_to(spelling).parts)
+        raise WorkspaceEscape(
+            f"refused path {text!r}: it is an absolute path outside the workspace "
+            f"{real_root}; use a path relative to the workspace"
+        )
+    if not Path(os.path.normpath(real_root / text)).is_relative_to(real_root):
+        raise WorkspaceEscape(f"refused path {text!r}: its '..' parts lead outside the workspace {real_root}")
+    return [part for part in Path(text).parts]
+
+
+def open_beneath(
+    root: str | Path,
+    path: str | Path,
+    *,
+    data_dir: str | Path | None = None,
+    leaf: bool = True,
+    make_dirs: bool = False,
+) -> Beneath:
+    """Walk `path` from the root without ever leaving it; return its directory fd and last name.
+
+    With `leaf=False` every component (the last one too) must be a directory,
+    and the result's `dir_fd` is that directory (name None). With `make_dirs`,
+    missing directories on the way are created (write_file). Raises
+    WorkspaceEscape for any way out (`..`, absolute paths, symlinks, the data
+    dir), FileNotFoundError / NotADirectoryError naming the shown path.
+    """
+    text = os.fspath(path)
+    real_root = workspace_root(root)
+    pending = _lexical_parts(root, real_root, text)
+    pending.reverse()  # a stack: pop() takes the next component
+    private = data_dir_key(data_dir)
+    root_fd = os.open(real_root, _DIR_FLAGS)
+    stack: list[tuple[int, str]] = [(root_fd, "")]
+    hops = 0
+
+    def shown(extra: str | None = None) -> str:
+        names = [n for _, n in stack[1:]] + ([extra] if extra else [])
+        return "/".join(names) or "."
+
+    def follow(name: str) -> None:
+        nonlocal hops
+        hops += 1
+        if hops > _MAX_SYMLINKS:
+            raise WorkspaceEscape(f"refused path {text!r}: too many symlinks along it")
+        target = os.readlink(name, dir_fd=stack[-1][0])
+        if os.path.isabs(target):
+            try:
+                parts = _lexical_parts(root, real_root, target)
+            except WorkspaceEscape:
+                raise WorkspaceEscape(
+                    f"refused path {text!r}: a symlink along it ({shown(name)}) points to "
+                    f"{target}, outside the workspace {real_root}"
+                ) from None
+            while len(stack) > 1:
+                os.close(stack.pop()[0])
+        else:
+            parts = list(Path(target).parts)
+        via.append(shown(name))
+        pending.extend(reversed(parts))
+
+    via: list[str] = []
+    try:
+        while pending:
+            name = pending.pop()
+            if name in ("", "."):
+                continue
+            if name == "..":
+                if len(stack) == 1:
+                    reason = (
+                        f"a symlink along it ({via[-1]}) leads outside the workspace {real_root}"
+                        if via
+                        else f"its '..' parts lead outside the workspace {real_root}"
+                    )
+                    raise WorkspaceEscape(f"refused path {text!r}: {reason}")
+                os.close(stack.pop()[0])
+                continue
+            if leaf and not pending:
+                try:
+                    st = os.stat(name, dir_fd=stack[-1][0], follow_symlinks=False)
+                except FileNotFoundError:
+                    st = None
+                if st is not None and stat.S_ISLNK(st.st_mode):
+                    follow(name)
+                    continue
+                if st is not None and _same_file(st, private):
+                    raise WorkspaceEscape(data_dir_refusal(text))
+                return Beneath(os.dup(stack[-1][0]), name, shown(name), st)
+            try:
+                fd = os.open(name, _DIR_FLAGS, dir_fd=stack[-1][0])
+            except FileNotFoundError:
+                if not make_dirs:
+                    raise FileNotFoundError(f"no such directory: {shown(name)}") from None
+                try:
+                    os.mkdir(name, 0o777, dir_fd=stack[-1][0])
+                except FileExistsError:
+                    pass
+                pending.append(name)
+                continue
+            except OSError as exc:
+                st = os.stat(name, dir_fd=stack[-1][0], follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    follow(name)
+                    continue
+                raise NotADirectoryError(f"{shown(name)} is {file_kind(st.st_mode)}, not a directory") from exc
+            stack.append((fd, name))
+            if _same_file(os.fstat(fd), private):
+                raise WorkspaceEscape(data_dir_refusal(text))
+        return Beneath(os.dup(stack[-1][0]), None, shown(), os.fstat(stack[-1][0]))
+    finally:
+        for fd, _ in stack:
+            os.close(fd)

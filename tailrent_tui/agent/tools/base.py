@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import difflib
 import os
-import tempfile
+import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from tailrent_tui.agent.workspace import Beneath, WorkspaceEscape, file_kind, open_beneath
+from tailrent_tui.store.paths import resolve_data_dir
 
 #: A spill sink opens a fresh writable binary file and names it (path or id).
 #: run_shell writes the whole of an over-cap output into it and closes it.
@@ -75,6 +79,20 @@ class ToolCaps(BaseModel):
     shell_timeout_max: float = Field(
         600.0, gt=0, description="the largest timeout a run_shell call may ask for, in seconds"
     )
+    diff_max_lines: int = Field(
+        1000,
+        ge=1,
+        description="write_file and edit_file show a diff of at most this many lines "
+        "(past it: one line saying how many lines changed)",
+    )
+    diff_max_bytes: int = Field(
+        64 * 1024, ge=1, description="write_file and edit_file show a diff of at most this many bytes"
+    )
+    diff_max_file_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1,
+        description="write_file does not diff (and edit_file does not edit) a file larger than this",
+    )
 
 
 class ToolContext(BaseModel):
@@ -88,6 +106,11 @@ class ToolContext(BaseModel):
         default=None,
         description="when set, run_shell streams output past shell_max_bytes into it "
         "instead of killing the command",
+    )
+    data_dir: Path | None = Field(
+        default_factory=resolve_data_dir,
+        description="tailrent's data dir (the session transcripts): the file tools refuse it "
+        "when it lies inside the workspace",
     )
 
 
@@ -177,18 +200,70 @@ def error(message: str, **meta: Any) -> ToolOutcome:
 
 
 
-def unified_diff(before: str, after: str, shown_path: str) -> str:
-    """A unified diff of a text file's change, for the approval dialog and the result."""
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True),
-        after.splitlines(keepends=True),
-        fromfile=f"a/{shown_path}",
-        tofile=f"b/{shown_path}",
+def _hunk_range(start: int, length: int) -> str:
+    # as difflib writes it: 1-based start, the length omitted when 1, start-1 when empty
+    if length == 1:
+        return str(start + 1)
+    return f"{start if length == 0 else start + 1},{length}"
+
+
+def _diff_window(a: list[str], b: list[str], lo: int, a_hi: int, b_hi: int, shown_path: str) -> list[str]:
+    out = [f"--- a/{shown_path}\n", f"+++ b/{shown_path}\n"]
+    matcher = difflib.SequenceMatcher(None, a[lo:a_hi], b[lo:b_hi])
+    for group in matcher.get_grouped_opcodes(3):
+        first, last = group[0], group[-1]
+        i1, i2, j1, j2 = first[1], last[2], first[3], last[4]
+        out.append(f"@@ -{_hunk_range(lo + i1, i2 - i1)} +{_hunk_range(lo + j1, j2 - j1)} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                out.extend(" " + line for line in a[lo + i1 : lo + i2])
+                continue
+            out.extend("-" + line for line in a[lo + i1 : lo + i2])
+            out.extend("+" + line for line in b[lo + j1 : lo + j2])
+    return out
+
+
+def unified_diff(
+    before: str,
+    after: str,
+    shown_path: str,
+    *,
+    max_lines: int = 1000,
+    max_bytes: int = 64 * 1024,
+) -> tuple[str, str | None]:
+    """A unified diff of a text file's change, for the approval dialog and the result.
+
+    Returns (diff, None), or ("", one line) when the diff would pass `max_lines`
+    or `max_bytes`: the line then says which lines changed, so a rewrite of a
+    big file costs one line, not the file twice. Only the span between the
+    common head and tail is diffed, so the work is bounded by the caps too.
+    """
+    a = before.splitlines(keepends=True)
+    b = after.splitlines(keepends=True)
+    head, common = 0, min(len(a), len(b))
+    while head < common and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < common - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    old_n, new_n = len(a) - head - tail, len(b) - head - tail
+    if old_n == new_n == 0:
+        return "", None
+    too_large = (
+        f"[diff too large to show: {fmt_n(old_n + new_n)} lines changed (old lines "
+        f"{fmt_n(head + 1)}-{fmt_n(head + old_n)} became {fmt_n(new_n)} new lines); "
+        f"read_file start={head + 1} to check the result]"
     )
+    changed_bytes = sum(map(len, a[head : head + old_n])) + sum(map(len, b[head : head + new_n]))
+    if old_n + new_n > max_lines or changed_bytes > max_bytes:
+        return "", too_large
+    lo = max(0, head - 3)
+    lines = _diff_window(a, b, lo, min(len(a), head + old_n + 3), min(len(b), head + new_n + 3), shown_path)
     # A last line without a newline would run into the next line of the diff.
-    return "".join(
-        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
-    )
+    text = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+    if len(lines) > max_lines or len(text) > max_bytes:
+        return "", too_large
+    return text, None
 
 
 def _read_umask() -> int:
@@ -200,20 +275,101 @@ def _read_umask() -> int:
 # Read once at import: os.umask is process-wide, and tools run in worker threads.
 _UMASK = _read_umask()
 
+_READ_FLAGS = (
+    os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+)
 
-def write_text_atomically(path: Path, text: str) -> None:
-    """Replace `path` with `text` (UTF-8, newlines untouched) via a temp file beside it.
 
-    A crash mid-write leaves the old file whole; an existing file keeps its mode.
-    """
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_UMASK
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tailrent-tmp", dir=path.parent)
+def locate(ctx: ToolContext, path: str, *, leaf: bool = True, make_dirs: bool = False) -> Beneath:
+    """Open the way to `path` beneath the workspace (see workspace.open_beneath); faults as ToolError."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        return open_beneath(ctx.root, path, data_dir=ctx.data_dir, leaf=leaf, make_dirs=make_dirs)
+    except WorkspaceEscape:
         raise
+    except OSError as exc:
+        if exc.errno is None:  # ours: the message names the shown path
+            raise ToolError(str(exc)) from None
+        raise ToolError(f"cannot open {path!r}: {exc.strerror}") from None
+
+
+def open_regular_file(spot: Beneath, tool: str) -> tuple[BinaryIO, os.stat_result]:
+    """Open the existing file `spot` names for reading; refuse anything but a plain regular file.
+
+    Opened without following a symlink and without blocking (a FIFO or a device
+    must never hang a tool), then checked on the open fd: what is read is what
+    was checked. A file with more than one hard link is refused: its other name
+    may be outside the workspace, and nothing here can tell.
+    """
+    shown = spot.shown
+    if spot.st is None or spot.name is None:
+        raise ToolError(f"no such file: {shown}")
+    _refuse_odd(spot.st, shown, tool)
+    try:
+        fd = os.open(spot.name, _READ_FLAGS, dir_fd=spot.dir_fd)
+    except OSError as exc:
+        raise ToolError(f"cannot open {shown}: {exc.strerror}; it may have just changed, try again") from None
+    try:
+        st = os.fstat(fd)
+        _refuse_odd(st, shown, tool)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb"), st
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _refuse_odd(st: os.stat_result, shown: str, tool: str) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"{shown} is a directory; use list_dir to see what it holds")
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"{shown} is {file_kind(st.st_mode)}; {tool} works only on regular files")
+    if st.st_nlink > 1:
+        raise ToolError(
+            f"{shown} has {st.st_nlink} hard links; another of its names may be outside the workspace, "
+            f"so {tool} refuses files with more than one link (ask the user to copy it if it is needed)"
+        )
+
+
+def replace_file(spot: Beneath, data: bytes, mode: int | None = None) -> None:
+    """Replace (or create) the file `spot` names with `data`, atomically, beneath its directory fd.
+
+    The data goes to a temp file in the same directory (O_EXCL, O_NOFOLLOW),
+    is flushed to disk, and is renamed over the name last: any failure (a full
+    disk, a file-size limit, a kill) leaves the old file whole and no temp file
+    behind (a kill leaves a `.tailrent-tmp`). The rename replaces whatever the
+    name is at that moment (a symlink planted there is replaced, not followed).
+    An existing file keeps its `mode`; a new one gets 0666 less the umask.
+    """
+    assert spot.name is not None
+    tmp = f".{spot.name[:64]}.{secrets.token_hex(4)}.tailrent-tmp"
+    fd = os.open(
+        tmp,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+        0o600,
+        dir_fd=spot.dir_fd,
+    )
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fchmod(fh.fileno(), (0o666 & ~_UMASK) if mode is None else mode)
+            os.fsync(fh.fileno())
+        os.replace(tmp, spot.name, src_dir_fd=spot.dir_fd, dst_dir_fd=spot.dir_fd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=spot.dir_fd)
+        except OSError:
+            pass
+        raise
+
+
+def write_or_explain(spot: Beneath, data: bytes, mode: int | None) -> None:
+    """replace_file, with a failure told in one line that says the file is unchanged."""
+    try:
+        replace_file(spot, data, mode)
+    except OSError as exc:
+        was = "is unchanged" if spot.st is not None else "was not created"
+        raise ToolError(
+            f"could not write {spot.shown}: {exc.strerror or exc} ({fmt_n(len(data))} bytes); {spot.shown} {was}. "
+            f"Free some space or write less, then try again"
+        ) from None

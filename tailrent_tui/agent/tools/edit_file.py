@@ -8,7 +8,7 @@ the approval dialog. Rung 1 does not apply: the result is the diff of one edit.
 
 from __future__ import annotations
 
-from pathlib import Path
+import stat
 from typing import Any
 
 from tailrent_tui.agent.tools.base import (
@@ -16,11 +16,14 @@ from tailrent_tui.agent.tools.base import (
     ToolError,
     ToolOutcome,
     ToolSpec,
+    fmt_n,
+    locate,
+    open_regular_file,
     outcome,
+    write_or_explain,
     unified_diff,
-    write_text_atomically,
 )
-from tailrent_tui.agent.workspace import display_path, resolve_in_workspace
+from tailrent_tui.agent.workspace import Beneath
 
 _MAX_LINES_LISTED = 10
 
@@ -52,23 +55,31 @@ def _line_numbers(text: str, needle: str) -> list[int]:
     return lines
 
 
-def _plan(args: dict[str, Any], ctx: ToolContext) -> tuple[Path, str, ToolOutcome]:
-    real = resolve_in_workspace(ctx.root, args["path"])
-    shown = display_path(ctx.root, real)
+def _plan(spot: Beneath, args: dict[str, Any], ctx: ToolContext) -> tuple[bytes, int, ToolOutcome]:
+    """What the edit does: the new bytes, the mode to keep, the outcome. Writes nothing."""
+    shown = spot.shown
     old, new = args["old"], args["new"]
-    if not real.exists():
-        raise ToolError(f"no such file: {shown}; use write_file to create it")
-    if real.is_dir():
+    if spot.name is None or (spot.st is not None and stat.S_ISDIR(spot.st.st_mode)):
         raise ToolError(f"{shown} is a directory")
+    if spot.st is None:
+        raise ToolError(f"no such file: {shown}; use write_file to create it")
     if old == "":
         raise ToolError("old is empty; give the exact text to replace")
     if old == new:
         raise ToolError("old and new are the same; nothing to change")
+    fh, st = open_regular_file(spot, "edit_file")
+    limit = ctx.caps.diff_max_file_bytes
+    with fh:
+        data = fh.read(limit + 1) if st.st_size <= limit else b""
+    if st.st_size > limit or len(data) > limit:
+        raise ToolError(
+            f"{shown} has {fmt_n(max(st.st_size, len(data)))} bytes, more than edit_file edits "
+            f"({fmt_n(limit)}); use write_file, or run_shell with sed"
+        )
     try:
-        with real.open("r", encoding="utf-8", newline="") as fh:
-            before = fh.read()
+        before = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ToolError(f"{shown} is not UTF-8 text ({exc.reason}); edit_file only edits text") from exc
+        raise ToolError(f"{shown} is not UTF-8 text ({exc.reason}); edit_file only edits text") from None
     count = before.count(old)
     if count == 0:
         raise ToolError(
@@ -84,18 +95,22 @@ def _plan(args: dict[str, Any], ctx: ToolContext) -> tuple[Path, str, ToolOutcom
             f"include more surrounding lines in old so that it occurs exactly once"
         )
     after = before.replace(old, new, 1)
-    diff = unified_diff(before, after, shown)
-    line = _line_numbers(before, old)[0]
-    meta = {"path": shown, "diff": diff, "line": line}
-    return real, after, outcome(f"edited {shown} at line {line}\n{diff}", meta=meta)
+    diff, too_large = unified_diff(
+        before, after, shown, max_lines=ctx.caps.diff_max_lines, max_bytes=ctx.caps.diff_max_bytes
+    )
+    line = before.count("\n", 0, before.find(old)) + 1
+    meta = {"path": shown, "diff": diff or too_large or "", "diff_cut": too_large, "line": line}
+    return after.encode("utf-8"), stat.S_IMODE(st.st_mode), outcome(f"edited {shown} at line {line}\n{diff or too_large}", meta=meta)
 
 
 def preview(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     """What run would do and return, without writing anything."""
-    return _plan(args, ctx)[2]
+    with locate(ctx, args["path"]) as spot:
+        return _plan(spot, args, ctx)[2]
 
 
 def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    real, after, result = _plan(args, ctx)
-    write_text_atomically(real, after)
+    with locate(ctx, args["path"]) as spot:
+        data, mode, result = _plan(spot, args, ctx)
+        write_or_explain(spot, data, mode)
     return result

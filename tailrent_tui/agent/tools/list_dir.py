@@ -17,9 +17,10 @@ from tailrent_tui.agent.tools.base import (
     ToolOutcome,
     ToolSpec,
     fmt_n,
+    locate,
     outcome,
 )
-from tailrent_tui.agent.workspace import display_path, resolve_in_workspace
+from tailrent_tui.agent.workspace import data_dir_key
 
 SPEC = ToolSpec(
     name="list_dir",
@@ -46,27 +47,36 @@ def _entry_name(entry: os.DirEntry[str]) -> str:
 
 
 def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    real = resolve_in_workspace(ctx.root, args.get("path") or ".")
-    shown = display_path(ctx.root, real)
-    if not real.exists():
-        raise ToolError(f"no such directory: {shown}")
-    if not real.is_dir():
-        raise ToolError(f"{shown} is a file, not a directory; use read_file to read it")
-
+    path = args.get("path") or "."
+    try:
+        spot = locate(ctx, path, leaf=False)
+    except ToolError as exc:
+        if str(exc).endswith("is a file, not a directory"):
+            raise ToolError(f"{exc}; use read_file to read it") from None
+        raise
+    shown = spot.shown
+    hidden_key = data_dir_key(ctx.data_dir)
+    hidden = 0
     cap = ctx.caps.list_dir_max_entries
     total = 0
 
     def counted(entries: os.ScandirIterator[os.DirEntry[str]]):
-        nonlocal total
+        nonlocal total, hidden
         for entry in entries:
+            if hidden_key is not None and entry.inode() == hidden_key[1]:
+                st = entry.stat(follow_symlinks=False)
+                if (st.st_dev, st.st_ino) == hidden_key:
+                    hidden += 1
+                    continue
             total += 1
             yield _entry_name(entry)
 
-    with os.scandir(real) as entries:
+    with spot, os.scandir(spot.dir_fd) as entries:
         names = heapq.nsmallest(cap, counted(entries))
 
+    notes = [f"[list_dir: {entries_word(hidden)} hidden: tailrent's data dir (session transcripts)]"] if hidden else []
     if total == 0:
-        return outcome(f"({shown} is empty)", meta={"path": shown, "entries": 0})
+        return outcome(f"({shown} is empty)", notes=notes, meta={"path": shown, "entries": 0})
     cut = None
     if total > len(names):
         where = "." if shown == "." else shown
@@ -75,4 +85,8 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             f"list a subdirectory, or run_shell `find {where} -maxdepth 1 -name 'PATTERN'` "
             f"to find the others]"
         )
-    return outcome("\n".join(names), cut=cut, meta={"path": shown, "entries": total})
+    return outcome("\n".join(names), cut=cut, notes=notes, meta={"path": shown, "entries": total})
+
+
+def entries_word(n: int) -> str:
+    return "1 entry" if n == 1 else f"{fmt_n(n)} entries"

@@ -17,9 +17,10 @@ from tailrent_tui.agent.tools.base import (
     ToolSpec,
     decode_output,
     fmt_n,
+    locate,
+    open_regular_file,
     outcome,
 )
-from tailrent_tui.agent.workspace import display_path, resolve_in_workspace
 
 _PIECE = 1024 * 1024
 
@@ -42,19 +43,17 @@ SPEC = ToolSpec(
 
 
 def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    real = resolve_in_workspace(ctx.root, args["path"])
-    shown = display_path(ctx.root, real)
     start = args.get("start") or 1
     end = args.get("end")
     if start < 1:
         raise ToolError(f"start must be 1 or more (got {start})")
     if end is not None and end < start:
         raise ToolError(f"end ({end}) is before start ({start})")
-    if real.is_dir():
-        raise ToolError(f"{shown} is a directory; use list_dir to see what it holds")
-    if not real.exists():
-        raise ToolError(f"no such file: {shown}")
-
+    with locate(ctx, args["path"]) as spot:
+        if spot.name is None:
+            raise ToolError(f"{spot.shown} is a directory; use list_dir to see what it holds")
+        fh, _ = open_regular_file(spot, "read_file")
+    shown = spot.shown
     max_lines = ctx.caps.read_file_max_lines
     max_bytes = ctx.caps.read_file_max_bytes
     kept = bytearray()
@@ -62,7 +61,7 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     total = 0
     byte_cut = False
     at_line_start = True
-    with real.open("rb") as fh:
+    with fh:
         # Read in bounded pieces rather than whole lines, so one giant line
         # (minified JS, a binary blob) cannot pull the whole file into memory.
         while piece := fh.readline(_PIECE):

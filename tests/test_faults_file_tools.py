@@ -1,0 +1,430 @@
+"""Hostile cases for the file tools and the workspace (issue 13): big diffs, FIFOs and
+devices, a symlink swapped between check and use, hard links, the data dir inside
+the workspace. Each class is marked `fault(...)` for benchmarks/fault_bench.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tailrent_tui.agent.tools import ToolCaps, ToolContext, ToolOutcome, preview_tool, run_tool
+
+SECRET = "SECRET-outside-the-workspace"
+
+
+def ctx_for(root: Path, data_dir: Path | None = None, **caps) -> ToolContext:
+    return ToolContext(root=root, caps=ToolCaps(**caps), data_dir=data_dir or root.parent / "data")
+
+
+def one_line_error(result: ToolOutcome) -> str:
+    """An error outcome that is one line with no traceback; return its text."""
+    assert result.is_error, result.content[:300]
+    assert "\n" not in result.content, result.content[:300]
+    assert "Traceback" not in result.content
+    return result.content
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    out = tmp_path / "outside"
+    out.mkdir()
+    (out / "f.txt").write_text(SECRET + "\n")
+    return out
+
+
+def leftovers(directory: Path) -> list[str]:
+    return [p.name for p in directory.iterdir() if p.name.endswith(".tailrent-tmp")]
+
+
+# ----------------------------------------------------------- write_file big diff
+
+_BIG = 200_000
+
+
+def _lines(n: int, tag: str) -> str:
+    return "".join(f"{tag} line {i}\n" for i in range(n))
+
+
+BIG_DIFF_CASES = {
+    "rewrite 200k lines": (_lines(_BIG, "old"), _lines(_BIG, "new")),
+    "1 line grows to 200k": ("one\n", _lines(_BIG, "new")),
+    "200k lines shrink to 1": (_lines(_BIG, "old"), "one\n"),
+    "one 8 MB line changed": ("a" * 8_000_000 + "\n", "b" * 8_000_000 + "\n"),
+    "binary old file": ("\x00\xff" * 10, _lines(_BIG, "new")),
+}
+
+
+@pytest.mark.fault("write_file big diff")
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("case", list(BIG_DIFF_CASES))
+@pytest.mark.parametrize("tool", ["write_file", "edit_file"])
+def test_big_diffs_are_bounded(ws: Path, case: str, tool: str) -> None:
+    before, after = BIG_DIFF_CASES[case]
+    target = ws / "big.txt"
+    if before.startswith("\x00"):
+        if tool == "edit_file":
+            pytest.skip("edit_file refuses non-UTF-8 files (tested elsewhere)")
+        target.write_bytes(b"\x00\xff" * 10)
+    else:
+        target.write_text(before)
+    if tool == "write_file":
+        args = {"path": "big.txt", "content": after}
+    else:
+        args = {"path": "big.txt", "old": before, "new": after}
+    ctx = ctx_for(ws)
+    started = time.monotonic()
+    shown = preview_tool(tool, args, ctx)
+    result = run_tool(tool, args, ctx)
+    elapsed = time.monotonic() - started
+    assert shown is not None and not shown.is_error, shown.content[:300]
+    assert not result.is_error, result.content[:300]
+    assert len(result.content) < 100_000 and len(result.meta["diff"]) < 100_000
+    assert len(shown.content) < 100_000
+    assert "diff too large" in result.content or "diff not shown" in result.content
+    assert target.read_text(encoding="utf-8", errors="replace") == after
+    assert elapsed < 20
+
+
+@pytest.mark.fault("write_file big diff")
+@pytest.mark.parametrize("where", [1, 50_000, 99_999])
+def test_a_small_change_in_a_big_file_gets_an_exact_diff(ws: Path, where: int) -> None:
+    before = _lines(100_000, "x")
+    after = before.replace(f"x line {where}\n", f"changed {where}\n")
+    (ws / "f.txt").write_text(before)
+    result = run_tool("write_file", {"path": "f.txt", "content": after}, ctx_for(ws))
+    assert not result.is_error
+    import difflib
+
+    expected = "".join(
+        difflib.unified_diff(before.splitlines(True), after.splitlines(True), "a/f.txt", "b/f.txt")
+    )
+    assert result.meta["diff"] == expected
+
+
+_FAIL_CHILD = textwrap.dedent(
+    """
+    import json, resource, signal, sys
+    from pathlib import Path
+    from tailrent_tui.agent.tools import ToolContext, run_tool
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), int(sys.argv[2])))
+    ws = Path(sys.argv[1])
+    args = json.loads(sys.stdin.read())
+    out = run_tool(args.pop("tool"), args, ToolContext(root=ws, data_dir=ws.parent / "data"))
+    print(json.dumps({"is_error": out.is_error, "content": out.content}))
+    """
+)
+
+
+@pytest.mark.fault("write_file big diff")
+@pytest.mark.parametrize(
+    "tool,args",
+    [
+        ("write_file", {"path": "keep.txt", "content": "new " * 100_000}),
+        ("edit_file", {"path": "keep.txt", "old": "original", "new": "grown " * 100_000}),
+        ("write_file", {"path": "sub/new.txt", "content": "new " * 100_000}),
+    ],
+)
+def test_a_failed_write_leaves_the_original(ws: Path, tool: str, args: dict) -> None:
+    """A write that fails (the file-size limit here, a full disk in life) changes nothing."""
+    (ws / "keep.txt").write_text("original content\n")
+    (ws / "sub").mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-c", _FAIL_CHILD, str(ws), "4096"],
+        input=json.dumps({"tool": tool, **args}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert result["is_error"] and "\n" not in result["content"], result
+    assert "Traceback" not in result["content"]
+    assert (ws / "keep.txt").read_text() == "original content\n"
+    assert not (ws / "sub" / "new.txt").exists()
+    assert leftovers(ws) == [] and leftovers(ws / "sub") == []
+
+
+# ----------------------------------------------------------- FIFOs and devices
+
+
+def _make_special(path: Path, kind: str) -> socket.socket | None:
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(str(path))
+        return sock
+    elif kind in ("char device", "block device"):
+        if os.geteuid() != 0:
+            pytest.skip("mknod needs root")
+        mode = stat.S_IFCHR if kind == "char device" else stat.S_IFBLK
+        # 1,5 is /dev/zero (endless), 7,0 is loop0
+        os.mknod(path, mode | 0o600, os.makedev(1, 5) if kind == "char device" else os.makedev(7, 0))
+    return None
+
+
+def _unblock(path: Path) -> None:
+    # A tool stuck opening a FIFO is released by a peer opening the other end.
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
+        os.close(fd)
+    except OSError:
+        pass
+
+
+@pytest.mark.fault("FIFOs and devices")
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kind", ["fifo", "socket", "char device", "block device"])
+@pytest.mark.parametrize(
+    "tool,args",
+    [
+        ("read_file", {"path": "special"}),
+        ("write_file", {"path": "special", "content": "x\n"}),
+        ("edit_file", {"path": "special", "old": "a", "new": "b"}),
+        ("read_file", {"path": "alias"}),
+        ("edit_file", {"path": "alias", "old": "a", "new": "b"}),
+    ],
+)
+def test_special_files_are_refused_without_hanging(ws: Path, kind: str, tool: str, args: dict) -> None:
+    special = ws / "special"
+    sock = _make_special(special, kind)
+    (ws / "alias").symlink_to("special")
+    box: list[ToolOutcome] = []
+    worker = threading.Thread(target=lambda: box.append(run_tool(tool, args, ctx_for(ws))), daemon=True)
+    worker.start()
+    worker.join(5)
+    hung = worker.is_alive()
+    if hung and kind == "fifo":
+        _unblock(special)
+        worker.join(5)
+    if sock is not None:
+        sock.close()
+    assert not hung, f"{tool} hung on a {kind}"
+    message = one_line_error(box[0])
+    assert kind.split()[0] in message.lower()
+    assert "regular" in message
+    # and it is still what it was
+    assert not stat.S_ISREG(os.lstat(special).st_mode)
+
+
+# ----------------------------------------------------------- symlink race
+
+_SWAPPER = textwrap.dedent(
+    """
+    import os, sys, time
+    ws, outside, mode, seconds = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+    d = os.path.join(ws, "d")
+    name = d if mode == "dir vs link" else os.path.join(d, "f.txt")
+    target = outside if mode == "dir vs link" else os.path.join(outside, "f.txt")
+    tmp = os.path.join(ws, "swap.tmp")
+    park = os.path.join(ws, "park.tmp")
+    end = time.monotonic() + seconds
+
+    def hold():
+        # each state lasts about as long as a tool call's check, so checks and uses straddle swaps
+        until = time.perf_counter() + 0.00005
+        while time.perf_counter() < until:
+            pass
+
+    print("ready", flush=True)
+    while time.monotonic() < end:
+        try:
+            os.rename(name, park)
+            os.symlink(target, tmp)
+            os.rename(tmp, name)
+            hold()
+            os.rename(park, name) if mode == "file vs link" else (os.unlink(name), os.rename(park, name))
+            hold()
+        except OSError:
+            for leftover in (tmp,):
+                try:
+                    os.unlink(leftover)
+                except OSError:
+                    pass
+            if os.path.lexists(park) and not os.path.lexists(name):
+                os.rename(park, name)
+            elif os.path.islink(name) and os.path.lexists(park):
+                os.unlink(name)
+                os.rename(park, name)
+    """
+)
+
+
+def _setup_race(ws: Path) -> None:
+    (ws / "d").mkdir()
+    (ws / "d" / "f.txt").write_text("inside\n")
+
+
+def _race(ws: Path, outside: Path, mode: str, attempt, attempts: int, seconds: float) -> tuple[int, int]:
+    swapper = subprocess.Popen(
+        [sys.executable, "-c", _SWAPPER, str(ws), str(outside), mode, str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert swapper.stdout is not None and swapper.stdout.readline().strip() == "ready"
+        tried = escapes = 0
+        while tried < attempts and swapper.poll() is None:
+            tried += 1
+            escapes += attempt(tried)
+    finally:
+        swapper.kill()
+        swapper.wait()
+    return tried, escapes
+
+
+@pytest.mark.fault("symlink race")
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("mode", ["dir vs link", "file vs link"])
+@pytest.mark.parametrize("tool", ["read_file", "write_file", "edit_file", "list_dir"])
+def test_a_symlink_swapped_during_the_call_never_escapes(
+    ws: Path, outside: Path, mode: str, tool: str, record_property
+) -> None:
+    _setup_race(ws)
+    ctx = ctx_for(ws)
+    secret_file = outside / "f.txt"
+
+    def attempt(n: int) -> int:
+        if tool == "read_file":
+            out = run_tool("read_file", {"path": "d/f.txt"}, ctx)
+            return int(SECRET in out.content)
+        if tool == "list_dir":
+            (outside / "only-outside.txt").touch()
+            out = run_tool("list_dir", {"path": "d"}, ctx)
+            return int("only-outside" in out.content)
+        if tool == "write_file":
+            name = "f.txt" if mode == "file vs link" else f"w{n % 50}.txt"
+            out = run_tool("write_file", {"path": f"d/{name}", "content": "inside\n"}, ctx)
+        else:
+            out = run_tool("edit_file", {"path": "d/f.txt", "old": "\n", "new": "\n\n"}, ctx)
+            if not out.is_error:
+                run_tool("edit_file", {"path": "d/f.txt", "old": "\n\n", "new": "\n"}, ctx)
+        escaped = SECRET in out.content or secret_file.read_text() != SECRET + "\n" or any(
+            p.name != "f.txt" and p.name != "only-outside.txt" for p in outside.iterdir()
+        )
+        if escaped:
+            secret_file.write_text(SECRET + "\n")
+            for p in outside.iterdir():
+                if p.name not in ("f.txt", "only-outside.txt"):
+                    p.unlink()
+        return int(escaped)
+
+    attempts = 5_000 if tool in ("read_file", "list_dir") else 1_500
+    tried, escapes = _race(ws, outside, mode, attempt, attempts, seconds=10.0)
+    record_property("attempts", tried)
+    record_property("escapes", escapes)
+    print(f"symlink race {tool} ({mode}): {tried} attempts, {escapes} escapes")
+    assert tried >= 500
+    assert escapes == 0, f"{escapes} of {tried} {tool} calls escaped the workspace"
+
+
+# ----------------------------------------------------------- hard links
+
+
+@pytest.mark.fault("hard links")
+@pytest.mark.parametrize(
+    "tool,args",
+    [
+        ("read_file", {"path": "hl.txt"}),
+        ("read_file", {"path": "hl.txt", "start": 1, "end": 1}),
+        ("edit_file", {"path": "hl.txt", "old": "SECRET", "new": "public"}),
+        ("write_file", {"path": "hl.txt", "content": "replaced\n"}),
+        ("read_file", {"path": "alias.txt"}),
+    ],
+)
+def test_a_hard_link_to_an_outside_file_is_refused(ws: Path, outside: Path, tool: str, args: dict) -> None:
+    os.link(outside / "f.txt", ws / "hl.txt")
+    (ws / "alias.txt").symlink_to("hl.txt")
+    result = run_tool(tool, args, ctx_for(ws))
+    message = one_line_error(result)
+    assert SECRET not in message
+    assert "hard link" in message
+    assert (outside / "f.txt").read_text() == SECRET + "\n"
+    shown = preview_tool(tool, args, ctx_for(ws))
+    assert shown is None or (shown.is_error and SECRET not in shown.content)
+
+
+# ----------------------------------------------------------- data dir in workspace
+
+
+@pytest.fixture
+def data_in_ws(ws: Path) -> Path:
+    data = ws / ".tailrent"
+    journal = data / "sessions" / "20260101-000000-abcdef" / "journal.jsonl"
+    journal.parent.mkdir(parents=True)
+    journal.write_text('{"content": "TRANSCRIPT of another session"}\n')
+    (ws / "notes").mkdir()
+    (ws / "notes" / "sessions-link").symlink_to("../.tailrent/sessions")
+    return data
+
+
+_JOURNAL = ".tailrent/sessions/20260101-000000-abcdef/journal.jsonl"
+
+
+@pytest.mark.fault("data dir in workspace")
+@pytest.mark.parametrize(
+    "tool,args",
+    [
+        ("read_file", {"path": _JOURNAL}),
+        ("read_file", {"path": "notes/sessions-link/20260101-000000-abcdef/journal.jsonl"}),
+        ("read_file", {"path": "ABS/" + _JOURNAL}),
+        ("list_dir", {"path": ".tailrent/sessions"}),
+        ("list_dir", {"path": "notes/sessions-link"}),
+        ("list_dir", {"path": ".tailrent"}),
+        ("edit_file", {"path": _JOURNAL, "old": "TRANSCRIPT", "new": "x"}),
+        ("write_file", {"path": _JOURNAL, "content": "x"}),
+        ("write_file", {"path": ".tailrent/sessions/new/planted.json", "content": "x"}),
+    ],
+)
+def test_the_data_dir_inside_the_workspace_is_off_limits(
+    ws: Path, data_in_ws: Path, tool: str, args: dict
+) -> None:
+    args = {k: v.replace("ABS/", f"{ws}/") if isinstance(v, str) else v for k, v in args.items()}
+    before = sorted(str(p) for p in data_in_ws.rglob("*"))
+    result = run_tool(tool, args, ctx_for(ws, data_dir=data_in_ws))
+    message = one_line_error(result)
+    assert "TRANSCRIPT" not in message
+    assert "data dir" in message
+    assert sorted(str(p) for p in data_in_ws.rglob("*")) == before
+    assert "TRANSCRIPT" in (data_in_ws / _JOURNAL.removeprefix(".tailrent/")).read_text()
+
+
+@pytest.mark.fault("data dir in workspace")
+@pytest.mark.parametrize("depth", ["", "a/b"])
+def test_listing_hides_the_data_dir(ws: Path, depth: str) -> None:
+    data = ws / depth / ".tailrent"
+    (data / "sessions").mkdir(parents=True)
+    (ws / depth / "kept.txt").write_text("x")
+    result = run_tool("list_dir", {"path": depth or "."}, ctx_for(ws, data_dir=data))
+    assert not result.is_error
+    lines = result.content.splitlines()
+    assert "kept.txt" in lines and ".tailrent/" not in lines
+    assert "data dir" in result.content
+
+
+@pytest.mark.fault("data dir in workspace")
+async def test_the_agent_tells_its_tools_where_the_data_dir_is(make_agent, tmp_path: Path, workspace: Path) -> None:
+    agent = make_agent(data_dir=workspace / ".tailrent")
+    assert agent.tool_ctx.data_dir is not None
+    assert Path(agent.tool_ctx.data_dir).resolve() == (workspace / ".tailrent").resolve()
+    result = run_tool("list_dir", {"path": ".tailrent"}, agent.tool_ctx)
+    assert result.is_error and "data dir" in result.content
