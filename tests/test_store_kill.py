@@ -14,8 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-from tailrent_tui.core.messages import MessageAdded
+import pytest
+
+from tailrent_tui.core.messages import Folded, MessageAdded
 from tailrent_tui.store.journal import load_journal
+from tailrent_tui.store.sessions import SessionDir
 
 HELPER = Path(__file__).with_name("store_kill_child.py")
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,3 +83,84 @@ def test_sigkill_at_random_moments_loses_no_returned_append(tmp_path: Path) -> N
             raise
     assert len(returned) > 300
     print(f"{len(returned)} returned appends checked over 100 kills; {torn_seen} reloads stepped over a torn tail")
+
+
+LADDER_HELPER = Path(__file__).with_name("store_kill_ladder_child.py")
+
+
+@pytest.mark.fault("SIGKILL during folds/spills/repair")
+def test_sigkill_during_folds_spills_and_repair_apply_loses_nothing_that_returned(tmp_path: Path) -> None:
+    """60 kills of a process that spills, folds and runs `repair --apply` on one session:
+    after each, the journal loads, and every step that returned is there with its files."""
+    sd = SessionDir.create(tmp_path / "data", tokenizer="chars4", session_id="ladder-kill")
+    rng = random.Random(20261201)
+    msgs: list[str] = []
+    spills: dict[str, str] = {}
+    folds: list[int] = []
+    repairs = 0
+    helper = subprocess.Popen(
+        [sys.executable, str(LADDER_HELPER)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "XDG_STATE_HOME": str(tmp_path / "state")},
+    )
+    assert helper.stdin is not None and helper.stdout is not None
+
+    def take(words: list[str]) -> None:
+        nonlocal repairs
+        kind = words[1]
+        if kind == "msg":
+            msgs.append(words[2])
+        elif kind == "spill":
+            msgs.append(words[2])
+            spills[words[2]] = words[3]
+        elif kind == "fold":
+            folds.append(int(words[2]))
+        elif kind == "repair":
+            repairs += 1
+
+    try:
+        for run in range(60):
+            helper.stdin.write(f"{run} {rng.randrange(1 << 30)} {sd.path}\n")
+            helper.stdin.flush()
+            wanted = rng.randrange(0, 25)
+            pid, got = None, 0
+            while pid is None or got < wanted:
+                words = helper.stdout.readline().split()
+                assert words and words[0] != "ERROR", words
+                if words[0] == "pid":
+                    pid = int(words[2])
+                else:
+                    take(words)
+                    got += 1
+            if rng.random() < 0.5:
+                time.sleep(rng.random() * 0.01)
+            os.kill(pid, signal.SIGKILL)
+            while True:
+                words = helper.stdout.readline().split()
+                assert words and words[0] != "ERROR", words
+                if words[0] == "dead":
+                    break
+                take(words)
+
+            assert sd.journal_path.exists(), f"run {run}: no journal"
+            events = load_journal(sd.journal_path).events
+            added = {e.message.id: e.message for e in events if isinstance(e, MessageAdded)}
+            missing = [m for m in msgs if m not in added]
+            assert not missing, f"run {run}: steps that returned are missing after reload: {missing[:5]}"
+            for mid, spill_id in spills.items():
+                assert added[mid].spill_id == spill_id and sd.spills().exists(spill_id), f"run {run}: spill {spill_id}"
+            journaled = [e.fold.fold_no for e in events if isinstance(e, Folded)]
+            assert journaled[: len(folds)] == folds[: len(journaled)] and set(folds) <= set(journaled)
+            assert all(sd.archive().path_for(n).exists() for n in journaled), f"run {run}: a fold without its archive"
+            sd.replay(save_torn=False)  # and the whole journal replays
+    finally:
+        helper.stdin.close()
+        try:
+            helper.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            helper.kill()
+            raise
+    assert len(msgs) > 150 and len(spills) > 30 and len(folds) > 20 and repairs > 5, (len(msgs), len(spills), len(folds), repairs)
+    print(f"60 kills: {len(msgs)} messages, {len(spills)} spills, {len(folds)} folds, {repairs} repairs checked")
