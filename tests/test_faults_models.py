@@ -766,3 +766,11 @@ def test_bench_engine_without_server_usage_shows_no_infinite_error(home, hostile
     assert "inf" not in result.stdout and "n/a" in result.stdout
     as_json = bench("--engine", f"openai:{hostile.url}", "--json")
     assert "Infinity" not in as_json.stdout and "NaN" not in as_json.stdout
+
+
+@pytest.mark.fault("credentials in URLs")
+async def test_switching_to_a_model_url_with_credentials_journals_it_redacted(make_agent):
+    agent = make_agent()
+    shown = await agent.switch_model(f"openai:http://erin:letmein@127.0.0.1:{closed_port()}")
+    assert "letmein" not in shown and "***@" in shown
+    assert not any("letmein" in n.text for n in agent.session.notes)

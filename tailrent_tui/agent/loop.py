@@ -293,8 +293,11 @@ class Agent:
         await old.aclose()
         if self.rent is not None:
             self.rent.expire()  # a different server holds none of this context
-        self.session.note(f"model switched to {model.name or spec}", "info")
-        return model.name or spec
+        from tailrent_tui.models.text import redact
+
+        shown = model.name or redact(spec)  # a URL's credentials stay out of the journal
+        self.session.note(f"model switched to {shown}", "info")
+        return shown
 
     def export(self, fmt: str = "md", path: Path | None = None) -> Path:
         """Write the transcript as the user saw it (md or json) and return the file."""
