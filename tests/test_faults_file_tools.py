@@ -428,3 +428,44 @@ async def test_the_agent_tells_its_tools_where_the_data_dir_is(make_agent, tmp_p
     assert Path(agent.tool_ctx.data_dir).resolve() == (workspace / ".tailrent").resolve()
     result = run_tool("list_dir", {"path": ".tailrent"}, agent.tool_ctx)
     assert result.is_error and "data dir" in result.content
+
+
+@pytest.mark.fault("data dir in workspace")
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"pattern": "TRANSCRIPT"},
+        {"pattern": "TRANSCRIPT", "path": "notes"},
+        {"pattern": "TRANSCRIPT", "glob": "*.jsonl"},
+        {"pattern": "TRANSCRIPT", "path": ".tailrent"},
+        {"pattern": "TRANSCRIPT", "path": "notes/journal-link.jsonl"},
+    ],
+)
+def test_grep_does_not_search_the_data_dir(ws: Path, data_in_ws: Path, args: dict) -> None:
+    (ws / "notes" / "journal-link.jsonl").symlink_to(f"../{_JOURNAL}")
+    (ws / "notes" / "mine.txt").write_text("no transcript here\n")
+    result = run_tool("grep", args, ctx_for(ws, data_dir=data_in_ws))
+    assert "TRANSCRIPT of another" not in result.content
+    if result.is_error:
+        assert "data dir" in one_line_error(result)
+
+
+@pytest.mark.fault("data dir in workspace")
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_the_tool_command_keeps_out_of_the_data_dir(
+    ws: Path, data_in_ws: Path, how: str, monkeypatch, tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from tailrent_tui.cli import cli
+
+    monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.delenv("TAILRENT_HOME", raising=False)
+    flags = ["--data-dir", str(data_in_ws)] if how == "flag" else []
+    if how == "env":
+        monkeypatch.setenv("TAILRENT_HOME", str(data_in_ws))
+    args = ["tool", "read_file", json.dumps({"path": _JOURNAL}), "--workspace", str(ws)]
+    result = CliRunner().invoke(cli, flags + args)
+    assert "TRANSCRIPT" not in result.output
+    assert "data dir" in result.output
+    assert result.exit_code == 1

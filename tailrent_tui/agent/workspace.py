@@ -1,11 +1,16 @@
-"""Path safety: every path a tool touches is resolved inside the workspace root.
+"""Path safety: every path a tool touches lies inside the workspace root, and outside the data dir.
 
 A path is refused (WorkspaceEscape, which the tool registry turns into a tool
 error for the model) when it starts with `~`, when its `..` parts climb out of
-the root, when it is absolute and names a place outside the root, or when a
-symlink anywhere along it resolves outside the root. The check is made on the
-real path, so a file that does not exist yet (write_file) is judged by where
-its existing parent really is, and a dangling symlink by where it points.
+the root, when it is absolute and names a place outside the root, when a
+symlink anywhere along it leads outside the root, or when it goes through
+tailrent's data dir (other sessions' transcripts) lying inside the workspace.
+
+The file tools open with `open_beneath`: one component at a time, each relative
+to the directory fd opened before it, with O_NOFOLLOW, so a symlink swapped in
+between check and use cannot lead out. `resolve_in_workspace` is the older
+check on the real path, for callers that only need a path (grep's walk, the
+decisions file); it is a check, not a guard against a swap after it.
 """
 
 from __future__ import annotations

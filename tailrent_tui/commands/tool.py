@@ -19,6 +19,7 @@ from tailrent_tui.agent.tools import ToolContext, run_tool
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.tokens import get_counter
 from tailrent_tui.settings import SettingsError, load_settings
+from tailrent_tui.store.paths import resolve_data_dir
 
 
 @click.command("tool")
@@ -39,7 +40,8 @@ def tool(ctx: click.Context, name: str, json_args: str, workspace: Path | None, 
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
     root = workspace or settings.workspace or Path.cwd()
-    outcome = run_tool(name, json_args, ToolContext(root=Path(root), caps=settings.caps))
+    tool_ctx = ToolContext(root=Path(root), caps=settings.caps, data_dir=resolve_data_dir(settings.data_dir))
+    outcome = run_tool(name, json_args, tool_ctx)
     # No session here, so a spilled result's content lives only in memory: the
     # pointer printed is what the model would receive, byte for byte.
     content = admit_tool_output(

@@ -27,6 +27,7 @@ from tailrent_tui.agent.tools.base import (
 )
 from tailrent_tui.agent.workspace import (
     WorkspaceEscape,
+    data_dir_refusal,
     display_path,
     resolve_in_workspace,
     workspace_root,
@@ -68,17 +69,22 @@ def _glob_matches(glob: str, rel: str) -> bool:
     return fnmatch.fnmatchcase(rel, glob) or fnmatch.fnmatchcase(rel, glob.replace("**/", ""))
 
 
-def _files_under(real: Path, root: Path) -> Iterator[Path]:
+def _files_under(real: Path, root: Path, private: Path | None) -> Iterator[Path]:
+    """The files to search; `private` (the data dir, real path) is walked past, even through symlinks."""
     if real.is_file():
         yield real
         return
     for dirpath, dirnames, filenames in os.walk(real, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in SKIPPED_DIRS and Path(dirpath, d) != private
+        )
         for name in sorted(filenames):
             candidate = Path(dirpath) / name
             try:
                 target = resolve_in_workspace(root, candidate)
             except WorkspaceEscape:
+                continue
+            if private is not None and target.is_relative_to(private):
                 continue
             if target.is_file():
                 yield candidate
@@ -99,7 +105,11 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         regex = re.compile(pattern)
     except re.error as exc:
         raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from exc
-    real = resolve_in_workspace(ctx.root, args.get("path") or ".")
+    asked = args.get("path") or "."
+    real = resolve_in_workspace(ctx.root, asked)
+    private = Path(os.path.realpath(ctx.data_dir)) if ctx.data_dir is not None else None
+    if private is not None and real.is_relative_to(private):
+        raise WorkspaceEscape(data_dir_refusal(asked))
     if not real.exists():
         raise ToolError(f"no such file or directory: {display_path(ctx.root, real)}")
 
@@ -110,7 +120,7 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     files_searched = 0
     skipped_binary = 0
     stopped_counting = False
-    for path in _files_under(real, root):
+    for path in _files_under(real, root, private):
         rel = display_path(root, path)
         if glob and not _glob_matches(glob, rel):
             continue
