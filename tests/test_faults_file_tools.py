@@ -18,7 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from tailrent_tui.agent.tools import ToolCaps, ToolContext, ToolOutcome, preview_tool, run_tool
+from tailrent_tui.agent.tools import (
+    ToolCaps,
+    ToolContext,
+    ToolOutcome,
+    preview_tool,
+    run_tool,
+)
 
 SECRET = "SECRET-outside-the-workspace"
 
@@ -150,6 +156,7 @@ def test_a_failed_write_leaves_the_original(ws: Path, tool: str, args: dict) -> 
     proc = subprocess.run(
         [sys.executable, "-c", _FAIL_CHILD, str(ws), "4096"],
         input=json.dumps({"tool": tool, **args}),
+        check=False,
         capture_output=True,
         text=True,
         timeout=60,

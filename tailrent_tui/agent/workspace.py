@@ -19,6 +19,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 
 class WorkspaceEscape(ValueError):
@@ -124,7 +125,7 @@ class Beneath:
     def close(self) -> None:
         os.close(self.dir_fd)
 
-    def __enter__(self) -> Beneath:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

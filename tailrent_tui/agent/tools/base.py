@@ -20,7 +20,12 @@ from typing import Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tailrent_tui.agent.workspace import Beneath, WorkspaceEscape, file_kind, open_beneath
+from tailrent_tui.agent.workspace import (
+    Beneath,
+    WorkspaceEscape,
+    file_kind,
+    open_beneath,
+)
 from tailrent_tui.store.paths import resolve_data_dir
 
 #: A spill sink opens a fresh writable binary file and names it (path or id).

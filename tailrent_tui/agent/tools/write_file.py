@@ -23,8 +23,8 @@ from tailrent_tui.agent.tools.base import (
     locate,
     open_regular_file,
     outcome,
-    write_or_explain,
     unified_diff,
+    write_or_explain,
 )
 from tailrent_tui.agent.workspace import Beneath, open_beneath
 
