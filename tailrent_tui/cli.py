@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from tailrent_tui import __version__
+from tailrent_tui.store.paths import absolute_path, normalize_path_env
 
 
 #: subcommand -> the module of tailrent_tui.commands that defines it
@@ -58,12 +59,17 @@ class LazyGroup(click.Group):
 @click.option("--workspace", type=click.Path(file_okay=False, path_type=Path), help="Workspace root for tools.")
 @click.option("--theme", help="Theme name.")
 @click.option("--policy", help="Folding policy: none, naive, naive-pin, autocompact, ladder.")
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Where sessions live (or TAILRENT_HOME).")
+@click.option(
+    "--data-dir", type=click.Path(file_okay=False, path_type=Path, resolve_path=False),
+    callback=lambda ctx, param, value: None if value is None or not str(value).strip() else absolute_path(value),
+    help="Where sessions live (or TAILRENT_HOME).",
+)
 @click.option("--yolo", is_flag=True, help="Run shell and file-writing tools without asking.")
 @click.version_option(__version__, prog_name="tailrent")
 @click.pass_context
 def cli(ctx: click.Context, model, continue_, resume, workspace, theme, policy, data_dir, yolo) -> None:
     """tailrent: chat with a local model and watch the context ladder."""
+    normalize_path_env()
     ctx.ensure_object(dict)
     ctx.obj.update(
         model=model,

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import os
 import tomllib
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError, ValidationInfo, field_validator
 
 from tailrent_tui.agent.tools.base import ToolCaps
+from tailrent_tui.store.paths import absolute_path, path_from_env
 
 ENV_PREFIX = "TAILRENT_"
 
@@ -28,7 +29,8 @@ class SettingsError(ValueError):
 class Settings(BaseModel):
     """tailrent's settings. Sources, lowest first: defaults, config.toml, TAILRENT_* env, flags."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # inf and nan are valid TOML and JSON floats, and no setting means either
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     model: str | None = Field(
         None, description="Model spec: mock, ollama, ollama:NAME, openai:URL or openai:URL#MODEL; unset = probe Ollama, else the mock"
@@ -67,14 +69,20 @@ class Settings(BaseModel):
     fsync: bool = Field(True, description="fsync the journal after every event")
     yolo: bool = Field(False, description="Run shell and file-writing tools without asking")
     workspace: Path | None = Field(None, description="Workspace root for tools; unset = the current directory")
-    data_dir: Path | None = Field(None, description="Where sessions live; unset = TAILRENT_HOME or the user data dir")
+    data_dir: Path | None = Field(
+        None,
+        description="Where sessions live; unset = TAILRENT_HOME or the user data dir. Empty means unset; a relative path "
+        "is made absolute at start (from the working directory, or from the config file's directory when set there)",
+    )
     system_prompt: str = Field(
         "You are a careful coding agent working in the user's workspace. Use the tools to read, search and edit. "
         "Keep decisions explicit: state them as 'DECISION: ... because ...'.",
         description="System prompt of new sessions",
     )
     prune_watermark_lines: int = Field(2000, ge=100, description="The transcript keeps about this many lines of widgets; older ones load back on scroll")
-    decisions_file: str | None = Field(None, description="Also write pinned decisions to this file in the workspace (e.g. DECISIONS.md)")
+    decisions_file: str | None = Field(
+        None, description="Also write pinned decisions to this file in the workspace (a relative path without '..', e.g. DECISIONS.md)"
+    )
     delegate_answer_cap: int = Field(1500, ge=50, description="A delegate's final answer is capped to this many tokens before it enters the parent")
     max_reply_tokens: int | None = Field(
         None, ge=1, description="Cap on each reply's tokens (sent as max_tokens / num_predict), kept free in the window; unset = an eighth of the window (at least 256)"
@@ -86,11 +94,42 @@ class Settings(BaseModel):
     def _patterns_compile(cls, v: list[str] | None) -> list[str] | None:
         import re
 
+        from tailrent_tui.core.regex_risk import catastrophic_repeat
+
         for p in v or []:
             try:
-                re.compile(p)
+                risk = catastrophic_repeat(p)
             except re.error as exc:
                 raise ValueError(f"pattern {p!r} is not a valid regex: {exc}") from None
+            if risk:
+                raise ValueError(f"pattern {p!r} can freeze the app: {risk}")
+        return v
+
+    @field_validator("fold_target")
+    @classmethod
+    def _target_below_trigger(cls, v: float, info: ValidationInfo) -> float:
+        trigger = info.data.get("fold_trigger")
+        if trigger is not None and v >= trigger:
+            raise ValueError(f"fold_target ({v}) must be below fold_trigger ({trigger}): a fold must end below where it starts")
+        return v
+
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _data_dir_absolute(cls, v: Any) -> Any:
+        if v is None or (isinstance(v, str) and not v.strip()):
+            return None
+        if isinstance(v, str | Path):
+            return absolute_path(v)
+        return v
+
+    @field_validator("decisions_file")
+    @classmethod
+    def _decisions_file_inside(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        path = PurePosixPath(v)
+        if not v.strip() or "\0" in v or path.is_absolute() or v.startswith("~") or ".." in path.parts or v.endswith("/"):
+            raise ValueError(f"{v!r} is not a file name inside the workspace: give a relative path without '..', e.g. DECISIONS.md")
         return v
 
     def field_help(self) -> dict[str, str]:
@@ -98,8 +137,7 @@ class Settings(BaseModel):
 
 
 def config_dir() -> Path:
-    env = os.environ.get("TAILRENT_CONFIG_DIR")
-    return Path(env) if env else Path(platformdirs.user_config_dir("tailrent"))
+    return path_from_env("TAILRENT_CONFIG_DIR") or Path(platformdirs.user_config_dir("tailrent"))
 
 
 def config_file() -> Path:
@@ -111,15 +149,39 @@ def state_file() -> Path:
     return config_dir() / "state.json"
 
 
+def user_price_files() -> list[Path]:
+    """The user's price sheets: prices.toml in the config dir, if there is one."""
+    path = config_dir() / "prices.toml"
+    return [path] if path.exists() else []
+
+
 def _env_values() -> dict[str, tuple[str, str]]:
+    """TAILRENT_* variables that are set; an empty one means unset, as in a shell's `VAR= cmd`."""
     out: dict[str, tuple[str, str]] = {}
     for name in Settings.model_fields:
         var = ENV_PREFIX + name.upper()
-        if var in os.environ and name not in ("data_dir",):
+        if os.environ.get(var, "").strip() and name not in ("data_dir",):
             out[name] = (os.environ[var], var)
-    if "TAILRENT_HOME" in os.environ:
-        out["data_dir"] = (os.environ["TAILRENT_HOME"], "TAILRENT_HOME")
+    home = path_from_env("TAILRENT_HOME")
+    if home is not None:
+        out["data_dir"] = (str(home), "TAILRENT_HOME")
     return out
+
+
+_STATE = TypeAdapter(dict[str, JsonValue])
+
+
+def _read_state(path: Path) -> dict[str, Any]:
+    """The app's remembered choices; a file that is not a JSON object of them is an error naming it."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read ({exc.strerror or exc}); delete it, it only remembers the theme") from None
+    try:
+        return _STATE.validate_json(raw)
+    except ValidationError as exc:
+        what = exc.errors()[0]["msg"]
+        raise SettingsError(f"{path}: not a JSON object of remembered choices ({what}); delete it, it only remembers the theme") from None
 
 
 def _coerce_env(name: str, raw: str) -> Any:
@@ -145,20 +207,23 @@ def load_settings(flags: dict[str, Any] | None = None, *, path: Path | None = No
     cfg = path or config_file()
     if cfg.exists():
         try:
-            data = tomllib.loads(cfg.read_text(encoding="utf-8"))
+            data = tomllib.loads(cfg.read_bytes().decode("utf-8"))
+        except OSError as exc:
+            raise SettingsError(f"{cfg}: cannot read ({exc.strerror or exc}); it should be a TOML file") from None
+        except UnicodeDecodeError as exc:
+            raise SettingsError(f"{cfg}: not UTF-8 (byte {exc.start}); save it as UTF-8") from None
         except tomllib.TOMLDecodeError as exc:
             raise SettingsError(f"{cfg}: not valid TOML ({exc})") from None
         for key, value in data.items():
             if key not in Settings.model_fields:
                 raise SettingsError(f"{cfg}: unknown key {key!r}")
+            if key == "data_dir" and isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute():
+                value = str(cfg.parent / value)  # from the file, not from wherever tailrent runs
             values[key] = value
             source[key] = str(cfg)
     state = state_file()
     if state.exists():
-        try:
-            remembered = json.loads(state.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            remembered = {}
+        remembered = _read_state(state)
         for key, value in remembered.items():
             if key in Settings.model_fields and source.get(key) == "default":
                 values[key] = value
@@ -179,8 +244,26 @@ def load_settings(flags: dict[str, Any] | None = None, *, path: Path | None = No
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "?"
         top = str(err["loc"][0]) if err["loc"] else key
-        raise SettingsError(f"{source.get(top, 'settings')}: {key}: {err['msg']}") from None
+        where = source.get(top, "settings")
+        if where == "default":
+            # a default that clashes with a value set elsewhere (fold_target against fold_trigger): name that one
+            where = next((source[k] for k in Settings.model_fields if source[k] != "default" and k in err["msg"]), where)
+        raise SettingsError(f"{where}: {key}: {err['msg'].removeprefix('Value error, ')}") from None
+    _check_price_sheet(settings, source)
     return settings, source
+
+
+def _check_price_sheet(settings: Settings, source: dict[str, str]) -> None:
+    """The price sheet must exist and every price file parse: refused at load, not at the first turn."""
+    from tailrent_tui.core.rent import PriceSheetError, get_price_sheet
+
+    try:
+        get_price_sheet(settings.price_sheet, user_price_files())
+    except PriceSheetError as exc:
+        message = str(exc)
+        if message.startswith("unknown price sheet"):
+            message = f"{source['price_sheet']}: price_sheet: {message}"
+        raise SettingsError(message) from None
 
 
 def save_user_choice(key: str, value: Any) -> None:
@@ -190,9 +273,9 @@ def save_user_choice(key: str, value: Any) -> None:
     path = state_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    except (OSError, json.JSONDecodeError):
-        data = {}
+        data = _read_state(path) if path.exists() else {}
+    except SettingsError:
+        data = {}  # a damaged memory of choices is replaced, not kept
     data[key] = value
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")

@@ -245,12 +245,13 @@ def _build_export_session(data: Path) -> SessionDir:
 
 
 def test_export_md_and_json_are_utf8_under_a_c_locale(tmp_path: Path) -> None:
-    _build_export_session(tmp_path)
+    home = tmp_path / "home"  # export refuses to write into the data dir
+    _build_export_session(home)
     env = {**os.environ, "LANG": "C", "LC_ALL": "C", "PYTHONIOENCODING": "ascii", "PYTHONUTF8": "0", "PYTHONPATH": str(ROOT)}
     out_md = tmp_path / "out.md"
     for args in (["--format", "md", "-o", str(out_md)], ["--format", "json"]):
         r = subprocess.run(
-            [sys.executable, "-m", "tailrent_tui", "--data-dir", str(tmp_path), "export", "exp", *args],
+            [sys.executable, "-m", "tailrent_tui", "--data-dir", str(home), "export", "exp", *args],
             capture_output=True, env=env, timeout=120,
         )
         assert r.returncode == 0, r.stderr.decode("utf-8", "replace")

@@ -17,6 +17,7 @@ did.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,7 @@ from tailrent_tui.agent.loop import Agent, wire_messages
 from tailrent_tui.core.guard import DecisionDetector
 from tailrent_tui.core.rent import RentModel, context_items, get_price_sheet
 from tailrent_tui.core.session import Session
-from tailrent_tui.core.tokens import Framing, TokenCounter, get_counter
+from tailrent_tui.core.tokens import Framing, TokenCounter, UnknownTokenizer, get_counter
 from tailrent_tui.models.base import ChatModel, ToolSpec, WireMessage
 from tailrent_tui.models.mock import MockExtractiveSummarizer, MockModel, ModelSummarizer
 from tailrent_tui.models.errors import first_problem
@@ -39,7 +40,7 @@ from tailrent_tui.models.spec import parse_model_spec
 from tailrent_tui.models.wire import OllamaTags, parse_json_line
 from tailrent_tui.models.tokenizer import PROBE, ServerTokenizer, TokenizerUnavailable, measure_framing
 from tailrent_tui.settings import Settings, config_dir
-from tailrent_tui.store.journal import JournalWriter, Writer
+from tailrent_tui.store.journal import JournalError, JournalWriter, Writer
 from tailrent_tui.store.paths import resolve_data_dir
 from tailrent_tui.store.sessions import (
     CloseReport,
@@ -224,21 +225,32 @@ def build_agent(
         except LookupError as exc:
             raise BuildError(str(exc)) from None
     counter, counting_warning = None, None
+    created = sd is None
     if sd is None:
-        counting = pick_counting(settings, model)
+        try:
+            counting = pick_counting(settings, model)
+        except (OSError, UnknownTokenizer) as exc:  # the tokenizer's files (a full disk, no usable temp dir)
+            reason = _os_reason(exc) if isinstance(exc, OSError) else str(exc)
+            raise BuildError(f"cannot load the token counter: {reason}") from None
         counter = counting.counter
-        sd = SessionDir.create(
-            data_dir,
-            title=title or "",
-            model=getattr(model, "name", "mock"),
-            workspace=workspace,
-            policy=settings.policy,
-            window=settings.window or 32768,
-            tokenizer=counting.tokenizer,
-            framing=counting.framing,
-            system=settings.system_prompt,
-            tool_schema_tokens=counting.tool_schema_tokens,
-        )
+        try:
+            sd = SessionDir.create(
+                data_dir,
+                title=title or "",
+                model=getattr(model, "name", "mock"),
+                workspace=workspace,
+                policy=settings.policy,
+                window=settings.window or 32768,
+                tokenizer=counting.tokenizer,
+                framing=counting.framing,
+                system=settings.system_prompt,
+                tool_schema_tokens=counting.tool_schema_tokens,
+            )
+        except OSError as exc:
+            raise BuildError(
+                f"cannot create a session in {data_dir}: {_os_reason(exc)}; free some space or make it writable, "
+                "or set TAILRENT_HOME to another directory"
+            ) from None
     else:
         try:
             counter, counting_warning = resume_counter(sd.read_meta().tokenizer, model)
@@ -246,7 +258,11 @@ def build_agent(
             raise BuildError(str(exc)) from None
     try:
         session, writer = open_session(sd, decisions=detector, fsync=settings.fsync, async_writer=async_writer, counter=counter)
-    except RuntimeError as exc:
+    except (RuntimeError, JournalError, OSError) as exc:
+        if created:
+            shutil.rmtree(sd.path, ignore_errors=True)  # nothing of the user's is in it yet: no orphan
+        if isinstance(exc, OSError):
+            raise BuildError(f"cannot open session {sd.id} in {data_dir}: {_os_reason(exc)}") from None
         raise BuildError(str(exc)) from None
     if counting_warning:
         writer.warnings.append(counting_warning)
@@ -256,6 +272,12 @@ def build_agent(
         # the lock is held from here on: a failed build must not leave the session looking open
         close_session_sync(session, writer)
         raise
+
+
+def _os_reason(exc: OSError) -> str:
+    """What an OSError says, and about which file, in one line."""
+    reason = exc.strerror or str(exc)
+    return f"{reason} ({exc.filename})" if exc.filename else reason
 
 
 def _agent_for(

@@ -1,7 +1,8 @@
-"""What the commands share: loading settings with errors that name the key."""
+"""What the commands share: loading settings with errors that name the key, and the data dir."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -15,3 +16,12 @@ def load_settings_or_fail(flags: dict[str, Any]) -> Settings:
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
     return settings
+
+
+def data_dir_of(ctx: click.Context) -> Path:
+    """The data dir, from the same sources as every other setting (flag, TAILRENT_HOME, config.toml),
+    so that `sessions`, `recall` and `export` look where `ask` and the app write."""
+    from tailrent_tui.store.paths import resolve_data_dir
+
+    flags = dict(ctx.find_root().obj or {})
+    return resolve_data_dir(load_settings_or_fail(flags).data_dir)

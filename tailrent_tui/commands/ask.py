@@ -16,9 +16,10 @@ from tailrent_tui.commands._common import load_settings_or_fail
 @click.argument("prompt")
 @click.option("--model", "model", metavar="SPEC", help="mock, ollama, ollama:NAME, openai:URL or openai:URL#MODEL.")
 @click.option("--continue", "continue_", is_flag=True, help="Continue the last active session (default: a new one).")
+@click.option("--resume", "resume", metavar="ID", help="Continue the session with this id (or a unique prefix of it).")
 @click.option("--json", "as_json", is_flag=True, help="Print the reply with usage as the server reported it and the rent as predicted.")
 @click.pass_context
-def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, as_json: bool) -> None:
+def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, resume: str | None, as_json: bool) -> None:
     """Send PROMPT, print the reply. Every turn is recorded in a session.
 
     Tools that change things (run_shell, write_file, edit_file) are denied
@@ -32,11 +33,15 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, as_
     if model:
         flags["model"] = model
     continue_ = continue_ or bool(flags.get("continue_"))
+    # `tailrent --resume ID ask ...` and `tailrent ask --resume ID ...` alike
+    resume = resume or flags.get("resume")
     settings = load_settings_or_fail(flags)
     if not prompt.strip():
         raise click.UsageError("the prompt is empty")
     try:
-        agent = build_agent(settings, {**flags, "continue_": continue_}, async_writer=False, new=not continue_)
+        agent = build_agent(
+            settings, {**flags, "continue_": continue_, "resume": resume}, async_writer=False, new=not (continue_ or resume)
+        )
     except BuildError as exc:
         raise click.ClickException(str(exc)) from None
     if agent.notice:

@@ -21,16 +21,17 @@ def recall(ctx: click.Context, session_ref: str, question: str, expect: tuple[st
     fold archive, a spill or memory. An entry there that cannot be read (a
     missing or damaged file) is named in a warning and left out.
     """
+    from tailrent_tui.commands._common import data_dir_of
     from tailrent_tui.core.probe import format_probe, probe
+    from tailrent_tui.store.journal import JournalError
     from tailrent_tui.store.outside import read_outside
-    from tailrent_tui.store.paths import resolve_data_dir
     from tailrent_tui.store.sessions import find_session
 
-    data_dir = resolve_data_dir((ctx.obj or {}).get("data_dir"))
+    data_dir = data_dir_of(ctx)
     try:
         sd = find_session(data_dir, session_ref)
         session, _ = sd.replay(save_torn=False)
-    except (LookupError, OSError, ValueError) as exc:
+    except (LookupError, OSError, ValueError, JournalError) as exc:
         raise click.ClickException(str(exc)) from None
 
     outside = read_outside(session, sd.archive(), sd.spills(), sd.memory())

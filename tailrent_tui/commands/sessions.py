@@ -1,7 +1,8 @@
 """`tailrent sessions`, `tailrent sessions repair`, `tailrent inspect`, `tailrent export`.
 
-All of them read the data directory: the group's `--data-dir`, else
-`$TAILRENT_HOME`, else the platform's user data dir. A session is named by
+All of them read the data directory where `ask` and the app write: the
+group's `--data-dir`, else `$TAILRENT_HOME`, else `data_dir` in config.toml,
+else the platform's user data dir. A session is named by
 its id or a unique prefix of it.
 """
 
@@ -18,14 +19,15 @@ from tailrent_tui.core.messages import Folded
 from tailrent_tui.core.ports import ArchiveError
 from tailrent_tui.store.export import export_session, write_export
 from tailrent_tui.store.journal import JournalError
-from tailrent_tui.store.paths import resolve_data_dir
+from tailrent_tui.store.paths import inside
 from tailrent_tui.store.repair import repair_session
 from tailrent_tui.store.sessions import SessionDir, SessionLocked, SessionLookupError, find_session, list_sessions
 
 
 def _data_dir(ctx: click.Context) -> Path:
-    obj = ctx.find_root().obj or {}
-    return resolve_data_dir(obj.get("data_dir"))
+    from tailrent_tui.commands._common import data_dir_of
+
+    return data_dir_of(ctx)
 
 
 def _find(ctx: click.Context, ref: str) -> SessionDir:
@@ -197,6 +199,12 @@ def inspect(ctx: click.Context, session_id: str, fold_no: int | None, as_json: b
 def export(ctx: click.Context, session_id: str, fmt: str, output: Path | None) -> None:
     """Export a session's transcript as the user saw it (UTF-8), with pins, folds and a fold log."""
     sd = _find(ctx, session_id)
+    data_dir = _data_dir(ctx)
+    if output is not None and inside(output, data_dir):
+        raise click.ClickException(
+            f"refusing to write {output}: it is inside the data dir {data_dir}, where it could overwrite a session; "
+            "choose a path outside it"
+        )
     try:
         text = export_session(sd, fmt)  # type: ignore[arg-type]
     except JournalError as exc:

@@ -38,7 +38,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from tailrent_tui.core.messages import UsageRecorded
 
@@ -95,9 +95,11 @@ def _sheet_from_table(name: str, table: Any, source: str) -> PriceSheet:
             f"price sheet {name!r} in {source}: missing {', '.join(repr(k) for k in missing)}"
         )
     try:
-        return PriceSheet(name=name, **table)
-    except ValueError as exc:
-        raise PriceSheetError(f"price sheet {name!r} in {source}: {exc}") from exc
+        return PriceSheet.model_validate({**table, "name": name})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "?"
+        raise PriceSheetError(f"price sheet {name!r} in {source}: {key}: {err['msg']}") from None
 
 
 def parse_price_sheets(text: str, source: str = "<text>") -> dict[str, PriceSheet]:
@@ -124,9 +126,11 @@ def load_price_sheets(paths: Iterable[str | Path] = ()) -> dict[str, PriceSheet]
         if not path.exists():
             continue
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_bytes().decode("utf-8")
         except OSError as exc:
-            raise PriceSheetError(f"cannot read price sheets from {path}: {exc}") from exc
+            raise PriceSheetError(f"{path}: cannot read price sheets ({exc.strerror or exc})") from None
+        except UnicodeDecodeError as exc:
+            raise PriceSheetError(f"{path}: not UTF-8 (byte {exc.start}); save it as UTF-8") from None
         sheets.update(parse_price_sheets(text, str(path)))
     return sheets
 

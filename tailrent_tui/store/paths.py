@@ -23,14 +23,50 @@ FILE_MODE = 0o600
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
+#: the environment variables that name directories: empty means unset, relative is made absolute
+PATH_VARIABLES = ("TAILRENT_HOME", "TAILRENT_CONFIG_DIR")
+
+
+def absolute_path(value: str | Path) -> Path:
+    """`~` expanded and made absolute from the working directory (not resolved: symlinks stay)."""
+    return Path(os.path.abspath(Path(value).expanduser()))
+
+
+def path_from_env(var: str) -> Path | None:
+    """A directory named by an environment variable: None when unset or empty, else absolute."""
+    raw = os.environ.get(var, "")
+    return absolute_path(raw) if raw.strip() else None
+
+
+def normalize_path_env() -> None:
+    """Make TAILRENT_HOME and TAILRENT_CONFIG_DIR absolute (or drop them when empty), once, at start.
+
+    Everything this process runs afterwards (a tool's shell, a `tailrent` it
+    starts) then finds the same directories, whatever its working directory.
+    """
+    for var in PATH_VARIABLES:
+        path = path_from_env(var)
+        if path is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = str(path)
+
+
 def resolve_data_dir(flag: Path | str | None = None) -> Path:
-    """The data directory: the flag, else `$TAILRENT_HOME`, else the platform's user data dir."""
-    if flag:
-        return Path(flag).expanduser()
-    env = os.environ.get(ENV_HOME)
-    if env:
-        return Path(env).expanduser()
-    return Path(platformdirs.user_data_dir("tailrent"))
+    """The data directory, absolute: the flag, else `$TAILRENT_HOME`, else the platform's user data dir.
+
+    An empty flag or variable means unset (`TAILRENT_HOME= tailrent` must not put
+    sessions in the working directory); a relative one is taken from the working
+    directory, once: the result is absolute.
+    """
+    if flag is not None and str(flag).strip():
+        return absolute_path(flag)
+    return path_from_env(ENV_HOME) or Path(platformdirs.user_data_dir("tailrent"))
+
+
+def inside(path: Path | str, directory: Path | str) -> bool:
+    """Whether `path`, once its symlinks are followed, lies in `directory` (or is it)."""
+    return Path(path).resolve().is_relative_to(Path(directory).resolve())
 
 
 def sessions_root(data_dir: Path) -> Path:

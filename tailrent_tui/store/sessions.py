@@ -21,6 +21,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import socket
 import time
 from pathlib import Path
@@ -164,26 +165,31 @@ class SessionDir:
             path.mkdir(mode=0o700)
         except FileExistsError:
             raise SessionLookupError(f"session {sid} already exists in {root}") from None
-        os.chmod(path, 0o700)
-        sd = cls(path)
-        for sub in ("spill", "archive", "memory"):
-            ensure_private_dir(path / sub)
-        meta = SessionMeta(
-            id=sid,
-            title=title,
-            created=now,
-            last_active=now,
-            model=model,
-            workspace=str(workspace) if workspace is not None else None,
-            policy=policy,
-            window=window,
-            tokenizer=tokenizer,
-            framing=framing or Framing(),
-            system=system,
-            tool_schema_tokens=tool_schema_tokens,
-        )
-        sd.write_meta(meta)
-        write_file_atomic(sd.journal_path, header_line(sid, now))
+        try:
+            os.chmod(path, 0o700)
+            sd = cls(path)
+            for sub in ("spill", "archive", "memory"):
+                ensure_private_dir(path / sub)
+            meta = SessionMeta(
+                id=sid,
+                title=title,
+                created=now,
+                last_active=now,
+                model=model,
+                workspace=str(workspace) if workspace is not None else None,
+                policy=policy,
+                window=window,
+                tokenizer=tokenizer,
+                framing=framing or Framing(),
+                system=system,
+                tool_schema_tokens=tool_schema_tokens,
+            )
+            sd.write_meta(meta)
+            write_file_atomic(sd.journal_path, header_line(sid, now))
+        except BaseException:
+            # a full disk or a read-only data dir: leave no half-made session for `sessions` to list
+            shutil.rmtree(path, ignore_errors=True)
+            raise
         return sd
 
     def read_meta(self) -> SessionMeta:
@@ -309,7 +315,13 @@ class SessionLock:
 
     @classmethod
     def acquire(cls, path: Path) -> SessionLock:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        except OSError as exc:
+            raise SessionLocked(
+                f"cannot open the lock file {path} ({exc.strerror or exc}): if no tailrent has session "
+                f"{path.parent.name} open, remove {path} and try again"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -2,7 +2,9 @@
 
 The packaged themes (`themes/` in the source tree, `tailrent_tui/_themes` in a
 wheel) load first, then any `*.toml` in `<config_dir>/themes/`, so a user file
-with the same name overrides a packaged one. Panel colors come from the theme:
+with the same name overrides a packaged one. Each file is checked against
+`ThemeFile` before Textual sees it: a bad color, `dark = "yes"` or an unknown
+key skips that file with a notice, and the app starts with the others. Panel colors come from the theme:
 Textual's own variables plus the ladder's (`CUSTOM_VARIABLES`).
 """
 
@@ -11,7 +13,10 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Annotated
 
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
+from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
 # The ladder's colors, as theme variables; a theme file may set each in its
@@ -25,12 +30,6 @@ CUSTOM_VARIABLES: dict[str, str] = {
     "tail-free": "panel",
 }
 
-_THEME_KEYS = {
-    "name", "primary", "secondary", "warning", "error", "success", "accent", "foreground",
-    "background", "surface", "panel", "boost", "dark", "luminosity_spread", "text_alpha", "variables",
-}
-
-
 class ThemeFileError(ValueError):
     """A theme file that cannot be used; the message names the file and the key."""
 
@@ -41,26 +40,69 @@ def packaged_theme_dirs() -> list[Path]:
     return [d for d in (here / "_themes", here.parent / "themes") if d.is_dir()]
 
 
+def _color(value: str) -> str:
+    try:
+        Color.parse(value)
+    except ColorParseError:
+        raise ValueError(f"{value!r} is not a color (use #rrggbb, rgb(...), or a color name)") from None
+    return value
+
+
+ColorText = Annotated[StrictStr, AfterValidator(_color)]
+
+
+def _variables(values: dict[str, str]) -> dict[str, str]:
+    # the ladder's variables are colors the panels mix (`$tail-live 30%`): a bad one breaks every stylesheet
+    for key, value in values.items():
+        if key.startswith("tail-"):
+            if key not in CUSTOM_VARIABLES:
+                raise ValueError(f"unknown variable {key!r} (the ladder's are {', '.join(CUSTOM_VARIABLES)})")
+            _color(value)
+    return values
+
+
+class ThemeFile(BaseModel):
+    """What a theme file may hold: Textual's theme fields, each checked before Textual sees it."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    name: StrictStr = Field(min_length=1)
+    primary: ColorText
+    secondary: ColorText | None = None
+    warning: ColorText | None = None
+    error: ColorText | None = None
+    success: ColorText | None = None
+    accent: ColorText | None = None
+    foreground: ColorText | None = None
+    background: ColorText | None = None
+    surface: ColorText | None = None
+    panel: ColorText | None = None
+    boost: ColorText | None = None
+    dark: StrictBool = True
+    luminosity_spread: float = Field(0.15, ge=0, le=1)
+    text_alpha: float = Field(0.95, ge=0, le=1)
+    variables: Annotated[dict[str, StrictStr], AfterValidator(_variables)] = Field(default_factory=dict)
+
+
 def load_theme_file(path: Path) -> Theme:
     """One theme from a TOML file. Raises ThemeFileError naming the file and the bad key."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_bytes().decode("utf-8"))
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ThemeFileError(f"{path}: cannot read theme ({exc})") from None
-    unknown = sorted(set(data) - _THEME_KEYS)
-    if unknown:
-        raise ThemeFileError(f"{path}: unknown key {unknown[0]!r}")
     data.setdefault("name", path.stem)
-    if "primary" not in data:
-        raise ThemeFileError(f"{path}: missing key 'primary'")
-    variables = data.get("variables", {})
-    if not isinstance(variables, dict) or not all(isinstance(v, str) for v in variables.values()):
-        raise ThemeFileError(f"{path}: 'variables' must be a table of strings")
     try:
-        theme = Theme(**data)
+        checked = ThemeFile.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "?"
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+        raise ThemeFileError(f"{path}: {key}: {msg}; the theme is skipped") from None
+    try:
+        theme = Theme(**checked.model_dump(exclude_unset=True) | {"name": checked.name})
         theme.to_color_system().generate()
-    except Exception as exc:  # Textual raises several types for bad colors
-        raise ThemeFileError(f"{path}: {exc}") from None
+    except Exception as exc:  # Textual raises several types for what it cannot use
+        raise ThemeFileError(f"{path}: {exc}; the theme is skipped") from None
     return theme
 
 

@@ -14,6 +14,7 @@ import difflib
 import os
 import secrets
 import stat
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -60,6 +61,9 @@ class ToolSpec(BaseModel):
 class ToolCaps(BaseModel):
     """Rung 1: how much of each tool's output may enter the context."""
 
+    # an infinite timeout is no timeout: `shell_timeout = inf` is valid TOML, and refused here
+    model_config = ConfigDict(allow_inf_nan=False)
+
     grep_max_matches: int = Field(50, ge=1, description="grep shows at most this many matches")
     grep_count_limit: int = Field(
         10_000,
@@ -79,6 +83,26 @@ class ToolCaps(BaseModel):
         ge=1,
         description="run_shell keeps at most this many bytes of stdout+stderr in memory "
         "(past it: stop and kill, or stream the rest to the spill sink)",
+    )
+    shell_spill_max_bytes: int = Field(
+        100 * 1024 * 1024,
+        ge=1,
+        description="run_shell keeps at most this many bytes of one output in its raw spill; "
+        "the rest is counted, not kept",
+    )
+    spills_session_max_bytes: int = Field(
+        1024 * 1024 * 1024,
+        ge=1,
+        description="a session's raw spills hold at most this many bytes in total",
+    )
+    shell_discard_max_bytes: int = Field(
+        1024 * 1024 * 1024,
+        ge=0,
+        description="run_shell counts and drops output past what it keeps; past this many dropped "
+        "bytes the command is taken for a runaway (`yes`) and killed",
+    )
+    grep_timeout: float = Field(
+        10.0, gt=0, le=3600, description="grep stops searching after this many seconds and says so"
     )
     shell_timeout: float = Field(120.0, gt=0, description="run_shell's default timeout in seconds")
     shell_timeout_max: float = Field(
@@ -100,6 +124,26 @@ class ToolCaps(BaseModel):
     )
 
 
+class SpillBudget:
+    """Bytes a session's raw spills may still take; shared by calls that run in worker threads."""
+
+    def __init__(self, limit: int, used: int = 0) -> None:
+        self.limit = limit
+        self.used = used
+        self._lock = threading.Lock()
+
+    def take(self, wanted: int) -> int:
+        """Reserve up to `wanted` bytes; return how many were granted."""
+        with self._lock:
+            granted = max(0, min(wanted, self.limit - self.used))
+            self.used += granted
+            return granted
+
+    def give_back(self, unused: int) -> None:
+        with self._lock:
+            self.used = max(0, self.used - unused)
+
+
 class ToolContext(BaseModel):
     """What a tool runs against: the workspace root, the caps, an optional spill sink."""
 
@@ -110,7 +154,13 @@ class ToolContext(BaseModel):
     spill_sink: SpillSink | None = Field(
         default=None,
         description="when set, run_shell streams output past shell_max_bytes into it "
-        "instead of killing the command",
+        "(up to shell_spill_max_bytes and the session's spill budget)",
+    )
+    spill_budget: SpillBudget | None = Field(
+        default=None, description="what is left of the session's spills_session_max_bytes (shared by every call)"
+    )
+    cancel: threading.Event | None = Field(
+        default=None, description="set when the call is cancelled (escape): the tool kills what it started"
     )
     data_dir: Path | None = Field(
         default_factory=resolve_data_dir,
@@ -141,6 +191,18 @@ class ToolError(Exception):
 def fmt_n(n: int) -> str:
     """A count as people read it: 1,234."""
     return f"{n:,}"
+
+
+def fmt_bytes(n: int) -> str:
+    """A size as people read it: 10 MB, 2.9 GB (powers of 1024), bytes below 1 KB."""
+    size = float(n)
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            break
+        size /= 1024
+    if unit == "bytes":
+        return f"{n:,} bytes"
+    return f"{size:.1f}".removesuffix(".0") + f" {unit}"
 
 
 def binary_note(nbytes: int) -> str:
