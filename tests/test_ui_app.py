@@ -210,6 +210,9 @@ async def test_keymap_rebinds_by_id(tmp_path):
         await focus_message(pilot, app, "m00000")
         await pilot.press("p")
         assert not agent.session.get("m00000").pinned
+        # p is no ladder key any more: it went back to the input and typed itself
+        assert app.mode == "input" and app.prompt.text == "p"
+        await focus_message(pilot, app, "m00000")
         await pilot.press("ctrl+t")
         assert agent.session.get("m00000").pinned
 

@@ -146,6 +146,8 @@ async def test_no_phrase_of_the_tail_panel_wraps(tmp_path, width, sheet):
     app = make_app(agent)
     async with app.run_test(size=(width, 50)) as pilot:
         tail = app.sidebar.tail
+        if width < 100:  # the sidebar hides itself there; shown by hand, it must still fit
+            await pilot.press("ctrl+b")
         await wait_until(pilot, lambda: "fold summar" in rent_shown(app), what="the figures")
         await pilot.pause()
         for static in tail.query(Static):

@@ -687,6 +687,24 @@ class Agent:
         await self.after_add()
         return m
 
+    async def attach_paste(self, label: str, text: str) -> Message:
+        """A big paste, sent beside a message: it enters as a tool's output does (spilled with a pointer
+        over the threshold), never cut, so the spill holds all of it."""
+        from tailrent_tui.agent.tools.base import outcome
+
+        m = admit_to_session(
+            self.session, "paste", outcome(f"{label}\n{text}"), spill_store=self.spill_store, threshold=self.settings.spill_threshold
+        )
+        await self.after_add()
+        return m
+
+    async def attach_file(self, path: str) -> Message:
+        """`@path` in a message: the file enters as read_file returns it (its line and byte caps), then rung 2."""
+        outcome = await asyncio.to_thread(run_tool, "read_file", {"path": path}, self.tool_ctx)
+        m = admit_to_session(self.session, "read_file", outcome, spill_store=self.spill_store, threshold=self.settings.spill_threshold)
+        await self.after_add()
+        return m
+
     # -- the ladder by hand -----------------------------------------------------
 
     def pin(self, message_id: str):

@@ -17,9 +17,11 @@ import asyncio
 import shlex
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -31,7 +33,9 @@ from tailrent_tui.core.messages import Event, FoldSkipped, Message, Note
 from tailrent_tui.core.ports import ArchiveError
 from tailrent_tui.core.rent import get_price_sheet
 from tailrent_tui.core.session import SessionError
+from tailrent_tui.store.history import PromptHistory, history_path
 from tailrent_tui.ui.commands import LadderCommands
+from tailrent_tui.ui.completion import Sources, mentions
 from tailrent_tui.ui.events import FoldInspectRequested, MessageFocused, PromptSubmitted, SpillOpenRequested
 from tailrent_tui.ui.screens.approval import ApprovalScreen
 from tailrent_tui.ui.screens.fold_inspector import FoldInspector
@@ -40,6 +44,8 @@ from tailrent_tui.ui.screens.recall import RecallScreen
 from tailrent_tui.ui.screens.spill_viewer import SpillViewer
 from tailrent_tui.ui.themes import CUSTOM_VARIABLES, load_themes, packaged_theme_dirs
 from tailrent_tui.ui.widgets.folds_panel import FoldsPanel
+from tailrent_tui.ui.slash import SLASH_BY_NAME, SLASH_COMMANDS
+from tailrent_tui.ui.widgets.completion_menu import CompletionMenu
 from tailrent_tui.ui.widgets.input import PromptInput
 from tailrent_tui.ui.widgets.message import MessageView
 from tailrent_tui.ui.widgets.notice import NoticeBar
@@ -48,19 +54,30 @@ from tailrent_tui.ui.widgets.transcript import Transcript
 
 DEFAULT_THEME = "tailrent-dark"
 
-SLASH_HELP = {
-    "pin": "/pin [ID]: pin the focused (or given, or last) message",
-    "unpin": "/unpin [ID]: unpin it",
-    "spill": "/spill [ID]: move its content to a spill file, leave a pointer",
-    "fold": "/fold [ID ...]: fold these messages, or the marked span, or the oldest unpinned down to the target",
-    "inspect": "/inspect [N]: open the fold inspector on fold N (default: the focused or last fold)",
-    "watch": "/watch WORD: count WORD as a fact in every fold",
-    "recall": "/recall QUESTION [--expect W ...]: probe what the context still holds",
-    "model": "/model SPEC: switch the model (mock, ollama:NAME, openai:URL#MODEL)",
-    "export": "/export [md|json]: write the session to a file",
-    "retry": "/retry: send the last turn again after a model error",
-    "help": "/help: keys and commands",
-}
+# "/pin [ID]: pin the focused ..." for /help; the table itself is ui/slash.py
+SLASH_HELP = {c.name: c.help_line for c in SLASH_COMMANDS}
+
+# Under this many columns the sidebar hides itself (ctrl+b still shows it).
+NARROW_COLUMNS = 100
+
+# The advice of the mock-model notice, as said inside the app
+IN_APP_CONNECT = (
+    "start Ollama (`ollama serve`) and type /model ollama:NAME, "
+    "or /model openai:URL#MODEL for llama.cpp, vLLM or LM Studio"
+)
+
+
+@dataclass
+class Outgoing:
+    """A message on its way to the agent, with what goes beside it (paste chips, @files)."""
+
+    text: str
+    pastes: dict[str, str] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+    def join(self, other: Outgoing) -> Outgoing:
+        files = self.files + [f for f in other.files if f not in self.files]
+        return Outgoing(f"{self.text}\n\n{other.text}", {**self.pastes, **other.pastes}, files)
 
 
 class TailrentApp(App[None]):
@@ -80,7 +97,9 @@ class TailrentApp(App[None]):
         Binding("i", "inspect", "Inspect", id="inspect", tooltip="Open the fold inspector on the focused or last fold"),
         Binding("ctrl+b", "toggle_sidebar", "Sidebar", id="sidebar", tooltip="Show or hide the Tail, Spills, Pins, Folds panels"),
         Binding("escape", "cancel_reply", "Cancel", id="cancel",
-                tooltip="Cancel the running reply (its partial text is kept) or fold (nothing is folded)"),
+                tooltip="Cancel the running reply (its partial text is kept) or fold (nothing is folded); "
+                "with nothing running, back to the input"),
+        Binding("ctrl+n", "dismiss_notice", "Dismiss", id="dismiss_notice", tooltip="Hide the notice bar under the header"),
         Binding("ctrl+r", "retry", "Retry", id="retry", tooltip="Send the last turn again after a model error"),
         Binding("f1", "help", "Help", id="help", tooltip="Keys and slash commands"),
     ]
@@ -93,6 +112,7 @@ class TailrentApp(App[None]):
         clock: Callable[[], float] = time.time,
         theme_dirs: list[Path] | None = None,
         remember_theme: Callable[[str, Any], None] | None = None,
+        history: PromptHistory | None = None,
     ) -> None:
         super().__init__()
         self.agent = agent
@@ -105,13 +125,26 @@ class TailrentApp(App[None]):
         self._turn_worker: Worker | None = None
         self._fold_worker: Worker | None = None
         # what the user sent while the agent was busy, in order
-        self._waiting: list[str] = []
+        self._waiting: list[Outgoing] = []
+        self.prompt_history = history if history is not None else self._open_history()
+        # the sidebar's state chosen with ctrl+b against what the width says (reset when the width crosses NARROW_COLUMNS)
+        self._sidebar_flipped = False
+        self._narrow: bool | None = None
         self._remember_theme = remember_theme
         self.theme_errors: list[str] = []
         self.notice_bar = NoticeBar(id="notice")
         self._register_themes(theme_dirs)
         if settings.keymap:
             self.set_keymap(dict(settings.keymap))
+
+    def _open_history(self) -> PromptHistory:
+        """The workspace's input history, kept in the data dir when the session is (else in memory)."""
+        workspace = getattr(self.agent, "workspace", None)
+        if workspace is None or (self.settings.data_dir is None and getattr(self.agent, "journal", None) is None):
+            return PromptHistory(None)
+        from tailrent_tui.store.paths import resolve_data_dir
+
+        return PromptHistory(history_path(resolve_data_dir(self.settings.data_dir), workspace), workspace=Path(workspace))
 
     # -- themes ----------------------------------------------------------------
 
@@ -174,14 +207,26 @@ class TailrentApp(App[None]):
         self.transcript = Transcript(
             self.session, watermark=self.settings.prune_watermark_lines, clock=self.clock, id="transcript"
         )
+        menu = CompletionMenu(id="completion")
+        threshold = int(getattr(self.settings, "spill_threshold", 0) or 2000)
+        self.prompt = PromptInput(self.prompt_history, menu=menu, sources=self._completion_sources(), chip_chars=threshold * 4, id="input")
         yield Header()
         yield self.notice_bar
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield self.transcript
-                yield PromptInput(id="input")
+                yield menu
+                yield self.prompt
             yield self.sidebar
         yield Footer()
+
+    def _completion_sources(self) -> Sources:
+        return Sources(
+            workspace=getattr(self.agent, "workspace", None),
+            message_ids=lambda: [m.id for m in self.session.messages[-40:]],
+            fold_numbers=lambda: [f.fold_no for f in self.session.folds],
+            theme_names=lambda: list(self.available_themes),
+        )
 
     def on_mount(self) -> None:
         self.sub_title = self._sub_title()
@@ -192,9 +237,9 @@ class TailrentApp(App[None]):
         self.run_worker(self._pump(), group="pump", name="event pump")
         self.set_interval(1.0, self.sidebar.tick, name="cache countdown")
         self.set_interval(30.0, self.sidebar.refresh_spills, name="spill ages")
-        notice = getattr(self.agent, "notice", None)
-        if notice:
-            self.notice_bar.show(notice)
+        self.show_agent_notice()
+        if self.prompt_history.error:
+            self.notify(self.prompt_history.error, severity="warning")
         for note in getattr(self.agent, "startup_notes", ()):
             self._queue.put_nowait(("notice", (note.text, note.level)))
         for error in self.theme_errors:
@@ -257,6 +302,15 @@ class TailrentApp(App[None]):
     def focus_at_start(self) -> None:
         """Where the focus starts: the input box, to type at once."""
         self.query_one(PromptInput).focus()
+
+    def show_agent_notice(self) -> None:
+        """The agent's notice (the mock model, a server that did not answer), its advice said the app's way."""
+        from tailrent_tui.agent.build import CONNECT_HOW
+
+        notice = getattr(self.agent, "notice", None)
+        if notice:
+            notice = notice.replace(CONNECT_HOW, IN_APP_CONNECT)
+        self.notice_bar.show(notice)
 
     def on_unmount(self) -> None:
         if self._on_session_event in self.session.listeners:
@@ -377,16 +431,23 @@ class TailrentApp(App[None]):
             approve=self.approve,
         )
 
-    def start_turn(self, text: str | None) -> None:
+    def start_turn(self, text: str | Outgoing | None) -> None:
         """Run one turn of the agent in a worker; escape cancels it."""
         self.running = True
         self.retry_pending = False
         self.refresh_bindings()
-        self._turn_worker = self.run_worker(self._turn(text), group="turn", name="turn", exit_on_error=False)
+        out = Outgoing(text) if isinstance(text, str) else text
+        self._turn_worker = self.run_worker(self._turn(out), group="turn", name="turn", exit_on_error=False)
 
-    async def _turn(self, text: str | None) -> None:
+    async def _turn(self, out: Outgoing | None) -> None:
         try:
-            result = await self.agent.turn(text, self._callbacks())
+            if out is not None:
+                # what goes beside the message enters first, through the ladder as a tool's output does
+                for label, body in out.pastes.items():
+                    await self.agent.attach_paste(label, body)
+                for path in out.files:
+                    await self.agent.attach_file(path)
+            result = await self.agent.turn(out.text if out is not None else None, self._callbacks())
         except asyncio.CancelledError:
             self._queue.put_nowait(("turn_end", TurnResult(cancelled=True)))
             raise
@@ -423,6 +484,7 @@ class TailrentApp(App[None]):
         return self.running or self._fold_worker is not None
 
     def action_cancel_reply(self) -> None:
+        # what runs says "escape cancels": that comes first; with nothing running, escape goes back to the input
         worker = self._turn_worker if self.running else self._fold_worker
         if worker is None or worker.is_finished:
             self.query_one(PromptInput).focus()
@@ -433,30 +495,35 @@ class TailrentApp(App[None]):
         # an action stays synchronous: the command palette calls it without awaiting
         self.call_later(self._give_back_waiting, "cancelled")
 
-    async def _queue_prompt(self, text: str) -> None:
+    async def _queue_prompt(self, out: Outgoing) -> None:
         if self._fold_worker is not None:
             when = "when the fold ends"
         elif self.transcript.fold_status is not None:
             when = "after the fold and the reply"
         else:
             when = "when the reply ends"
-        self._waiting.append(text)
-        await self.transcript.show_queued(text, when)
+        self._waiting.append(out)
+        await self.transcript.show_queued(out.text, when)
 
     async def _send_waiting(self) -> None:
         """The agent is free again: what the user sent meanwhile goes now, as one message."""
         if not self._waiting or self.busy:
             return
-        text, self._waiting = "\n\n".join(self._waiting), []
+        waiting, self._waiting = self._waiting, []
+        out = waiting[0]
+        for more in waiting[1:]:
+            out = out.join(more)
         await self.transcript.drop_queued()
-        self.start_turn(text)
+        self.start_turn(out)
 
     async def _give_back_waiting(self, why: str) -> None:
         """What waited is not sent after a cancel or a failure: it goes back to the input, to send or edit."""
         if not self._waiting:
             return
         box = self.query_one(PromptInput)
-        box.value = " ".join([*self._waiting, box.value]).strip()
+        box.value = "\n\n".join([*(w.text for w in self._waiting), box.value]).strip()
+        for w in self._waiting:
+            box.pastes.update(w.pastes)
         self._waiting = []
         await self.transcript.drop_queued()
         box.focus()
@@ -479,15 +546,32 @@ class TailrentApp(App[None]):
             accepted = await self.run_slash(text)
         elif text.startswith("!"):
             accepted = self._run_shell(text[1:].strip())
-        elif self.busy:
-            await self._queue_prompt(text)
-            accepted = True
         else:
-            self.start_turn(text)
+            out = Outgoing(text, event.pastes, self._mentioned_files(text))
+            if self.busy:
+                await self._queue_prompt(out)
+            else:
+                self.start_turn(out)
             accepted = True
         if accepted:
             box.remember(text)
             box.value = ""
+            if box.prompt_history.error:
+                self.notify(box.prompt_history.error, severity="warning")
+                box.prompt_history.error = None
+
+    def _mentioned_files(self, text: str) -> list[str]:
+        """The `@path` mentions that name a file in the workspace (others, like @someone, are just text)."""
+        workspace = getattr(self.agent, "workspace", None)
+        if workspace is None:
+            return []
+        root = Path(workspace).resolve()
+        files = []
+        for path in mentions(text):
+            real = (root / path).resolve()
+            if (real == root or root in real.parents) and real.is_file():
+                files.append(path)
+        return files
 
     def _run_shell(self, command: str) -> bool:
         if not command:
@@ -593,7 +677,7 @@ class TailrentApp(App[None]):
                 self.notify(f"could not switch to {rest}: {exc}", severity="error")
                 return
             self.sub_title = self._sub_title()
-            self.notice_bar.show(getattr(self.agent, "notice", None))
+            self.show_agent_notice()
             self.notify(f"model: {self.agent.model.name}")
 
         self.run_worker(switch(), group="model", exit_on_error=False)
@@ -610,6 +694,32 @@ class TailrentApp(App[None]):
             self.notify(f"export failed: {exc}", severity="error")
             return False
         self.notify(f"exported to {path}")
+        return True
+
+    def run_palette_slash(self, command: Any) -> None:
+        """A slash command chosen in the palette: run it, or (if it needs an argument) start it in the input."""
+        if command.needs_arg:
+            box = self.query_one(PromptInput)
+            box.value = f"/{command.name} "
+            box.focus()
+            box.refresh_completion()
+            return
+        self.run_worker(self.run_slash(f"/{command.name}"), group="palette", exit_on_error=False)
+
+    async def _slash_copy(self, rest: str) -> bool:
+        self.copy_last_reply()
+        return True  # nothing to copy yet is no typo to fix: the input is cleared all the same
+
+    async def _slash_theme(self, rest: str) -> bool:
+        if rest not in self.available_themes:
+            names = ", ".join(sorted(self.available_themes))
+            self.notify(f"/theme NAME, one of: {names}", severity="error")
+            return False
+        self.theme = rest
+        return True
+
+    async def _slash_history(self, rest: str) -> bool:
+        self.query_one(PromptInput).action_search_history()
         return True
 
     async def _slash_retry(self, rest: str) -> bool:
@@ -767,20 +877,104 @@ class TailrentApp(App[None]):
         self.inspect(None)
 
     def action_toggle_sidebar(self) -> None:
-        self.sidebar.toggle_class("-hidden")
+        self._sidebar_flipped = not self._sidebar_flipped
+        self._place_sidebar()
+
+    def _place_sidebar(self) -> None:
+        hidden = bool(self._narrow) != self._sidebar_flipped
+        self.sidebar.set_class(hidden, "-hidden")
+
+    def on_resize(self, event: events.Resize) -> None:
+        narrow = event.size.width < NARROW_COLUMNS
+        if narrow != self._narrow:
+            self._narrow = narrow
+            self._sidebar_flipped = False
+            self._place_sidebar()
+
+    def action_dismiss_notice(self) -> None:
+        self.notice_bar.show(None)
+        self.refresh_bindings()
+
+    def copy_last_reply(self) -> bool:
+        """The last reply's text to the clipboard (OSC 52: the terminal must allow it; tmux needs set-clipboard on)."""
+        reply = next((m for m in reversed(self.session.messages) if m.role == "assistant" and m.content.strip()), None)
+        if reply is None:
+            self.notify("no reply to copy yet", severity="warning")
+            return False
+        self.copy_to_clipboard(reply.content)
+        self.notify(f"copied the last reply ({len(reply.content):,} characters)")
+        return True
+
+    # -- focus: the input, or navigation among the messages ------------------------------
+
+    @property
+    def mode(self) -> str:
+        """"input" while the input has the focus (or nothing has), else "navigation"."""
+        if len(self.screen_stack) > 1:
+            return "input"  # a dialog is open: its keys are its own
+        focused = self.focused
+        return "input" if focused is None or isinstance(focused, PromptInput) else "navigation"
+
+    def focus_input(self, typed: str = "") -> None:
+        box = self.query_one(PromptInput)
+        box.focus()
+        if typed:
+            box.insert_typed(typed)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        self._show_mode()
+
+    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
+        self._show_mode()
+
+    def _show_mode(self) -> None:
+        box = self.query_one(PromptInput)
+        if self.mode == "navigation":
+            box.border_title = "navigation: p pin · u unpin · s spill · f fold · i inspect · c copy · esc or typing returns here"
+        else:
+            box.border_title = None
+        box.set_class(self.mode == "navigation", "-navigating")
+        self.refresh_bindings()
+
+    def on_key(self, event: events.Key) -> None:
+        """In navigation, a printable key that is not a ladder key (and always `/`) returns to the input and types itself."""
+        if self.mode != "navigation" or not event.is_printable or event.character is None:
+            return
+        if event.character != "/" and event.key in self.screen.active_bindings:
+            return
+        event.stop()
+        event.prevent_default()
+        self.focus_input(event.character)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.key_table(), SLASH_HELP))
 
     def key_table(self) -> list[tuple[str, str, str]]:
-        """(keys, what, binding id) of the app's bindings, after the keymap."""
+        """(keys, what, binding id) of the app's, the input's and a message's bindings, after the keymap."""
         keymap = self._keymap
         rows = []
-        for binding in self.BINDINGS:
+        for binding in [*self.BINDINGS, *PromptInput.BINDINGS, *MessageView.BINDINGS]:
             if isinstance(binding, Binding) and binding.id:
                 keys = keymap.get(binding.id, binding.key)
                 rows.append((keys, binding.tooltip or binding.description, binding.id))
         return rows
+
+    def _typed_key(self, action: str) -> bool:
+        """Is the key bound to this action (after the keymap) one the input types?"""
+        keys = self._keymap.get(action, next((b.key for b in self.BINDINGS if isinstance(b, Binding) and b.id == action), ""))
+        return any(len(k.strip()) == 1 for k in keys.split(","))
+
+    def farewell(self) -> str | None:
+        """What the terminal shows after the app: the session's id and how to come back to it."""
+        if getattr(self.agent, "journal", None) is None or not self.session.id or not self.session.messages:
+            return None
+        return f"session {self.session.id}\nresume it with: tailrent --resume {self.session.id}"
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        result = super().run(*args, **kwargs)
+        if not self.return_code and (text := self.farewell()):
+            print(text)
+        return result
 
     def on_message_focused(self, event: MessageFocused) -> None:
         self.focused_message_id = event.message_id
@@ -796,11 +990,18 @@ class TailrentApp(App[None]):
         self.inspect(event.fold_no)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in _NAVIGATION_ACTIONS and self.mode == "input" and self._typed_key(action):
+            return False  # the input takes that key: not shown, never fired from there
+        if action == "dismiss_notice":
+            return self.notice_bar.has_class("-shown")
         if action == "cancel_reply":
             return True
         if action == "retry":
             return True if self.retry_pending else None
         return True
+
+
+_NAVIGATION_ACTIONS = {"pin", "unpin", "spill", "fold", "inspect"}
 
 
 def _join_text(batch: list[Any]) -> list[Any]:

@@ -50,19 +50,27 @@ def demo_session(clock: Any = None) -> tuple[Session, list[dict[str, Any]], Poli
 
 
 class DemoApp(TailrentApp):
-    """TailrentApp that feeds the article's trace into its session; space pauses."""
+    """TailrentApp that feeds the article's trace into its session; space (in an empty input) pauses.
 
-    # nothing takes the focus on its own, so space and +/- reach the demo's bindings
-    AUTO_FOCUS = None
-
-    def focus_at_start(self) -> None:
-        return None
+    The input has the focus, as in the app, so typing `/inspect 1` types it. The
+    demo's keys are priority bindings that act only while the input is empty:
+    once something is typed, space and +/- are text (and in navigation, space marks a message).
+    """
 
     BINDINGS = [
-        Binding("space", "toggle_pause", "Pause", id="demo.pause", tooltip="Pause or resume the demo"),
-        Binding("plus,equals_sign", "speed(2.0)", "Faster", id="demo.faster", tooltip="Double the pace"),
-        Binding("minus", "speed(0.5)", "Slower", id="demo.slower", tooltip="Halve the pace"),
+        Binding("space", "toggle_pause", "Pause", id="demo.pause", tooltip="Pause or resume the demo (input empty)",
+                priority=True),
+        Binding("plus,equals_sign", "speed(2.0)", "Faster", id="demo.faster", tooltip="Double the pace (input empty)",
+                priority=True),
+        Binding("minus", "speed(0.5)", "Slower", id="demo.slower", tooltip="Halve the pace (input empty)", priority=True),
     ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("toggle_pause", "speed"):
+            if len(self.screen_stack) > 1:
+                return False
+            return self.mode == "input" and not self.prompt.text
+        return super().check_action(action, parameters)
 
     def __init__(
         self,
@@ -85,12 +93,13 @@ class DemoApp(TailrentApp):
 
     def on_mount(self) -> None:
         super().on_mount()
+        self.prompt.keys_when_empty = frozenset({"space", "plus", "equals_sign", "minus"})
         for word in WATCHLIST:
             self.session.add_watch(word)
         self.run_worker(self._play(), group="demo", name="demo")
         state = "pinned" if self.pinned else "not pinned"
         self.notice_bar.show(
-            f"demo: the article's run, decision {state} · space pauses · +/- change the pace · watch the Folds panel"
+            f"demo: the article's run, decision {state} · space pauses (input empty) · +/- change the pace · watch the Folds panel"
         )
 
     async def _play(self) -> None:

@@ -34,8 +34,9 @@ class MessageFocused(Message):
 
 
 class PromptSubmitted(Message):
-    """The user pressed Enter in the input box."""
+    """The user pressed Enter in the input box; `pastes` maps each paste chip left in the text to what it holds."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, pastes: dict[str, str] | None = None) -> None:
         super().__init__()
         self.text = text
+        self.pastes = dict(pastes or {})

@@ -1,65 +1,267 @@
-"""The input box: Enter submits, up/down walk the history, tab goes to the transcript.
+"""The input: a multi-line editor. Enter sends; shift+enter or ctrl+j starts a new line.
 
-Slash commands and `!cmd` are typed here too; the app interprets them. A
-submitted line is not cleared by the box itself: the app clears it once it
-has accepted it, so an unknown command stays in the box to be fixed.
+- A paste keeps its lines. A big one (over `CHIP_LINES` lines or `chip_chars`
+  characters) shows as a chip, `[pasted 212 lines]`; ctrl+o expands the chips
+  back into text. What a chip holds is sent beside the message and enters the
+  context as a tool output does (capped, spilled with a pointer when big).
+- Up at the first line and down at the last walk the history (kept per
+  workspace across restarts); ctrl+s searches it.
+- Typing `/` offers the slash commands, then their arguments; `@` offers
+  workspace paths. Tab or enter takes the highlighted entry, escape closes it.
+- Tab (with nothing offered) moves to the messages: navigation mode.
+
+Slash commands and `!cmd` are typed here too; the app interprets them. What is
+sent is not cleared by the box itself: the app clears it once it has accepted
+it, so an unknown command stays in the box to be fixed.
 """
 
 from __future__ import annotations
 
+from textual import events
 from textual.binding import Binding
-from textual.widgets import Input
+from textual.widgets import TextArea
 
+from tailrent_tui.store.history import PromptHistory
+from tailrent_tui.ui.completion import Item, Sources, complete
 from tailrent_tui.ui.events import PromptSubmitted
+from tailrent_tui.ui.screens.history_search import HistorySearch
+from tailrent_tui.ui.widgets.completion_menu import CompletionMenu
+
+#: A paste with more lines than this becomes a chip.
+CHIP_LINES = 20
 
 
-class PromptInput(Input):
-    """A one-line prompt with a history of what was sent."""
+class PromptInput(TextArea):
+    """The prompt editor, with a history of what was sent."""
 
     DEFAULT_CSS = """
-    PromptInput { margin: 0 1; border: tall $primary 40%; background: $surface; }
+    PromptInput {
+        margin: 0 1; height: auto; min-height: 3; max-height: 12;
+        border: tall $primary 40%; background: $surface; padding: 0 1;
+    }
     PromptInput:focus { border: tall $primary; }
+    PromptInput .text-area--cursor-line { background: transparent; }
     """
 
     BINDINGS = [
-        Binding("up", "history(-1)", "Previous input", show=False, id="input.history_previous",
-                tooltip="The line sent before this one"),
-        Binding("down", "history(1)", "Next input", show=False, id="input.history_next",
-                tooltip="The line sent after this one"),
-        Binding("tab", "to_transcript", "To messages", show=False, id="input.to_transcript",
-                tooltip="Move the focus to the last message"),
+        Binding("shift+enter,ctrl+j", "newline", "New line", show=False, id="input.newline",
+                tooltip="Start a new line (enter sends)"),
+        Binding("up", "up", "Previous input", show=False, id="input.history_previous",
+                tooltip="At the first line: what you sent before this"),
+        Binding("down", "down", "Next input", show=False, id="input.history_next",
+                tooltip="At the last line: what you sent after this"),
+        Binding("tab", "tab", "To messages", id="input.to_transcript",
+                tooltip="Take the offered completion, else move to the messages (navigation: p u s f i act there)"),
+        Binding("ctrl+s", "search_history", "History", id="input.search_history",
+                tooltip="Search what you typed before, in this workspace"),
+        Binding("ctrl+o", "expand_pastes", "Expand paste", show=False, id="input.expand_paste",
+                tooltip="Put the text of the [pasted N lines] chips back into the input"),
     ]
 
-    def __init__(self, history: list[str] | None = None, *, id: str | None = None) -> None:
-        super().__init__(placeholder="Ask, or /help, or !command", id=id)
-        self.history: list[str] = list(history or [])
-        self._cursor = len(self.history)
+    def __init__(
+        self,
+        history: PromptHistory | list[str] | None = None,
+        *,
+        menu: CompletionMenu | None = None,
+        sources: Sources | None = None,
+        chip_chars: int = 8000,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", compact=True)
+        if not isinstance(history, PromptHistory):
+            entries = list(history or [])
+            history = PromptHistory(None)
+            history.entries = entries
+        self.prompt_history = history
+        self.menu = menu
+        self.sources = sources or Sources()
+        self.chip_chars = chip_chars
+        # keys the input does not take while it is empty, so the app's bindings get them (the demo's space)
+        self.keys_when_empty: frozenset[str] = frozenset()
+        # chip label -> the pasted text it stands for
+        self.pastes: dict[str, str] = {}
+        self.placeholder = "Ask · enter sends, shift+enter new line · / commands · @file · ctrl+s history"
+        self._cursor = len(self.prompt_history.entries)
         self._draft = ""
+        self._quiet = False
+        if menu is not None:
+            menu.on_pick = self.take
+
+    # -- the text ------------------------------------------------------------------
+
+    @property
+    def value(self) -> str:
+        return self.text
+
+    @value.setter
+    def value(self, text: str) -> None:
+        self._quiet = True
+        try:
+            self.load_text(text)
+            self.move_cursor(self.document.end)
+        finally:
+            self._quiet = False
+        self._close_menu()
+
+    def insert_typed(self, text: str) -> None:
+        """Type `text` at the cursor, as keys would (the transcript hands over a key this way)."""
+        start, end = self.selection
+        self._replace_via_keyboard(text, start, end)
 
     def remember(self, text: str) -> None:
-        """Add a sent line to the history (no repeats in a row) and reset the walk."""
-        if text and (not self.history or self.history[-1] != text):
-            self.history.append(text)
-        self._cursor = len(self.history)
+        """Add a sent prompt to the history (no repeats in a row) and reset the walk."""
+        self.prompt_history.append(text)
+        self._cursor = len(self.prompt_history.entries)
         self._draft = ""
+        self.pastes = {}
 
-    def action_history(self, step: int) -> None:
-        if not self.history:
+    def sent_pastes(self, text: str) -> dict[str, str]:
+        """The chips still present in `text`, with what they hold."""
+        return {label: body for label, body in self.pastes.items() if label in text}
+
+    # -- keys ----------------------------------------------------------------
+
+    def check_consume_key(self, key: str, character: str | None = None) -> bool:
+        # an empty input lets `keys_when_empty` reach the app's bindings (the demo's space)
+        if not self.text and key in self.keys_when_empty:
+            return False
+        return super().check_consume_key(key, character)
+
+    async def _on_key(self, event: events.Key) -> None:
+        # runs before TextArea's own handler, which would insert a newline on enter
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            menu = self.menu
+            if menu is not None and menu.is_open and menu.completion and menu.completion.token.strip() not in ("", "@"):
+                item = menu.current
+                if item is not None and item.text != menu.completion.token:
+                    self.take(item)
+                    return
+            self._close_menu()
+            text = self.text.strip()
+            if text:
+                self.post_message(PromptSubmitted(text, self.sent_pastes(text)))
+        elif event.key == "escape" and self.menu is not None and self.menu.is_open:
+            event.stop()
+            event.prevent_default()
+            self._close_menu()
+
+    def action_newline(self) -> None:
+        self.insert_typed("\n")
+
+    def action_up(self) -> None:
+        if self.menu is not None and self.menu.is_open:
+            self.menu.move(-1)
+        elif self.cursor_location[0] == 0:
+            self._walk(-1)
+        else:
+            self.action_cursor_up()
+
+    def action_down(self) -> None:
+        if self.menu is not None and self.menu.is_open:
+            self.menu.move(1)
+        elif self.cursor_location[0] == self.document.line_count - 1:
+            self._walk(1)
+        else:
+            self.action_cursor_down()
+
+    def _walk(self, step: int) -> None:
+        entries = self.prompt_history.entries
+        if not entries:
             return
-        if self._cursor == len(self.history):
-            self._draft = self.value
-        self._cursor = min(max(self._cursor + step, 0), len(self.history))
-        self.value = self._draft if self._cursor == len(self.history) else self.history[self._cursor]
-        self.cursor_position = len(self.value)
+        if self._cursor >= len(entries):
+            self._cursor = len(entries)
+            self._draft = self.text
+        new = min(max(self._cursor + step, 0), len(entries))
+        if new == self._cursor:
+            return
+        self._cursor = new
+        self.value = self._draft if new == len(entries) else entries[new]
 
-    def action_to_transcript(self) -> None:
-        transcript = self.screen.query("Transcript MessageView")
-        if transcript:
-            transcript.last().focus()
+    def action_tab(self) -> None:
+        if self.menu is not None and self.menu.is_open and self.menu.current is not None:
+            self.take(self.menu.current)
+            return
+        self.to_transcript()
+
+    def to_transcript(self) -> None:
+        views = self.screen.query("Transcript MessageView")
+        if views:
+            views.last().focus()
         else:
             self.screen.focus_next()
 
-    async def action_submit(self) -> None:
-        text = self.value.strip()
-        if text:
-            self.post_message(PromptSubmitted(text))
+    def action_search_history(self) -> None:
+        def picked(text: str | None) -> None:
+            if text is not None:
+                self.value = text
+                self._cursor = len(self.prompt_history.entries)
+            self.focus()
+
+        self.app.push_screen(HistorySearch(self.prompt_history, self.text if "\n" not in self.text else ""), picked)
+
+    # -- pastes --------------------------------------------------------------
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        event.stop()
+        event.prevent_default()
+        if self.read_only:
+            return
+        text = event.text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+        if lines > CHIP_LINES or len(text) > self.chip_chars:
+            label = self._chip_label(lines)
+            self.pastes[label] = text
+            text = label
+        self.insert_typed(text)
+        self.focus()
+
+    def _chip_label(self, lines: int) -> str:
+        label = f"[pasted {lines:,} lines]"
+        n = 2
+        while label in self.pastes:
+            label = f"[pasted {lines:,} lines #{n}]"
+            n += 1
+        return label
+
+    def action_expand_pastes(self) -> None:
+        text = self.text
+        chips = self.sent_pastes(text)
+        if not chips:
+            self.notify("no [pasted N lines] chip to expand", severity="information")
+            return
+        for label, body in chips.items():
+            text = text.replace(label, body)
+            del self.pastes[label]
+        self.value = text
+
+    # -- completion --------------------------------------------------------------
+
+    def _on_text_area_changed(self, event: TextArea.Changed) -> None:
+        if not self._quiet:
+            self.refresh_completion()
+
+    def refresh_completion(self) -> None:
+        if self.menu is None:
+            return
+        row, col = self.cursor_location
+        line = self.document[row][:col]
+        offered = complete(self.text, line, self.sources) if self.has_focus or self.text else None
+        self.menu.show(offered)
+
+    def _close_menu(self) -> None:
+        if self.menu is not None and self.menu.is_open:
+            self.menu.show(None)
+
+    def take(self, item: Item) -> None:
+        """Replace the token being completed with `item` (and a space, unless more may follow)."""
+        menu = self.menu
+        if menu is None or menu.completion is None:
+            return
+        row, col = self.cursor_location
+        start = (row, menu.completion.start)
+        more = item.text.endswith("/") or item.text.endswith(":")
+        self.replace(item.text + ("" if more else " "), start, (row, col))
+        self.focus()
+        self.refresh_completion()

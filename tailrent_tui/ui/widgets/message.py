@@ -66,7 +66,7 @@ def estimate_lines(m: Message) -> int:
     return lines + 2
 
 
-def header_content(m: Message, selected: bool = False) -> Content:
+def header_content(m: Message, selected: bool = False, show_id: bool = False) -> Content:
     who = _ROLE_LABEL.get(m.role, m.role)
     kind = _KIND_LABEL.get(m.kind)
     if m.kind == Kind.tool_result and m.tool:
@@ -87,6 +87,8 @@ def header_content(m: Message, selected: bool = False) -> Content:
         parts.append(Content.from_markup(" [$warning]· cancelled[/]"))
     if selected:
         parts.append(Content.from_markup(" [$accent]· in fold span[/]"))
+    if show_id:
+        parts.append(Content.from_markup(" [$accent]· id $id[/]", id=m.id))
     return Content("").join(parts)
 
 
@@ -132,6 +134,7 @@ class MessageView(Widget, can_focus=True):
         Binding("enter", "open", "Open", show=False, id="message.open", tooltip="Open a spill or inspect a fold"),
         Binding("space", "toggle_span", "Mark for fold", show=False, id="message.mark",
                 tooltip="Add or remove this message from the span that f folds"),
+        Binding("c", "copy", "Copy", id="message.copy", tooltip="Copy this message's text to the clipboard"),
     ]
 
     def __init__(self, message: Message | None, *, selected: bool = False) -> None:
@@ -167,7 +170,7 @@ class MessageView(Widget, can_focus=True):
             if cls.startswith("-") and cls != "-selected":
                 self.remove_class(cls)
         self.add_class(*kind_classes(m).split())
-        self.query_one(".head", Static).update(header_content(m, self.selected))
+        self._update_head()
         body = self.query_one(".body")
         if isinstance(body, Markdown):
             body.update(shown_body(m))
@@ -177,12 +180,26 @@ class MessageView(Widget, can_focus=True):
     def set_selected(self, selected: bool) -> None:
         self.selected = selected
         self.set_class(selected, "-selected")
+        self._update_head()
+
+    def _update_head(self, focused: bool | None = None) -> None:
         if self.message is not None and self.is_mounted:
-            self.query_one(".head", Static).update(header_content(self.message, selected))
+            show_id = self.has_focus if focused is None else focused
+            self.query_one(".head", Static).update(header_content(self.message, self.selected, show_id))
 
     def on_focus(self) -> None:
+        # the selected message shows its id: what /pin ID and /fold ID take
+        self._update_head(focused=True)
         if self.message is not None:
             self.post_message(MessageFocused(self.message.id))
+
+    def on_blur(self) -> None:
+        self._update_head(focused=False)
+
+    def action_copy(self) -> None:
+        if self.message is not None:
+            self.app.copy_to_clipboard(self.message.content)
+            self.notify(f"copied message {self.message.id} ({len(self.message.content):,} characters)")
 
     def action_open(self) -> None:
         m = self.message

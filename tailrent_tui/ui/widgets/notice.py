@@ -1,6 +1,6 @@
 """The notice bar under the header: what the user must know now (the mock model, YOLO).
 
-It stays until dismissed (click or the app's `dismiss_notice`), because the
+It stays until dismissed (a click, or ctrl+n: the app's `dismiss_notice`), because the
 message about how to connect a real model has to be readable, not a toast.
 """
 
@@ -19,7 +19,7 @@ class NoticeBar(Static):
     """
 
     def show(self, text: str | None, level: str = "warning") -> None:
-        self.update(text or "")
+        self.update(f"{text}  [dim](ctrl+n or a click hides this)[/]" if text else "")
         self.set_class(bool(text), "-shown")
         self.set_class(level == "error", "-error")
 
