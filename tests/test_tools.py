@@ -367,12 +367,13 @@ def test_run_shell_timeout_is_capped_and_defaulted(ws: Path) -> None:
     assert bad.is_error and "timeout" in bad.content
 
 
-def test_run_shell_byte_cap_stops_reading_and_kills(ws: Path) -> None:
-    result = run_tool("run_shell", {"command": "yes", "timeout": 60}, make_ctx(ws, shell_max_bytes=1000))
+def test_run_shell_byte_cap_keeps_the_head_and_kills_a_runaway(ws: Path) -> None:
+    ctx = make_ctx(ws, shell_max_bytes=1000, shell_discard_max_bytes=100_000)
+    result = run_tool("run_shell", {"command": "yes", "timeout": 60}, ctx)
     assert not result.meta["timed_out"] and result.meta["killed"]
     body = result.content.split("\n[exit code")[0]
     assert len(body.encode()) <= 1000 and body.startswith("y\ny\n")
-    assert "1,000-byte cap" in result.cut and "killed" in result.cut
+    assert "output cut at 1,000 bytes" in result.cut and "killed" in result.cut
     assert result.spilled_path is None
 
 
@@ -410,7 +411,8 @@ def test_run_shell_spill_failure_keeps_the_head_and_says_why(ws: Path) -> None:
         def write(self, data) -> int:
             raise OSError(errno.ENOSPC, "No space left on device")
 
-    ctx = ToolContext(root=ws, caps=ToolCaps(shell_max_bytes=1000), spill_sink=lambda: (FullDisk(), "spill-x"))
+    caps = ToolCaps(shell_max_bytes=1000, shell_discard_max_bytes=100_000)
+    ctx = ToolContext(root=ws, caps=caps, spill_sink=lambda: (FullDisk(), "spill-x"))
     result = run_tool("run_shell", {"command": "yes", "timeout": 60}, ctx)
     assert not result.is_error and result.meta["killed"] and not result.meta["timed_out"]
     assert result.content.startswith("y\ny\n")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tailrent_tui.agent import session_tools
 from tailrent_tui.agent.ladder import admit_to_session
-from tailrent_tui.agent.tools import ToolContext, preview_tool, run_tool, tool_specs
+from tailrent_tui.agent.tools.base import SpillBudget
+from tailrent_tui.agent.approval import ShellOffer, prefix_covers, shell_offer
+from tailrent_tui.agent.tools import (
+    TOOLS,
+    ToolContext,
+    ToolError,
+    ToolOutcome,
+    parse_args,
+    preview_tool,
+    run_tool,
+    tool_specs,
+)
 from tailrent_tui.core.messages import Kind, Message, ToolCall, UsageRecorded
 from tailrent_tui.core.messages import Event, Folded, FoldSkipped
 from tailrent_tui.core.rent import aside_rent, context_items, prompt_rate
@@ -53,7 +65,10 @@ class ApprovalRequest:
     tool: str
     arguments: dict[str, Any]
     command_prefix: str | None = None
+    """what "allow for the session" would cover; None when only "allow once" is offered"""
     diff: str | None = None
+    allows: str | None = None
+    """one line for the dialog: exactly what a session approval allows, or why none is offered"""
 
 
 def _noop(*_: Any) -> None:
@@ -206,12 +221,16 @@ class Agent:
         self.sub_tokens = 0
         self.sub_sessions: list[str] = []
         self.allowed_prefixes: set[str] = set()
+        #: run_shell prefixes approved for the session; each covers one simple command (agent/approval.py)
+        self.allowed_shell_prefixes: set[tuple[str, ...]] = set()
         self.request_no = len(session.usage)
         open_raw = getattr(self.spill_store, "open_raw", None)
         # run_shell streams output past its in-memory cap into a raw spill file
         # the file tools refuse the data dir when it lies inside the workspace
+        raw_bytes = getattr(self.spill_store, "raw_bytes", None)
+        budget = SpillBudget(settings.caps.spills_session_max_bytes, used=raw_bytes() if raw_bytes else 0)
         self.tool_ctx = ToolContext(
-            root=workspace, caps=settings.caps, spill_sink=open_raw, data_dir=resolve_data_dir(settings.data_dir)
+            root=workspace, caps=settings.caps, spill_sink=open_raw, spill_budget=budget, data_dir=resolve_data_dir(settings.data_dir)
         )
         self.extra_tools = session_tools.build(self)
         self._cb: TurnCallbacks | None = None
@@ -631,58 +650,85 @@ class Agent:
 
         spill_id = outcome.spilled_path
         total = int(outcome.meta.get("bytes", len(outcome.content)))
-        est = max(1, total // 4)  # the whole output is never tokenized: chars/4 is the estimate
+        not_kept = int(outcome.meta.get("not_kept", 0))
+        kept = total - not_kept
+        est = max(1, kept // 4)  # the whole output is never tokenized: chars/4 is the estimate
         pointer = pointer_text(call.name, est, spill_id, outcome.content[:2000]) + (
-            f" [{total:,} bytes; exit code {outcome.meta.get('exit_code')}; read_spill with start/end]"
+            f" [{kept:,} bytes; exit code {outcome.meta.get('exit_code')}; read_spill with start/end]"
         )
+        if not_kept and outcome.cut:
+            pointer += "\n" + outcome.cut
         m = self.session.make_message("tool", pointer, kind=Kind.spill_pointer, tool=call.name, tool_call_id=call.id)
         m.spill_id = spill_id
         m.meta = {"spill_location": str(getattr(self.spill_store, "raw_path_for", lambda i: i)(spill_id)), "spilled_tokens": est}
         return self.session.add_message(m, autopin=False)
 
     def _needs_approval(self, name: str) -> bool:
-        from tailrent_tui.agent.tools import TOOLS
-
         tool = TOOLS.get(name)
         return bool(tool and tool.spec.needs_approval) and not self.settings.yolo
 
-    @staticmethod
-    def command_prefix(call: ToolCall) -> str | None:
+    def _session_approved(self, call: ToolCall) -> bool:
         if call.name == "run_shell":
-            cmd = str(call.arguments.get("command", "")).strip()
-            return cmd.split()[0] if cmd else None
-        return call.name
+            command = str(call.arguments.get("command", ""))
+            return any(prefix_covers(prefix, command) for prefix in self.allowed_shell_prefixes)
+        return call.name in self.allowed_prefixes
+
+    def _approval_request(self, call: ToolCall, diff: str | None) -> tuple[ApprovalRequest, ShellOffer | None]:
+        if call.name != "run_shell":
+            allows = f"'Allow for the session' runs every later {call.name} call without asking."
+            return ApprovalRequest(call.name, dict(call.arguments), call.name, diff, allows), None
+        offer = shell_offer(str(call.arguments.get("command", "")))
+        return ApprovalRequest(call.name, dict(call.arguments), offer.shown, diff, offer.allows), offer
 
     async def _approved_run(self, call: ToolCall, cb: TurnCallbacks):
         from tailrent_tui.agent.tools.base import error
 
         if call.name in self.extra_tools:
             self._cb = cb
+            tool = self.extra_tools[call.name]
             try:
-                return await self.extra_tools[call.name].run(call.arguments)
+                args = parse_args(tool.spec, call.arguments)
+            except ToolError as exc:
+                return error(str(exc))
+            try:
+                return await tool.run(args)
             except Exception as exc:  # a tool's bug must cost one turn, never the session
                 return error(f"{call.name} failed: {type(exc).__name__}: {exc}")
-        if self._needs_approval(call.name):
-            prefix = self.command_prefix(call)
-            key = f"{call.name}:{prefix}"
-            if key not in self.allowed_prefixes:
-                diff = None
-                preview = await asyncio.to_thread(preview_tool, call.name, call.arguments, self.tool_ctx)
-                if preview is not None:
-                    if preview.is_error:
-                        return preview
-                    diff = preview.meta.get("diff")
-                answer = await cb.approve(ApprovalRequest(call.name, dict(call.arguments), prefix, diff))
-                if answer == "deny":
-                    return error(f"the user denied {call.name}; ask them or try another way")
-                if answer == "prefix":
-                    self.allowed_prefixes.add(key)
-        return await asyncio.to_thread(run_tool, call.name, call.arguments, self.tool_ctx)
+        if call.name not in TOOLS:
+            names = ", ".join(t["name"] for t in self.offered_tools())
+            return error(f"unknown tool {call.name!r}; the tools are: {names}")
+        if self._needs_approval(call.name) and not self._session_approved(call):
+            diff = None
+            preview = await asyncio.to_thread(preview_tool, call.name, call.arguments, self.tool_ctx)
+            if preview is not None:
+                if preview.is_error:
+                    return preview
+                diff = preview.meta.get("diff")
+            request, offer = self._approval_request(call, diff)
+            answer = await cb.approve(request)
+            if answer == "deny":
+                return error(f"the user denied {call.name}; ask them or try another way")
+            if answer == "prefix" and request.command_prefix is not None:
+                if offer is not None and offer.prefix is not None:
+                    self.allowed_shell_prefixes.add(offer.prefix)
+                elif offer is None:
+                    self.allowed_prefixes.add(call.name)
+        return await self._run_tool(call.name, call.arguments)
+
+    async def _run_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Run a workspace tool in a thread; cancelling (escape) tells the tool to kill what it started."""
+        cancel = threading.Event()
+        ctx = self.tool_ctx.model_copy(update={"cancel": cancel})
+        try:
+            return await asyncio.to_thread(run_tool, name, arguments, ctx)
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
 
     async def shell(self, command: str) -> Message:
         """`!cmd`: run a shell command in the workspace; its output enters through the ladder."""
         self.session.add("user", f"!{command}", autopin=False, meta={"shell": True})
-        outcome = await asyncio.to_thread(run_tool, "run_shell", {"command": command}, self.tool_ctx)
+        outcome = await self._run_tool("run_shell", {"command": command})
         m = admit_to_session(self.session, "run_shell", outcome, spill_store=self.spill_store, threshold=self.settings.spill_threshold)
         await self.after_add()
         return m

@@ -79,6 +79,13 @@ class FileSpillStore(SpillStore):
         fd = os.open(self.raw_path_for(spill_id), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         return os.fdopen(fd, "wb"), spill_id
 
+    def raw_bytes(self) -> int:
+        """Bytes the raw spills of this session hold (counted against spills_session_max_bytes)."""
+        try:
+            return sum(p.stat().st_size for p in self.directory.glob("*.raw"))
+        except OSError:
+            return 0
+
     def read_spill(self, spill_id: str) -> str:
         raw = self.raw_path_for(spill_id)
         if not self.path_for(spill_id).exists() and raw.exists():

@@ -464,7 +464,7 @@ class TailrentApp(App[None]):
         if self.settings.yolo:
             return "once"
         answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        screen = ApprovalScreen(request.tool, request.arguments, request.command_prefix, request.diff)
+        screen = ApprovalScreen(request.tool, request.arguments, request.command_prefix, request.diff, request.allows)
 
         def done(result: str | None) -> None:
             if not answer.done():

@@ -6,13 +6,24 @@ loses the rest; the cut line says how many there were (counted up to
 shortened to `grep_max_line_chars`. Binary files (a NUL in their first 8 KiB),
 the directories in SKIPPED_DIRS (.git, .venv, node_modules...) and symlinks
 that lead out of the workspace are skipped.
+
+The search runs in a child process (grep_worker.py), killed after
+`grep_timeout` seconds or when the call is cancelled: a pattern that
+backtracks catastrophically holds the GIL inside one C call, which no thread
+can stop. The cut line then says where it stopped and what was found before.
+(A non-backtracking engine such as google-re2 would change the dialect the
+model is promised: no backreferences, no lookaround.)
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,7 +49,6 @@ from tailrent_tui.agent.workspace import (
 SKIPPED_DIRS = frozenset(
     {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", ".tox"}
 )
-_SNIFF = 8192
 
 SPEC = ToolSpec(
     name="grep",
@@ -90,19 +100,80 @@ def _files_under(real: Path, root: Path, private: Path | None) -> Iterator[Path]
                 yield candidate
 
 
-def _is_binary(path: Path) -> bool:
+_WORKER = Path(__file__).with_name("grep_worker.py")
+_POLL = 0.1
+
+
+class _Search:
+    """What the worker reported before it finished, was stopped, or failed."""
+
+    def __init__(self) -> None:
+        self.shown: list[str] = []
+        self.counts: dict[str, Any] = {
+            "matches": 0, "files_searched": 0, "binary_files_skipped": 0, "counted_all": True
+        }
+        self.current: str | None = None
+        self.done = False
+
+    def read(self, out: bytes) -> None:
+        for raw in out.splitlines():
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue  # the last line, cut by the kill
+            if "match" in line:
+                self.shown.append(line["match"])
+            elif "file" in line:
+                self.current = line["file"]
+            elif "counts" in line:
+                self.counts = line["counts"]
+                self.current = None
+                self.done = bool(line.get("done"))
+
+
+def _search_in_worker(job: dict[str, Any], ctx: ToolContext) -> tuple[_Search, str | None]:
+    """Run the search in a child process; kill it at grep_timeout or on cancel. (search, why it stopped)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-S", str(_WORKER)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    data: bytes | None = json.dumps(job).encode("utf-8")
+    deadline = time.monotonic() + ctx.caps.grep_timeout
+    stopped: str | None = None
     try:
-        with path.open("rb") as fh:
-            return b"\x00" in fh.read(_SNIFF)
-    except OSError:
-        return True
+        while True:
+            try:
+                out, err = proc.communicate(data, timeout=min(_POLL, max(0.0, deadline - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                data = None
+            if ctx.cancel is not None and ctx.cancel.is_set():
+                stopped = "cancelled"
+            elif time.monotonic() >= deadline:
+                stopped = "timed out"
+            if stopped:
+                proc.kill()
+                out, err = proc.communicate()
+                break
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    search = _Search()
+    search.read(out)
+    if stopped is None and not search.done:
+        detail = err.decode("utf-8", "replace").strip().splitlines()
+        raise ToolError(f"the search failed ({detail[-1] if detail else f'exit code {proc.returncode}'})")
+    return search, stopped
 
 
 def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     pattern = args["pattern"]
     glob = args.get("glob") or None
     try:
-        regex = re.compile(pattern)
+        re.compile(pattern)
     except re.error as exc:
         raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from exc
     asked = args.get("path") or "."
@@ -115,44 +186,54 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
 
     caps = ctx.caps
     root = workspace_root(ctx.root)
-    shown: list[str] = []
-    total = 0
-    files_searched = 0
-    skipped_binary = 0
-    stopped_counting = False
+    files = []
     for path in _files_under(real, root, private):
+        if ctx.cancel is not None and ctx.cancel.is_set():
+            break
         rel = display_path(root, path)
         if glob and not _glob_matches(glob, rel):
             continue
-        if _is_binary(path):
-            skipped_binary += 1
-            continue
-        files_searched += 1
-        try:
-            fh = path.open("r", encoding="utf-8", errors="replace", newline=None)
-        except OSError:
-            continue
-        with fh:
-            for lineno, line in enumerate(fh, start=1):
-                if regex.search(line) is None:
-                    continue
-                total += 1
-                if len(shown) < caps.grep_max_matches:
-                    text = line.rstrip("\n")
-                    if len(text) > caps.grep_max_line_chars:
-                        text = text[: caps.grep_max_line_chars] + " …[line shortened]"
-                    shown.append(f"{rel}:{lineno}: {text}")
-                if total >= caps.grep_count_limit:
-                    stopped_counting = True
-                    break
-        if stopped_counting:
-            break
+        files.append((rel, str(path)))
+    job = {
+        "pattern": pattern,
+        "files": files,
+        "max_matches": caps.grep_max_matches,
+        "count_limit": caps.grep_count_limit,
+        "max_line_chars": caps.grep_max_line_chars,
+    }
+    search, stopped = _search_in_worker(job, ctx)
+    shown = search.shown
+    total = search.counts["matches"]
+    stopped_counting = not search.counts["counted_all"]
+    files_searched = search.counts["files_searched"]
+    skipped_binary = search.counts["binary_files_skipped"]
+    if stopped is not None:
+        where = f" while searching {search.current}" if search.current else ""
+        if stopped == "timed out":
+            line = (
+                f"[grep: stopped after {caps.grep_timeout:g} s (the grep_timeout cap){where}; "
+                f"a pattern with nested repeats such as (a+)+ can take exponential time: "
+                f"simplify it, or narrow path= or glob=; {fmt_n(len(shown))} matches found before the stop]"
+            )
+        else:
+            line = f"[grep: cancelled{where}; {fmt_n(len(shown))} matches found before the stop]"
+        meta = {
+            "matches": total,
+            "counted_all": False,
+            "files_searched": files_searched,
+            "binary_files_skipped": skipped_binary,
+            "timed_out": stopped == "timed out",
+            "cancelled": stopped == "cancelled",
+        }
+        return outcome("\n".join(shown), cut=line, meta=meta, is_error=not shown)
 
     meta = {
         "matches": total,
         "counted_all": not stopped_counting,
         "files_searched": files_searched,
         "binary_files_skipped": skipped_binary,
+        "timed_out": False,
+        "cancelled": False,
     }
     if total == 0:
         where = display_path(root, real)

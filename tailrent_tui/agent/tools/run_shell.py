@@ -1,17 +1,20 @@
 """run_shell(command, timeout?): run a shell command in the workspace root.
 
-stdout and stderr share one pipe, so their lines keep their order. Rung 1
-keeps the first `shell_max_bytes` bytes of that output. Past the cap:
+stdout and stderr share one pipe, so their lines keep their order. One cap, on
+every path (the agent's and `tailrent tool`'s): rung 1 keeps the first
+`shell_max_bytes` bytes in memory; with a spill sink (the agent's), the output
+also streams to a raw spill, up to `shell_spill_max_bytes` and what is left of
+the session's `spills_session_max_bytes`. Past what is kept, the output is
+read, counted and dropped: the command runs on (a cap is no reason to kill a
+build), and the cut line says how much was not kept; only past
+`shell_discard_max_bytes` dropped bytes (a runaway such as `yes`) is it killed.
 
-- without a spill sink, reading stops and the whole process group is killed;
-  the rest of the output is lost, and the cut line says so;
-- with a spill sink (`ToolContext.spill_sink`), the whole output — the kept
-  head and everything after it — is streamed to the sink in chunks, so memory
-  stays bounded by the cap however much the command prints, and nothing is lost.
-
-Past its timeout (default `shell_timeout`, at most `shell_timeout_max`) the
-whole process group is killed and the partial output is returned as an error.
-The exit code is always reported.
+The command runs in its own session (process group): when the shell exits,
+its timeout passes or the call is cancelled, the whole group is killed, so no
+background process outlives the call (one that calls setsid itself escapes).
+The command's environment holds no API key tailrent knows about. The exit
+code is always reported, and `timed_out` is true only when the shell itself
+outran its timeout.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import time
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from tailrent_tui.agent.tools.base import (
@@ -30,15 +34,21 @@ from tailrent_tui.agent.tools.base import (
     ToolOutcome,
     ToolSpec,
     decode_output,
+    fmt_bytes,
     fmt_n,
     outcome,
 )
 from tailrent_tui.agent.workspace import workspace_root
+from tailrent_tui.models.openai import API_KEY_VARIABLES
 
 _CHUNK = 256 * 1024
-# After the shell exits, a background child may still hold the pipe open;
-# stop reading once it has been quiet this long rather than wait for EOF.
+_POLL = 0.1
+# After the shell exits and its group is killed, a process that left the group may
+# still hold the pipe open: stop reading once it has been quiet this long.
 _QUIET_AFTER_EXIT = 0.25
+
+#: Variables never handed to a command: the keys tailrent reads for its model server.
+SECRET_VARIABLES = frozenset(API_KEY_VARIABLES)
 
 SPEC = ToolSpec(
     name="run_shell",
@@ -64,32 +74,191 @@ def _shell() -> list[str]:
     return [bash, "-c"] if bash else ["/bin/sh", "-c"]
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def command_env() -> dict[str, str]:
+    """tailrent's environment without the keys it knows about."""
+    return {k: v for k, v in os.environ.items() if k not in SECRET_VARIABLES}
+
+
+def _live_in_group(pgid: int) -> int | None:
+    """Processes still running (not zombies) in process group `pgid`; None where /proc cannot say."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    live = 0
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            live += 1
+    return live
+
+
+def _kill_group(pgid: int) -> bool:
+    """Kill every process of the group; False when none was left."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        pass
+        return False
+    return True
 
 
 def _timeout(args: dict[str, Any], ctx: ToolContext) -> float:
     asked = args.get("timeout")
     if asked is None:
         return ctx.caps.shell_timeout
-    if asked <= 0:
+    if not asked > 0:
         raise ToolError(f"timeout must be more than 0 seconds (got {asked})")
     return min(float(asked), ctx.caps.shell_timeout_max)
+
+
+class _Keeper:
+    """Where the output goes: the head in memory, then the raw spill, then counted only."""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self.ctx = ctx
+        self.cap = ctx.caps.shell_max_bytes
+        self.head = bytearray()
+        self.total = 0
+        self.sink: BinaryIO | None = None
+        self.spill_name: str | None = None
+        self.spilled = 0
+        self.spill_room = 0
+        self.spill_limit = 0
+        self.budget_short = False
+        self.sink_tried = False
+        self.error: str | None = None
+
+    @property
+    def kept(self) -> int:
+        return max(len(self.head), self.spilled)
+
+    @property
+    def not_kept(self) -> int:
+        return self.total - self.kept
+
+    def _open_sink(self) -> None:
+        self.sink_tried = True
+        caps = self.ctx.caps
+        wanted = caps.shell_spill_max_bytes
+        budget = self.ctx.spill_budget
+        granted = budget.take(wanted) if budget is not None else wanted
+        self.budget_short = granted < wanted
+        self.spill_limit = self.spill_room = granted
+        if granted <= len(self.head):
+            if budget is not None:
+                budget.give_back(granted)
+            self.spill_limit = self.spill_room = 0
+            return
+        try:
+            assert self.ctx.spill_sink is not None
+            self.sink, self.spill_name = self.ctx.spill_sink()
+            self._to_sink(bytes(self.head))
+        except OSError as exc:
+            self._spill_failed(f"could not spill the output past the cap ({exc})")
+
+    def _spill_failed(self, why: str) -> None:
+        self.error = why
+        self._close_sink()
+        self.spilled = 0
+
+    def _to_sink(self, data: bytes) -> None:
+        assert self.sink is not None
+        part = data[: self.spill_room]
+        if part:
+            self.sink.write(part)
+            self.spilled += len(part)
+            self.spill_room -= len(part)
+
+    def _close_sink(self) -> None:
+        if self.sink is None:
+            return
+        sink, self.sink = self.sink, None
+        try:
+            sink.close()
+        except OSError as exc:
+            self.error = self.error or f"closing spill {self.spill_name} failed ({exc})"
+        budget = self.ctx.spill_budget
+        if budget is not None and self.spill_room:
+            budget.give_back(self.spill_room)
+            self.spill_room = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+        if self.total <= self.cap:
+            return
+        if not self.sink_tried and self.ctx.spill_sink is not None:
+            self._open_sink()
+            chunk = chunk[room:] if room > 0 else chunk
+            if self.sink is None:
+                return
+        elif room > 0:
+            chunk = chunk[room:]
+        if self.sink is not None and self.spill_room > 0:
+            try:
+                self._to_sink(chunk)
+            except OSError as exc:
+                self._spill_failed(f"writing spill {self.spill_name} failed ({exc})")
+
+    def close(self) -> None:
+        self._close_sink()
+
+    def cut_line(self) -> str | None:
+        """One line: what the cap cut and how to get more; None when everything was kept."""
+        if self.total <= self.cap:
+            return None
+        rest = f"{fmt_bytes(self.not_kept)} more not kept ({fmt_n(self.not_kept)} bytes)"
+        if self.error:
+            return (
+                f"[run_shell: output cut at {fmt_bytes(len(self.head))} (the shell_max_bytes cap): "
+                f"{self.error}; {rest}; send the output to a file and grep or read_file a range of it]"
+            )
+        if self.spill_name is None:
+            why = (
+                "the session's spills are full (spills_session_max_bytes)"
+                if self.ctx.spill_sink is not None and self.budget_short
+                else "the shell_max_bytes cap"
+            )
+            return (
+                f"[run_shell: output cut at {fmt_bytes(len(self.head))} ({why}); {rest}; "
+                f"send the output to a file and grep or read_file a range of it]"
+            )
+        if self.not_kept == 0:
+            return (
+                f"[run_shell: output was {fmt_n(self.total)} bytes; showing the first {fmt_n(len(self.head))} "
+                f"(the {fmt_n(self.cap)}-byte cap); the whole output is in spill {self.spill_name}]"
+            )
+        why = (
+            "what is left of the session's spills_session_max_bytes"
+            if self.budget_short
+            else "the shell_spill_max_bytes cap"
+        )
+        return (
+            f"[run_shell: output cut at {fmt_bytes(self.spilled)} ({why}); {rest}; "
+            f"the first {fmt_n(self.spilled)} bytes are in spill {self.spill_name}]"
+        )
 
 
 def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     command = args["command"]
     if not command.strip():
         raise ToolError("command is empty")
+    if "\x00" in command:
+        raise ToolError("command holds a NUL character; remove it")
     timeout = _timeout(args, ctx)
-    cap = ctx.caps.shell_max_bytes
 
     proc = subprocess.Popen(
         [*_shell(), command],
         cwd=workspace_root(ctx.root),
+        env=command_env(),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -97,115 +266,98 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     )
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
-    head = bytearray()
-    total = 0
-    sink: BinaryIO | None = None
-    spill_name: str | None = None
-    timed_out = False
-    over_cap = False
+    keeper = _Keeper(ctx)
+    timed_out = cancelled = eof = runaway = False
+    background: int | None = 0
     started = time.monotonic()
     deadline = started + timeout
-    exited_at: float | None = None
-    sink_error: str | None = None
 
     selector = selectors.DefaultSelector()
     selector.register(fd, selectors.EVENT_READ)
     try:
         while True:
+            if proc.poll() is not None:
+                # The shell is done: what it left running in the background goes with it.
+                # Its pipe then reaches EOF as soon as the buffered output is read.
+                background = _live_in_group(proc.pid)
+                if background != 0 and _kill_group(proc.pid) and background is None:
+                    background = -1
+                # A process that left the group (setsid) may still hold the pipe: stop once it is quiet.
+                while not eof and selector.select(_QUIET_AFTER_EXIT):
+                    chunk = os.read(fd, _CHUNK)
+                    if not chunk:
+                        break
+                    keeper.add(chunk)
+                break
             now = time.monotonic()
             if now >= deadline:
                 timed_out = True
-                _kill_group(proc)
                 break
-            if exited_at is None and proc.poll() is not None:
-                exited_at = now
-            wait = deadline - now
-            if exited_at is not None:
-                wait = min(wait, _QUIET_AFTER_EXIT)
-            else:
-                wait = min(wait, 0.1)
-            if not selector.select(wait):
-                if exited_at is not None and time.monotonic() - exited_at >= _QUIET_AFTER_EXIT:
-                    break
-                continue
-            chunk = os.read(fd, _CHUNK)
-            if not chunk:
+            if ctx.cancel is not None and ctx.cancel.is_set():
+                cancelled = True
                 break
-            total += len(chunk)
-            if sink is not None:
-                try:
-                    sink.write(chunk)
-                except OSError as exc:
-                    sink_error = f"writing spill {spill_name} failed ({exc}); the command was killed"
-                    _kill_group(proc)
-                    break
-                continue
-            room = cap - len(head)
-            if len(chunk) <= room:
-                head += chunk
-                continue
-            head += chunk[:room]
-            over_cap = True
-            if ctx.spill_sink is None:
-                _kill_group(proc)
-                break
-            try:
-                sink, spill_name = ctx.spill_sink()
-                sink.write(head)
-                sink.write(chunk[room:])
-            except OSError as exc:
-                # The head is still in memory: fall back to rung 1's cut
-                # rather than lose the whole result.
-                sink_error = f"could not spill the output past the cap ({exc}); the command was killed"
-                _kill_group(proc)
-                break
+            wait = min(deadline - now, _POLL)
+            if eof:
+                time.sleep(wait)
+            elif selector.select(wait):
+                chunk = os.read(fd, _CHUNK)
+                if chunk:
+                    keeper.add(chunk)
+                    if keeper.not_kept > ctx.caps.shell_discard_max_bytes:
+                        runaway = True
+                        break
+                else:  # every writer closed the pipe; the shell may still run
+                    eof = True
+                    selector.unregister(fd)
     finally:
+        if proc.returncode is None:
+            _kill_group(proc.pid)
         selector.close()
         proc.stdout.close()
-        if sink is not None:
-            try:
-                sink.close()
-            except OSError as exc:
-                sink_error = sink_error or f"closing spill {spill_name} failed ({exc})"
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            proc.wait()
+        keeper.close()
+        proc.wait()
     elapsed = time.monotonic() - started
 
     code = proc.returncode
-    text, binary = decode_output(head, truncated=over_cap)
+    text, binary = decode_output(keeper.head, truncated=keeper.total > keeper.cap)
     notes = []
     if code is not None and code < 0:
         notes.append(f"[exit code {code}: killed by signal {-code}]")
     else:
         notes.append(f"[exit code {code}]")
-    cut = None
-    if timed_out:
-        cut = (
-            f"[run_shell: timed out after {timeout:g} s; killed the process group "
-            f"(pid {proc.pid}); the output so far is above"
-            + (f" (all of it also in spill {spill_name})" if spill_name and not sink_error else "")
-            + "; pass a larger timeout= or run it in the background with its output sent to a file]"
+    if background:
+        count = "" if background < 0 else f"{background} "
+        notes.append(
+            f"[run_shell: {count}background process(es) still ran when the shell exited and were killed; "
+            "run a server or watcher outside tailrent]"
         )
-    elif sink_error:
-        cut = f"[run_shell: output cut at the {fmt_n(cap)}-byte cap: {sink_error}]"
-    elif over_cap and sink is not None:
-        cut = (
-            f"[run_shell: output was {fmt_n(total)} bytes; showing the first {fmt_n(len(head))} "
-            f"(the {fmt_n(cap)}-byte cap); the whole output is in spill {spill_name}]"
+    cut = keeper.cut_line()
+    if runaway and cut:
+        cut = cut.replace(" more not kept", " more not kept (at least)", 1).removesuffix("]") + (
+            f"; the command was killed after {fmt_bytes(keeper.not_kept)} past the caps "
+            "(shell_discard_max_bytes)]"
         )
-    elif over_cap:
-        cut = (
-            f"[run_shell: output cut at the {fmt_n(cap)}-byte cap and the command was killed; "
-            f"send its output to a file and grep or read_file a range of it]"
+    if timed_out or cancelled:
+        why = f"timed out after {timeout:g} s" if timed_out else "cancelled"
+        more = (
+            "; pass a larger timeout= or run it in the background with its output sent to a file"
+            if timed_out
+            else ""
         )
+        cut = (
+            f"[run_shell: {why}; killed the process group (pid {proc.pid}); the output so far is above"
+            + (f" ({cut.strip('[]')})" if cut else "")
+            + f"{more}]"
+        )
+    spilled = keeper.spill_name if keeper.spilled and keeper.error is None else None
     meta = {
         "exit_code": code,
         "timed_out": timed_out,
-        "killed": timed_out or (over_cap and (sink is None or sink_error is not None)),
-        "bytes": total,
+        "cancelled": cancelled,
+        "killed": timed_out or cancelled or runaway,
+        "background_killed": bool(background),
+        "bytes": keeper.total,
+        "not_kept": keeper.not_kept,
         "seconds": round(elapsed, 3),
         "pid": proc.pid,
         "timeout": timeout,
@@ -214,8 +366,8 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         text if text else "(no output)",
         cut=cut,
         notes=notes,
-        binary_bytes=len(head) if binary else None,
+        binary_bytes=len(keeper.head) if binary else None,
         meta=meta,
-        is_error=timed_out,
-        spilled_path=None if sink_error else spill_name,
+        is_error=timed_out or cancelled,
+        spilled_path=spilled,
     )

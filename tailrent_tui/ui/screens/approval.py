@@ -1,5 +1,9 @@
 """Approval of a tool call that changes things: allow once, allow this prefix for the session, deny.
 
+The dialog says exactly what "allow for the session" covers (for run_shell: one
+simple command with that prefix, agent/approval.py); a destructive or compound
+command gets no such button, only "allow once", and the dialog says why.
+
 `edit_file` (and `write_file` when the agent can preview it) shows its diff,
 added lines in the success color, removed ones in the error color.
 """
@@ -40,7 +44,9 @@ class ApprovalScreen(ModalScreen[Answer]):
     ApprovalScreen { align: center middle; }
     ApprovalScreen > #frame { width: 90; max-width: 96%; height: auto; max-height: 90%; background: $surface; border: thick $warning; padding: 0 1; }
     ApprovalScreen #question { text-style: bold; height: auto; }
+    ApprovalScreen #command { height: auto; max-height: 8; background: $panel; padding: 0 1; }
     ApprovalScreen #arguments { height: auto; max-height: 8; color: $text-muted; }
+    ApprovalScreen #allows { height: auto; margin: 1 0 0 0; color: $text-warning; }
     ApprovalScreen #diff { height: auto; max-height: 24; border: round $panel-lighten-2; }
     ApprovalScreen #buttons { height: auto; align-horizontal: center; margin: 1 0 0 0; }
     ApprovalScreen Button { margin: 0 1; }
@@ -53,26 +59,47 @@ class ApprovalScreen(ModalScreen[Answer]):
         Binding("d,escape", "answer('deny')", "Deny", id="approval.deny", tooltip="The model gets a tool error"),
     ]
 
-    def __init__(self, tool: str, arguments: dict[str, Any], command_prefix: str | None, diff: str | None) -> None:
+    def __init__(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        command_prefix: str | None,
+        diff: str | None,
+        allows: str | None = None,
+    ) -> None:
         super().__init__()
         self.tool = tool
         self.arguments = arguments
         self.command_prefix = command_prefix
         self.diff = diff
+        self.allows = allows
 
     def compose(self) -> ComposeResult:
-        prefix = self.command_prefix or self.tool
         with Vertical(id="frame"):
             yield Static(f"The model wants to run {self.tool}. Allow it?", id="question", markup=False)
-            shown = {k: v for k, v in self.arguments.items() if not (self.diff and k in ("old", "new", "content"))}
-            yield Static(json.dumps(shown, indent=2, ensure_ascii=False)[:2000], id="arguments", markup=False)
+            if self.tool == "run_shell" and isinstance(self.arguments.get("command"), str):
+                # the command as the shell reads it: a newline shows as a new line, not as \n in JSON
+                yield Static(self.arguments["command"][:2000], id="command", markup=False)
+                shown = {k: v for k, v in self.arguments.items() if k != "command"}
+            else:
+                shown = {k: v for k, v in self.arguments.items() if not (self.diff and k in ("old", "new", "content"))}
+            if shown:
+                yield Static(json.dumps(shown, indent=2, ensure_ascii=False)[:2000], id="arguments", markup=False)
+            if self.allows:
+                yield Static(self.allows, id="allows", markup=False)
             if self.diff:
                 with VerticalScroll(id="diff"):
                     yield Static(diff_content(self.diff))
             with Horizontal(id="buttons"):
                 yield Button("Allow once [a]", id="once", variant="primary")
-                yield Button(f"Allow '{prefix}' for the session [p]", id="prefix")
+                if self.command_prefix is not None:
+                    yield Button(f"Allow `{self.command_prefix}` for the session [p]", id="prefix")
                 yield Button("Deny [d]", id="deny", variant="error")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "answer" and parameters == ("prefix",) and self.command_prefix is None:
+            return False  # no session approval is offered for this call
+        return True
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
