@@ -15,7 +15,6 @@ import click
 from tailrent_tui import __version__
 from tailrent_tui.store.paths import absolute_path, normalize_path_env
 
-
 #: subcommand -> the module of tailrent_tui.commands that defines it
 COMMAND_MODULES = {
     "ask": "ask",

@@ -14,7 +14,16 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from tailrent_tui.agent.tools.base import ToolCaps
 from tailrent_tui.store.paths import absolute_path, path_from_env

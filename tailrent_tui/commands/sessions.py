@@ -21,7 +21,13 @@ from tailrent_tui.store.export import export_session, write_export
 from tailrent_tui.store.journal import JournalError
 from tailrent_tui.store.paths import inside
 from tailrent_tui.store.repair import repair_session
-from tailrent_tui.store.sessions import SessionDir, SessionLocked, SessionLookupError, find_session, list_sessions
+from tailrent_tui.store.sessions import (
+    SessionDir,
+    SessionLocked,
+    SessionLookupError,
+    find_session,
+    list_sessions,
+)
 
 
 def _data_dir(ctx: click.Context) -> Path:

@@ -26,7 +26,8 @@ ones such as `\\s*\\n+\\s*`, which stay bounded on messages of ordinary size.
 from __future__ import annotations
 
 import re
-from re import _compiler, _constants as C, _parser  # type: ignore[attr-defined]
+from re import _compiler, _parser  # type: ignore[attr-defined]
+from re import _constants as C
 from typing import Any
 
 _SAMPLE = [chr(c) for c in range(0x20, 0x300)] + ["\n", "\t"]
@@ -71,7 +72,7 @@ def _sub(state: Any, items: list[Any]) -> Any:
 def _compiled(state: Any, items: list[Any], flags: int) -> re.Pattern[str] | None:
     try:
         return _compiler.compile(_sub(state, items), flags)
-    except Exception:  # a fragment that cannot stand alone (a group reference): no verdict
+    except (re.error, TypeError, ValueError, IndexError, KeyError):  # a fragment that cannot stand alone: no verdict
         return None
 
 
@@ -175,7 +176,7 @@ def _walk(items: Any, state: Any, pattern: str) -> str | None:
     for op, av in items:
         children: list[Any] = []
         if op in _REPEATS:
-            lo, hi, body = av
+            _lo, hi, body = av
             if hi >= _UNBOUNDED and _ambiguous(state, body, state.flags):
                 return (
                     "a repeat whose body can match the same text in more than one way (as in `(a+)+` or `(a|a)+`) "

@@ -15,7 +15,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+)
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
@@ -101,7 +109,7 @@ def load_theme_file(path: Path) -> Theme:
     try:
         theme = Theme(**checked.model_dump(exclude_unset=True) | {"name": checked.name})
         theme.to_color_system().generate()
-    except Exception as exc:  # Textual raises several types for what it cannot use
+    except Exception as exc:  # noqa: BLE001 -- Textual raises several types for what it cannot use
         raise ThemeFileError(f"{path}: {exc}; the theme is skipped") from None
     return theme
 
