@@ -381,6 +381,20 @@ def test_both_paths_keep_the_cap_and_count_the_rest(tmp_path, sink):
 
 
 @pytest.mark.fault("shell output cap")
+async def test_a_runaway_writer_is_killed_once_its_dropped_output_passes_the_cap(make_agent):
+    agent = make_agent(
+        [calls(call("run_shell", command="yes", timeout=60)), "ok"],
+        yolo=True,
+        caps=ToolCaps(shell_max_bytes=1000, shell_spill_max_bytes=50_000, shell_discard_max_bytes=2_000_000),
+    )
+    await agent.turn("Say yes.", None)
+    (pointer,) = tool_messages(agent)
+    assert agent.spill_store.raw_path_for(pointer.spill_id).stat().st_size == 50_000
+    assert "more not kept (at least)" in pointer.content and "killed" in pointer.content
+    assert "timed out" not in pointer.content
+
+
+@pytest.mark.fault("shell output cap")
 def test_the_tool_command_cuts_with_the_same_line(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -448,6 +462,33 @@ def test_a_cancelled_call_kills_its_process_group(tmp_path):
     assert result.meta["seconds"] < 15
     pid = int(result.content.split()[0])
     assert _gone(pid) or (time.sleep(1) or _gone(pid))
+
+
+@pytest.mark.fault("run_shell background and keys")
+async def test_escape_during_a_shell_call_kills_its_process_group(make_agent, workspace):
+    import asyncio
+
+    agent = make_agent(
+        [calls(call("run_shell", command="sleep 60 & echo $! > bg.pid; echo $$ > shell.pid; sleep 60")), "ok"],
+        yolo=True,
+    )
+    task = asyncio.create_task(agent.turn("Wait.", None))
+    for _ in range(200):
+        if (workspace / "shell.pid").exists() and (workspace / "bg.pid").exists():
+            break
+        await asyncio.sleep(0.05)
+    pids = [int((workspace / name).read_text()) for name in ("shell.pid", "bg.pid")]
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(100):
+        if all(_gone(pid) for pid in pids):
+            break
+        await asyncio.sleep(0.05)
+    alive = [pid for pid in pids if not _gone(pid)]
+    for pid in alive:
+        os.kill(pid, 9)
+    assert not alive, "the cancelled call left its processes running"
 
 
 # -- tool argument types --------------------------------------------------------------------

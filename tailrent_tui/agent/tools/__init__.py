@@ -15,7 +15,20 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Annotated, Any, Optional, Union
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    create_model,
+)
 
 from tailrent_tui.agent.tools import edit_file, grep, list_dir, read_file, run_shell, write_file
 from tailrent_tui.agent.tools.base import (
@@ -81,35 +94,47 @@ def tool_specs(exclude: Iterable[str] = ()) -> list[ToolSpec]:
     return [tool.spec for name, tool in TOOLS.items() if name not in skip]
 
 
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-    "null": (type(None),),
+def _integral(value: Any) -> Any:
+    # JSON has one number type: 3.0 where an integer is expected is taken as 3
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+_JSON_TYPES: dict[str, Any] = {
+    "string": StrictStr,
+    "integer": Annotated[StrictInt, BeforeValidator(_integral)],
+    "number": StrictFloat,  # takes an int too, never a bool
+    "boolean": StrictBool,
+    "array": list[Any],
+    "object": dict[str, Any],
+    "null": None,
 }
 
 
-def _fits(value: Any, schema_type: str | list[str]) -> bool:
-    types = [schema_type] if isinstance(schema_type, str) else schema_type
-    for name in types:
-        allowed = _JSON_TYPES.get(name)
-        if allowed is None:
-            return True
-        # JSON has no separate bool, but Python's bool is an int: keep them apart.
-        if isinstance(value, bool) and bool not in allowed:
-            continue
-        if name == "integer" and isinstance(value, float) and value.is_integer():
-            return True
-        if isinstance(value, allowed):
-            return True
-    return False
+def _annotation(schema_type: str | list[str] | None) -> Any:
+    names = [schema_type] if isinstance(schema_type, str) else (schema_type or [])
+    types = [_JSON_TYPES[name] for name in names if name in _JSON_TYPES]
+    if not types or len(types) < len(names):
+        return Any  # a type this table does not know: let the tool check it
+    return Union[tuple(types)] if len(types) > 1 else types[0]
+
+
+@lru_cache(maxsize=256)
+def _arguments_model(name: str, parameters_json: str) -> type[BaseModel]:
+    parameters = json.loads(parameters_json)
+    required = set(parameters.get("required", []))
+    fields: dict[str, Any] = {}
+    for arg, prop in parameters.get("properties", {}).items():
+        annotation = _annotation(prop.get("type"))
+        if arg in required:
+            fields[arg] = (annotation, ...)
+        else:
+            fields[arg] = (Optional[annotation], None)  # a JSON null counts as absent
+    return create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid", strict=True), **fields)
 
 
 def parse_args(spec: ToolSpec, raw_args: str | dict[str, Any] | None) -> dict[str, Any]:
-    """Parse and check a call's arguments against the tool's schema; raise ToolError if they don't fit.
+    """Parse and check a call's arguments against the tool's schema (a pydantic model built
+    from it); raise ToolError, one line, if they don't fit.
 
     A JSON null for an optional argument counts as absent; integral floats
     (3.0) are accepted where an integer is expected and passed on as int.
@@ -136,28 +161,29 @@ def parse_args(spec: ToolSpec, raw_args: str | dict[str, Any] | None) -> dict[st
         f"{name}{'' if name in required else '?'}: {prop.get('type', 'any')}"
         for name, prop in properties.items()
     )
-    checked: dict[str, Any] = {}
-    for name, value in args.items():
-        if name not in properties:
-            raise ToolError(f"{spec.name} has no argument {name!r}; its arguments are ({expected})")
-        if value is None and name not in required:
-            continue
-        schema_type = properties[name].get("type")
-        if schema_type is not None and not _fits(value, schema_type):
+    model = _arguments_model(spec.name, json.dumps(spec.parameters, sort_keys=True))
+    try:
+        checked = model.model_validate(args)
+    except ValidationError as exc:
+        errors = exc.errors()
+        extra = [e["loc"][0] for e in errors if e["type"] == "extra_forbidden"]
+        if extra:
             raise ToolError(
-                f"argument {name!r} of {spec.name} must be {schema_type}, "
-                f"got {type(value).__name__} {json.dumps(value)[:80]}"
-            )
-        if schema_type == "integer" and isinstance(value, float):
-            value = int(value)
-        checked[name] = value
-    missing = [name for name in required if name not in checked]
-    if missing:
+                f"{spec.name} has no argument {extra[0]!r}; its arguments are ({expected})"
+            ) from None
+        wrong = [e for e in errors if e["type"] != "missing"]
+        if wrong:
+            name = wrong[0]["loc"][0]
+            value = args[name]
+            raise ToolError(
+                f"argument {name!r} of {spec.name} must be {properties[name].get('type')}, "
+                f"got {type(value).__name__} {json.dumps(value, default=str)[:80]}"
+            ) from None
+        missing = ", ".join(str(e["loc"][0]) for e in errors)
         raise ToolError(
-            f"{spec.name} is missing required argument(s) {', '.join(missing)}; "
-            f"its arguments are ({expected})"
-        )
-    return checked
+            f"{spec.name} is missing required argument(s) {missing}; its arguments are ({expected})"
+        ) from None
+    return {name: getattr(checked, name) for name in checked.model_fields_set if getattr(checked, name) is not None}
 
 
 def _call(name: str, raw_args: str | dict[str, Any] | None, ctx: ToolContext, preview: bool) -> ToolOutcome | None:
