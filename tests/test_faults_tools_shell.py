@@ -21,13 +21,12 @@ from pathlib import Path
 
 import psutil
 import pytest
+from ui_helpers import make_agent as make_ui_agent
+from ui_helpers import make_app, wait_until
 
 from tailrent_tui.agent.loop import ApprovalRequest, TurnCallbacks
 from tailrent_tui.agent.tools import ToolCaps, ToolContext, run_tool
 from tailrent_tui.ui.screens.approval import ApprovalScreen
-
-from ui_helpers import make_agent as make_ui_agent
-from ui_helpers import make_app, wait_until
 
 
 def call(name: str, **arguments) -> dict:
@@ -265,6 +264,7 @@ def _tool_cli(tmp_path: Path, ws: Path, name: str, args: dict, *, caps: str = ""
     return subprocess.run(
         [sys.executable, "-m", "tailrent_tui", "tool", name, json.dumps(args), "--workspace", str(ws), "--json"],
         capture_output=True,
+        check=False,
         text=True,
         env=env,
         timeout=timeout,

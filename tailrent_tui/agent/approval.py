@@ -106,7 +106,7 @@ def destructive(argv: list[str]) -> str | None:
     if program == "find" and any(a in ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprintf", "-fls")
                                  for a in args):
         return "find with -delete or -exec changes files or runs commands"
-    if program in ("sed", "perl") and any(a.startswith("-i") or a == "--in-place" or a.startswith("--in-place=")
+    if program in ("sed", "perl") and any(a == "--in-place" or a.startswith(("-i", "--in-place="))
                                           for a in args):
         return f"{program} -i rewrites files in place"
     if program == "rsync" and any(a.startswith("--delete") or a == "--remove-source-files" for a in args):

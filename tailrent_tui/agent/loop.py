@@ -23,9 +23,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tailrent_tui.agent import session_tools
-from tailrent_tui.agent.ladder import admit_to_session
-from tailrent_tui.agent.tools.base import SpillBudget
 from tailrent_tui.agent.approval import ShellOffer, prefix_covers, shell_offer
+from tailrent_tui.agent.ladder import admit_to_session
 from tailrent_tui.agent.tools import (
     TOOLS,
     ToolContext,
@@ -36,16 +35,36 @@ from tailrent_tui.agent.tools import (
     run_tool,
     tool_specs,
 )
-from tailrent_tui.core.messages import Kind, Message, ToolCall, UsageRecorded
-from tailrent_tui.core.messages import Event, Folded, FoldSkipped
-from tailrent_tui.core.rent import aside_rent, context_items, prompt_rate
-from tailrent_tui.core.policies import Plan, Policy, PolicyContext, PolicySettings, get_policy
+from tailrent_tui.agent.tools.base import SpillBudget
+from tailrent_tui.core.messages import (
+    Event,
+    Folded,
+    FoldSkipped,
+    Kind,
+    Message,
+    ToolCall,
+    UsageRecorded,
+)
+from tailrent_tui.core.policies import (
+    Plan,
+    Policy,
+    PolicyContext,
+    PolicySettings,
+    get_policy,
+)
 from tailrent_tui.core.probe import ProbeReport, probe
+from tailrent_tui.core.rent import aside_rent, context_items, prompt_rate
 from tailrent_tui.core.rungs.fold import FoldArchive, MemoryFoldArchive
 from tailrent_tui.core.rungs.spill import MemorySpillStore, SpillStore, spill_message
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import LossySummarizer, Summarize, Summarizer, Summary
-from tailrent_tui.models.base import ChatModel, TextDelta, ThinkingDelta, ToolCallChunk, Usage
+from tailrent_tui.models.base import (
+    ChatModel,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallChunk,
+    Usage,
+)
 from tailrent_tui.models.errors import ContextOverflow, ModelError, ToolsUnsupported
 from tailrent_tui.models.mock import ModelSummarizer
 from tailrent_tui.settings import Settings

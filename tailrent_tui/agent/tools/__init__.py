@@ -13,10 +13,11 @@ recall, delegate) with `register(spec, fn)`.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Annotated, Any, Optional, Union
+from functools import lru_cache, reduce
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -30,7 +31,14 @@ from pydantic import (
     create_model,
 )
 
-from tailrent_tui.agent.tools import edit_file, grep, list_dir, read_file, run_shell, write_file
+from tailrent_tui.agent.tools import (
+    edit_file,
+    grep,
+    list_dir,
+    read_file,
+    run_shell,
+    write_file,
+)
 from tailrent_tui.agent.tools.base import (
     ToolCaps,
     ToolContext,
@@ -115,7 +123,7 @@ def _annotation(schema_type: str | list[str] | None) -> Any:
     types = [_JSON_TYPES[name] for name in names if name in _JSON_TYPES]
     if not types or len(types) < len(names):
         return Any  # a type this table does not know: let the tool check it
-    return Union[tuple(types)] if len(types) > 1 else types[0]
+    return reduce(operator.or_, [type(None) if t is None else t for t in types])
 
 
 @lru_cache(maxsize=256)
@@ -128,7 +136,7 @@ def _arguments_model(name: str, parameters_json: str) -> type[BaseModel]:
         if arg in required:
             fields[arg] = (annotation, ...)
         else:
-            fields[arg] = (Optional[annotation], None)  # a JSON null counts as absent
+            fields[arg] = (annotation | None, None)  # a JSON null counts as absent
     return create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid", strict=True), **fields)
 
 

@@ -40,11 +40,11 @@ def main():
         counts["files_searched"] += 1
         _emit({"file": rel})
         try:
-            fh = open(path, "r", encoding="utf-8", errors="replace", newline=None)
+            lines = open(path, encoding="utf-8", errors="replace", newline=None)  # noqa: SIM115
         except OSError:
             continue
-        with fh:
-            for lineno, line in enumerate(fh, start=1):
+        with lines:
+            for lineno, line in enumerate(lines, start=1):
                 if regex.search(line) is None:
                     continue
                 counts["matches"] += 1

@@ -97,9 +97,8 @@ class ApprovalScreen(ModalScreen[Answer]):
                 yield Button("Deny [d]", id="deny", variant="error")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "answer" and parameters == ("prefix",) and self.command_prefix is None:
-            return False  # no session approval is offered for this call
-        return True
+        # no session approval is offered for this call
+        return not (action == "answer" and parameters == ("prefix",) and self.command_prefix is None)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
