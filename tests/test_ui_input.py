@@ -7,6 +7,7 @@ import stat
 
 import pytest
 from textual import events
+from textual.keys import _character_to_key
 
 from tailrent_tui.core.messages import Kind
 from tailrent_tui.settings import Settings
@@ -210,6 +211,16 @@ async def test_tab_enters_navigation_and_typing_returns_to_the_input(tmp_path):
         assert app.prompt.text == "/export md"
         assert not any(m.pinned for m in agent.session.messages), "the p of /export must not pin"
 
+        # a terminal sends a typed burst at once: no key of it may land on the message
+        app.prompt.value = ""
+        await pilot.press("tab")
+        for ch in "/export md":
+            app.post_message(events.Key(_character_to_key(ch), ch))
+        await pilot.pause()
+        assert app.prompt.text == "/export md"
+        assert not any(m.pinned for m in agent.session.messages) and not app.transcript.selected_ids
+
+        app.prompt.value = ""
         await pilot.press("tab", "up", "p")
         assert agent.session.get("m00001").pinned and app.mode == "navigation"
         await pilot.press("escape")

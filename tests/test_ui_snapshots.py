@@ -91,3 +91,34 @@ def test_spill_viewer(snap_compare, tmp_path, theme):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=open_viewer)
+
+
+def test_editor_with_a_multi_line_paste_and_a_chip(snap_compare, tmp_path):
+    """The input grows with a pasted snippet; a big paste beside it is a chip; `/` offers commands above."""
+    from textual import events
+
+    app, _ = scene(tmp_path, "tailrent-dark")
+
+    async def paste(pilot):
+        await settle(pilot)
+        box = pilot.app.prompt
+        await pilot.press(*"why does this fail?", "shift+enter")
+        box.post_message(events.Paste("def f():\n    return 1\n\nprint(f())\n"))
+        await pilot.pause()
+        box.post_message(events.Paste("\n".join(f"log line {i}" for i in range(212))))
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=paste)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_narrow_screen(snap_compare, tmp_path, theme):
+    """80x24: the sidebar hides itself; the selected message shows its id, the input says navigation."""
+    app, _ = scene(tmp_path, theme)
+
+    async def navigate(pilot):
+        await settle(pilot)
+        await pilot.press("tab", "up")  # the message above the decision: a stable id
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=navigate)

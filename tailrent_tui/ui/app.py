@@ -915,11 +915,16 @@ class TailrentApp(App[None]):
         focused = self.focused
         return "input" if focused is None or isinstance(focused, PromptInput) else "navigation"
 
-    def focus_input(self, typed: str = "") -> None:
-        box = self.query_one(PromptInput)
-        box.focus()
-        if typed:
-            box.insert_typed(typed)
+    def return_to_input(self, key: str, character: str | None) -> None:
+        """Leave navigation for the input, and hand it the key that did so.
+
+        The focus moves at once (not after a refresh, as `focus()` does), and
+        the key is dispatched again, so it reaches the input as if typed there.
+        A terminal sends a typed burst at once: the keys behind this one are
+        already on their way to the message and come back here the same way.
+        """
+        self.screen.set_focus(self.query_one(PromptInput))
+        self.post_message(events.Key(key, character))
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         self._show_mode()
@@ -930,21 +935,24 @@ class TailrentApp(App[None]):
     def _show_mode(self) -> None:
         box = self.query_one(PromptInput)
         if self.mode == "navigation":
-            box.border_title = "navigation: p pin · u unpin · s spill · f fold · i inspect · c copy · esc or typing returns here"
+            box.border_title = "navigation: p u s f i c act on the message · esc or typing: back here"
         else:
             box.border_title = None
         box.set_class(self.mode == "navigation", "-navigating")
         self.refresh_bindings()
 
     def on_key(self, event: events.Key) -> None:
-        """In navigation, a printable key that is not a ladder key (and always `/`) returns to the input and types itself."""
+        """In navigation (a panel has the focus), a printable key that no binding takes returns to the input.
+
+        A message does the same itself (`MessageView.on_key`), for `/` too.
+        """
         if self.mode != "navigation" or not event.is_printable or event.character is None:
             return
         if event.character != "/" and event.key in self.screen.active_bindings:
             return
         event.stop()
         event.prevent_default()
-        self.focus_input(event.character)
+        self.return_to_input(event.key, event.character)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.key_table(), SLASH_HELP))

@@ -35,7 +35,6 @@ class HistorySearch(ModalScreen[str | None]):
     HistorySearch { align: center bottom; }
     HistorySearch > Vertical { width: 100%; max-width: 120; height: auto; max-height: 70%;
         background: $surface; border: tall $primary; padding: 0 1; margin: 0 1 2 1; }
-    HistorySearch Input { border: none; height: 1; padding: 0; background: $surface; }
     HistorySearch OptionList { height: auto; max-height: 20; border: none; background: $surface; }
     HistorySearch .count { color: $text-muted; height: 1; }
     """
@@ -56,7 +55,7 @@ class HistorySearch(ModalScreen[str | None]):
         with Vertical():
             yield Static("", classes="count")
             yield OptionList()
-            yield Input(self.query_text, placeholder="search what you typed before", id="history-query")
+            yield Input(self.query_text, placeholder="search what you typed before", id="history-query", compact=True)
 
     def on_mount(self) -> None:
         self.query_one(Vertical).border_title = "input history: type to search · enter takes · escape cancels"

@@ -67,7 +67,7 @@ class PromptInput(TextArea):
         chip_chars: int = 8000,
         id: str | None = None,
     ) -> None:
-        super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", compact=True)
+        super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
         if not isinstance(history, PromptHistory):
             entries = list(history or [])
             history = PromptHistory(None)
@@ -80,7 +80,7 @@ class PromptInput(TextArea):
         self.keys_when_empty: frozenset[str] = frozenset()
         # chip label -> the pasted text it stands for
         self.pastes: dict[str, str] = {}
-        self.placeholder = "Ask · enter sends, shift+enter new line · / commands · @file · ctrl+s history"
+        self.placeholder = "Ask · enter sends · shift+enter new line · / commands · @ files"
         self._cursor = len(self.prompt_history.entries)
         self._draft = ""
         self._quiet = False

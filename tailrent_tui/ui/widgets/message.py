@@ -8,6 +8,7 @@ different through the theme's variables, never hard-coded colors.
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
@@ -186,6 +187,22 @@ class MessageView(Widget, can_focus=True):
         if self.message is not None and self.is_mounted:
             show_id = self.has_focus if focused is None else focused
             self.query_one(".head", Static).update(header_content(self.message, self.selected, show_id))
+
+    def on_key(self, event: events.Key) -> None:
+        """Navigation keeps only the keys bound here; `/` and any other printable key go back to the input.
+
+        A key that arrives once the focus has left (the rest of a typed burst)
+        goes back too, whatever it is, so `/export md` never pins with its `p`.
+        """
+        late = self.screen.focused is not self
+        if not late:
+            if not event.is_printable or event.character is None:
+                return
+            if event.character != "/" and event.key in self.screen.active_bindings:
+                return
+        event.stop()
+        event.prevent_default()
+        self.app.return_to_input(event.key, event.character)  # type: ignore[attr-defined]
 
     def on_focus(self) -> None:
         # the selected message shows its id: what /pin ID and /fold ID take
