@@ -3,7 +3,8 @@
 Goals (issue 5): first frame under 1 s, a 10,000-message session open under
 1.5 s, key-to-update under 100 ms while a reply streams. Issue 12: a fold's
 first visible sign under 100 ms after it starts, and key-to-update while the
-model writes a fold's summary. Run:
+model writes a fold's summary. Issue 15: key to screen in the input with 10,000
+prompts of history, under 50 ms. Run:
 
     .venv/bin/python benchmarks/ui_bench.py
 
@@ -222,6 +223,68 @@ async def fold_watch(folds: int = 5, presses: int = 10) -> tuple[list[float], li
     return from_key, from_start, keys
 
 
+async def editor_keys(entries: int = 10_000, presses: int = 40) -> tuple[float, list[float], list[float], list[float]]:
+    """Issue 15: the input with 10,000 prompts of history (loaded from its file).
+
+    Times, from a key sent as a terminal sends it to the refresh that follows
+    its effect: a typed character, up walking the history, and a key in the
+    history search (which filters all 10,000 entries).
+    """
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from ui_helpers import fill, make_agent, make_app
+
+    from tailrent_tui.store.history import PromptHistory
+
+    tmp = Path(tempfile.mkdtemp())
+    os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")
+    path = tmp / "history.jsonl"
+    path.write_text("".join(f'{{"text": "prompt {i}: fold the logs of build {i % 97} and pin the decision"}}\n'
+                            for i in range(entries)))
+    t0 = time.perf_counter()
+    history = PromptHistory(path)
+    load_s = time.perf_counter() - t0
+    assert len(history.entries) == entries
+    agent = make_agent(tmp)
+    fill(agent.session, 200)
+    app = make_app(agent, history=history)
+    typed: list[float] = []
+    walked: list[float] = []
+    searched: list[float] = []
+
+    async def timed(key: str, done) -> float:
+        drawn = asyncio.Event()
+        t0 = time.perf_counter()
+        app.simulate_key(key)
+        while not done():
+            if time.perf_counter() - t0 > 10:
+                raise RuntimeError(f"the key {key!r} never showed")
+            await asyncio.sleep(0.0002)
+        app.call_after_refresh(drawn.set)  # the refresh that draws it
+        await drawn.wait()
+        return time.perf_counter() - t0
+
+    async with app.run_test(size=(140, 40)) as pilot:
+        box = app.prompt
+        await pilot.pause()
+        for i in range(presses):
+            ch = "abcdefghij"[i % 10]
+            n = len(box.text)
+            typed.append(await timed(ch, lambda n=n: len(box.text) == n + 1))
+        for i in range(presses):
+            want = history.entries[-1 - i]
+            walked.append(await timed("up", lambda want=want: box.text == want))
+        box.value = ""
+        box.action_search_history()
+        await pilot.pause()
+        search = app.screen
+        for i in range(presses // 4):
+            ch = "0123456789"[i % 10]
+            before = search.query_one("Input").value
+            searched.append(await timed(ch, lambda before=before: search.query_one("Input").value == before + ch
+                                        and search.matches == history.search(before + ch)))
+    return load_s, typed, walked, searched
+
+
 def main() -> None:
     print("tailrent UI benchmark (headless, mock model, 140x40)")
     print("compiling every module at each start (PYTHONDONTWRITEBYTECODE=1, as set here):")
@@ -243,6 +306,12 @@ def main() -> None:
           f"the key f, over {len(from_key)} folds (goal < 100 ms)")
     print(f"key press to Pins panel update while a fold's summary is written: median "
           f"{statistics.median(fold_keys):.1f} ms, max {fold_keys[-1]:.1f} ms over {len(fold_keys)} presses (goal < 100 ms)")
+    load_s, typed, walked, searched = asyncio.run(editor_keys())
+    print(f"the input with 10,000 prompts of history (loaded in {load_s * 1000:.0f} ms), key to screen (goal < 50 ms):")
+    for what, xs in (("a typed character", typed), ("up, walking the history", walked),
+                     ("a key in the history search (filters all 10,000)", searched)):
+        ms = sorted(x * 1000 for x in xs)
+        print(f"  {what}: median {statistics.median(ms):.1f} ms, max {ms[-1]:.1f} ms over {len(ms)} presses")
 
 
 if __name__ == "__main__":
