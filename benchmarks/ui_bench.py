@@ -280,8 +280,8 @@ async def editor_keys(entries: int = 10_000, presses: int = 40) -> tuple[float, 
         for i in range(presses // 4):
             ch = "0123456789"[i % 10]
             before = search.query_one("Input").value
-            searched.append(await timed(ch, lambda before=before: search.query_one("Input").value == before + ch
-                                        and search.matches == history.search(before + ch)))
+            searched.append(await timed(ch, lambda want=before + ch: search.query_one("Input").value == want
+                                        and search.matches == history.search(want)))
     return load_s, typed, walked, searched
 
 

@@ -8,6 +8,7 @@ import stat
 import pytest
 from textual import events
 from textual.keys import _character_to_key
+from ui_helpers import FixedClock, fill, make_agent, make_app, wait_until
 
 from tailrent_tui.core.messages import Kind
 from tailrent_tui.settings import Settings
@@ -17,8 +18,6 @@ from tailrent_tui.ui.screens.history_search import HistorySearch
 from tailrent_tui.ui.widgets.completion_menu import CompletionMenu
 from tailrent_tui.ui.widgets.input import CHIP_LINES, PromptInput
 from tailrent_tui.ui.widgets.message import MessageView
-
-from ui_helpers import FixedClock, fill, make_agent, make_app, wait_until
 
 
 @pytest.fixture(autouse=True)

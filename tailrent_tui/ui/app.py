@@ -28,7 +28,14 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header
 from textual.worker import Worker
 
-from tailrent_tui.agent.loop import RequestStarted, SummaryEnded, SummaryProgress, SummaryStarted, TurnCallbacks, TurnResult
+from tailrent_tui.agent.loop import (
+    RequestStarted,
+    SummaryEnded,
+    SummaryProgress,
+    SummaryStarted,
+    TurnCallbacks,
+    TurnResult,
+)
 from tailrent_tui.core.messages import Event, FoldSkipped, Message, Note
 from tailrent_tui.core.ports import ArchiveError
 from tailrent_tui.core.rent import get_price_sheet
@@ -36,16 +43,21 @@ from tailrent_tui.core.session import SessionError
 from tailrent_tui.store.history import PromptHistory, history_path
 from tailrent_tui.ui.commands import LadderCommands
 from tailrent_tui.ui.completion import Sources, mentions
-from tailrent_tui.ui.events import FoldInspectRequested, MessageFocused, PromptSubmitted, SpillOpenRequested
+from tailrent_tui.ui.events import (
+    FoldInspectRequested,
+    MessageFocused,
+    PromptSubmitted,
+    SpillOpenRequested,
+)
 from tailrent_tui.ui.screens.approval import ApprovalScreen
 from tailrent_tui.ui.screens.fold_inspector import FoldInspector
 from tailrent_tui.ui.screens.help import HelpScreen
 from tailrent_tui.ui.screens.recall import RecallScreen
 from tailrent_tui.ui.screens.spill_viewer import SpillViewer
+from tailrent_tui.ui.slash import SLASH_COMMANDS
 from tailrent_tui.ui.themes import CUSTOM_VARIABLES, load_themes, packaged_theme_dirs
-from tailrent_tui.ui.widgets.folds_panel import FoldsPanel
-from tailrent_tui.ui.slash import SLASH_BY_NAME, SLASH_COMMANDS
 from tailrent_tui.ui.widgets.completion_menu import CompletionMenu
+from tailrent_tui.ui.widgets.folds_panel import FoldsPanel
 from tailrent_tui.ui.widgets.input import PromptInput
 from tailrent_tui.ui.widgets.message import MessageView
 from tailrent_tui.ui.widgets.notice import NoticeBar

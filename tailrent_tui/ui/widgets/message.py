@@ -16,7 +16,11 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from tailrent_tui.core.messages import Kind, Message
-from tailrent_tui.ui.events import FoldInspectRequested, MessageFocused, SpillOpenRequested
+from tailrent_tui.ui.events import (
+    FoldInspectRequested,
+    MessageFocused,
+    SpillOpenRequested,
+)
 
 # Tool output beyond this many lines is shown cut; Enter on a spill pointer opens the whole.
 BODY_LINES = 12
@@ -195,11 +199,9 @@ class MessageView(Widget, can_focus=True):
         goes back too, whatever it is, so `/export md` never pins with its `p`.
         """
         late = self.screen.focused is not self
-        if not late:
-            if not event.is_printable or event.character is None:
-                return
-            if event.character != "/" and event.key in self.screen.active_bindings:
-                return
+        bound = event.character != "/" and event.key in self.screen.active_bindings
+        if not late and (not event.is_printable or event.character is None or bound):
+            return
         event.stop()
         event.prevent_default()
         self.app.return_to_input(event.key, event.character)  # type: ignore[attr-defined]
