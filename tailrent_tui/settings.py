@@ -72,6 +72,11 @@ class Settings(BaseModel):
         description="Fold guard: repair appends lost facts to the summary verbatim; report only records them; "
         "unset = the policy's own (ladder repairs; the baselines report, as the harnesses they reproduce)",
     )
+    fold_preview: Literal["manual", "always", "never"] = Field(
+        "manual",
+        description="Show a fold before it applies (Enter applies, e edits the summary, escape cancels): "
+        "manual = your folds (f, /fold); always = the policy's too; never",
+    )
     pin_share: float = Field(
         0.4, gt=0, le=1, description="Pins may hold this share of the window; past it auto-pinning stops and asks you to unpin"
     )

@@ -19,7 +19,7 @@ from tailrent_tui.ui.widgets.input import PromptInput
 from tailrent_tui.ui.widgets.message import MessageView
 from tailrent_tui.ui.widgets.notice import NoticeBar
 
-from ui_helpers import fill, make_agent, make_app, wait_until
+from ui_helpers import approve_preview, fill, make_agent, make_app, wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -118,6 +118,7 @@ async def test_f_folds_down_to_the_target_and_i_inspects_it(tmp_path):
     async with app.run_test(size=(140, 40)) as pilot:
         await focus_message(pilot, app, "m00011")
         await pilot.press("f")
+        await approve_preview(pilot, app)
         await wait_until(pilot, lambda: len(agent.session.folds) == 1, what="a fold")
         fold = agent.session.folds[0]
         assert fold.span_ids and "m00011" not in fold.span_ids and "m00010" not in fold.span_ids
@@ -140,6 +141,7 @@ async def test_f_folds_the_span_marked_with_space(tmp_path):
         await pilot.press("space", "down", "space")
         assert app.transcript.selected_ids == ["m00001", "m00002"]
         await pilot.press("f")
+        await approve_preview(pilot, app)
         await wait_until(pilot, lambda: len(agent.session.folds) == 1, what="a fold")
         assert agent.session.folds[0].span_ids == ["m00001", "m00002"]
 
@@ -250,6 +252,7 @@ async def test_slash_pin_unpin_spill_fold_inspect(tmp_path):
         await submit(pilot, app, "/spill m00003")
         assert agent.session.get("m00003").kind == Kind.spill_pointer
         await submit(pilot, app, "/fold m00001 m00002")
+        await approve_preview(pilot, app)
         await wait_until(pilot, lambda: len(agent.session.folds) == 1, what="the fold")
         assert agent.session.folds[0].span_ids == ["m00001", "m00002"]
         await submit(pilot, app, "/inspect 1")
@@ -398,6 +401,7 @@ async def test_folds_panel_shows_lost_facts(tmp_path):
     async with app.run_test(size=(140, 40)) as pilot:
         span = " ".join(m.id for m in agent.session.messages[5:7])
         await submit(pilot, app, f"/fold {span}")
+        await approve_preview(pilot, app)
         await wait_until(pilot, lambda: app.sidebar.folds.get_option("1") is not None, what="fold row")
         fold = agent.session.folds[0]
         row = app.sidebar.folds.get_option("1").prompt

@@ -19,7 +19,7 @@ from tailrent_tui.settings import Settings
 from tailrent_tui.ui.widgets.input import PromptInput
 from tailrent_tui.ui.widgets.tail_panel import duration
 
-from ui_helpers import NOW, PAD, FixedClock, GatedModel, fill, make_agent, make_app, wait_until
+from ui_helpers import NOW, PAD, FixedClock, GatedModel, approve_preview, fill, make_agent, make_app, wait_until
 
 ASK = "Where were we with the cache?" + PAD * 6  # longer than any message `fill` adds
 
@@ -147,6 +147,7 @@ async def test_a_fold_by_hand_can_be_cancelled_and_a_message_waits_for_the_next_
         assert shown(app, ".queued") == ["queued, sent when the fold ends: and now?"]
         assert agent.session.messages[-1].content != "and now?"
         gate.set()
+        await approve_preview(pilot, app)
         await wait_until(pilot, lambda: not app.busy and agent.session.messages[-1].content == "The reply.",
                          what="the message sent after the fold")
         assert agent.session.folds

@@ -93,6 +93,27 @@ def test_spill_viewer(snap_compare, tmp_path, theme):
     assert snap_compare(app, terminal_size=SIZE, run_before=open_viewer)
 
 
+@pytest.mark.parametrize("theme", THEMES)
+def test_fold_preview(snap_compare, tmp_path, theme):
+    """A fold by hand shown before it applies: originals, proposed summary, facts, tokens, re-read cost."""
+    app, agent = scene(tmp_path, theme)
+    fill(agent.session, 6, prefix="p", pad=3)
+    span = [m.id for m in agent.session.messages[-6:-2]]
+
+    async def open_preview(pilot):
+        await settle(pilot)
+        assert pilot.app.start_fold(span)
+        from tailrent_tui.ui.screens.fold_preview import FoldPreview
+
+        for _ in range(200):
+            if isinstance(pilot.app.screen, FoldPreview):
+                break
+            await pilot.pause()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=open_preview)
+
+
 def test_editor_with_a_multi_line_paste_and_a_chip(snap_compare, tmp_path):
     """The input grows with a pasted snippet; a big paste beside it is a chip; `/` offers commands above."""
     from textual import events

@@ -97,3 +97,12 @@ async def wait_until(pilot: Any, condition: Callable[[], bool], *, rounds: int =
             return
         await pilot.pause()
     raise AssertionError(f"timed out waiting for: {what}")
+
+
+async def approve_preview(pilot: Any, app: Any) -> None:
+    """A fold by hand opens its preview (fold_preview = "manual", the default): enter applies it."""
+    from tailrent_tui.ui.screens.fold_preview import FoldPreview
+
+    await wait_until(pilot, lambda: isinstance(app.screen, FoldPreview), what="the fold preview")
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: not isinstance(app.screen, FoldPreview), what="the preview closed")

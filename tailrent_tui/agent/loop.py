@@ -39,10 +39,12 @@ from tailrent_tui.agent.tools.base import SpillBudget
 from tailrent_tui.core.messages import (
     Event,
     Folded,
+    FoldRecord,
     FoldSkipped,
     Kind,
     Message,
     ToolCall,
+    Unfolded,
     UsageRecorded,
 )
 from tailrent_tui.core.policies import (
@@ -54,10 +56,10 @@ from tailrent_tui.core.policies import (
 )
 from tailrent_tui.core.probe import ProbeReport, probe
 from tailrent_tui.core.rent import aside_rent, context_items, prompt_rate
-from tailrent_tui.core.rungs.fold import FoldArchive, MemoryFoldArchive
+from tailrent_tui.core.rungs.fold import FoldArchive, MemoryFoldArchive, unfold
 from tailrent_tui.core.rungs.spill import MemorySpillStore, SpillStore, spill_message
 from tailrent_tui.core.session import Session
-from tailrent_tui.core.summarize import LossySummarizer, Summarize, Summarizer, Summary
+from tailrent_tui.core.summarize import LossySummarizer, Review, Summarize, Summarizer, Summary, Verdict
 from tailrent_tui.models.base import (
     ChatModel,
     TextDelta,
@@ -256,6 +258,8 @@ class Agent:
         # told when a fold's summary is asked for and when it is in: folds run inside
         # a turn and by hand, so this belongs to the agent, not to one turn's callbacks
         self.on_summary: Callable[[SummaryProgress], None] | None = None
+        # shows a fold before it applies (the app's fold preview); unset: folds apply as planned
+        self.on_review: Callable[[Review], Awaitable[Verdict]] | None = None
         self.cold_resume = False
         self._policy: Policy | None = None
         self._window_scale = 1.0
@@ -305,6 +309,26 @@ class Agent:
         await learning
 
     # -- the archive, seen from the agent --------------------------------------
+
+    def reread_after(self, record: FoldRecord) -> tuple[int, float | None]:
+        """What applying this fold costs the next request: the tokens from the summary's
+        place on (the cache before it survives), and their seconds at the measured rate."""
+        span = set(record.span_ids)
+        first = next((i for i, m in enumerate(self.session.messages) if m.id in span), len(self.session.messages))
+        after = self.session.messages[first:]
+        tokens = self.session.sent_tokens(record.summary) + sum(
+            self.session.sent_tokens(m) for m in after if m.id not in span and not m.cut_off
+        )
+        if record.position == 0:
+            tokens = record.context_after - self.session.head_tokens
+        rate = prompt_rate(self.session.usage, self.rent.sheet) if self.rent is not None else None
+        return tokens, (rate.seconds(tokens) if rate is not None and rate.measured else None)
+
+    def unfold(self, fold_no: int) -> Unfolded:
+        """Undo fold `fold_no` (`/unfold N`, `u` in the inspector): its originals, read from
+        the archive, back in its summary's place if they fit under the fold trigger.
+        SessionError says why not; ArchiveError when its archive entry is damaged."""
+        return unfold(self.session, fold_no, self.fold_originals(fold_no), limit=self.policy_context().settings.trigger_tokens)
 
     def fold_originals(self, fold_no: int) -> list[Message]:
         """The messages fold `fold_no` removed from the context; ArchiveError when its archive entry is damaged."""
@@ -838,6 +862,7 @@ class Agent:
                 guard=self.settings.guard,
                 # room for the reply, and for what the server counts beyond our count
                 reply_reserve=self.reply_cap() + self.session.window - self.budget_window(),
+                fold_preview=self.settings.fold_preview if self.on_review is not None else "never",
             )
         return PolicyContext(spill_store=self.spill_store, archive=self.archive, settings=settings)
 
@@ -850,7 +875,11 @@ class Agent:
         try:
             request = next(plan)
             while True:
-                request = plan.send(await self._watched_summary(request))
+                if isinstance(request, Review):
+                    verdict = await self.on_review(request) if self.on_review is not None else Verdict(apply=True)
+                    request = plan.send(verdict)
+                else:
+                    request = plan.send(await self._watched_summary(request))
         except StopIteration as stop:
             return stop.value
         finally:

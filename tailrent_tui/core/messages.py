@@ -168,6 +168,17 @@ class FoldSkipped(_Event):
     trigger: str = "manual"
 
 
+class Unfolded(_Event):
+    """A fold undone by the user: its originals back in the place of its summary.
+
+    The event carries the originals (read from the fold archive), so a replay
+    needs nothing but the journal."""
+
+    type: Literal["unfolded"] = "unfolded"
+    fold_no: int
+    originals: list[Message]
+
+
 class WatchAdded(_Event):
     type: Literal["watch_added"] = "watch_added"
     word: str
@@ -219,6 +230,7 @@ Event = Annotated[
         Spilled,
         Folded,
         FoldSkipped,
+        Unfolded,
         WatchAdded,
         WatchRemoved,
         UsageRecorded,

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -66,10 +66,20 @@ from tailrent_tui.core.rungs.fold import (
 from tailrent_tui.core.rungs.spill import SpillStore, admit_tool_result, spill_gain, spill_message
 from tailrent_tui.core.rungs.truncate import truncate_text
 from tailrent_tui.core.session import Session
-from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer, Summarize, Summarizer, Summary, check_summary
+from tailrent_tui.core.summarize import (
+    ExtractiveSummarizer,
+    LossySummarizer,
+    Review,
+    Summarize,
+    Summarizer,
+    Summary,
+    Verdict,
+    check_summary,
+)
 
-#: A policy step: yields Summarize requests, is sent Summary answers, returns its events.
-Plan = Generator[Summarize, Summary, list[Event]]
+#: A policy step: yields Summarize requests (sent Summary answers) and, when the
+#: settings ask for a fold preview, Review requests (sent a Verdict); returns its events.
+Plan = Generator[Summarize | Review, Summary | Verdict, list[Event]]
 
 
 class UnknownPolicy(ValueError):
@@ -100,6 +110,10 @@ class PolicySettings(BaseModel):
     reply_reserve: int = Field(default=0, ge=0, description="tokens kept free for the reply when fitting a request")
     summary_share: float = Field(
         default=0.25, gt=0, le=1, description="a summary's token budget as a share of its span"
+    )
+    fold_preview: Literal["manual", "always", "never"] = Field(
+        default="never",
+        description="which folds are shown for review before they apply: the user's (f, /fold), every one, or none",
     )
 
     @property
@@ -146,11 +160,15 @@ def finished(events: list[Event] | None = None) -> Plan:
 
 
 def run_plan(plan: Plan, summarizer: Summarizer) -> list[Event]:
-    """Core's synchronous driver: answers each request with `summarizer`, returns the plan's events."""
+    """Core's synchronous driver: answers each request with `summarizer` (a review
+    with "apply": nobody is there to look), returns the plan's events."""
     try:
         request = next(plan)
         while True:
-            request = plan.send(Summary(text=summarizer.summarize(request.span), by=summarizer.name))
+            if isinstance(request, Review):
+                request = plan.send(Verdict(apply=True))
+            else:
+                request = plan.send(Summary(text=summarizer.summarize(request.span), by=summarizer.name))
     except StopIteration as stop:
         return stop.value
 
@@ -224,6 +242,30 @@ def choose_fold(
         reasons.append(f"{fallback.name}'s was not smaller either")
     assert record is not None, "a fallback always writes a summary"
     return record
+
+
+def reviewed(
+    session: Session, ctx: PolicyContext, record: FoldRecord, span: list[Message], *,
+    manual: bool, position: Position, header: str | None,
+) -> Generator[Review, Verdict, FoldRecord | None]:
+    """The fold as the user approved it, when the settings ask for a preview of
+    this fold (None: cancelled); else the fold as it is.
+
+    An edited summary is prepared again, so the guard re-checks it (facts the
+    edit dropped are reported, or repaired under "repair"), and shown again."""
+    mode = ctx.settings.fold_preview
+    if mode == "never" or (mode == "manual" and not manual):
+        return record
+    while True:
+        verdict = yield Review(record, tuple(span))
+        if not verdict.apply:
+            return None
+        if verdict.text is None:
+            return record
+        record = prepare_fold(
+            session, record.span_ids, summary=verdict.text, summarizer_name="you (edited)",
+            guard=record.guard, position=position, header=header, trigger=record.trigger,
+        )
 
 
 def shrinks(record: FoldRecord, min_gain: float = 0.0) -> bool:
@@ -315,7 +357,13 @@ class Policy:
         if record.tokens_after >= record.tokens_before:
             skip_fold(session, _would_grow(record), trigger)
             return
-        apply_fold(session, record, ctx.archive)
+        approved = yield from reviewed(session, ctx, record, span, manual=True, position="in_place", header=LADDER_HEADER)
+        if approved is None:
+            return  # cancelled in its preview: nothing happened
+        if approved.tokens_after >= approved.tokens_before:
+            skip_fold(session, _would_grow(approved), trigger)
+            return
+        apply_fold(session, approved, ctx.archive)
 
 
 def _would_grow(record: FoldRecord, min_gain: float = 0.0) -> str:
@@ -482,7 +530,17 @@ class LadderPolicy(Policy):
             if not shrinks(record, gain):
                 skip_fold(session, _would_grow(record, gain), trigger)
                 return
-            apply_fold(session, record, ctx.archive)
+            approved = yield from reviewed(
+                session, ctx, record, span_messages(session, record.span_ids), manual=False,
+                position=self.position, header=self.header,
+            )
+            if approved is None:
+                skip_fold(session, "the fold was cancelled in its preview", trigger)
+                return
+            if not shrinks(approved):
+                skip_fold(session, _would_grow(approved), trigger)
+                return
+            apply_fold(session, approved, ctx.archive)
             if session.context_tokens <= target:
                 return
 

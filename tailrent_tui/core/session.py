@@ -19,6 +19,7 @@ from tailrent_tui.core.messages import (
     new_id,
     Event,
     Folded,
+    Unfolded,
     FoldRecord,
     FoldSkipped,
     Kind,
@@ -108,6 +109,8 @@ class Session:
         self.totals = ContextTotals()
         self.folds: list[FoldRecord] = []
         self.skipped: list[FoldSkipped] = []
+        #: folds the user undid, by number: their records stay in `folds` (numbers never repeat)
+        self.unfolded: dict[int, Unfolded] = {}
         self.spills: dict[str, Spilled] = {}
         self.watch: list[str] = []
         self.usage: list[UsageRecorded] = []
@@ -261,6 +264,26 @@ class Session:
         self._index[summary.id] = summary
         self.totals._account(summary, +1, self.sent_tokens(summary))
         self.folds.append(f)
+
+    def _apply_unfolded(self, e: Unfolded) -> None:
+        record = next((f for f in self.folds if f.fold_no == e.fold_no), None)
+        if record is None:
+            raise SessionError(f"no fold #{e.fold_no} to unfold")
+        summary = self._index.get(record.summary.id)
+        if summary is None:
+            raise SessionError(f"fold #{e.fold_no}'s summary is no longer in the context")
+        originals = [m if self._owned else m.clone() for m in e.originals]
+        twice = [m.id for m in originals if m.id in self._index]
+        if twice:
+            raise SessionError(f"fold #{e.fold_no}'s originals are in the context already: {twice}")
+        position = self.index_of(summary.id)
+        del self._index[summary.id]
+        self.totals._account(summary, -1, self.sent_tokens(summary))
+        self._messages[position : position + 1] = originals
+        for m in originals:
+            self._index[m.id] = m
+            self.totals._account(m, +1, self.sent_tokens(m))
+        self.unfolded[e.fold_no] = e
 
     def _apply_fold_skipped(self, e: FoldSkipped) -> None:
         self.skipped.append(e)

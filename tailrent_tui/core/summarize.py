@@ -49,6 +49,26 @@ class Summary:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class Review:
+    """A plan's request: show this fold before it is applied (the fold preview).
+
+    `span` is what it folds; `record` the fold as prepared (the summary, the
+    facts the guard found dropped and repaired, tokens before and after)."""
+
+    record: Any  # FoldRecord (messages.py); Any keeps this module free of the import cycle
+    span: tuple[Message, ...]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A driver's answer to `Review`: apply it, drop it, or an edited summary to
+    prepare (and guard) again and show once more."""
+
+    apply: bool
+    text: str | None = None
+
+
 def role_content(m: Any) -> tuple[str, str]:
     """(role, content) of a wire dict or a core Message."""
     if isinstance(m, Mapping):

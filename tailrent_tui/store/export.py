@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from tailrent_tui.core.messages import Event, Folded, FoldSkipped, MessageAdded, Note, Pinned, Spilled, Unpinned
+from tailrent_tui.core.messages import Event, Folded, FoldSkipped, MessageAdded, Note, Pinned, Spilled, Unfolded, Unpinned
 from tailrent_tui.store.paths import write_file_atomic
 from tailrent_tui.store.sessions import SessionDir
 
@@ -95,6 +95,8 @@ def transcript_entries(events: list[Event]) -> list[dict[str, Any]]:
             )
         elif isinstance(ev, FoldSkipped):
             out.append({"entry": "fold_skipped", "at": ev.at, "reason": ev.reason})
+        elif isinstance(ev, Unfolded):
+            out.append({"entry": "unfold", "at": ev.at, "fold_no": ev.fold_no, "ids": [m.id for m in ev.originals]})
         elif isinstance(ev, Note):
             out.append({"entry": "note", "at": ev.at, "level": ev.level, "text": ev.text})
     for e in out:
@@ -156,6 +158,8 @@ def export_markdown(sd: SessionDir) -> str:
             ]
         elif kind == "fold_skipped":
             lines += [f"> fold skipped: {e['reason']}", ""]
+        elif kind == "unfold":
+            lines += [f"> fold #{e['fold_no']} undone: its {len(e['ids'])} originals are back in the context", ""]
         elif kind == "note":
             lines += [f"> note ({e['level']}): {e['text']}", ""]
     folds = [e for e in entries if e["entry"] == "fold"]

@@ -40,6 +40,7 @@ from tailrent_tui.core.messages import Event, FoldSkipped, Message, Note
 from tailrent_tui.core.ports import ArchiveError
 from tailrent_tui.core.rent import get_price_sheet
 from tailrent_tui.core.session import SessionError
+from tailrent_tui.core.summarize import Review, Verdict
 from tailrent_tui.store.history import PromptHistory, history_path
 from tailrent_tui.ui.commands import LadderCommands
 from tailrent_tui.ui.completion import Sources, mentions
@@ -51,6 +52,7 @@ from tailrent_tui.ui.events import (
 )
 from tailrent_tui.ui.screens.approval import ApprovalScreen
 from tailrent_tui.ui.screens.fold_inspector import FoldInspector
+from tailrent_tui.ui.screens.fold_preview import FoldPreview
 from tailrent_tui.ui.screens.help import HelpScreen
 from tailrent_tui.ui.screens.recall import RecallScreen
 from tailrent_tui.ui.screens.spill_viewer import SpillViewer
@@ -246,6 +248,7 @@ class TailrentApp(App[None]):
         self.sidebar.tail.cache_left = self.cache_seconds_left
         self.session.listeners.append(self._on_session_event)
         self.agent.on_summary = self._queue.put_nowait
+        self.agent.on_review = self.review_fold
         self.run_worker(self._pump(), group="pump", name="event pump")
         self.set_interval(1.0, self.sidebar.tick, name="cache countdown")
         self.set_interval(30.0, self.sidebar.refresh_spills, name="spill ages")
@@ -328,6 +331,7 @@ class TailrentApp(App[None]):
         if self._on_session_event in self.session.listeners:
             self.session.listeners.remove(self._on_session_event)
         self.agent.on_summary = None
+        self.agent.on_review = None
 
     def _sub_title(self) -> str:
         model = getattr(getattr(self.agent, "model", None), "name", "") or "(asking the server)"
@@ -638,6 +642,12 @@ class TailrentApp(App[None]):
             return self.inspect(int(rest))
         return self.inspect(None)
 
+    async def _slash_unfold(self, rest: str) -> bool:
+        if not rest.strip().lstrip("#").isdigit():
+            self.notify("/unfold takes a fold number (the Folds panel lists them)", severity="error")
+            return False
+        return self.unfold(int(rest.strip().lstrip("#")))
+
     async def _slash_watch(self, rest: str) -> bool:
         if not rest:
             self.notify("/watch WORD: name the word to watch", severity="error")
@@ -856,8 +866,44 @@ class TailrentApp(App[None]):
             originals = self.agent.fold_originals(fold_no)
         except ArchiveError as exc:
             error = f"the originals cannot be shown: {exc}"
-        self.push_screen(FoldInspector(record, originals, error))
+        def closed(result: str | None) -> None:
+            if result == "unfold":
+                self.unfold(fold_no)
+
+        self.push_screen(FoldInspector(record, originals, error), callback=closed)
         return True
+
+    def unfold(self, fold_no: int) -> bool:
+        """Undo a fold (`/unfold N`, `u` in the inspector); a one-line reason when it cannot be."""
+        if self.busy:
+            self.notify("a reply or a fold is running: unfold when it ends, or press escape to cancel it", severity="warning")
+            return False
+        try:
+            event = self.agent.unfold(fold_no)
+        except (SessionError, ArchiveError) as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        n = len(event.originals)
+        self.notify(f"fold #{fold_no} undone: its {n} original message{'s' if n != 1 else ''} are back in the context")
+        return True
+
+    async def review_fold(self, review: Review) -> Verdict:
+        """Show a fold before it applies (the agent's reviewer); the preview's answer goes back to the plan."""
+        done: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
+        reread, seconds = self.agent.reread_after(review.record)
+
+        def answered(verdict: Verdict | None) -> None:
+            if not done.done():
+                done.set_result(verdict if verdict is not None else Verdict(apply=False))
+
+        self.push_screen(FoldPreview(review, reread=reread, seconds=seconds), callback=answered)
+        try:
+            return await done
+        except asyncio.CancelledError:
+            # the fold was cancelled under the preview (escape, quit): close it
+            if isinstance(self.screen, FoldPreview):
+                self.screen.dismiss(Verdict(apply=False))
+            raise
 
     def open_spill(self, spill_id: str) -> bool:
         spilled = self.session.spills.get(spill_id)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
-from tailrent_tui.core.messages import Folded, FoldRecord, FoldSkipped, Kind, Message
+from tailrent_tui.core.messages import Folded, FoldRecord, FoldSkipped, Kind, Message, Unfolded
 from tailrent_tui.core.ports import ArchiveError, ArchivedFold, FoldArchive
 from tailrent_tui.core.session import Session, SessionError
 from tailrent_tui.core.summarize import Summarizer
@@ -253,6 +253,44 @@ def apply_fold(session: Session, record: FoldRecord, archive: FoldArchive | None
         except OSError as exc:
             raise FoldAborted(f"fold #{record.fold_no} not applied: its originals could not be archived ({exc})") from exc
     return session.emit(Folded(fold=record, at=session.clock()))  # type: ignore[return-value]
+
+
+def unfold_reason(session: Session, fold_no: int, originals: Sequence[Message], limit: int) -> str | None:
+    """Why fold `fold_no` cannot be undone now, or None when it can.
+
+    Its summary must still be in the context, unpinned, and the originals must
+    fit: the context with them back must stay under `limit` (the fold trigger),
+    or the next message would fold them again."""
+    record = next((f for f in session.folds if f.fold_no == fold_no), None)
+    if record is None:
+        return f"no fold #{fold_no}"
+    if fold_no in session.unfolded:
+        return f"fold #{fold_no} is undone already"
+    if record.summary.id not in session:
+        later = next((f.fold_no for f in session.folds if record.summary.id in f.span_ids), None)
+        where = f"fold #{later} took its summary: unfold #{later} first" if later else "its summary is gone"
+        return f"fold #{fold_no} cannot be undone: {where}"
+    summary = session.get(record.summary.id)
+    if summary.pinned:
+        return f"fold #{fold_no}'s summary is pinned: unpin it first"
+    if not originals:
+        return f"fold #{fold_no}'s originals are not in its archive"
+    back = sum(session.sent_tokens(m) for m in originals if not m.cut_off)
+    after = session.context_tokens - session.sent_tokens(summary) + back
+    if after > limit:
+        return (
+            f"fold #{fold_no} cannot be undone: its {len(originals)} originals ({back:,} tokens) would bring the "
+            f"context to {after:,} tokens, over the fold trigger ({limit:,}); {after - limit:,} tokens must go first"
+        )
+    return None
+
+
+def unfold(session: Session, fold_no: int, originals: Sequence[Message], *, limit: int) -> Unfolded:
+    """Undo fold `fold_no`: its originals back in its summary's place (SessionError says why not)."""
+    why = unfold_reason(session, fold_no, originals, limit)
+    if why is not None:
+        raise SessionError(why)
+    return session.emit(Unfolded(fold_no=fold_no, originals=list(originals), at=session.clock()))  # type: ignore[return-value]
 
 
 def nothing_reason(session: Session) -> str:

@@ -57,8 +57,25 @@ def facts_line(f: FoldRecord) -> Content:
     return Content(" · ").join(parts)
 
 
-class FoldInspector(ModalScreen[None]):
-    """Originals on the left, the summary on the right."""
+def fold_sides(f: FoldRecord, originals: Sequence[Message], error: str | None = None) -> ComposeResult:
+    """The originals (facts the summary dropped marked) beside the summary (repaired facts marked)."""
+    lost = set(f.facts_lost)
+    marks = [(fact, LOST_STYLE if fact in lost else REPAIRED_STYLE) for fact in f.facts_dropped or f.facts_lost]
+    with Horizontal(id="sides"):
+        with VerticalScroll(id="originals"):
+            yield Static(f"Originals ({len(f.span_ids)})", classes="pane-title")
+            if error:
+                yield Static(error, classes="error", markup=False)
+            for m in originals:
+                yield Static(f"{m.role} · {m.kind.value} · {m.tokens:,} tok", classes="who", markup=False)
+                yield Static(mark_facts(m.content, marks), classes="original")
+        with VerticalScroll(id="summary"):
+            yield Static(f"Summary (depth {f.depth})", classes="pane-title")
+            yield Static(mark_facts(f.summary.content, [(x, KEPT_STYLE) for x in f.facts_repaired]), id="summary-text")
+
+
+class FoldInspector(ModalScreen[str | None]):
+    """Originals on the left, the summary on the right; `u` undoes the fold (dismissed with "unfold")."""
 
     DEFAULT_CSS = """
     FoldInspector { align: center middle; }
@@ -73,7 +90,11 @@ class FoldInspector(ModalScreen[None]):
     FoldInspector .error { color: $error; }
     """
 
-    BINDINGS = [Binding("escape,q", "dismiss", "Close", id="inspector.close", tooltip="Back to the transcript")]
+    BINDINGS = [
+        Binding("escape,q", "dismiss", "Close", id="inspector.close", tooltip="Back to the transcript"),
+        Binding("u", "unfold", "Unfold", id="inspector.unfold",
+                tooltip="Undo this fold: its originals back in place of the summary, if they fit under the fold trigger"),
+    ]
 
     def __init__(self, fold: FoldRecord, originals: Sequence[Message] | None, error: str | None = None) -> None:
         super().__init__()
@@ -83,24 +104,15 @@ class FoldInspector(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         f = self.fold
-        lost = set(f.facts_lost)
-        marks = [(fact, LOST_STYLE if fact in lost else REPAIRED_STYLE) for fact in f.facts_dropped or f.facts_lost]
         with Vertical(id="frame"):
             yield Static(inspector_title(f), id="title", markup=False)
             yield Static(writer_line(f), id="writer")
             yield Static(facts_line(f), id="facts")
-            with Horizontal(id="sides"):
-                with VerticalScroll(id="originals"):
-                    yield Static(f"Originals ({len(f.span_ids)})", classes="pane-title")
-                    if self.error:
-                        yield Static(self.error, classes="error", markup=False)
-                    for m in self.originals:
-                        yield Static(f"{m.role} · {m.kind.value} · {m.tokens:,} tok", classes="who", markup=False)
-                        yield Static(mark_facts(m.content, marks), classes="original")
-                with VerticalScroll(id="summary"):
-                    yield Static(f"Summary (depth {f.depth})", classes="pane-title")
-                    yield Static(mark_facts(f.summary.content, [(x, KEPT_STYLE) for x in f.facts_repaired]))
+            yield from fold_sides(f, self.originals, self.error)
             yield Footer()
 
-    def action_dismiss(self) -> None:
+    def action_dismiss(self) -> None:  # type: ignore[override]
         self.dismiss(None)
+
+    def action_unfold(self) -> None:
+        self.dismiss("unfold")

@@ -1,7 +1,8 @@
 """The Folds panel: the timeline of folds; Enter opens the fold inspector.
 
 Each row: fold number, time, tokens before -> after, depth, and the facts the
-fold lost, in the theme's error color when there are any. A fold whose
+fold lost, in the theme's error color when there are any (or "undone" once
+`/unfold` put its originals back). A fold whose
 summary is being written has a last row of its own, marked pending.
 """
 
@@ -19,7 +20,7 @@ from tailrent_tui.core.messages import FoldRecord
 from tailrent_tui.ui.events import FoldInspectRequested
 
 
-def fold_row(f: FoldRecord) -> Content:
+def fold_row(f: FoldRecord, undone: bool = False) -> Content:
     lost = len(f.facts_lost)
     row = Content.from_markup(
         "[$tail-summary]#$no[/] $clock $before → $after x$depth ",
@@ -29,7 +30,9 @@ def fold_row(f: FoldRecord) -> Content:
         after=f"{f.tokens_after:,}",
         depth=f.depth,
     )
-    if lost:
+    if undone:
+        tail = Content.from_markup("[dim]undone: originals back[/]")
+    elif lost:
         tail = Content.from_markup("[b $error]lost $n[/]", n=lost)
     elif f.facts_repaired:
         tail = Content.from_markup("[$success]repaired $n[/]", n=len(f.facts_repaired))
@@ -54,12 +57,15 @@ class FoldsPanel(OptionList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._folds: Sequence[FoldRecord] = ()
+        self._undone: set[int] = set()
         self.pending: SummaryStarted | None = None
 
-    def show(self, folds: Sequence[FoldRecord]) -> None:
+    def show(self, folds: Sequence[FoldRecord], undone: set[int] | None = None) -> None:
         self._folds = folds
+        if undone is not None:
+            self._undone = undone
         highlighted = self.highlighted
-        options = [Option(fold_row(f), id=str(f.fold_no)) for f in folds]
+        options = [Option(fold_row(f, f.fold_no in self._undone), id=str(f.fold_no)) for f in folds]
         if self.pending is not None:
             options.append(Option(pending_row(self.pending), disabled=True))
         self.set_options(options or [Option("no folds yet", disabled=True)])

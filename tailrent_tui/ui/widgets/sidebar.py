@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Collapsible
 
-from tailrent_tui.core.messages import Event, Folded, Kind, MessageAdded, Note, Pinned, Spilled, Unpinned
+from tailrent_tui.core.messages import Event, Folded, Kind, MessageAdded, Note, Pinned, Spilled, Unfolded, Unpinned
 from tailrent_tui.core.rent import PriceSheet, conversation_usage
 from tailrent_tui.core.session import Session
 from tailrent_tui.ui.widgets.folds_panel import FoldsPanel
@@ -86,7 +86,7 @@ class Sidebar(VerticalScroll, can_focus=False):
         elif isinstance(event, (Pinned, Unpinned, Note)):
             # a note may say that auto-pinning stopped at the pin budget
             self._dirty.add("pins")
-        elif isinstance(event, Folded):
+        elif isinstance(event, (Folded, Unfolded)):
             self._dirty.add("folds")
             self.tail.sample(self.session.context_tokens)
 
@@ -108,7 +108,7 @@ class Sidebar(VerticalScroll, can_focus=False):
         if "pins" in dirty:
             self.pins.show(self.session.pinned, self.session.pin_budget, self.session.auto_pin_stopped)
         if "folds" in dirty:
-            self.folds.show(self.session.folds)
+            self.folds.show(self.session.folds, undone=set(self.session.unfolded))
 
     def refresh_window(self) -> None:
         """The window changed (learned from the server): the Tail panel's bar, trigger and target move with it."""

@@ -24,6 +24,7 @@ from tailrent_tui.core.messages import (
     Event,
     Folded,
     FoldSkipped,
+    Unfolded,
     Kind,
     Message,
     MessageAdded,
@@ -155,7 +156,8 @@ class Transcript(VerticalScroll, can_focus=False):
         self._first_index = start
         self._lines = lines
         if views:
-            await self.mount_all(views)
+            bottom = self._bottom()
+            await (self.mount_all(views, before=bottom) if bottom is not None else self.mount_all(views))
         self._update_earlier()
 
     def _update_earlier(self) -> None:
@@ -178,6 +180,8 @@ class Transcript(VerticalScroll, can_focus=False):
             if record.rejected:
                 # the summary asked for could not be used (the server died, the text was cut...)
                 await self.show_notice(f"fold #{record.fold_no}: {record.rejected}; {record.summarizer} wrote it instead")
+        elif isinstance(event, Unfolded):
+            await self._unfolded(event)
         elif isinstance(event, FoldSkipped) and event.trigger != "manual":
             # a fold by hand is answered where it was asked; the policy's own is said here
             await self.show_notice(f"fold skipped: {event.reason}")
@@ -230,6 +234,16 @@ class Transcript(VerticalScroll, can_focus=False):
         self._lines += view.estimated_lines
         self._first_index = self._index_of_first_view()
         self._update_earlier()
+
+    async def _unfolded(self, event: Unfolded) -> None:
+        """A fold undone: the summary's widget gives way to the originals'. Rare, so the
+        tail is simply built again from the session."""
+        views = list(self._views.values())
+        self._views.clear()
+        if views:
+            await self.remove_children(views)
+        self._lines = 0
+        await self.show_tail()
 
     def _index_of_first_view(self) -> int:
         if not self._views:
