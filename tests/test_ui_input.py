@@ -16,6 +16,7 @@ from tailrent_tui.store.history import PromptHistory, history_path
 from tailrent_tui.ui.demo import build_demo
 from tailrent_tui.ui.screens.history_search import HistorySearch
 from tailrent_tui.ui.widgets.completion_menu import CompletionMenu
+from tailrent_tui.ui.screens.fold_preview import FoldPreview
 from tailrent_tui.ui.widgets.input import CHIP_LINES, PromptInput
 from tailrent_tui.ui.widgets.message import MessageView
 
@@ -166,6 +167,25 @@ async def test_slash_completion_offers_commands_then_their_arguments(tmp_path):
         assert [i.text for i in menu.completion.items] == ["m00003", "m00002", "m00001", "m00000"]
         await pilot.press("escape")
         assert not menu.is_open and app.prompt.text == "/pin m0000"
+
+
+async def test_enter_after_a_burst_runs_what_was_typed_not_a_stale_completion(tmp_path):
+    """In a terminal "/fold" and enter arrive in one burst, before the menu has caught up
+    with the text: enter must judge the text as it is (tmux showed /fold becoming /pin)."""
+    agent = make_agent(tmp_path)
+    fill(agent.session, 6, pad=4)
+    app = make_app(agent)
+    async with app.run_test(size=(140, 40)) as pilot:
+        menu = app.query_one(CompletionMenu)
+        await pilot.press("/")
+        assert menu.is_open and menu.current is not None and menu.current.text == "/pin"
+        box = app.prompt
+        # the rest of the burst: every key queued before any of their Changed messages
+        for key in ["f", "o", "l", "d"]:
+            box.post_message(events.Key(key, key))
+        box.post_message(events.Key("enter", "\r"))
+        await wait_until(pilot, lambda: isinstance(app.screen, FoldPreview), what="the fold's preview")
+        assert "/pin" not in box.text and not any(m.pinned for m in agent.session.messages)
 
 
 async def test_at_path_completes_and_attaches_the_file_through_read_file(tmp_path):

@@ -133,6 +133,10 @@ class PromptInput(TextArea):
             event.stop()
             event.prevent_default()
             menu = self.menu
+            if menu is not None and menu.is_open:
+                # keys typed in one burst arrive before their Changed messages: an open menu
+                # may still offer what fitted the text a few keys ago (enter took "/pin" for "/fold")
+                self.refresh_completion()
             if menu is not None and menu.is_open and menu.completion and menu.completion.token.strip() not in ("", "@"):
                 item = menu.current
                 if item is not None and item.text != menu.completion.token:
