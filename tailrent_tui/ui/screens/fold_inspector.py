@@ -57,6 +57,22 @@ def facts_line(f: FoldRecord) -> Content:
     return Content(" · ").join(parts)
 
 
+def fold_css(screen: str, border: str) -> str:
+    """The layout the inspector and the preview share: a frame, its header lines, the two sides."""
+    return f"""
+    {screen} {{ align: center middle; }}
+    {screen} > #frame {{ width: 96%; height: 92%; background: $surface; border: thick {border}; }}
+    {screen} #title {{ background: $panel; color: $text; text-style: bold; padding: 0 1; height: 1; }}
+    {screen} #facts, {screen} #writer, {screen} #cost {{ padding: 0 1; height: auto; }}
+    {screen} #sides {{ height: 1fr; }}
+    {screen} #sides > VerticalScroll {{ width: 1fr; padding: 0 1; border-top: solid $primary 40%; }}
+    {screen} .pane-title {{ color: $primary; text-style: bold; }}
+    {screen} .original {{ margin: 0 0 1 0; height: auto; }}
+    {screen} .who {{ color: $text-muted; }}
+    {screen} .error {{ color: $error; }}
+    """
+
+
 def fold_sides(f: FoldRecord, originals: Sequence[Message], error: str | None = None) -> ComposeResult:
     """The originals (facts the summary dropped marked) beside the summary (repaired facts marked)."""
     lost = set(f.facts_lost)
@@ -77,18 +93,7 @@ def fold_sides(f: FoldRecord, originals: Sequence[Message], error: str | None = 
 class FoldInspector(ModalScreen[str | None]):
     """Originals on the left, the summary on the right; `u` undoes the fold (dismissed with "unfold")."""
 
-    DEFAULT_CSS = """
-    FoldInspector { align: center middle; }
-    FoldInspector > #frame { width: 96%; height: 92%; background: $surface; border: thick $tail-summary; }
-    FoldInspector #title { background: $panel; color: $text; text-style: bold; padding: 0 1; height: 1; }
-    FoldInspector #facts, FoldInspector #writer { padding: 0 1; height: auto; }
-    FoldInspector #sides { height: 1fr; }
-    FoldInspector #sides > VerticalScroll { width: 1fr; padding: 0 1; border-top: solid $primary 40%; }
-    FoldInspector .pane-title { color: $primary; text-style: bold; }
-    FoldInspector .original { margin: 0 0 1 0; height: auto; }
-    FoldInspector .who { color: $text-muted; }
-    FoldInspector .error { color: $error; }
-    """
+    DEFAULT_CSS = fold_css("FoldInspector", "$tail-summary")
 
     BINDINGS = [
         Binding("escape,q", "dismiss", "Close", id="inspector.close", tooltip="Back to the transcript"),

@@ -17,7 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Static, TextArea
 
 from tailrent_tui.core.summarize import Review, Verdict
-from tailrent_tui.ui.screens.fold_inspector import facts_line, fold_sides, writer_line
+from tailrent_tui.ui.screens.fold_inspector import facts_line, fold_css, fold_sides, writer_line
 from tailrent_tui.ui.widgets.tail_panel import duration
 
 
@@ -44,17 +44,7 @@ def cost_line(review: Review, reread: int | None, seconds: float | None) -> Cont
 class FoldPreview(ModalScreen[Verdict]):
     """Enter applies, e edits, escape cancels; the result is the Verdict the plan gets."""
 
-    DEFAULT_CSS = """
-    FoldPreview { align: center middle; }
-    FoldPreview > #frame { width: 96%; height: 92%; background: $surface; border: thick $warning; }
-    FoldPreview #title { background: $panel; color: $text; text-style: bold; padding: 0 1; height: 1; }
-    FoldPreview #facts, FoldPreview #writer, FoldPreview #cost { padding: 0 1; height: auto; }
-    FoldPreview #sides { height: 1fr; }
-    FoldPreview #sides > VerticalScroll { width: 1fr; padding: 0 1; border-top: solid $primary 40%; }
-    FoldPreview .pane-title { color: $primary; text-style: bold; }
-    FoldPreview .original { margin: 0 0 1 0; height: auto; }
-    FoldPreview .who { color: $text-muted; }
-    FoldPreview .error { color: $error; }
+    DEFAULT_CSS = fold_css("FoldPreview", "$warning") + """
     FoldPreview #editor { height: 1fr; display: none; }
     FoldPreview.editing #editor { display: block; }
     FoldPreview.editing #summary-text { display: none; }
