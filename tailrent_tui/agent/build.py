@@ -323,6 +323,7 @@ def _agent_for(
         summarizer=pick_summarizer(settings, model),
         notice=notice,
         rent=rent,
+        instructions=True,
     )
     agent.cold_resume = cold_resume
     for warning in getattr(writer, "warnings", []):
@@ -373,7 +374,7 @@ def close_agent(agent: Agent) -> CloseReport | None:
 
     report = None
     if isinstance(agent.journal, JournalWriter):
-        report = close_session(agent.session, agent.journal)
+        report = close_session(agent.session, agent.journal, discard_blank=True)
     _close_counter(agent)
     return report
 
@@ -386,7 +387,7 @@ async def aclose_agent(agent: Agent) -> None:
     if journal is not None and hasattr(journal, "aclose"):
         await journal.aclose()
     if journal is not None:
-        close_session(agent.session, journal)
+        close_session(agent.session, journal, discard_blank=True)
     _close_counter(agent)
     await agent.model.aclose()
 

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tailrent_tui.agent import session_tools
 from tailrent_tui.agent.approval import ShellOffer, prefix_covers, shell_offer
+from tailrent_tui.agent.instructions import InstructionsWatcher
 from tailrent_tui.agent.ladder import admit_to_session
 from tailrent_tui.agent.tools import (
     TOOLS,
@@ -223,6 +224,7 @@ class Agent:
         rent: Any = None,
         is_sub: bool = False,
         policy_settings: PolicySettings | None = None,
+        instructions: bool = False,
     ) -> None:
         self.session = session
         self.model = model
@@ -267,6 +269,17 @@ class Agent:
         if self.archive is None:
             self.archive = MemoryFoldArchive()
         self._started = False
+        # AGENTS.md / TAILRENT.md, pinned at the head (the app, ask and the demo; not the bench, not a delegate)
+        self._instructions = InstructionsWatcher(workspace) if instructions and not is_sub else None
+        if self._instructions is not None:
+            self._instructions.refresh(session)
+
+    def refresh_instructions(self) -> list[str]:
+        """Read the project instruction files again if they changed on disk; the names that changed."""
+        changed = self._instructions.refresh(self.session) if self._instructions is not None else []
+        for name in changed:
+            self.session.note(f"{name} changed on disk: the project instructions were read again", "info")
+        return changed
 
     async def start(self) -> None:
         """Ask the server for its name and window, once per model; the `window` setting wins when given.
@@ -950,6 +963,7 @@ class Agent:
     async def before_request(self, cb: TurnCallbacks | None = None) -> list[Event]:
         """The policy's step before each request: after a cache expiry it may fold at no
         extra cost, and it makes the request fit the window with room for the reply."""
+        self.refresh_instructions()
         cold = self.cold_resume
         expired = self._cache_expired()
         if expired and not cold:

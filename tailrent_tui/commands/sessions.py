@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from tailrent_tui.core.messages import Folded
+from tailrent_tui.core.messages import Folded, Kind
 from tailrent_tui.core.ports import ArchiveError
 from tailrent_tui.store.export import export_session, write_export
 from tailrent_tui.store.journal import JournalError
@@ -158,7 +158,7 @@ def _print_fold(v: dict[str, Any]) -> None:
     else:
         for m in v["originals"]:
             pin = " [pinned]" if m["pinned"] else ""
-            click.echo(f"    [{m['id']}] {m['role']} {m['kind']}{pin} ({m['tokens']:,} tokens)")
+            click.echo(f"    [{m['id']}] {m['role']} {Kind(m['kind']).label}{pin} ({m['tokens']:,} tokens)")
             for line in m["content"].splitlines() or [""]:
                 click.echo(f"      {line}")
     refused = f" ({v['summarizer_refused']})" if v["summarizer_refused"] else ""

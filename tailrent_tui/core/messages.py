@@ -26,6 +26,12 @@ class Kind(StrEnum):
     fold_summary = "fold_summary"
     delegate_result = "delegate_result"
     memory_pointer = "memory_pointer"
+    instructions = "instructions"
+
+    @property
+    def label(self) -> str:
+        """The kind in words, for whatever the user reads (headers, errors, listings)."""
+        return "message" if self is Kind.chat else self.value.replace("_", " ")
 
 
 def new_id() -> str:
@@ -179,6 +185,19 @@ class Unfolded(_Event):
     originals: list[Message]
 
 
+class InstructionsRead(_Event):
+    """A project instructions file (AGENTS.md, TAILRENT.md) read at start or after it changed.
+
+    Its text is a pinned message of kind `instructions` at the head of the
+    transcript; a new reading takes the place of the one it `replaces` (never a
+    second copy), and `message=None` removes it (the file is gone)."""
+
+    type: Literal["instructions_read"] = "instructions_read"
+    source: str = Field(description="the file's name in the workspace root")
+    message: Message | None = None
+    replaces: str | None = Field(default=None, description="id of the message with the previous reading")
+
+
 class WatchAdded(_Event):
     type: Literal["watch_added"] = "watch_added"
     word: str
@@ -231,6 +250,7 @@ Event = Annotated[
         Folded,
         FoldSkipped,
         Unfolded,
+        InstructionsRead,
         WatchAdded,
         WatchRemoved,
         UsageRecorded,

@@ -22,6 +22,7 @@ from tailrent_tui.core.messages import (
     Unfolded,
     FoldRecord,
     FoldSkipped,
+    InstructionsRead,
     Kind,
     Message,
     MessageAdded,
@@ -285,6 +286,29 @@ class Session:
             self.totals._account(m, +1, self.sent_tokens(m))
         self.unfolded[e.fold_no] = e
 
+    def _apply_instructions_read(self, e: InstructionsRead) -> None:
+        old = self._index.get(e.replaces) if e.replaces else None
+        if e.replaces and old is None:
+            raise SessionError(f"instructions from {e.source} replace a message not in the transcript: {e.replaces!r}")
+        if old is not None:
+            position = self.index_of(old.id)
+            del self._index[old.id]
+            del self._messages[position]
+            self.totals._account(old, -1, self.sent_tokens(old))
+        else:
+            # after the instructions already at the head, in the order they were read
+            position = 0
+            while position < len(self._messages) and self._messages[position].kind == Kind.instructions:
+                position += 1
+        if e.message is None:
+            return
+        m = e.message if self._owned else e.message.clone()
+        if m.id in self._index:
+            raise SessionError(f"message id {m.id!r} added twice")
+        self._messages.insert(position, m)
+        self._index[m.id] = m
+        self.totals._account(m, +1, self.sent_tokens(m))
+
     def _apply_fold_skipped(self, e: FoldSkipped) -> None:
         self.skipped.append(e)
 
@@ -400,6 +424,34 @@ class Session:
             return False
         return any(head in " ".join(p.content.split()).lower() for p in self._messages if p.pinned)
 
+    @property
+    def blank(self) -> bool:
+        """Nothing was said yet: no message but the project instructions. Such a session is not kept."""
+        return not self.folds and all(m.kind == Kind.instructions for m in self._messages)
+
+    @property
+    def instructions(self) -> dict[str, Message]:
+        """The project instructions in the context, by the file they were read from."""
+        return {str(m.meta.get("source", "")): m for m in self._messages if m.kind == Kind.instructions}
+
+    def read_instructions(self, source: str, text: str | None, *, meta: dict[str, Any] | None = None) -> InstructionsRead | None:
+        """Put a project instructions file's text at the head of the transcript, pinned, in place
+        of its previous reading; `text=None` removes it. None when nothing changed.
+
+        Pinned messages count against `pin_share`, so instructions leave less
+        room for pinned decisions; the agent caps them (`agent/instructions.py`).
+        """
+        old = self.instructions.get(source)
+        if text is None:
+            if old is None:
+                return None
+            return self.emit(InstructionsRead(source=source, message=None, replaces=old.id, at=self.clock()))  # type: ignore[return-value]
+        if old is not None and old.content == text:
+            return None
+        m = self.make_message("user", text, kind=Kind.instructions, pinned=True, meta={**(meta or {}), "source": source})
+        event = InstructionsRead(source=source, message=m, replaces=old.id if old else None, at=m.created)
+        return self.emit(event)  # type: ignore[return-value]
+
     def pin(self, message_id: str) -> Pinned | None:
         """Pin a message: no fold may touch it. None if it was already pinned."""
         m = self.get(message_id)
@@ -412,6 +464,9 @@ class Session:
         m = self.get(message_id)
         if not m.pinned:
             return None
+        if m.kind == Kind.instructions:
+            source = m.meta.get("source", "the instructions file")
+            raise SessionError(f"project instructions stay pinned: edit or remove {source} to change them")
         self.auto_pin_stopped = False
         return self.emit(Unpinned(id=message_id, at=self.clock()))  # type: ignore[return-value]
 

@@ -16,7 +16,18 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from tailrent_tui.core.messages import Event, Folded, FoldSkipped, MessageAdded, Note, Pinned, Spilled, Unfolded, Unpinned
+from tailrent_tui.core.messages import (
+    Event,
+    Folded,
+    FoldSkipped,
+    InstructionsRead,
+    MessageAdded,
+    Note,
+    Pinned,
+    Spilled,
+    Unfolded,
+    Unpinned,
+)
 from tailrent_tui.store.paths import write_file_atomic
 from tailrent_tui.store.sessions import SessionDir
 
@@ -97,6 +108,19 @@ def transcript_entries(events: list[Event]) -> list[dict[str, Any]]:
             out.append({"entry": "fold_skipped", "at": ev.at, "reason": ev.reason})
         elif isinstance(ev, Unfolded):
             out.append({"entry": "unfold", "at": ev.at, "fold_no": ev.fold_no, "ids": [m.id for m in ev.originals]})
+        elif isinstance(ev, InstructionsRead):
+            m = ev.message
+            out.append(
+                {
+                    "entry": "instructions",
+                    "at": ev.at,
+                    "source": ev.source,
+                    "id": m.id if m else None,
+                    "replaces": ev.replaces,
+                    "content": m.content if m else None,
+                    "tokens": m.tokens if m else 0,
+                }
+            )
         elif isinstance(ev, Note):
             out.append({"entry": "note", "at": ev.at, "level": ev.level, "text": ev.text})
     for e in out:
@@ -139,6 +163,13 @@ def export_markdown(sd: SessionDir) -> str:
                 extra += f" · {e['cut_off']}: cut off, never sent to the model"
             lines += [f"### {pin}{label} · {_when(e['at'])}{extra}", f"<sub>id {e['id']} · {e['tokens']:,} tokens</sub>", ""]
             lines += [e["content"], ""]
+        elif kind == "instructions":
+            if e["content"] is None:
+                lines += [f"> project instructions from {e['source']} removed (the file is gone) · {_when(e['at'])}", ""]
+            else:
+                again = " (read again: it changed)" if e["replaces"] else ""
+                lines += [f"### {PIN} project instructions · {e['source']}{again} · {_when(e['at'])}", f"<sub>id {e['id']} · {e['tokens']:,} tokens</sub>", ""]
+                lines += [e["content"], ""]
         elif kind == "pin":
             lines += [f"> {PIN} pinned {e['id']}{' (decision)' if e['auto'] else ''} · {_when(e['at'])}", ""]
         elif kind == "unpin":

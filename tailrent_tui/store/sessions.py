@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from tailrent_tui.core.messages import Event, EventAdapter, UsageRecorded
+from tailrent_tui.core.messages import Event, EventAdapter, Kind, UsageRecorded
 from tailrent_tui.core.session import DecisionMatcher, Session, SessionError
 from tailrent_tui.core.tokens import Framing, TokenCounter, get_counter
 from tailrent_tui.store.archive import FileFoldArchive
@@ -248,7 +248,7 @@ class SessionDir:
         size = self.journal_path.stat().st_size
         return SessionSummary(
             journal_bytes=size,
-            messages=len(session.messages),
+            messages=sum(1 for m in session.messages if m.kind != Kind.instructions),
             folds=len(session.folds),
             pinned=sum(1 for m in session.messages if m.pinned),
             context_tokens=session.context_tokens,
@@ -418,9 +418,12 @@ def list_sessions(data_dir: Path) -> list[SessionInfo]:
     infos = []
     for d in session_dirs(data_dir):
         try:
-            infos.append(d.info())
+            info = d.info()
         except SessionLookupError:
             continue
+        if info.error is None and info.messages == 0 and info.folds == 0:
+            continue  # blank: opened and left (or killed) before a message was sent
+        infos.append(info)
     return sorted(infos, key=lambda i: i.last_active, reverse=True)
 
 
@@ -584,6 +587,7 @@ class CloseReport(BaseModel):
     journal_error: str | None = None
     rescue: RescueOutcome | None = None
     meta_error: str | None = Field(None, description="why meta.json's last_active and listing summary were not updated")
+    discarded: bool = Field(False, description="the session was blank (no message sent) and its directory removed")
 
     @property
     def saved(self) -> bool:
@@ -602,13 +606,14 @@ class CloseReport(BaseModel):
         return None
 
 
-def close_session(session: Session, writer: Writer) -> CloseReport:
+def close_session(session: Session, writer: Writer, *, discard_blank: bool = False) -> CloseReport:
     """Flush (sync writer), close, cache the listing summary in meta, release the lock.
 
     Never raises for a failed write: the report says what could not be saved.
     Lines still pending go to a rescue file (`store/rescue.py`); meta.json is
     then left as it was (its summary would count events the journal lacks),
     and the report says so. For an AsyncJournalWriter, `await writer.aclose()` first.
+    With `discard_blank` (the app, `ask`), a session where no message was sent is removed.
     """
     report = CloseReport(journal=writer.path)
     sd: SessionDir | None = getattr(writer, "session_dir", None)
@@ -638,10 +643,16 @@ def close_session(session: Session, writer: Writer) -> CloseReport:
                 held.release()
             except OSError:
                 pass  # the kernel drops the flock when the process ends
+    if discard_blank and sd is not None and session.blank and report.saved:
+        # a session exists once a message is sent: an app opened and closed, or an `ask`
+        # that failed before its message, leaves nothing behind in `tailrent sessions`
+        shutil.rmtree(sd.path, ignore_errors=True)
+        report.meta_error = None
+        report.discarded = True
     return report
 
 
-def close_session_sync(session: Session, writer: Writer) -> CloseReport:
+def close_session_sync(session: Session, writer: Writer, *, discard_blank: bool = False) -> CloseReport:
     """`close_session` for when no event loop runs (the app's has ended, or never started):
     an AsyncJournalWriter's queued lines are written the plain way first. The lock is
     released whatever happens."""
@@ -650,4 +661,4 @@ def close_session_sync(session: Session, writer: Writer) -> CloseReport:
             writer.close_sync()
         except OSError:
             pass  # what is left is still queued: close_session rescues it
-    return close_session(session, writer)
+    return close_session(session, writer, discard_blank=discard_blank)

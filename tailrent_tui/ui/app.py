@@ -1032,7 +1032,7 @@ class TailrentApp(App[None]):
 
     def farewell(self) -> str | None:
         """What the terminal shows after the app: the session's id and how to come back to it."""
-        if getattr(self.agent, "journal", None) is None or not self.session.id or not self.session.messages:
+        if getattr(self.agent, "journal", None) is None or not self.session.id or self.session.blank:
             return None
         return f"session {self.session.id}\nresume it with: tailrent --resume {self.session.id}"
 

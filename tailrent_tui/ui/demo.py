@@ -164,6 +164,7 @@ def build_demo(*, pinned: bool, speed: float, clock: Any = None, workspace: Path
         archive=MemoryFoldArchive(),
         summarizer=LossySummarizer(),
         policy_settings=policy_settings,
+        instructions=True,
     )
     extra = {"clock": clock} if clock is not None else {}
     return DemoApp(agent, settings, records=records, pinned=pinned, speed=speed, **extra)

@@ -49,6 +49,6 @@ def close_agent_sync(agent: Any) -> None:
     journal = agent.journal
     if journal is None:
         return
-    message = close_session_sync(agent.session, journal).message()
+    message = close_session_sync(agent.session, journal, discard_blank=True).message()
     if message:
         print(f"tailrent: {message}", file=sys.stderr)

@@ -70,6 +70,8 @@ def spill_message(session: Session, message_id: str, store: SpillStore, *, tool:
         raise SessionError(f"message {message_id} is already spilled: it is a pointer to its file")
     if m.kind == Kind.fold_summary:
         raise SessionError(f"message {message_id} is a fold summary; only content can be spilled (fold it again instead)")
+    if m.kind == Kind.instructions:
+        raise SessionError(f"message {message_id} holds the project instructions; they stay in the context")
     if m.pinned:
         raise SessionError(f"message {message_id} is pinned; unpin it before spilling")
     spill_id = new_spill_id()

@@ -83,7 +83,7 @@ def fold_sides(f: FoldRecord, originals: Sequence[Message], error: str | None = 
             if error:
                 yield Static(error, classes="error", markup=False)
             for m in originals:
-                yield Static(f"{m.role} · {m.kind.value} · {m.tokens:,} tok", classes="who", markup=False)
+                yield Static(f"{m.role} · {m.kind.label} · {m.tokens:,} tok", classes="who", markup=False)
                 yield Static(mark_facts(m.content, marks), classes="original")
         with VerticalScroll(id="summary"):
             yield Static(f"Summary (depth {f.depth})", classes="pane-title")

@@ -34,6 +34,7 @@ _KIND_CLASS = {
     Kind.fold_summary: "-fold",
     Kind.delegate_result: "-delegate",
     Kind.memory_pointer: "-memory",
+    Kind.instructions: "-instructions",
 }
 _KIND_LABEL = {
     Kind.tool_result: "tool",
@@ -41,6 +42,7 @@ _KIND_LABEL = {
     Kind.fold_summary: "fold summary",
     Kind.delegate_result: "delegate",
     Kind.memory_pointer: "memory pointer",
+    Kind.instructions: "project instructions",
 }
 _ROLE_LABEL = {"user": "you", "assistant": "assistant", "system": "system", "tool": "tool"}
 
@@ -75,7 +77,9 @@ def header_content(m: Message, selected: bool = False, show_id: bool = False) ->
     who = _ROLE_LABEL.get(m.role, m.role)
     kind = _KIND_LABEL.get(m.kind)
     if m.kind == Kind.tool_result and m.tool:
-        kind = f"tool {m.tool}"
+        kind = m.tool  # the role says "tool" already
+    if m.kind == Kind.instructions:
+        who, kind = "project instructions", str(m.meta.get("source", ""))
     if m.kind == Kind.spill_pointer and m.tool:
         kind = f"spill pointer · {m.tool}"
     parts = [Content.styled(who, "bold")]

@@ -10,7 +10,7 @@ from textual.content import Content
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from tailrent_tui.core.messages import Message
+from tailrent_tui.core.messages import Kind, Message
 from tailrent_tui.ui.events import MessageFocused
 
 
@@ -60,5 +60,5 @@ class PinsPanel(Vertical):
 
 
 def _first_line(m: Message, width: int = 34) -> str:
-    line = m.first_line
+    line = f"{m.meta.get('source', '')} · project instructions" if m.kind == Kind.instructions else m.first_line
     return line if len(line) <= width else line[: width - 1] + "…"

@@ -13,7 +13,18 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Collapsible
 
-from tailrent_tui.core.messages import Event, Folded, Kind, MessageAdded, Note, Pinned, Spilled, Unfolded, Unpinned
+from tailrent_tui.core.messages import (
+    Event,
+    Folded,
+    InstructionsRead,
+    Kind,
+    MessageAdded,
+    Note,
+    Pinned,
+    Spilled,
+    Unfolded,
+    Unpinned,
+)
 from tailrent_tui.core.rent import PriceSheet, conversation_usage
 from tailrent_tui.core.session import Session
 from tailrent_tui.ui.widgets.folds_panel import FoldsPanel
@@ -82,6 +93,9 @@ class Sidebar(VerticalScroll, can_focus=False):
             self.tail.sample(self.session.context_tokens)
         elif isinstance(event, Spilled):
             self._dirty.add("spills")
+            self.tail.sample(self.session.context_tokens)
+        elif isinstance(event, InstructionsRead):
+            self._dirty.add("pins")
             self.tail.sample(self.session.context_tokens)
         elif isinstance(event, (Pinned, Unpinned, Note)):
             # a note may say that auto-pinning stopped at the pin budget

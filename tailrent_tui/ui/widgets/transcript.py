@@ -24,6 +24,7 @@ from tailrent_tui.core.messages import (
     Event,
     Folded,
     FoldSkipped,
+    InstructionsRead,
     Unfolded,
     Kind,
     Message,
@@ -180,8 +181,8 @@ class Transcript(VerticalScroll, can_focus=False):
             if record.rejected:
                 # the summary asked for could not be used (the server died, the text was cut...)
                 await self.show_notice(f"fold #{record.fold_no}: {record.rejected}; {record.summarizer} wrote it instead")
-        elif isinstance(event, Unfolded):
-            await self._unfolded(event)
+        elif isinstance(event, (Unfolded, InstructionsRead)):
+            await self._rebuilt()
         elif isinstance(event, FoldSkipped) and event.trigger != "manual":
             # a fold by hand is answered where it was asked; the policy's own is said here
             await self.show_notice(f"fold skipped: {event.reason}")
@@ -235,9 +236,9 @@ class Transcript(VerticalScroll, can_focus=False):
         self._first_index = self._index_of_first_view()
         self._update_earlier()
 
-    async def _unfolded(self, event: Unfolded) -> None:
-        """A fold undone: the summary's widget gives way to the originals'. Rare, so the
-        tail is simply built again from the session."""
+    async def _rebuilt(self) -> None:
+        """A fold undone, or the project instructions read anew: messages changed in place.
+        Rare, so the tail is simply built again from the session."""
         views = list(self._views.values())
         self._views.clear()
         if views:
