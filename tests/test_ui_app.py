@@ -534,7 +534,14 @@ async def test_slash_export_writes_the_transcript_or_says_why_not(tmp_path, monk
         async with app.run_test(size=(140, 40)) as pilot:
             await submit(pilot, app, "/export json")
             await wait_until(pilot, lambda: any("exported to" in n.message for n in app._notifications), what="export")
-        out = ws / f"tailrent-{saved.session.id}.json"
+            # into the session's directory, never the user's repository, and the notice says where in full
+            out = saved.session_dir.path / "export.json"
+            assert any(n.message == f"exported to {out.resolve()}" for n in app._notifications)
+            assert not list(ws.iterdir())
+            await submit(pilot, app, "/export notes/s.md")
+            await wait_until(pilot, lambda: (ws / "notes" / "s.md").exists(), what="export to a path")
+            await submit(pilot, app, "/export md " + str(tmp_path / "data" / "x.md"))
+            await wait_until(pilot, lambda: any("inside the data dir" in n.message for n in app._notifications), what="refused")
         data = json.loads(out.read_text(encoding="utf-8"))
         assert "café ✓" in json.dumps(data, ensure_ascii=False)
     finally:

@@ -375,15 +375,27 @@ class Agent:
         return shown
 
     def export(self, fmt: str = "md", path: Path | None = None) -> Path:
-        """Write the transcript as the user saw it (md or json) and return the file."""
+        """Write the transcript as the user saw it (md or json); returns the file's absolute path.
+
+        By default into the session's own directory (never the user's repository);
+        a relative `path` is taken from the workspace, and a path into the data dir
+        is refused (it could overwrite a session).
+        """
         from tailrent_tui.store.export import export_session, write_export
 
         if self.session_dir is None:
             raise ValueError("this session is not saved, so it cannot be exported")
         if fmt not in ("md", "json"):
             raise ValueError(f"unknown export format {fmt!r}: md or json")
-        out = path or (self.workspace / f"tailrent-{self.session.id}.{fmt}")
-        return write_export(export_session(self.session_dir, fmt), out)
+        if path is None:
+            out = Path(self.session_dir.path) / f"export.{fmt}"
+        else:
+            out = (self.workspace / Path(path).expanduser()).resolve()
+            data_dir = resolve_data_dir(self.settings.data_dir).resolve()
+            if out == data_dir or data_dir in out.parents:
+                raise ValueError(f"{out} is inside the data dir {data_dir}, where it could overwrite a session; give another path")
+            out.parent.mkdir(parents=True, exist_ok=True)
+        return write_export(export_session(self.session_dir, fmt), out).resolve()
 
     def spill_text(self, spill_id: str) -> str:
         """A spill's content, or a clear message when its file is missing or altered."""

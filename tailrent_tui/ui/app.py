@@ -706,16 +706,19 @@ class TailrentApp(App[None]):
         return True
 
     async def _slash_export(self, rest: str) -> bool:
-        fmt = rest or "md"
+        """`/export [md|json] [PATH]`: into the session's directory unless a path is given."""
+        fmt, _, target = rest.strip().partition(" ")
         if fmt not in ("md", "json"):
-            self.notify("/export md or /export json", severity="error")
-            return False
+            fmt, target = Path(rest.strip()).suffix[1:], rest.strip()
+            if fmt not in ("md", "json"):
+                self.notify("/export md, /export json, or a path ending in .md or .json", severity="error")
+                return False
         try:
-            path = self.agent.export(fmt)
+            path = self.agent.export(fmt, Path(target.strip()) if target.strip() else None)
         except (OSError, ValueError) as exc:
             self.notify(f"export failed: {exc}", severity="error")
             return False
-        self.notify(f"exported to {path}")
+        self.notify(f"exported to {path}", timeout=15)
         return True
 
     def run_palette_slash(self, command: Any) -> None:

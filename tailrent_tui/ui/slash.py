@@ -38,7 +38,7 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("watch", "/watch WORD", "count WORD as a fact in every fold", "text", needs_arg=True),
     SlashCommand("recall", "/recall QUESTION [--expect W ...]", "probe what the context still holds", "text", needs_arg=True),
     SlashCommand("model", "/model SPEC", "switch the model (mock, ollama:NAME, openai:URL#MODEL)", "model", needs_arg=True),
-    SlashCommand("export", "/export [md|json]", "write the session to a file", "format"),
+    SlashCommand("export", "/export [md|json] [PATH]", "write the session to a file (in its session directory unless PATH)", "format"),
     SlashCommand("copy", "/copy", "copy the last reply to the clipboard (OSC 52)"),
     SlashCommand("theme", "/theme NAME", "switch the theme", "theme", needs_arg=True),
     SlashCommand("history", "/history", "search what you typed before (also ctrl+s)"),
