@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from engine import llama_server  # noqa: E402,F401  (the session fixture)
 
 KEYS = {"prompt_tokens", "cached_tokens", "reevaluated_tokens", "billed_usd", "folds",
-        "peak_context_tokens", "recall_hits", "recall_total", "facts_lost"}
+        "peak_context_tokens", "recall_hits", "recall_total", "facts_lost", "pings"}
 
 
 @pytest.fixture(scope="module")

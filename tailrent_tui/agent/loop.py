@@ -37,6 +37,7 @@ from tailrent_tui.agent.tools import (
     tool_specs,
 )
 from tailrent_tui.agent.tools.base import SpillBudget
+from tailrent_tui.core.keepwarm import KeepWarm
 from tailrent_tui.core.messages import (
     Event,
     Folded,
@@ -240,6 +241,10 @@ class Agent:
         self._policy_settings = policy_settings
         self.notice = notice
         self.rent = rent
+        #: the keep-warm rule on this rent model; the app's timer asks it when to `ping`
+        self.keep_warm: KeepWarm | None = KeepWarm(rent) if rent is not None else None
+        #: the last conversation request as sent (messages, tools): a ping re-sends exactly this prefix
+        self._last_sent: tuple[list[dict[str, Any]], list[dict[str, Any]] | None] | None = None
         self.is_sub = is_sub
         self.sub_tokens = 0
         self.sub_sessions: list[str] = []
@@ -559,6 +564,7 @@ class Agent:
         calls: list[ToolCallChunk] = []
         usage: Usage | None = None
         cb.on_reply_start(self._request_started(predicted))
+        self._last_sent = (wire, tools or None)
         stream = self.model.stream(wire, tools=tools or None, options=self.request_options())
         try:
             async for chunk in stream:
@@ -652,7 +658,31 @@ class Agent:
             return None
         return self.rent.request(context_items(self.session), head_tokens=self.session.head_tokens, at=self.session.clock())
 
-    def _record_usage(self, predicted: Any, usage: Usage | None, purpose: Literal["turn", "summary"] = "turn") -> None:
+    async def ping(self, now: float | None = None) -> bool:
+        """Send a keep-warm ping if the rule says one is due: the last request's exact
+        messages and tools (the cached prefix) with max_tokens=1, recorded as a usage
+        of purpose "ping". True if one was sent; a failed ping is noted, not raised."""
+        now = self.session.clock() if now is None else now
+        if self.keep_warm is None or self._last_sent is None or not self.keep_warm.due(now):
+            return False
+        wire, tools = self._last_sent
+        usage: Usage | None = None
+        try:
+            async for chunk in self.model.stream(
+                wire, tools=tools, options={**self.request_options(), "max_tokens": 1, "num_predict": 1}
+            ):
+                if isinstance(chunk, Usage):
+                    usage = chunk
+        except ModelError as exc:
+            self.session.note(f"keep-warm ping failed ({exc.message}): the cache may expire", "warning")
+            return False
+        predicted = self.keep_warm.ping(now)
+        self._record_usage(predicted, usage, "ping", at=now)
+        return True
+
+    def _record_usage(
+        self, predicted: Any, usage: Usage | None, purpose: Literal["turn", "summary", "ping"] = "turn", at: float | None = None,
+    ) -> None:
         self.request_no += 1
         ev = UsageRecorded(
             request_no=self.request_no,
@@ -669,7 +699,7 @@ class Agent:
             done_reason=usage.done_reason if usage else None,
             model=(usage.model if usage and usage.model else self.model.name),
             purpose=purpose,
-            at=self.session.clock(),
+            at=self.session.clock() if at is None else at,
         )
         self.session.emit(ev)
 

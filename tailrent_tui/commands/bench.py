@@ -9,11 +9,12 @@ from pathlib import Path
 import click
 
 from tailrent_tui.commands._common import load_settings_or_fail
+from tailrent_tui.core.keepwarm import competitive_ratio
 from tailrent_tui.core.policies import POLICY_NAMES, UnknownPolicy
 from tailrent_tui.core.rent import PriceSheetError
 from tailrent_tui.core.tokens import TOKENIZERS, UnknownTokenizer
 from tailrent_tui.models.text import redact
-from tailrent_tui.scenarios.bench import DRIVERS, SUMMARIZERS, BenchError, BenchResult, run_many
+from tailrent_tui.scenarios.bench import DRIVERS, SUMMARIZERS, BenchError, BenchResult, TraceResult, run_many
 from tailrent_tui.scenarios.traces import BUILTIN_TRACES, TraceError, get_trace
 
 COLUMNS = (
@@ -22,6 +23,7 @@ COLUMNS = (
     ("cached", "cached_tokens"),
     ("re-evaluated", "reevaluated_tokens"),
     ("$", "billed_usd"),
+    ("pings", "pings"),
     ("folds", "folds"),
     ("peak ctx", "peak_context_tokens"),
     ("recall", "recall"),
@@ -49,7 +51,7 @@ def format_table(result: BenchResult) -> str:
         for name, p in t.policies.items():
             row = [
                 name, f"{p.prompt_tokens:,}", f"{p.cached_tokens:,}", f"{p.reevaluated_tokens:,}",
-                f"{p.billed_usd:.4f}", str(p.folds), f"{p.peak_context_tokens:,}",
+                f"{p.billed_usd:.4f}", str(p.pings), str(p.folds), f"{p.peak_context_tokens:,}",
                 f"{p.recall_hits}/{p.recall_total}", str(p.facts_lost),
             ]
             if t.engine and p.engine is not None:
@@ -69,10 +71,29 @@ def format_table(result: BenchResult) -> str:
                 f"  {name}: guard {p.guard_share:.1%} of prompt tokens, pins {p.pins}"
                 + (f", false pins {p.false_pins}/{p.chatter_lines} ({rate:.1%})" if rate is not None else "")
                 + f", cache expiries {p.expiries}, spills {p.spills}"
+                + (f", slot restores {p.restores}" if p.restores else "")
+                + (f", pings ${p.ping_usd:.4f}" if p.pings else "")
             )
         out += extras
+        out += keep_warm_lines(t)
         out.append("")
     return "\n".join(out)
+
+
+def keep_warm_lines(t: TraceResult) -> list[str]:
+    """The keep-warm rule's pauses and its competitive ratio, per policy that had a pause to decide."""
+    lines = []
+    for name, p in t.policies.items():
+        cr = competitive_ratio(p.pauses)
+        if not cr.pauses:
+            continue
+        lines.append(
+            f"  {name} keep-warm: {cr.pauses} pauses ({cr.pinged_through} kept warm, {cr.expired} let expire), "
+            f"pings+expiries ${cr.online_usd:.4f} against ${cr.best_usd:.4f} best in hindsight "
+            f"(ratio {cr.ratio:.2f}, worst pause {cr.worst_pause:.2f}); fixed choices: always ping "
+            f"${cr.always_ping_usd:.4f}, never ${cr.never_ping_usd:.4f} (ratio {cr.ratio_vs_fixed:.2f})"
+        )
+    return lines
 
 
 def write_plot(result: BenchResult, path: Path) -> None:
@@ -111,7 +132,7 @@ def write_plot(result: BenchResult, path: Path) -> None:
 @click.option("--tokenizer", default="cl100k", type=click.Choice(TOKENIZERS), show_default=True)
 @click.option("--summarizer", default="mock-lossy", type=click.Choice(SUMMARIZERS), show_default=True)
 @click.option("--price", "price", default="anthropic-5m", show_default=True, metavar="SHEET",
-              help="Price sheet: anthropic-5m, anthropic-1h, openai, local, or one from your prices.toml.")
+              help="Price sheet: anthropic-5m, anthropic-1h, openai, local, local-slots, or one from your prices.toml.")
 @click.option("--engine", metavar="SPEC", help="Also send every request to this server (openai:URL).")
 @click.option("--driver", default="agent", type=click.Choice(DRIVERS), show_default=True,
               help="Who drives the policies' plans: the agent's code (what the app runs) or core's synchronous driver.")

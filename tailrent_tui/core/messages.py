@@ -226,10 +226,11 @@ class UsageRecorded(_Event):
     done_reason: str | None = None
     model: str | None = None
     sub_session: str | None = Field(default=None, description="set for a delegate's requests")
-    purpose: Literal["turn", "summary"] = Field(
+    purpose: Literal["turn", "summary", "ping"] = Field(
         default="turn",
-        description="a turn of the conversation, or a fold's summary asked of the model (another prefix, "
-        "outside the conversation's rent); journals written before it are all turns",
+        description="a turn of the conversation, a fold's summary asked of the model (another prefix, "
+        "outside the conversation's rent), or a keep-warm ping (the cached prefix, one output token); "
+        "journals written before it are all turns",
     )
 
 

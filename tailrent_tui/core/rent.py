@@ -26,6 +26,13 @@ A fold's summary asked of the model is a request outside the conversation
 (`aside_rent`): it has its own prefix, and llama.cpp keeps the conversation's
 KV cache across it (measured), so it never moves the conversation's prefix.
 
+Pauses. A sheet with `pings = true` lets the app keep a priced cache warm with
+a keep-warm ping (`RentModel.ping`: the cached prefix read again, one output
+token), which refreshes the TTL; whether to send one is decided online in
+`core/keepwarm.py`. A sheet with `restores_slots = true` (llama.cpp with slot
+save/restore) brings the saved prefix back after a pause past the TTL: the
+resume re-evaluates only what follows it, and the restore is counted apart.
+
 Price sheets are data: `tailrent_tui/data/prices.toml`, plus any user file.
 """
 
@@ -38,7 +45,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from tailrent_tui.core.messages import UsageRecorded
 
@@ -72,6 +79,33 @@ class PriceSheet(BaseModel):
     local: bool = False
     eval_tokens_per_second: float | None = Field(default=None, gt=0)
     description: str = ""
+    pings: bool = Field(
+        default=False,
+        description="the provider lets a keep-warm ping (the cached prefix, one output token) refresh its cache",
+    )
+    ping_lead_seconds: float = Field(
+        default=20.0, gt=0, description="a ping goes out this long before the cache would expire"
+    )
+    restores_slots: bool = Field(
+        default=False,
+        description="the engine saves its KV slot when idle and restores it on resume (llama.cpp --slot-save-path)",
+    )
+    restore_tokens_per_second: float | None = Field(
+        default=None, gt=0, description="how fast a slot restore brings back saved prefix tokens"
+    )
+
+    @model_validator(mode="after")
+    def _pauses_make_sense(self) -> PriceSheet:
+        if self.pings:
+            if self.local:
+                raise ValueError("pings: a local sheet never pings (its TTL is the keep_alive the app sends)")
+            if self.input_per_mtok <= 0 or self.cache_read_multiplier <= 0:
+                raise ValueError("pings: a ping is priced as a cached read: give input_per_mtok and cache_read_multiplier")
+            if self.ping_lead_seconds >= self.ttl_seconds:
+                raise ValueError("ping_lead_seconds: must be shorter than ttl_seconds")
+        if self.restores_slots and not self.local:
+            raise ValueError("restores_slots: only a local engine restores KV slots (set local = true)")
+        return self
 
     def with_ttl(self, ttl_seconds: float) -> PriceSheet:
         return self.model_copy(update={"ttl_seconds": ttl_seconds})
@@ -98,8 +132,10 @@ def _sheet_from_table(name: str, table: Any, source: str) -> PriceSheet:
         return PriceSheet.model_validate({**table, "name": name})
     except ValidationError as exc:
         err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"]) or "?"
-        raise PriceSheetError(f"price sheet {name!r} in {source}: {key}: {err['msg']}") from None
+        key = ".".join(str(p) for p in err["loc"])
+        # a rule across keys (pings, restores_slots) names its key in its own message
+        msg = err["msg"].removeprefix("Value error, ")
+        raise PriceSheetError(f"price sheet {name!r} in {source}: " + (f"{key}: {msg}" if key else msg)) from None
 
 
 def parse_price_sheets(text: str, source: str = "<text>") -> dict[str, PriceSheet]:
@@ -153,6 +189,10 @@ class RequestRent(BaseModel):
     usd: float = 0.0
     cache_expired: bool = Field(default=False, description="the previous request's cache had expired")
     eval_seconds: float | None = Field(default=None, description="local sheets: tail / eval speed")
+    at: float | None = Field(default=None, description="when it was sent (epoch seconds)")
+    ping: bool = Field(default=False, description="a keep-warm ping, not a turn of the conversation")
+    restored: bool = Field(default=False, description="the cache had expired and a saved KV slot brought the prefix back")
+    restore_seconds: float | None = Field(default=None, description="the restore's time at the sheet's restore speed")
 
 
 class RentTotals(BaseModel):
@@ -166,9 +206,17 @@ class RentTotals(BaseModel):
     usd: float = 0.0
     expiries: int = 0
     eval_seconds: float = 0.0
+    pings: int = Field(default=0, description="keep-warm pings (not counted in `requests`)")
+    ping_usd: float = Field(default=0.0, description="what the pings cost (included in `usd`)")
+    restores: int = Field(default=0, description="resumes whose prefix a saved KV slot brought back")
+    restore_seconds: float = 0.0
 
     def add(self, r: RequestRent) -> None:
-        self.requests += 1
+        self.requests += int(not r.ping)
+        self.pings += int(r.ping)
+        self.ping_usd += r.usd if r.ping else 0.0
+        self.restores += int(r.restored)
+        self.restore_seconds += r.restore_seconds or 0.0
         self.context_tokens += r.context_tokens
         self.cached_tokens += r.cached_tokens
         self.tail_tokens += r.tail_tokens
@@ -205,7 +253,8 @@ class RentModel:
     """Charges each request against the previous one's cache under a price sheet.
 
     Time (`at`, epoch seconds) comes from the trace or the wall clock; a gap of
-    `ttl_seconds` or more since the previous request empties the cache.
+    `ttl_seconds` or more since the previous request (or ping) empties the
+    cache, unless the sheet restores slots: then the saved prefix comes back.
     """
 
     def __init__(self, sheet: PriceSheet) -> None:
@@ -215,6 +264,24 @@ class RentModel:
         self._previous: list[Item] | None = None
         self._previous_at: float | None = None
 
+    @property
+    def last_at(self) -> float | None:
+        """When the cache was last touched (a request or a ping), None if it holds nothing."""
+        return self._previous_at
+
+    @property
+    def cache_expires_at(self) -> float | None:
+        """When the cache expires if nothing touches it (inf when the sheet gives no TTL)."""
+        return None if self._previous_at is None else self._previous_at + self.sheet.ttl_seconds
+
+    @property
+    def prefix_tokens(self) -> int:
+        """Tokens the cache holds: the previous request's context (0 below `min_cacheable`)."""
+        if self._previous is None:
+            return 0
+        tokens = sum(t for _, t in self._previous)
+        return tokens if tokens >= self.sheet.min_cacheable else 0
+
     def _expired(self, at: float) -> bool:
         if self._previous_at is None:
             return False
@@ -223,8 +290,8 @@ class RentModel:
         return at - self._previous_at >= self.sheet.ttl_seconds
 
     def resume(self, at: float) -> bool:
-        """A resume at `at`: if the cache has expired by then, forget it. True if it had."""
-        if self._previous is not None and self._expired(at):
+        """A resume at `at`: if the cache has expired by then (and no slot brings it back), forget it. True if it had."""
+        if self._previous is not None and self._expired(at) and not self.sheet.restores_slots:
             self._previous = None
             self._previous_at = None
             return True
@@ -241,11 +308,18 @@ class RentModel:
         self._previous = None
         self._previous_at = None
 
+    def _restores(self, at: float) -> bool:
+        """The cache expired, but a saved KV slot brings the previous prefix back."""
+        return self.sheet.restores_slots and self._previous is not None and self._expired(at)
+
     def predict(self, items: Sequence[Item], head_tokens: int, at: float) -> tuple[int, int, bool]:
-        """(context, cached, expired) for a request, without charging it."""
+        """(context, cached, expired) for a request, without charging it.
+
+        A restored slot is not an expiry: the policy finds the prefix warm.
+        """
         current = [(HEAD_ID, head_tokens), *items]
         context = head_tokens + sum(t for _, t in items)
-        expired = self._previous is not None and self._expired(at)
+        expired = self._previous is not None and self._expired(at) and not self.sheet.restores_slots
         cached = 0
         if self._previous is not None and not expired:
             cached = shared_prefix(self._previous, current)
@@ -262,6 +336,7 @@ class RentModel:
     ) -> RequestRent:
         """Charge one request whose context is the head then these items, sent at `at`."""
         context, cached, expired = self.predict(message_ids_with_tokens, head_tokens, at)
+        restored = self._restores(at)
         tail = context - cached
         s = self.sheet
         # Below the minimum nothing is written to the cache, so the tail pays the base rate.
@@ -279,8 +354,37 @@ class RentModel:
             usd=usd,
             cache_expired=expired,
             eval_seconds=s.eval_seconds(tail),
+            at=at,
+            restored=restored,
+            restore_seconds=(
+                cached / s.restore_tokens_per_second if restored and s.restore_tokens_per_second else None
+            ),
         )
         self._previous = [(HEAD_ID, head_tokens), *message_ids_with_tokens]
+        self._previous_at = at
+        self.totals.add(r)
+        self.history.append(r)
+        return r
+
+    def ping(self, at: float) -> RequestRent:
+        """Charge a keep-warm ping at `at`: the cached prefix read again, one output token.
+
+        It refreshes the TTL and leaves the prefix as it was. Raises ValueError
+        when there is nothing warm to keep (no prefix, or it expired already).
+        """
+        if self._previous is None or self._expired(at) or not self.prefix_tokens:
+            raise ValueError("nothing to keep warm: the cache is empty or has expired")
+        s = self.sheet
+        cached = self.prefix_tokens
+        r = RequestRent(
+            context_tokens=cached,
+            cached_tokens=cached,
+            tail_tokens=0,
+            output_tokens=1,
+            usd=(cached * s.input_per_mtok * s.cache_read_multiplier + s.output_per_mtok) / 1_000_000,
+            at=at,
+            ping=True,
+        )
         self._previous_at = at
         self.totals.add(r)
         self.history.append(r)
@@ -311,7 +415,7 @@ def aside_rent(context_tokens: int, output_tokens: int = 0, sheet: PriceSheet | 
 
 
 def conversation_usage(usage: Iterable[UsageRecorded]) -> list[UsageRecorded]:
-    """The conversation's own requests: neither a delegate's nor a fold summary's."""
+    """The conversation's own requests: neither a delegate's, a fold summary's nor a keep-warm ping."""
     return [u for u in usage if u.sub_session is None and u.purpose == "turn"]
 
 

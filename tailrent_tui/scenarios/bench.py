@@ -8,6 +8,12 @@ plan runs (told whether the cache expired), then a model request is charged:
 the context at that point, with the assistant line's tokens as output. Each
 probe scores its expected strings against `session.visible_text()`.
 
+Pauses: before each request, the keep-warm rule (core/keepwarm.py) sends the
+pings it would have sent while the user was away, on a sheet that allows them;
+they are charged in `billed_usd` and counted in `pings`, and each pause it had
+to decide goes into the run's competitive ratio. On a sheet that restores KV
+slots, a resume past the TTL brings the saved prefix back (`restores`).
+
 The plans are driven by the agent's code (`driver="agent"`, the default: what
 the app runs) or by core's synchronous driver (`driver="core"`); with a
 deterministic summarizer both give the same figures.
@@ -35,6 +41,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tailrent_tui.core.guard import find_expected
+from tailrent_tui.core.keepwarm import KeepWarm, PauseOutcome, competitive_ratio
 from tailrent_tui.core.messages import Folded, Message
 from tailrent_tui.core.policies import POLICY_NAMES, Policy, PolicyContext, PolicySettings, get_policy, run_plan
 from tailrent_tui.core.rent import PriceSheet, RentModel, context_items, get_price_sheet
@@ -49,7 +56,7 @@ SUMMARIZERS = ("mock-lossy", "mock-extractive", "model")
 DRIVERS = ("agent", "core")
 FIGURES = (
     "prompt_tokens", "cached_tokens", "reevaluated_tokens", "billed_usd", "folds",
-    "peak_context_tokens", "recall_hits", "recall_total", "facts_lost",
+    "peak_context_tokens", "recall_hits", "recall_total", "facts_lost", "pings",
 )
 
 Progress = Callable[[str, int, int], None]
@@ -122,9 +129,13 @@ class PolicyResult(BaseModel):
     recall_hits: int = 0
     recall_total: int = 0
     facts_lost: int = 0
+    pings: int = Field(default=0, description="keep-warm pings sent during pauses (their cost is in billed_usd)")
     # extras
     requests: int = 0
     expiries: int = 0
+    ping_usd: float = 0.0
+    restores: int = Field(default=0, description="resumes whose prefix a saved KV slot brought back")
+    pauses: list[PauseOutcome] = Field(default_factory=list, description="pauses the keep-warm rule decided")
     spills: int = 0
     pins: int = 0
     false_pins: int = 0
@@ -154,9 +165,20 @@ class PolicyResult(BaseModel):
         return self.false_pins / self.chatter_lines if self.chatter_lines else None
 
     def extras(self) -> dict[str, Any]:
+        cr = competitive_ratio(self.pauses)
         return {
             "requests": self.requests,
             "cache_expiries": self.expiries,
+            "ping_usd": round(self.ping_usd, 6),
+            "slot_restores": self.restores,
+            "keep_warm": {
+                "pauses": cr.pauses, "pinged_through": cr.pinged_through, "expired": cr.expired,
+                "online_usd": round(cr.online_usd, 6), "best_usd": round(cr.best_usd, 6),
+                "always_ping_usd": round(cr.always_ping_usd, 6), "never_ping_usd": round(cr.never_ping_usd, 6),
+                "ratio": None if cr.ratio is None else round(cr.ratio, 4),
+                "ratio_vs_fixed": None if cr.ratio_vs_fixed is None else round(cr.ratio_vs_fixed, 4),
+                "worst_pause": round(cr.worst_pause, 4),
+            },
             "spills": self.spills,
             "pins": self.pins,
             "false_pins": self.false_pins,
@@ -228,6 +250,7 @@ class CoreDriver:
 
     def __init__(self, session: Session, policy: Policy, ctx: PolicyContext, summarizer: Summarizer, rent: RentModel) -> None:
         self.session, self.policy, self.ctx, self.summarizer, self.rent = session, policy, ctx, summarizer, rent
+        self.warm = KeepWarm(rent)
 
     async def add(self, role: Any, content: str, *, pinned: bool, at: float) -> Message:
         m = self.session.add(role, content, pinned=pinned, at=at)
@@ -237,6 +260,9 @@ class CoreDriver:
     async def admit_tool(self, tool: str, content: str, *, at: float) -> None:
         self.policy.admit_tool(self.session, self.ctx, tool, content, at=at)
         run_plan(self.policy.after_add(self.session, self.ctx), self.summarizer)
+
+    async def keep_warm(self, at: float) -> None:
+        self.warm.replay_until(at)
 
     async def before_request(self) -> None:
         s = self.session
@@ -249,6 +275,11 @@ class AgentDriver:
 
     def __init__(self, agent: Any) -> None:
         self.agent = agent
+        self.warm = agent.keep_warm or KeepWarm(agent.rent)
+
+    async def keep_warm(self, at: float) -> None:
+        # the trace's clock stands in for the app's timer: the same rule, replayed
+        self.warm.replay_until(at)
 
     async def add(self, role: Any, content: str, *, pinned: bool, at: float) -> Message:
         return await self.agent.add_message(role, content, pinned=pinned, at=at)
@@ -329,6 +360,7 @@ async def _drive(
         if step.kind != "message":
             continue
         if step.role == "assistant":
+            await drive.keep_warm(step.at)
             await drive.before_request()
             result.peak_context_tokens = max(result.peak_context_tokens, session.context_tokens)
             out_tokens = session.count(step.content)
@@ -361,6 +393,10 @@ async def _drive(
     result.billed_usd = t.usd
     result.requests = t.requests
     result.expiries = t.expiries
+    result.pings = t.pings
+    result.ping_usd = t.ping_usd
+    result.restores = t.restores
+    result.pauses = list(drive.warm.pauses)
     result.folds = len(session.folds)
     result.facts_lost = sum(len(f.facts_lost) for f in session.folds)
     result.spills = len(session.spills)
