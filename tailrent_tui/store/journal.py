@@ -28,15 +28,16 @@ Rules that keep a crash, a kill or a full disk from costing a message:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-import aiofiles
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tailrent_tui.core.messages import Event, EventAdapter
@@ -354,7 +355,12 @@ def _fresh_line_fixup(path: Path) -> bytes:
 
 
 class _JournalState:
-    """Pending lines and error state shared by the sync and async writers."""
+    """Pending lines, error state and the one write loop, shared by the sync and async writers.
+
+    Lines are queued on the caller's thread; `_write_now` writes them, in order,
+    with plain blocking writes: the sync writer calls it at once, the async one
+    in a worker thread. A lock keeps the queue whole between the two threads.
+    """
 
     def __init__(self, path: Path, *, session_id: str | None, created: float | None, fsync: bool) -> None:
         self.path = Path(path)
@@ -363,6 +369,8 @@ class _JournalState:
         # (line bytes, counts as an event); the head may be partly written (`_offset` bytes)
         self._queue: deque[tuple[bytes, bool]] = deque()
         self._offset = 0
+        self._lock = threading.Lock()
+        self._fd: int | None = None
         self._checked_tail = False
         self.last_error: OSError | None = None
         self.saved = 0
@@ -371,16 +379,19 @@ class _JournalState:
     @property
     def pending(self) -> int:
         """Events accepted but not yet on disk."""
-        return sum(1 for _, is_event in self._queue if is_event)
+        with self._lock:
+            return sum(1 for _, is_event in self._queue if is_event)
 
     def unsaved_lines(self) -> list[bytes]:
         """The event lines still pending (whole lines, for a rescue file)."""
-        return [data for data, is_event in self._queue if is_event]
+        with self._lock:
+            return [data for data, is_event in self._queue if is_event]
 
     def append_line(self, line: bytes) -> None:
         if not line.endswith(b"\n") or b"\n" in line[:-1]:
             raise ValueError("a journal line must be one line ending with a newline")
-        self._queue.append((line, True))
+        with self._lock:
+            self._queue.append((line, True))
 
     def _prepare_open(self) -> None:
         """Create the journal (header) if needed; queue the fresh-line fix-up for a torn tail."""
@@ -391,7 +402,8 @@ class _JournalState:
         elif not self._checked_tail:
             fixup = _fresh_line_fixup(self.path)
             if fixup:
-                self._queue.appendleft((fixup, False))
+                with self._lock:
+                    self._queue.appendleft((fixup, False))
                 if fixup != b"\n":
                     self.warnings.append(
                         f"{self.path.name}: a torn last line from an earlier crash was closed off with a marker"
@@ -400,24 +412,47 @@ class _JournalState:
 
     def _unwritten(self) -> memoryview | None:
         """What is left of the head line (a short write leaves part of it); None when nothing is queued."""
-        return memoryview(self._queue[0][0])[self._offset :] if self._queue else None
+        with self._lock:
+            return memoryview(self._queue[0][0])[self._offset :] if self._queue else None
 
     def _wrote(self, n: int) -> None:
         """`n` bytes of the head went out; a finished line leaves the queue."""
-        self._offset += n
-        data, is_event = self._queue[0]
-        if self._offset == len(data):
-            self._queue.popleft()
-            self._offset = 0
-            self.saved += is_event
+        with self._lock:
+            self._offset += n
+            data, is_event = self._queue[0]
+            if self._offset == len(data):
+                self._queue.popleft()
+                self._offset = 0
+                self.saved += is_event
 
-    def _write_queue(self, fd: int) -> bool:
-        """Write the queued lines to `fd` in order; True if anything was written."""
-        wrote = False
-        while (view := self._unwritten()) is not None:
-            self._wrote(os.write(fd, view))
-            wrote = True
-        return wrote
+    def _write_now(self) -> bool:
+        """The write loop: open (creating the journal) if needed, write every queued line in
+        order, fsync; True if nothing is left pending. An OSError keeps the rest queued."""
+        try:
+            if self._fd is None:
+                self._prepare_open()
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND, FILE_MODE)
+            wrote = False
+            while (view := self._unwritten()) is not None:
+                self._wrote(self._write_bytes(self._fd, view))
+                wrote = True
+            if wrote and self.fsync:
+                os.fsync(self._fd)
+        except OSError as exc:
+            self.last_error = exc
+            return False
+        self.last_error = None
+        return True
+
+    def _write_bytes(self, fd: int, data: memoryview) -> int:
+        """The one place where journal bytes leave the process (a short write is finished by the loop)."""
+        return os.write(fd, data)
+
+    def _close_fd(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 class JournalWriter(_JournalState):
@@ -431,7 +466,6 @@ class JournalWriter(_JournalState):
         self, path: Path, *, session_id: str | None = None, created: float | None = None, fsync: bool = True
     ) -> None:
         super().__init__(path, session_id=session_id, created=created, fsync=fsync)
-        self._fd: int | None = None
 
     def append(self, event: Event) -> bool:
         """Journal one event; True if it (and everything before it) is on disk."""
@@ -446,22 +480,10 @@ class JournalWriter(_JournalState):
         return self.flush()
 
     def flush(self) -> bool:
-        try:
-            if self._fd is None:
-                self._prepare_open()
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND, FILE_MODE)
-            if self._write_queue(self._fd) and self.fsync:
-                os.fsync(self._fd)
-        except OSError as exc:
-            self.last_error = exc
-            return False
-        self.last_error = None
-        return True
+        return self._write_now()
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._close_fd()
 
     def __enter__(self) -> JournalWriter:
         return self
@@ -471,7 +493,7 @@ class JournalWriter(_JournalState):
 
 
 class AsyncJournalWriter(_JournalState):
-    """The app's appender: `append` never blocks; a drain task writes with aiofiles.
+    """The app's appender: `append` never blocks; a drain task runs the write loop in a thread.
 
     `append` must be called on the event loop's thread, or while no loop runs
     (the agent is built before the app's loop starts, and closed after it ends):
@@ -491,7 +513,6 @@ class AsyncJournalWriter(_JournalState):
     ) -> None:
         super().__init__(path, session_id=session_id, created=created, fsync=fsync)
         self.on_status = on_status
-        self._file: Any = None
         self._task: asyncio.Task[bool] | None = None
 
     def append(self, event: Event) -> None:
@@ -506,8 +527,8 @@ class AsyncJournalWriter(_JournalState):
             loop = asyncio.get_running_loop()
         except RuntimeError:
             # no loop to run the drain task: the app is still being built (a resume
-            # note) or has ended, so the line is written now, the plain way
-            self._write_sync()
+            # note) or has ended, so the line is written now, on this thread
+            self._write_now()
             return
         if self._task is None or self._task.done():
             self._task = loop.create_task(self._flush())
@@ -516,7 +537,7 @@ class AsyncJournalWriter(_JournalState):
         """Wait for the drain task; True if nothing is pending."""
         if self._task is not None:
             await asyncio.shield(self._task)
-        return not self._queue
+        return not self.pending
 
     async def retry(self) -> bool:
         if self._task is not None and not self._task.done():
@@ -526,74 +547,33 @@ class AsyncJournalWriter(_JournalState):
 
     async def _flush(self) -> bool:
         had_error = self.last_error is not None
-        try:
-            if self._file is None:
-                await asyncio.to_thread(self._prepare_open)
-                # buffering=0: a raw file, so a short write is seen and finished, never buffered away
-                self._file = await aiofiles.open(self.path, "ab", buffering=0)
-            while self._queue:
-                wrote = False
-                while (view := self._unwritten()) is not None:
-                    self._wrote(await self._file.write(view) or 0)
-                    wrote = True
-                if wrote and self.fsync:
-                    await asyncio.to_thread(os.fsync, self._file.fileno())
-        except OSError as exc:
-            self.last_error = exc
+        while True:
+            ok = await asyncio.to_thread(self._write_now)
+            # lines appended while the thread wrote are on this loop's thread too: none is missed
+            if not ok or not self.pending:
+                break
+        if not ok or had_error:
             if self.on_status is not None:
                 self.on_status(self)
-            return False
-        self.last_error = None
-        if had_error and self.on_status is not None:
-            self.on_status(self)
-        return True
+        return ok
 
     async def aclose(self) -> bool:
         ok = await self.drain()
-        if self._file is not None:
-            await self._file.close()
-            self._file = None
+        self._close_fd()
         return ok
 
     def close_sync(self) -> bool:
-        """After the event loop has ended: write what is still queued with plain
-        writes and close. True if nothing is left pending.
-
-        The app's loop is gone by the time the process tidies up, and aiofiles
-        cannot run without it, so the last lines go out the synchronous way.
-        """
-        raw = getattr(self._file, "_file", None) if self._file is not None else None
-        if raw is not None:
-            raw.close()
-        self._file = None
+        """After the event loop has ended: write what is still queued on this thread and
+        close. True if nothing is left pending."""
         self._task = None
-        return self._write_sync()
-
-    def _write_sync(self) -> bool:
-        """Write what is queued with plain blocking writes; True if nothing is left pending."""
-        if not self._queue:
-            return True
-        try:
-            self._prepare_open()
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND, FILE_MODE)
-            try:
-                if self._write_queue(fd) and self.fsync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            self.last_error = exc
-            return False
-        self.last_error = None
-        return True
+        ok = self._write_now() if self.pending else True
+        self._close_fd()
+        return ok
 
     def close(self) -> None:
-        """Close without waiting (the file is closed by the drain task's owner loop on exit)."""
-        if self._file is not None and self._task is not None and self._task.done():
-            raw = getattr(self._file, "_file", None)
-            if raw is not None:
-                raw.close()
-            self._file = None
+        """Close without waiting (only when no write is running)."""
+        if self._task is None or self._task.done():
+            self._close_fd()
 
 
 Writer = JournalWriter | AsyncJournalWriter
