@@ -102,6 +102,21 @@ class Settings(BaseModel):
         None, ge=1, description="Cap on each reply's tokens (sent as max_tokens / num_predict), kept free in the window; unset = an eighth of the window (at least 256)"
     )
     request_timeout: float = Field(300.0, gt=0, description="Read timeout for model requests, in seconds")
+    slots: Literal["auto", "off"] = Field(
+        "auto",
+        description="Save llama.cpp's KV slot to disk when a session goes idle, on quit and before a model switch, and "
+        "restore it on resume when its prefix hash matches (the server needs --slot-save-path DIR/); auto = when the server has slots",
+    )
+    slot_id: int = Field(0, ge=0, description="The llama.cpp slot this session's requests are pinned to (id_slot) when slots are saved")
+    slot_save_idle: float = Field(30.0, gt=0, description="Seconds of idleness after a turn before the app saves the slot")
+    slot_dir: Path | None = Field(
+        None,
+        description="The directory the llama.cpp server was given as --slot-save-path, when tailrent can see it: then "
+        "tailrent sizes its slot files, deletes the oldest past slot_session_mb / slot_total_mb and lists them in "
+        "`tailrent sessions --json`; unset = the files are only recorded in each session's meta.json (no cleanup)",
+    )
+    slot_session_mb: int = Field(512, ge=1, description="Slot files of one session may use this many MB in slot_dir; the oldest go first")
+    slot_total_mb: int = Field(4096, ge=1, description="tailrent's slot files may use this many MB in slot_dir in all; the oldest go first")
 
     @field_validator("decision_patterns")
     @classmethod
@@ -127,7 +142,7 @@ class Settings(BaseModel):
             raise ValueError(f"fold_target ({v}) must be below fold_trigger ({trigger}): a fold must end below where it starts")
         return v
 
-    @field_validator("data_dir", mode="before")
+    @field_validator("data_dir", "slot_dir", mode="before")
     @classmethod
     def _data_dir_absolute(cls, v: Any) -> Any:
         if v is None or (isinstance(v, str) and not v.strip()):
@@ -231,7 +246,7 @@ def load_settings(flags: dict[str, Any] | None = None, *, path: Path | None = No
         for key, value in data.items():
             if key not in Settings.model_fields:
                 raise SettingsError(f"{cfg}: unknown key {key!r}")
-            if key == "data_dir" and isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute():
+            if key in ("data_dir", "slot_dir") and isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute():
                 value = str(cfg.parent / value)  # from the file, not from wherever tailrent runs
             values[key] = value
             source[key] = str(cfg)

@@ -27,6 +27,7 @@ import httpx
 from pydantic import ValidationError
 
 from tailrent_tui.agent.loop import Agent, wire_messages
+from tailrent_tui.agent.slots import SlotKeeper
 from tailrent_tui.core.guard import DecisionDetector
 from tailrent_tui.core.rent import RentModel, context_items, get_price_sheet
 from tailrent_tui.core.session import Session
@@ -299,17 +300,19 @@ def _agent_for(
     cold_resume = False
     if last is not None:
         idle = time.time() - last
-        if idle < sheet.ttl_seconds:
+        # a clock behind the last request (a jump back) says nothing about the cache: counted cold
+        if 0 <= idle < sheet.ttl_seconds:
             # resumed inside the TTL: the server may still hold this context
             rent._previous = [("__head__", session.head_tokens), *context_items(session)]
             rent._previous_at = last
         else:
             cold_resume = True
-            session.note(
-                f"resumed after {_duration(idle)} idle, past the cache TTL ({_duration(sheet.ttl_seconds)}): "
-                "the next request rewrites the whole prefix",
-                "info",
-            )
+            if idle >= 0:
+                session.note(
+                    f"resumed after {_duration(idle)} idle, past the cache TTL ({_duration(sheet.ttl_seconds)}): "
+                    "unless a saved KV slot is restored, the next request rewrites the whole prefix",
+                    "info",
+                )
     agent = Agent(
         session=session,
         model=model,
@@ -326,6 +329,8 @@ def _agent_for(
         instructions=True,
     )
     agent.cold_resume = cold_resume
+    agent.resumed = last is not None
+    agent.slots = SlotKeeper(agent)
     for warning in getattr(writer, "warnings", []):
         session.note(warning, "warning")
     # written before the app listens to the session: it shows them when it opens
@@ -390,6 +395,20 @@ async def aclose_agent(agent: Agent) -> None:
         close_session(agent.session, journal, discard_blank=True)
     _close_counter(agent)
     await agent.model.aclose()
+
+
+def save_slot_at_exit(agent: Agent, reason: str) -> str | None:
+    """Save the KV slot after the event loop has ended (quit, the end of `ask`); a line to print, if any."""
+    keeper = agent.slots
+    if keeper is None:
+        return None
+    try:
+        outcome = keeper.save_sync(reason)
+    finally:
+        keeper.close()
+    if outcome is None or not outcome.line:
+        return None
+    return "; ".join([outcome.line, *outcome.extra])
 
 
 def _close_counter(agent: Agent) -> None:

@@ -58,10 +58,25 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
         approve=deny,
     )
 
+    slot: dict[str, Any] = {}
+
     async def run() -> Any:
         try:
-            return await agent.turn(prompt, cb)
+            # before the first request: restore the KV slot, say what the resume costs
+            await agent.start()
+            for text, level in [*agent.start_lines, *agent.resume_lines]:
+                click.echo(f"[{level}] {text}", err=True)
+            result = await agent.turn(prompt, cb)
+            if agent.slots is not None:
+                saved = await agent.slots.save("end of ask")
+                if saved is not None:
+                    slot["save"] = saved.as_json()
+                    for line in filter(None, [saved.line, *saved.extra]):
+                        click.echo(f"[{saved.level}] {line}", err=True)
+            return result
         finally:
+            if agent.slots is not None:
+                agent.slots.close()
             await agent.model.aclose()
 
     report = None
@@ -73,7 +88,12 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
     # what the journal could not take: the turn is not saved, whatever the model said
     unsaved = report.message() if report is not None and not report.saved else None
     meta_warning = report.message() if report is not None and report.saved else None
-    notices = list(result.notices)
+    notices = [text for text, _ in [*agent.start_lines, *agent.resume_lines]] + list(result.notices)
+    keeper = agent.slots
+    if keeper is not None and keeper.restored is not None:
+        slot["restore"] = keeper.restored.as_json()
+    elif keeper is not None and keeper.restore_why:
+        slot["restore"] = {"action": "restore", "ok": False, "message": keeper.restore_why}
     if meta_warning:
         notices.append(meta_warning)
         click.echo(f"[warning] {meta_warning}", err=True)
@@ -102,6 +122,8 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
                 "price_sheet": settings.price_sheet,
             },
             "notices": notices,
+            "resume": agent.resume_price.model_dump() if agent.resume_price is not None else None,
+            "slot": slot or None,
             "error": error,
         }
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))

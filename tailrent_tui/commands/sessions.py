@@ -36,6 +36,12 @@ def _data_dir(ctx: click.Context) -> Path:
     return data_dir_of(ctx)
 
 
+def _slot_dir(ctx: click.Context) -> Path | None:
+    from tailrent_tui.commands._common import load_settings_or_fail
+
+    return load_settings_or_fail(dict(ctx.find_root().obj or {})).slot_dir
+
+
 def _find(ctx: click.Context, ref: str) -> SessionDir:
     try:
         return find_session(_data_dir(ctx), ref)
@@ -58,7 +64,7 @@ def sessions(ctx: click.Context, as_json: bool) -> None:
     """List sessions, most recently active first."""
     if ctx.invoked_subcommand is not None:
         return
-    infos = list_sessions(_data_dir(ctx))
+    infos = list_sessions(_data_dir(ctx), _slot_dir(ctx))
     if as_json:
         click.echo(json.dumps([i.model_dump(mode="json") for i in infos], ensure_ascii=False, indent=2))
         return

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -117,6 +118,21 @@ def openai_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     return {_OPTION_NAMES.get(k, k): v for k, v in (options or {}).items()}
 
 
+@dataclass(frozen=True)
+class SentPrompt:
+    """A request as the server read it: the slot it went through holds its KV."""
+
+    model: str
+    tools: list[dict[str, Any]] | None
+    messages: list[dict[str, Any]]
+    id_slot: int | None
+
+
+def rendered_prompt(model: str, messages: Sequence[WireMessage], tools: Sequence[ToolSpec] | None) -> SentPrompt:
+    """What a request for these neutral messages and tools would carry, without sending it."""
+    return SentPrompt(model, wire_tools(tools) if tools else None, openai_messages(messages), None)
+
+
 class _SlotSettings(BaseModel):
     n_ctx: PositiveInt | None = None
 
@@ -179,6 +195,10 @@ class OpenAIModel(HttpBackend):
         )
         self.name = model or ""
         self._models: list[dict[str, Any]] | None = None
+        #: llama.cpp's slot every request is pinned to (``id_slot``), when the KV slots are saved and restored
+        self.id_slot: int | None = None
+        #: what the last request that finished sent (model, tools, rendered messages): the prefix its slot holds
+        self.last_prompt: SentPrompt | None = None
 
     def status_error(self, status: int, message: str, *, retry_after: float | None = None) -> ModelError:
         lowered = message.lower()
@@ -292,6 +312,10 @@ class OpenAIModel(HttpBackend):
         }
         if tools:
             body["tools"] = wire_tools(tools)
+        if self.id_slot is not None:
+            body["id_slot"] = self.id_slot
+        # the slot is being overwritten: until this request ends, it holds no known prompt
+        self.last_prompt = None
         clock = StreamClock(started)
         calls: dict[int, dict[str, Any]] = {}
         usage: OpenAIUsage | None = None
@@ -325,6 +349,7 @@ class OpenAIModel(HttpBackend):
                         for chunk in whole:
                             clock.saw_delta()
                             yield chunk
+                        self.last_prompt = SentPrompt(body["model"], body.get("tools"), body["messages"], self.id_slot)
                         yield _usage(usage, timings, finish, model, clock)
                         return
                     try:

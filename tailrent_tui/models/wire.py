@@ -106,6 +106,50 @@ class OpenAIModelList(_Lenient):
     data: list[OpenAIModelEntry] | None = None
 
 
+# -- llama.cpp: /props and the slot actions (KV slots saved to disk) ----------------------
+
+
+class LlamaServerProps(_Lenient):
+    """What ``/props`` says about slots and the model (llama.cpp only)."""
+
+    total_slots: Count | None = None
+    model_path: str | None = None
+    endpoint_slots: bool | None = None
+
+
+class LlamaSlot(_Lenient):
+    """One entry of ``GET /slots``."""
+
+    id: Count
+    n_ctx: Count | None = None
+    is_processing: bool | None = None
+
+
+class LlamaSlotTimings(_Lenient):
+    save_ms: Seconds | None = None
+    restore_ms: Seconds | None = None
+
+
+class LlamaSlotSaved(_Lenient):
+    """``POST /slots/{id}?action=save``: tokens saved and bytes written."""
+
+    id_slot: Count | None = None
+    filename: str | None = None
+    n_saved: Count
+    n_written: Count
+    timings: LlamaSlotTimings | None = None
+
+
+class LlamaSlotRestored(_Lenient):
+    """``POST /slots/{id}?action=restore``: tokens restored and bytes read."""
+
+    id_slot: Count | None = None
+    filename: str | None = None
+    n_restored: Count
+    n_read: Count
+    timings: LlamaSlotTimings | None = None
+
+
 # -- Ollama: /api/chat (NDJSON) and the information endpoints ---------------------------------
 
 

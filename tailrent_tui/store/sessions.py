@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from tailrent_tui.core.messages import Event, EventAdapter, Kind, UsageRecorded
 from tailrent_tui.core.session import DecisionMatcher, Session, SessionError
+from tailrent_tui.core.slots import SlotRecord
 from tailrent_tui.core.tokens import Framing, TokenCounter, get_counter
 from tailrent_tui.store.archive import FileFoldArchive
 from tailrent_tui.store.journal import (
@@ -55,6 +56,7 @@ from tailrent_tui.store.paths import (
     write_file_atomic,
 )
 from tailrent_tui.store.rescue import RESCUE_DIR, RescueOutcome, rescue_unsaved, state_rescue_dir, unsaved_message
+from tailrent_tui.store.slots import SlotListing, session_slots
 from tailrent_tui.store.spills import FileSpillStore
 
 
@@ -91,6 +93,7 @@ class SessionMeta(BaseModel):
     system: str = ""
     tool_schema_tokens: int = 0
     summary: SessionSummary | None = None
+    slots: list[SlotRecord] = Field(default_factory=list, description="KV slot files the server saved for this session (store/slots.py)")
 
 
 class SessionInfo(BaseModel):
@@ -106,6 +109,7 @@ class SessionInfo(BaseModel):
     context_tokens: int | None = None
     path: Path
     error: str | None = Field(default=None, description="why the counts are missing (an unreadable journal)")
+    slots: list[SlotListing] = Field(default_factory=list, description="the session's KV slot files (sized when slot_dir is set)")
 
 
 class SessionDir:
@@ -255,16 +259,17 @@ class SessionDir:
             last_request_at=last_request_at(session),
         )
 
-    def info(self) -> SessionInfo:
+    def info(self, slot_dir: Path | None = None) -> SessionInfo:
         """Counts for listing: from the cached summary if the journal has not grown, else a replay."""
         meta = self.read_meta()
+        slots = session_slots(meta.id, meta.slots, slot_dir)
         try:
             mtime = self.journal_path.stat().st_mtime
             size = self.journal_path.stat().st_size
         except OSError as exc:
             return SessionInfo(
                 id=meta.id, title=meta.title, created=meta.created, last_active=meta.last_active,
-                path=self.path, error=f"no journal ({exc.strerror})",
+                path=self.path, error=f"no journal ({exc.strerror})", slots=slots,
             )
         summary = meta.summary if meta.summary and meta.summary.journal_bytes == size else None
         error = None
@@ -285,6 +290,7 @@ class SessionDir:
             context_tokens=summary.context_tokens if summary else None,
             path=self.path,
             error=error,
+            slots=slots,
         )
 
 
@@ -413,12 +419,12 @@ def find_session(data_dir: Path, ref: str) -> SessionDir:
     return matches[0]
 
 
-def list_sessions(data_dir: Path) -> list[SessionInfo]:
-    """Every session, most recently active first."""
+def list_sessions(data_dir: Path, slot_dir: Path | None = None) -> list[SessionInfo]:
+    """Every session, most recently active first (with slot_dir, its slot files sized on disk)."""
     infos = []
     for d in session_dirs(data_dir):
         try:
-            info = d.info()
+            info = d.info(slot_dir)
         except SessionLookupError:
             continue
         if info.error is None and info.messages == 0 and info.folds == 0:

@@ -280,8 +280,43 @@ class TailrentApp(App[None]):
                 return
             self.sub_title = self._sub_title()
             self.sidebar.refresh_window()
+            # the resume's price and the slot restored; warnings come through their notes already
+            for text, level in getattr(self.agent, "resume_lines", ()):
+                if level == "info":
+                    self.notify(text, title="resume", timeout=15)
 
         self.run_worker(run(), group="start", name="ask the server", exit_on_error=False)
+
+    # -- the KV slot (llama.cpp) ------------------------------------------------------
+
+    def _arm_slot_save(self) -> None:
+        """After a turn: save the slot once the session has stayed idle for `slot_save_idle` seconds."""
+        self._disarm_slot_save()
+        keeper = getattr(self.agent, "slots", None)
+        if keeper is None or keeper.state != "on":
+            return
+        self._slot_timer = self.set_timer(self.settings.slot_save_idle, self._save_slot_idle, name="slot save")
+
+    def _disarm_slot_save(self) -> None:
+        timer = getattr(self, "_slot_timer", None)
+        if timer is not None:
+            timer.stop()
+        self._slot_timer = None
+
+    def _save_slot_idle(self) -> None:
+        self._slot_timer = None
+        keeper = getattr(self.agent, "slots", None)
+        if keeper is None or self.busy:
+            return
+
+        async def save() -> None:
+            outcome = await keeper.save(f"idle {self.settings.slot_save_idle:g} s")
+            if outcome is None or not outcome.line:
+                return
+            text = "; ".join([outcome.line, *outcome.extra])
+            self.notify(text, severity="information" if outcome.ok else "warning", timeout=6 if outcome.ok else 10)
+
+        self.run_worker(save(), group="slot", name="save the KV slot", exit_on_error=False)
 
     # -- the journal's health ---------------------------------------------------------
 
@@ -427,6 +462,7 @@ class TailrentApp(App[None]):
             self.notify(error.message, title="model error", severity="error")
             await self._give_back_waiting("the model failed")
             return
+        self._arm_slot_save()
         await self._send_waiting()
 
     def _owes_reply(self) -> bool:
@@ -451,6 +487,7 @@ class TailrentApp(App[None]):
         """Run one turn of the agent in a worker; escape cancels it."""
         self.running = True
         self.retry_pending = False
+        self._disarm_slot_save()
         self.refresh_bindings()
         out = Outgoing(text) if isinstance(text, str) else text
         self._turn_worker = self.run_worker(self._turn(out), group="turn", name="turn", exit_on_error=False)

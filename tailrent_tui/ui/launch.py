@@ -29,9 +29,21 @@ def launch(flags: dict[str, Any]) -> None:
         app = TailrentApp(agent, settings)
         app.run()
     finally:
+        save_slot_on_quit(agent)
         close_agent_sync(agent)
     if app.return_code:
         raise SystemExit(app.return_code)  # a crash: Textual has printed what happened
+
+
+def save_slot_on_quit(agent: Any) -> None:
+    """Save llama.cpp's KV slot for the next resume (when it holds something not saved yet), and say so."""
+    import sys
+
+    from tailrent_tui.agent.build import save_slot_at_exit
+
+    line = save_slot_at_exit(agent, "quit")
+    if line:
+        print(f"tailrent: {line}", file=sys.stderr)
 
 
 def close_agent_sync(agent: Any) -> None:

@@ -1,0 +1,439 @@
+"""KV slots that survive restarts, and the resume's price: the driver around core/slots.py.
+
+When the model is an OpenAI-compatible server that turns out to be llama.cpp, every
+request is pinned to one slot (``id_slot``, the ``slot_id`` setting), so that slot
+holds the session's prefix. The slot is saved to a file (``tailrent-<session>-<hash>
+.bin`` in the server's ``--slot-save-path``) when the app has been idle for
+``slot_save_idle`` seconds after a turn, on quit, before a model switch, and at the
+end of ``tailrent ask``; it is saved only while it still holds the conversation (a
+fold's summary request or a delegate's replaces it) and not twice for one prefix.
+On ``--continue`` / ``--resume``, before the first request, the newest saved slot
+whose prefix hash matches the first messages about to be sent is restored; else the
+resume line says why not. A failure is one line, once, and the session carries on.
+
+The resume's price is said for every model: what the first request re-reads
+(tokens; seconds at the prompt rate the server measured; dollars with a priced
+sheet), and whether a restored slot or a warm cache spares it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tailrent_tui.core.rent import HEAD_ID, context_items, prompt_rate
+from tailrent_tui.core.slots import (
+    ResumePrice,
+    SlotRecord,
+    choose_restore,
+    cleanup_plan,
+    prefix_hash,
+    resume_price,
+    slot_file_name,
+)
+from tailrent_tui.models.openai import OpenAIModel, rendered_prompt
+from tailrent_tui.models.slots import SlotClient, SlotError
+from tailrent_tui.store.slots import delete_slot_files, scan_slot_dir
+
+if TYPE_CHECKING:
+    from tailrent_tui.agent.loop import Agent
+
+MB = 1024 * 1024
+
+
+@dataclass
+class SlotOutcome:
+    """What a save or a restore did, for the caller to show (``line``) and for `ask --json`."""
+
+    action: str
+    ok: bool = False
+    file: str | None = None
+    tokens: int | None = None
+    bytes: int | None = None
+    ms: float | None = None
+    line: str | None = None
+    level: str = "info"
+    extra: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "action": self.action, "ok": self.ok, "file": self.file, "tokens": self.tokens,
+            "bytes": self.bytes, "ms": self.ms, "message": self.line,
+        }
+
+
+@dataclass
+class _SavePlan:
+    file: str
+    record: SlotRecord
+    client: SlotClient
+    slot: int
+
+
+class SlotKeeper:
+    """Saves and restores one session's llama.cpp slot; silent on servers without slots."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.settings = agent.settings
+        self.state = "unknown"  # "on", "off"
+        self.off_reason = ""
+        self.slot = self.settings.slot_id
+        self._said: set[str] = set()
+        self._client: SlotClient | None = None
+        self._saved_hash: str | None = None
+        self.restored: SlotOutcome | None = None
+        self.restore_why = ""
+        self.last_save: SlotOutcome | None = None
+        # the idle save (a worker thread) and the save on quit may overlap
+        self._writing = threading.Lock()
+
+    # -- the server ----------------------------------------------------------------
+
+    @property
+    def model(self) -> OpenAIModel | None:
+        model = self.agent.model
+        return model if isinstance(model, OpenAIModel) else None
+
+    @property
+    def slot_dir(self) -> Path | None:
+        """Where the slot files are, when tailrent can see them: the `slot_dir` setting, or the
+        directory of an engine tailrent runs itself (the embedded engine's)."""
+        if self.settings.slot_dir is not None:
+            return self.settings.slot_dir
+        own = getattr(self.model, "slot_dir", None)
+        return own if isinstance(own, Path) else None
+
+    def model_changed(self) -> None:
+        """A /model switch: the new server is probed afresh."""
+        if self._client is not None:
+            self._client.close()
+        self._client = None
+        self.state = "unknown"
+        self.off_reason = ""
+        self._saved_hash = None
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def _once(self, key: str, line: str) -> str | None:
+        if key in self._said:
+            return None
+        self._said.add(key)
+        return line
+
+    def _turn_off(self, why: str) -> str | None:
+        self.state = "off"
+        self.off_reason = why
+        model = self.model
+        if model is not None:
+            model.id_slot = None
+        return self._once("off", f"KV slots off for this session: {why}")
+
+    def probe(self) -> str | None:
+        """Ask the server whether it has slots (sync; once). Returns a line to show once, if any."""
+        if self.state != "unknown":
+            return None
+        model = self.model
+        if self.settings.slots == "off":
+            self.state, self.off_reason = "off", "slots = off in the settings"
+            return None
+        if model is None:
+            self.state, self.off_reason = "off", "only llama.cpp's server saves KV slots"
+            return None
+        self._client = SlotClient(model.server_root, headers=getattr(model, "_headers", None))
+        try:
+            server = self._client.probe()
+        except SlotError as exc:
+            if exc.unsupported:
+                return self._turn_off(f"{model.server_root} has no slot endpoints ({exc}); resumes re-read the whole context")
+            return self._turn_off(f"could not ask {model.server_root} about its slots ({exc})")
+        line = None
+        if server.total_slots is not None and self.slot >= server.total_slots:
+            line = f"slot_id {self.slot} is past the server's {server.total_slots} slot(s): using slot 0"
+            self.slot = 0
+        self.state = "on"
+        model.id_slot = self.slot
+        return line
+
+    # -- hashing what is sent -----------------------------------------------------
+
+    def _upcoming(self) -> Any:
+        """The request the session would send now (rendered, not sent)."""
+        from tailrent_tui.agent.loop import wire_messages
+
+        model = self.model
+        assert model is not None
+        tools = None if model.tools_dropped else self.agent.offered_tools()
+        return rendered_prompt(model.name, wire_messages(self.agent.session), tools)
+
+    def _records(self) -> list[SlotRecord]:
+        sd = self.agent.session_dir
+        if sd is None:
+            return []
+        try:
+            return list(sd.read_meta().slots)
+        except (OSError, LookupError):
+            return []
+
+    # -- restore on resume ----------------------------------------------------------
+
+    def restore(self) -> SlotOutcome | None:
+        """Restore the newest matching slot before the first request (sync). None when slots are off."""
+        line = self.probe()
+        if self.state != "on":
+            # an Ollama or mock session, or slots = off: nothing to explain on every resume
+            said = self.model is not None and self.settings.slots != "off"
+            self.restore_why = self.off_reason if said else ""
+            return SlotOutcome("restore", line=line, level="warning") if line else None
+        outcome = SlotOutcome("restore", extra=[line] if line else [])
+        upcoming = self._upcoming()
+
+        def hash_of_first(n: int) -> str | None:
+            if n > len(upcoming.messages):
+                return None
+            return prefix_hash(upcoming.model, upcoming.tools, upcoming.messages[:n])
+
+        slot_dir = self.slot_dir
+        exists = (lambda name: (slot_dir / name).is_file()) if slot_dir is not None else None
+        choice = choose_restore(self._records(), upcoming.model, hash_of_first, exists=exists)
+        if not choice.ok or choice.record is None:
+            self.restore_why = choice.reason
+            outcome.line = f"no KV slot restored: {choice.reason}"
+            outcome.level = "info" if "no slot was saved" in choice.reason else "warning"
+            return outcome
+        record = choice.record
+        assert self._client is not None
+        try:
+            answer = self._client.restore(self.slot, record.file)
+        except SlotError as exc:
+            if exc.unsupported:
+                self._turn_off(f"the server cannot restore slots ({exc}); start it with --slot-save-path DIR/")
+                self.restore_why = self.off_reason
+            else:
+                self.restore_why = f"the server refused to restore {record.file} ({exc})"
+            outcome.line = f"no KV slot restored: {self.restore_why}; the first request re-reads the whole context"
+            outcome.level = "warning"
+            return outcome
+        if answer.n_restored == 0:
+            self.restore_why = f"the server restored 0 tokens from {record.file}"
+            outcome.line = f"no KV slot restored: {self.restore_why}"
+            outcome.level = "warning"
+            return outcome
+        ms = answer.timings.restore_ms if answer.timings else None
+        outcome.ok, outcome.file, outcome.tokens, outcome.bytes, outcome.ms = True, record.file, answer.n_restored, answer.n_read, ms
+        outcome.line = f"KV slot restored: {answer.n_restored:,} tokens from {record.file}" + (f" in {ms:.0f} ms" if ms is not None else "")
+        self._saved_hash = record.hash  # the file holds this prefix already
+        self.restored = outcome
+        return outcome
+
+    # -- save ----------------------------------------------------------------------
+
+    def _plan(self) -> _SavePlan | SlotOutcome | None:
+        """What to save now, or why not (None: nothing to say)."""
+        if self.state == "unknown":
+            line = self.probe()
+            if line and self.state == "off":
+                return SlotOutcome("save", line=line, level="warning")
+        model = self.model
+        if self.state != "on" or model is None or self._client is None:
+            return None
+        sent = model.last_prompt
+        if sent is None or sent.id_slot != self.slot:
+            return None  # no request has finished through the slot since the start (or the last one failed)
+        upcoming = self._upcoming()
+        n = len(sent.messages)
+        if sent.model != upcoming.model or sent.tools != upcoming.tools or sent.messages != upcoming.messages[:n]:
+            # a fold's summary or a delegate ran last: the slot holds their prompt, not the conversation
+            return None
+        digest = prefix_hash(sent.model, sent.tools, sent.messages)
+        if digest == self._saved_hash:
+            return None
+        file = slot_file_name(self.agent.session.id or "session", digest)
+        record = SlotRecord(file=file, hash=digest, messages=n, model=sent.model, saved_at=time.time())
+        return _SavePlan(file, record, self._client, self.slot)
+
+    def _write(self, plan: _SavePlan, reason: str) -> SlotOutcome:
+        with self._writing:
+            if plan.record.hash == self._saved_hash:
+                return SlotOutcome("save", ok=True, file=plan.file)
+            return self._write_locked(plan, reason)
+
+    def _write_locked(self, plan: _SavePlan, reason: str) -> SlotOutcome:
+        outcome = SlotOutcome("save", file=plan.file)
+        started = time.perf_counter()
+        try:
+            answer = plan.client.save(plan.slot, plan.file)
+        except SlotError as exc:
+            if exc.unsupported:
+                outcome.line = self._turn_off(
+                    f"the server cannot save slots ({exc}); start it with --slot-save-path DIR/ to keep the KV cache across restarts"
+                )
+            else:
+                # a full disk answers 500 with the server's reason: one line, and carry on
+                outcome.line = f"KV slot not saved ({reason}): {exc}; carrying on, the next resume re-reads the whole context"
+            outcome.level = "warning"
+            return outcome
+        ms = answer.timings.save_ms if answer.timings else (time.perf_counter() - started) * 1000
+        record = plan.record.model_copy(update={"tokens": answer.n_saved, "bytes": answer.n_written})
+        outcome.ok, outcome.tokens, outcome.bytes, outcome.ms = True, answer.n_saved, answer.n_written, ms
+        outcome.line = f"KV slot saved ({reason}): {answer.n_saved:,} tokens, {answer.n_written / MB:.1f} MB in {ms:.0f} ms"
+        self._saved_hash = record.hash
+        outcome.extra.extend(self._keep(record))
+        return outcome
+
+    def _keep(self, record: SlotRecord) -> list[str]:
+        """Record the file in meta.json and, with slot_dir, clean up past the caps. Lines to show."""
+        notes: list[str] = []
+        records = [r for r in self._records() if r.file != record.file] + [record]
+        slot_dir = self.slot_dir
+        if slot_dir is not None:
+            on_disk = scan_slot_dir(slot_dir)
+            if not any(f.name == record.file for f in on_disk):
+                beside = slot_dir.parent / (slot_dir.name + record.file)
+                if beside.exists():
+                    why = f"the server wrote it beside slot_dir, as {beside}: its --slot-save-path lacks a trailing '/'"
+                else:
+                    why = f"{record.file} is not in slot_dir {slot_dir}: is that the server's --slot-save-path?"
+                notes.extend(filter(None, [self._once("slot_dir", f"slot files not cleaned up: {why}")]))
+            else:
+                doomed = cleanup_plan(
+                    on_disk, keep=record.file,
+                    session_cap=self.settings.slot_session_mb * MB, total_cap=self.settings.slot_total_mb * MB,
+                )
+                freed, errors = delete_slot_files(slot_dir, doomed)
+                gone = {f.name for f in doomed}
+                records = [r for r in records if r.file not in gone]
+                if doomed:
+                    notes.append(f"deleted {len(doomed)} old slot file(s), {freed / MB:.0f} MB, past the caps")
+                notes.extend(f"could not delete slot file {e}" for e in errors)
+        elif len(records) > 1:
+            total = sum(r.bytes for r in records)
+            notes.extend(filter(None, [self._once(
+                "no slot_dir",
+                f"{len(records)} slot files of this session (~{total / MB:.0f} MB) stay in the server's slot dir: "
+                "set slot_dir (the server's --slot-save-path) and tailrent deletes the oldest past the caps",
+            )]))
+        sd = self.agent.session_dir
+        if sd is not None:
+            try:
+                sd.update_meta(slots=records)
+            except (OSError, LookupError) as exc:
+                notes.append(f"the slot file's name could not be kept in meta.json ({exc}); the next resume cannot restore it")
+        return notes
+
+    def save_sync(self, reason: str) -> SlotOutcome | None:
+        """Save now, from any thread or after the event loop ended (quit)."""
+        plan = self._plan()
+        if not isinstance(plan, _SavePlan):
+            return plan
+        self.last_save = self._write(plan, reason)
+        return self.last_save
+
+    async def save(self, reason: str) -> SlotOutcome | None:
+        """Save from the event loop: what is sent is read here, the request runs in a thread."""
+        plan = self._plan() if self.state != "unknown" else await asyncio.to_thread(self._plan)
+        if not isinstance(plan, _SavePlan):
+            return plan
+        self.last_save = await asyncio.to_thread(self._write, plan, reason)
+        return self.last_save
+
+
+# -- the resume's price --------------------------------------------------------------
+
+
+def price_resume(agent: Agent, *, now: float | None = None) -> ResumePrice:
+    """What the first request after this resume will re-read, and what spares it."""
+    session = agent.session
+    now = time.time() if now is None else now
+    rent = agent.rent
+    sheet = rent.sheet if rent is not None else None
+    main = [u for u in session.usage if u.sub_session is None]
+    last = main[-1].at if main else None
+    keeper: SlotKeeper | None = getattr(agent, "slots", None)
+    restored = keeper.restored if keeper is not None else None
+    warm, why = False, ""
+    if restored is None and last is not None and sheet is not None:
+        idle = now - last
+        if idle < 0:
+            why = f"the clock is {_ago(-idle)} behind the last request: cannot tell whether the cache is warm, counted cold"
+        elif idle < sheet.ttl_seconds:
+            warm = True
+            why = (
+                f"idle {_ago(idle)}, inside the cache TTL ({_ago(sheet.ttl_seconds)}): the cache should still be warm "
+                "(if the server was restarted, the whole context is re-read)"
+            )
+        else:
+            why = f"idle {_ago(idle)}: the cache expired (its TTL is {_ago(sheet.ttl_seconds)})"
+    if restored is None and keeper is not None and keeper.restore_why and not warm:
+        why = f"{why}; no slot restored: {keeper.restore_why}" if why else f"no slot restored: {keeper.restore_why}"
+    rate = prompt_rate(session.usage, sheet) if sheet is not None else None
+    return resume_price(
+        context_tokens=session.context_tokens,
+        restored_tokens=restored.tokens if restored is not None else None,
+        warm=warm,
+        why=why,
+        tokens_per_second=rate.tokens_per_second if rate is not None else None,
+        rate_measured=bool(rate and rate.measured),
+        input_per_mtok=sheet.input_per_mtok if sheet is not None and sheet.priced else 0.0,
+        write_multiplier=sheet.cache_write_multiplier if sheet is not None else 1.0,
+        read_multiplier=sheet.cache_read_multiplier if sheet is not None else 1.0,
+    )
+
+
+def warm_rent_after_restore(agent: Agent, now: float) -> None:
+    """A restored slot holds the context as it was: the rent model predicts it cached."""
+    rent = agent.rent
+    if rent is None:
+        return
+    rent._previous = [(HEAD_ID, agent.session.head_tokens), *context_items(agent.session)]
+    rent._previous_at = now
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+async def on_start(agent: Agent) -> None:
+    """Ask the server about its slots once per model, so requests are pinned from the first."""
+    keeper: SlotKeeper | None = getattr(agent, "slots", None)
+    if keeper is None or keeper.state != "unknown":
+        return
+    line = await asyncio.to_thread(keeper.probe)
+    if line:
+        agent.start_lines.append((line, "info"))
+        agent.session.note(line, "info")
+
+
+async def on_resume(agent: Agent) -> list[tuple[str, str]]:
+    """Restore the slot (if any) and price the first request; (line, level) pairs to show, also noted in the session."""
+    lines: list[tuple[str, str]] = []
+    keeper: SlotKeeper | None = getattr(agent, "slots", None)
+    if keeper is not None:
+        outcome = await asyncio.to_thread(keeper.restore)
+        if outcome is not None:
+            lines += [(extra, "warning") for extra in outcome.extra]
+            if outcome.line and not outcome.ok and outcome.level == "warning":
+                lines.append((outcome.line, "warning"))
+            if outcome.ok:
+                warm_rent_after_restore(agent, time.time())
+                agent.cold_resume = False  # the cache is warm again: no fold "at no extra cost" now
+                lines.append((outcome.line or "", "info"))
+    price = price_resume(agent)
+    agent.resume_price = price
+    lines.append((price.line(), "info"))
+    for text, level in lines:
+        agent.session.note(text, level)
+    return lines
