@@ -25,7 +25,7 @@ from pydantic import (
     field_validator,
 )
 
-from tailrent_tui.agent.tools.base import ToolCaps
+from tailrent_tui.caps import ToolCaps
 from tailrent_tui.store.paths import absolute_path, path_from_env
 
 ENV_PREFIX = "TAILRENT_"
