@@ -50,7 +50,7 @@ class Settings(BaseModel):
     spill_threshold: int = Field(2000, ge=1, description="Tool results over this many tokens are spilled (rung 2)")
     caps: ToolCaps = Field(default_factory=ToolCaps, description="Rung 1: each tool's output cap")
     policy: Literal["none", "naive", "naive-pin", "autocompact", "ladder"] = Field(
-        "ladder", description="Folding policy (see DESIGN.md)"
+        "ladder", description="Folding policy: ladder (this tool's), or a baseline the bench compares: none, naive, naive-pin, autocompact (see the README)"
     )
     price_sheet: str = Field("local", description="Price sheet for the rent figures (local, anthropic-5m, anthropic-1h, openai, or your own)")
     summarizer: Literal["auto", "model", "extractive", "lossy"] = Field(
@@ -184,6 +184,31 @@ def user_price_files() -> list[Path]:
     return [path] if path.exists() else []
 
 
+#: TAILRENT_* variables that are not settings
+OTHER_ENV = ("HOME", "CONFIG_DIR", "CACHE_DIR", "API_KEY")
+
+
+def did_you_mean(word: str, choices: Any) -> str:
+    """`; did you mean 'window'?` when a choice is close to `word`, else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def env_warnings() -> list[str]:
+    """TAILRENT_* variables that name no setting (a misspelling is ignored, so it is said)."""
+    names = [n.upper() for n in Settings.model_fields] + list(OTHER_ENV)
+    out = []
+    for var in sorted(os.environ):
+        name = var[len(ENV_PREFIX) :]
+        if var.startswith(ENV_PREFIX) and name not in names:
+            hint = did_you_mean(name, names)
+            hint = hint.replace("'", "").replace("mean ", f"mean {ENV_PREFIX}") if hint else ""
+            out.append(f"${var} is not a setting and is ignored{hint}")
+    return out
+
+
 def _env_values() -> dict[str, tuple[str, str]]:
     """TAILRENT_* variables that are set; an empty one means unset, as in a shell's `VAR= cmd`."""
     out: dict[str, tuple[str, str]] = {}
@@ -245,7 +270,7 @@ def load_settings(flags: dict[str, Any] | None = None, *, path: Path | None = No
             raise SettingsError(f"{cfg}: not valid TOML ({exc})") from None
         for key, value in data.items():
             if key not in Settings.model_fields:
-                raise SettingsError(f"{cfg}: unknown key {key!r}")
+                raise SettingsError(f"{cfg}: unknown key {key!r}{did_you_mean(key, Settings.model_fields)}")
             if key in ("data_dir", "slot_dir") and isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute():
                 value = str(cfg.parent / value)  # from the file, not from wherever tailrent runs
             values[key] = value

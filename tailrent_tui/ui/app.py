@@ -259,6 +259,8 @@ class TailrentApp(App[None]):
             self._queue.put_nowait(("notice", (note.text, note.level)))
         for error in self.theme_errors:
             self.notify(error, severity="warning", timeout=8)
+        for warning in self.settings_warnings():
+            self.notify(warning, title="settings", severity="warning", timeout=20)
         self._journal_retry: Any = None
         journal = getattr(self.agent, "journal", None)
         if journal is not None and hasattr(journal, "on_status"):
@@ -1054,6 +1056,13 @@ class TailrentApp(App[None]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.key_table(), SLASH_HELP))
+
+    def settings_warnings(self) -> list[str]:
+        """Misspelled TAILRENT_* variables, and keymap ids or keys that clash: said once at start."""
+        from tailrent_tui.settings import env_warnings
+        from tailrent_tui.ui.keymap import keymap_warnings
+
+        return [*env_warnings(), *keymap_warnings(self.settings.keymap)]
 
     def key_table(self) -> list[tuple[str, str, str]]:
         """(keys, what, binding id) of the app's, the input's and a message's bindings, after the keymap."""

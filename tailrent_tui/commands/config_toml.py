@@ -1,0 +1,66 @@
+"""`tailrent config --toml`: the effective settings as a commented config.toml that tomllib reads back.
+
+Each setting's description is its comment, with where its value came from;
+an unset setting is a commented line, so the file documents every key.
+Tables (caps, keymap) come last, as TOML wants.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tailrent_tui.settings import Settings
+
+UNSET_EXAMPLES = {"keymap": 'fold = "ctrl+f"'}
+
+
+def toml_value(value: Any) -> str:
+    """A TOML literal for a JSON-shaped value (no nulls: the caller comments those out)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return json.dumps(value)
+    if isinstance(value, str):
+        # a JSON string without \u escapes of non-ASCII is a TOML basic string, but for DEL
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    raise TypeError(f"no TOML literal for {type(value).__name__}")
+
+
+def _comment(text: str, width: int = 96) -> list[str]:
+    words, lines, line = text.split(), [], "#"
+    for word in words:
+        if len(line) + 1 + len(word) > width and line != "#":
+            lines.append(line)
+            line = "#"
+        line += " " + word
+    return [*lines, line]
+
+
+def settings_toml(values: dict[str, Any], source: dict[str, str], path: str) -> str:
+    """The text of a config.toml that sets `values` (model_dump(mode="json") of Settings)."""
+    help_ = {name: f.description or "" for name, f in Settings.model_fields.items()}
+    out = [f"# tailrent settings; save as {path}", "# (environment variables TAILRENT_* and flags override what is here)", ""]
+    tables = []
+    for key in Settings.model_fields:
+        value = values[key]
+        if isinstance(value, dict):
+            tables.append(key)
+            continue
+        out += _comment(f"{help_[key]} [{source[key]}]")
+        out.append(f"# {key} =" if value is None else f"{key} = {toml_value(value)}")
+        out.append("")
+    for key in tables:
+        out += _comment(f"{help_[key]} [{source[key]}]")
+        out.append(f"[{key}]")
+        table = values[key]
+        if not table and key in UNSET_EXAMPLES:
+            out.append(f"# {UNSET_EXAMPLES[key]}")
+        for sub, value in table.items():
+            bare = sub.replace("_", "").replace("-", "").isalnum() and sub.isascii()
+            name = sub if bare else toml_value(sub)
+            out.append(f"# {name} =" if value is None else f"{name} = {toml_value(value)}")
+        out.append("")
+    return "\n".join(out)
