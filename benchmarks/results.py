@@ -34,6 +34,8 @@ BENCHES: list[tuple[str, str, list[str]]] = [
     ("article-local", "Policies on the article trace, local price sheet (re-evaluated tokens)", [TAILRENT, "bench", "--trace", "article", "--price", "local"]),
     ("week", "Policies on migration-week (issues 6, 8)", [TAILRENT, "bench", "--trace", "migration-week"]),
     ("week-local", "Policies on migration-week, local price sheet", [TAILRENT, "bench", "--trace", "migration-week", "--price", "local"]),
+    ("week-slots", "Policies on migration-week, local engine with KV slot restore (issue 14)", [TAILRENT, "bench", "--trace", "migration-week", "--price", "local-slots"]),
+    ("week-1h", "Policies on migration-week, anthropic-1h: keep-warm pings against a longer TTL (issue 14)", [TAILRENT, "bench", "--trace", "migration-week", "--price", "anthropic-1h"]),
     ("engine-article", "Predicted against measured on the real llama.cpp engine (issue 6)", [PY, "benchmarks/bench_policies.py", "--traces", "article", "--prices", "local", "--engine", "--no-json"]),
     ("shell", "run_shell streaming 1 GB into a spill: extra peak RSS (issue 7)", [PY, "benchmarks/shell_spill_bench.py"]),
     ("guard", "Fact guard speed (issue 8)", [PY, "benchmarks/guard_bench.py"]),

@@ -24,7 +24,7 @@ from tailrent_tui.ui.screens.help import HelpScreen
 from tailrent_tui.ui.widgets.input import PromptInput
 from tailrent_tui.ui.widgets.tail_panel import WORDS, duration
 
-from ui_helpers import NOW, make_app, wait_until
+from ui_helpers import NOW, FixedClock, make_app, wait_until
 from ui_helpers import make_agent as bare_agent
 
 LONG = "We went through the deployment notes again and nothing stood out. " * 24
@@ -171,3 +171,75 @@ async def test_the_words_are_explained_in_help_and_on_the_panel(tmp_path):
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
         text = app.screen.query_one(Markdown).source
         assert all(f"**{word}**: {meaning}" in text for word, meaning in WORDS)
+
+
+PRICED = """
+[priced-test]
+description = "anthropic-5m's prices, with nothing too small to cache"
+input_per_mtok = 3.0
+cache_write_multiplier = 1.25
+cache_read_multiplier = 0.1
+output_per_mtok = 15.0
+min_cacheable = 0
+ttl_seconds = 300
+pings = true
+"""
+
+
+async def test_keep_warm_pings_through_the_model_while_they_cost_less_than_a_rewrite(make_agent):
+    from tailrent_tui.settings import config_dir
+
+    config_dir().mkdir(parents=True, exist_ok=True)
+    (config_dir() / "prices.toml").write_text(PRICED, encoding="utf-8")
+    agent = make_agent(price_sheet="priced-test")
+    clock = FixedClock()
+    agent.session.clock = clock
+    app = make_app(agent, clock=clock)
+
+    def pings():
+        return [u for u in agent.session.usage if u.purpose == "ping"]
+
+    async with app.run_test(size=(140, 45)) as pilot:
+        await send(pilot, app, "hello")
+        turn = agent.model.requests[-1]
+        price = agent.keep_warm.price()
+        assert price is not None and price.max_pings >= 2
+        await wait_until(pilot, lambda: "keep-warm: first ping at" in rent_shown(app), what="the first ping's time")
+        app.keep_warm_tick()  # not due yet: the cache has 300 s to live
+        assert not pings()
+        for n in range(1, price.max_pings + 1):
+            clock.now += 280  # 20 s before the cache would expire
+            app.keep_warm_tick()  # what the one-second timer calls
+            await wait_until(pilot, lambda n=n: len(pings()) == n, what=f"ping {n}")
+            # the exact cached prefix went out again, and the cache holds all of it
+            assert agent.model.requests[-1] == turn
+            last = pings()[-1]
+            assert last.predicted_cached == last.context_tokens and last.predicted_evaluated == 0
+            assert last.at == clock.now
+        await wait_until(pilot, lambda: "keep-warm stopped" in rent_shown(app), what="the rule stops")
+        shown = rent_shown(app)
+        spent = sum(u.predicted_usd for u in pings())
+        assert f"keep-warm stopped: {price.max_pings} pings, ${spent:,.4f}" in shown
+        assert f"a rewrite would add ${price.expiry_usd:,.4f}" in shown and "letting it expire at" in shown
+        assert spent <= price.expiry_usd  # rent or buy: never more in pings than the expiry costs
+        # past the last ping the rule sends nothing more, and the cache expires
+        clock.now += 280
+        app.keep_warm_tick()
+        await pilot.pause()
+        assert len(pings()) == price.max_pings
+        assert agent.rent.totals.pings == price.max_pings
+        assert "keep-warm" in shown and all(cell_len(line) <= 46 for line in shown.splitlines())
+
+
+async def test_a_local_sheet_never_pings(make_agent):
+    agent = make_agent()
+    clock = FixedClock()
+    agent.session.clock = clock
+    app = make_app(agent, clock=clock)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await send(pilot, app, "hello")
+        clock.now += 1790
+        app.keep_warm_tick()
+        await pilot.pause()
+        assert not [u for u in agent.session.usage if u.purpose == "ping"]
+        assert "keep" not in rent_shown(app)

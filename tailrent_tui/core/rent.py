@@ -81,6 +81,7 @@ class PriceSheet(BaseModel):
     description: str = ""
     pings: bool = Field(
         default=False,
+        strict=True,
         description="the provider lets a keep-warm ping (the cached prefix, one output token) refresh its cache",
     )
     ping_lead_seconds: float = Field(
@@ -88,6 +89,7 @@ class PriceSheet(BaseModel):
     )
     restores_slots: bool = Field(
         default=False,
+        strict=True,
         description="the engine saves its KV slot when idle and restores it on resume (llama.cpp --slot-save-path)",
     )
     restore_tokens_per_second: float | None = Field(

@@ -36,6 +36,7 @@ from tailrent_tui.agent.loop import (
     TurnCallbacks,
     TurnResult,
 )
+from tailrent_tui.core.keepwarm import KeepWarmStatus
 from tailrent_tui.core.messages import Event, FoldSkipped, Message, Note
 from tailrent_tui.core.ports import ArchiveError
 from tailrent_tui.core.rent import get_price_sheet
@@ -133,6 +134,7 @@ class TailrentApp(App[None]):
         self.settings = settings
         self.clock = clock
         self.running = False
+        self._pinging = False
         self.retry_pending = False
         self.focused_message_id: str | None = None
         self._queue: asyncio.Queue[tuple[str, Any] | RequestStarted | SummaryProgress] = asyncio.Queue()
@@ -246,11 +248,13 @@ class TailrentApp(App[None]):
         self.sub_title = self._sub_title()
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.sidebar.tail.cache_left = self.cache_seconds_left
+        self.sidebar.tail.keep_warm = self.keep_warm_status
         self.session.listeners.append(self._on_session_event)
         self.agent.on_summary = self._queue.put_nowait
         self.agent.on_review = self.review_fold
         self.run_worker(self._pump(), group="pump", name="event pump")
         self.set_interval(1.0, self.sidebar.tick, name="cache countdown")
+        self.set_interval(1.0, self.keep_warm_tick, name="keep-warm")
         self.set_interval(30.0, self.sidebar.refresh_spills, name="spill ages")
         self.show_agent_notice()
         if self.prompt_history.error:
@@ -380,6 +384,25 @@ class TailrentApp(App[None]):
         if self.settings.yolo:
             parts.append("YOLO: tools run without asking")
         return " · ".join(parts)
+
+    def keep_warm_status(self) -> KeepWarmStatus | None:
+        """The keep-warm rule's decision now, for the Tail panel (None without a rent model)."""
+        keep_warm = getattr(self.agent, "keep_warm", None)
+        return keep_warm.status(self.clock()) if keep_warm is not None else None
+
+    def keep_warm_tick(self) -> None:
+        """Once a second: send a keep-warm ping when the rule says one is due, never during a turn."""
+        keep_warm = getattr(self.agent, "keep_warm", None)
+        if keep_warm is None or self.running or self._pinging or not keep_warm.due(self.clock()):
+            return
+        self._pinging = True
+        self.run_worker(self._ping(), group="ping", name="keep-warm ping", exit_on_error=False)
+
+    async def _ping(self) -> None:
+        try:
+            await self.agent.ping(self.clock())
+        finally:
+            self._pinging = False
 
     def cache_seconds_left(self) -> float | None:
         rent = getattr(self.agent, "rent", None)

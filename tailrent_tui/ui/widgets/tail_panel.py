@@ -5,8 +5,9 @@ legend and tokens, the tokens and percent of the window, the distance to the
 fold trigger, a sparkline of the context after each change (the saw-tooth of
 folds), the rent of the last request and of the session under the price sheet
 (dollars on a priced sheet, time at the measured prompt rate on a local one),
-the fold summaries asked of the model, the cache countdown, and the server's
-measured prompt/cached/evaluated tokens beside the prediction.
+the fold summaries asked of the model, the cache countdown with the keep-warm
+rule's decision on a sheet that allows pings (core/keepwarm.py), and the
+server's measured prompt/cached/evaluated tokens beside the prediction.
 
 Every figure sits in a short row of a small table, so the panel fits its
 width (about 46 columns) without a phrase ever wrapping in two.
@@ -15,6 +16,7 @@ width (about 46 columns) without a phrase ever wrapping in two.
 from __future__ import annotations
 
 import math
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 
@@ -26,6 +28,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Sparkline, Static
 
+from tailrent_tui.core.keepwarm import KeepWarmStatus
 from tailrent_tui.core.rent import PriceSheet, PromptRate, conversation_usage, prompt_rate
 from tailrent_tui.core.session import Session
 
@@ -55,6 +58,9 @@ WORDS = (
     ("evaluated", "prompt tokens the server did read: the tail (all of the prompt once the cache expired)."),
     ("fold summaries", "requests that ask the model for a fold's summary: counted apart, they have their "
      "own prefix and leave the conversation's cache as it was."),
+    ("keep-warm", "while you are away, a ping (the cached prefix again, one output token) keeps a priced "
+     "cache from expiring; tailrent pings only while the pings cost less than the rewrite an expiry "
+     "would add, then lets it expire (never worse than twice the better choice in hindsight)."),
 )
 
 
@@ -81,6 +87,8 @@ class TailFigures(BaseModel):
     summary_requests: int = 0
     summary_tail: int = 0
     summary_usd: float = 0.0
+    ping_requests: int = 0
+    ping_usd: float = 0.0
     measured_prompt: int | None = None
     measured_cached: int | None = None
     measured_evaluated: int | None = None
@@ -103,6 +111,7 @@ def tail_figures(
     t = session.totals
     turns = conversation_usage(session.usage)
     summaries = [u for u in session.usage if u.sub_session is None and u.purpose == "summary"]
+    pings = [u for u in session.usage if u.sub_session is None and u.purpose == "ping"]
     last = turns[-1] if turns else None
     return TailFigures(
         window=session.window,
@@ -125,6 +134,8 @@ def tail_figures(
         summary_requests=len(summaries),
         summary_tail=sum(u.predicted_evaluated for u in summaries),
         summary_usd=sum(u.predicted_usd for u in summaries),
+        ping_requests=len(pings),
+        ping_usd=sum(u.predicted_usd for u in pings),
         measured_prompt=last.prompt_tokens if last else None,
         measured_cached=last.cached_tokens if last else None,
         measured_evaluated=last.evaluated_tokens if last else None,
@@ -220,7 +231,27 @@ def _server_row(label: str, prompt: str, cached: str, evaluated: str) -> str:
     return f"{label:<10}{prompt:>9}{cached:>9}{evaluated:>11}"
 
 
-def rent_text(f: TailFigures, cache_left: float | None) -> Content:
+def clock_text(at: float) -> str:
+    return time.strftime("%H:%M", time.localtime(at))
+
+
+def keep_warm_lines(w: KeepWarmStatus | None) -> list[str]:
+    """The keep-warm rule's decision in short lines ("keeping warm: 3 pings, $0.0040")."""
+    if w is None or w.price is None or w.state in ("off", "expired"):
+        return []
+    add = f"a rewrite would add ${w.price.expiry_usd:,.4f}"
+    if w.state == "warm":
+        first = clock_text(w.next_ping_at) if w.next_ping_at is not None else "–"
+        return [f"keep-warm: first ping at {first}", f"up to {w.price.max_pings} pings, ${w.price.ping_usd:,.4f} each",
+                add]
+    stops = clock_text(w.expires_at) if w.expires_at is not None else "–"
+    pings = f"{_count(w.pings, 'ping', 'pings')}, ${w.spent_usd:,.4f}"
+    if w.state == "keeping":
+        return [f"keeping warm: {pings}", add, f"stops at {stops}"]
+    return [f"keep-warm stopped: {pings}", add, f"letting it expire at {stops}"]
+
+
+def rent_text(f: TailFigures, cache_left: float | None, warm: KeepWarmStatus | None = None) -> Content:
     """Rent in dollars on a priced sheet, else in time at the prompt rate; then the cache and the server."""
 
     def cost(tail: int | None, usd: float | None) -> str:
@@ -242,6 +273,8 @@ def rent_text(f: TailFigures, cache_left: float | None) -> Content:
     if f.summary_requests:
         lines.append(Content(_rent_row("fold summaries", f"{f.summary_tail:,}", cost(f.summary_tail, f.summary_usd))))
         count += " + " + _count(f.summary_requests, "fold summary", "fold summaries")
+    if f.ping_requests:
+        lines.append(Content(_rent_row("keep-warm", _count(f.ping_requests, "ping", "pings"), cost(0, f.ping_usd))))
     lines.append(Content(count))
     if cache_left is None:
         lines.append(Content("cache: cold (no request yet)"))
@@ -252,6 +285,7 @@ def rent_text(f: TailFigures, cache_left: float | None) -> Content:
     else:
         m, s = divmod(int(cache_left), 60)
         lines.append(Content(f"cache expires in {m}:{s:02d}"))
+    lines += [Content(line) for line in keep_warm_lines(warm)]
     lines.append(_muted(_server_row("", "prompt", "cached", "evaluated")))
     lines.append(Content(_server_row("predicted", _tok(f.predicted_context), _tok(f.predicted_cached), _tok(f.turn_tail))))
     lines.append(
@@ -281,6 +315,8 @@ class TailPanel(Vertical):
         self.samples: deque[int] = deque(samples, maxlen=SPARK_POINTS)
         self.figures: TailFigures | None = None
         self.cache_left: Callable[[], float | None] = lambda: None
+        #: the keep-warm rule's state now (the app sets it; None where nothing pings)
+        self.keep_warm: Callable[[], KeepWarmStatus | None] = lambda: None
         self._bar = TailBar()
         self._legend = Static("", classes="legend")
         self._figures = Static("", classes="figures")
@@ -312,4 +348,4 @@ class TailPanel(Vertical):
     def refresh_rent(self) -> None:
         """The rent lines only (the cache countdown ticks every second)."""
         if self.figures is not None:
-            self._rent.update(rent_text(self.figures, self.cache_left()))
+            self._rent.update(rent_text(self.figures, self.cache_left(), self.keep_warm()))
