@@ -347,8 +347,10 @@ def test_cli_pinned_text(tmp_path: Path) -> None:
                                       "--seed", "7", "--batch", "3", "--max-tail", "600",
                                       "--spill-threshold", "200", "--turns", "25"])
     assert result.exit_code == 0, result.output
-    assert result.output == reference_harness(pinned=True, seed=7, batch=3, max_tail=600, spill_threshold=200,
-                                              turns=25, spill_dir=str(tmp_path / "s"))
+    heading, _, rest = result.output.partition("\n\n")  # a heading line, then the harness's output exactly
+    assert heading.startswith("The article's harness") and "decision pinned" in heading and "fold batch 3" in heading
+    assert rest == reference_harness(pinned=True, seed=7, batch=3, max_tail=600, spill_threshold=200,
+                                      turns=25, spill_dir=str(tmp_path / "s"))
 
 
 @pytest.mark.parametrize(

@@ -10,10 +10,12 @@ import click
 @click.command()
 @click.argument("session_ref", metavar="SESSION")
 @click.argument("question")
-@click.option("--expect", "expect", multiple=True, required=True, metavar="WORD", help="A word the answer needs (repeat).")
+@click.argument("more", nargs=-1, metavar="")
+@click.option("--expect", "expect", multiple=True, required=True, metavar="WORD...",
+              help="The words the answer needs: --expect A B C, or --expect repeated; quote a phrase (\"15 minute\").")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def recall(ctx: click.Context, session_ref: str, question: str, expect: tuple[str, ...], as_json: bool) -> None:
+def recall(ctx: click.Context, session_ref: str, question: str, more: tuple[str, ...], expect: tuple[str, ...], as_json: bool) -> None:
     """Which expected words are visible in the context SESSION would send now.
 
     For each word: where it lives (pin, summary of depth n, pointer, live
@@ -35,7 +37,8 @@ def recall(ctx: click.Context, session_ref: str, question: str, expect: tuple[st
         raise click.ClickException(str(exc)) from None
 
     outside = read_outside(session, sd.archive(), sd.spills(), sd.memory())
-    report = probe(session, question, list(expect), outside=outside.by_label())
+    # click options take one value each: the words after the first one arrive as arguments
+    report = probe(session, question, [*expect, *more], outside=outside.by_label())
     if as_json:
         extra = {"hits": report.hits, "total": report.total, "unreadable": outside.unreadable}
         click.echo(json.dumps(report.model_dump() | extra, indent=2, ensure_ascii=False))

@@ -52,6 +52,11 @@ def article(pinned: bool, seed: int, batch: int, max_tail: int, spill_threshold:
     if as_json:
         click.echo(json.dumps(run.summary_dict()))
     else:
+        state = "pinned" if pinned else "not pinned"
+        click.echo(
+            f'The article\'s harness ("Tail Rent"), reproduced: seed {seed}, fold batch {batch}, tail budget {max_tail}, '
+            f"spill threshold {spill_threshold}, {turns} turns, decision {state}\n"
+        )
         click.echo(format_article(run), nl=False)
 
 

@@ -16,7 +16,8 @@ from tailrent_tui.core.messages import Spilled
 
 
 def viewer_title(s: Spilled) -> str:
-    return f"spill {s.spill_id} · {s.tool} · {s.tokens_before:,} tokens · {s.location}"
+    parts = [f"spill {s.spill_id}", s.tool, f"{s.tokens_before:,} tokens", s.location]
+    return " · ".join(p for p in parts if p)  # a spill made in memory (the demo) has no location
 
 
 class SpillViewer(ModalScreen[None]):
