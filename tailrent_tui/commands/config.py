@@ -33,7 +33,7 @@ def config(ctx: click.Context, as_json: bool, as_toml: bool) -> None:
         click.echo(json.dumps({k: {"value": values[k], "source": source[k]} for k in values}, indent=2))
         return
     if as_toml:
-        from tailrent_tui.commands.config_toml import settings_toml
+        from tailrent_tui.commands._toml import settings_toml
 
         click.echo(settings_toml(values, source, str(config_file())))
         return
