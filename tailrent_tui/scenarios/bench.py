@@ -134,6 +134,7 @@ class PolicyResult(BaseModel):
     requests: int = 0
     expiries: int = 0
     ping_usd: float = 0.0
+    ping_tokens: int = Field(default=0, description="prompt tokens the pings sent (all cached; in prompt_tokens)")
     restores: int = Field(default=0, description="resumes whose prefix a saved KV slot brought back")
     pauses: list[PauseOutcome] = Field(default_factory=list, description="pauses the keep-warm rule decided")
     spills: int = 0
@@ -157,8 +158,9 @@ class PolicyResult(BaseModel):
 
     @property
     def guard_share(self) -> float:
-        """Repaired-fact tokens as a share of all prompt tokens sent."""
-        return self.guard_repair_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+        """Repaired-fact tokens as a share of the prompt tokens the conversation's requests sent (pings aside)."""
+        sent = self.prompt_tokens - self.ping_tokens
+        return self.guard_repair_tokens / sent if sent else 0.0
 
     @property
     def false_pin_rate(self) -> float | None:
@@ -395,6 +397,7 @@ async def _drive(
     result.expiries = t.expiries
     result.pings = t.pings
     result.ping_usd = t.ping_usd
+    result.ping_tokens = sum(r.context_tokens for r in rent.history if r.ping)
     result.restores = t.restores
     result.pauses = list(drive.warm.pauses)
     result.folds = len(session.folds)
