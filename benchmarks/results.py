@@ -44,6 +44,7 @@ BENCHES: list[tuple[str, str, list[str]]] = [
     ("guard-corpus", "Fact guard on the labelled coding-chat corpus: precision and recall (issue 11)", [PY, "benchmarks/guard_bench.py", "--corpus"]),
     ("faults", "Hardening: the hostile cases by class, and how many held (issue 13)", [PY, "benchmarks/fault_bench.py"]),
     ("morning-after", "The morning after on llama.cpp: predicted against measured prompt tokens per turn, cl100k against auto (issue 12)", [PY, "benchmarks/morning_after_bench.py"]),
+    ("slots", "KV slots on llama.cpp: a resume after a server restart with and without the saved slot (issue 14)", [PY, "benchmarks/slots_bench.py"]),
 ]
 
 START, END = "<!-- summary -->", "<!-- /summary -->"

@@ -352,3 +352,50 @@ def test_a_clock_behind_the_last_request_is_counted_cold(home, fake, monkeypatch
     monkeypatch.setattr(time, "time", lambda: real() - 3600)
     out = ask(home, fake, "--continue", "Two.")
     assert "the clock is 60 min behind the last request" in out.stderr and "counted cold" in out.stderr
+
+
+# -- the app: the resume notice, the save after an idle turn, the save on quit -----------------
+
+
+def test_the_app_says_the_resume_price_restores_and_saves_when_idle_and_on_quit(home, fake, tmp_path):
+    import asyncio
+
+    from tailrent_tui.agent.build import build_agent
+    from tailrent_tui.settings import load_settings
+    from tailrent_tui.ui.app import TailrentApp
+    from tailrent_tui.ui.launch import close_agent_sync, save_slot_on_quit
+
+    from ui_helpers import wait_until
+
+    first = json.loads(ask(home, fake, "--json", "The API listens on port 8443.").stdout)
+    settings, _ = load_settings({"model": f"openai:{fake.url}", "workspace": home.parent / "ws", "slot_save_idle": 0.2})
+    agent = build_agent(settings, {"continue_": True})
+    assert agent.session.id == first["session"] and agent.resumed
+    app = TailrentApp(agent, settings)
+
+    def notices(title: str) -> list[str]:
+        return [str(n.message) for n in app._notifications if n.title == title]
+
+    async def resume() -> None:
+        async with app.run_test(size=(140, 40)) as pilot:
+            await wait_until(pilot, lambda: len(notices("resume")) == 2, what="the resume notices")
+            restored, price = notices("resume")
+            assert restored.startswith("KV slot restored: 30 tokens from " + first["slot"]["save"]["file"])
+            assert price.startswith("resume: the first request re-reads") and "a restored KV slot spares 30 tokens" in price
+            assert fake.actions[-1] == ("restore", first["slot"]["save"]["file"])
+            await pilot.press(*"which port?", "enter")
+            await wait_until(pilot, lambda: fake.actions[-1][0] == "save", what="the save after an idle turn")
+            await wait_until(pilot, lambda: any("KV slot saved (idle 0.2 s)" in str(n.message) for n in app._notifications), what="its notice")
+            saves = len([a for a in fake.actions if a[0] == "save"])
+            app.settings.slot_save_idle = 60.0  # the next turn is not left idle long enough
+            await pilot.press(*"and the TTL?", "enter")
+            await wait_until(pilot, lambda: not app.running and len(fake.bodies) == 3, what="the second reply")
+            await pilot.press("ctrl+q")
+        assert len([a for a in fake.actions if a[0] == "save"]) == saves, "quit before the idle timer: not saved yet"
+
+    asyncio.run(resume())
+    save_slot_on_quit(agent)  # after the loop, as `launch` does
+    close_agent_sync(agent)
+    saved = [a for a in fake.actions if a[0] == "save"]
+    assert len(saved) == 3 and len({name for _, name in saved}) == 3, "ask, idle, quit: three prefixes"
+    assert len(find_session(home, first["session"]).read_meta().slots) == 3
