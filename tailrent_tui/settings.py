@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import tomllib
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -25,8 +26,14 @@ from pydantic import (
     field_validator,
 )
 
-from tailrent_tui.caps import ToolCaps
-from tailrent_tui.store.paths import absolute_path, path_from_env
+from tailrent_tui.agent.tools.base import ToolCaps
+from tailrent_tui.store.paths import (
+    STALE_NO_PID_SECONDS,
+    absolute_path,
+    clean_stale_temp_files,
+    path_from_env,
+    write_file_atomic,
+)
 
 ENV_PREFIX = "TAILRENT_"
 
@@ -50,7 +57,7 @@ class Settings(BaseModel):
     spill_threshold: int = Field(2000, ge=1, description="Tool results over this many tokens are spilled (rung 2)")
     caps: ToolCaps = Field(default_factory=ToolCaps, description="Rung 1: each tool's output cap")
     policy: Literal["none", "naive", "naive-pin", "autocompact", "ladder"] = Field(
-        "ladder", description="Folding policy: ladder (this tool's), or a baseline the bench compares: none, naive, naive-pin, autocompact (see the README)"
+        "ladder", description="Folding policy (see DESIGN.md)"
     )
     price_sheet: str = Field("local", description="Price sheet for the rent figures (local, anthropic-5m, anthropic-1h, openai, or your own)")
     summarizer: Literal["auto", "model", "extractive", "lossy"] = Field(
@@ -102,21 +109,6 @@ class Settings(BaseModel):
         None, ge=1, description="Cap on each reply's tokens (sent as max_tokens / num_predict), kept free in the window; unset = an eighth of the window (at least 256)"
     )
     request_timeout: float = Field(300.0, gt=0, description="Read timeout for model requests, in seconds")
-    slots: Literal["auto", "off"] = Field(
-        "auto",
-        description="Save llama.cpp's KV slot to disk when a session goes idle, on quit and before a model switch, and "
-        "restore it on resume when its prefix hash matches (the server needs --slot-save-path DIR/); auto = when the server has slots",
-    )
-    slot_id: int = Field(0, ge=0, description="The llama.cpp slot this session's requests are pinned to (id_slot) when slots are saved")
-    slot_save_idle: float = Field(30.0, gt=0, description="Seconds of idleness after a turn before the app saves the slot")
-    slot_dir: Path | None = Field(
-        None,
-        description="The directory the llama.cpp server was given as --slot-save-path, when tailrent can see it: then "
-        "tailrent sizes its slot files, deletes the oldest past slot_session_mb / slot_total_mb and lists them in "
-        "`tailrent sessions --json`; unset = the files are only recorded in each session's meta.json (no cleanup)",
-    )
-    slot_session_mb: int = Field(512, ge=1, description="Slot files of one session may use this many MB in slot_dir; the oldest go first")
-    slot_total_mb: int = Field(4096, ge=1, description="tailrent's slot files may use this many MB in slot_dir in all; the oldest go first")
 
     @field_validator("decision_patterns")
     @classmethod
@@ -142,7 +134,7 @@ class Settings(BaseModel):
             raise ValueError(f"fold_target ({v}) must be below fold_trigger ({trigger}): a fold must end below where it starts")
         return v
 
-    @field_validator("data_dir", "slot_dir", mode="before")
+    @field_validator("data_dir", mode="before")
     @classmethod
     def _data_dir_absolute(cls, v: Any) -> Any:
         if v is None or (isinstance(v, str) and not v.strip()):
@@ -182,31 +174,6 @@ def user_price_files() -> list[Path]:
     """The user's price sheets: prices.toml in the config dir, if there is one."""
     path = config_dir() / "prices.toml"
     return [path] if path.exists() else []
-
-
-#: TAILRENT_* variables that are not settings
-OTHER_ENV = ("HOME", "CONFIG_DIR", "CACHE_DIR", "API_KEY")
-
-
-def did_you_mean(word: str, choices: Any) -> str:
-    """`; did you mean 'window'?` when a choice is close to `word`, else ''."""
-    import difflib
-
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def env_warnings() -> list[str]:
-    """TAILRENT_* variables that name no setting (a misspelling is ignored, so it is said)."""
-    names = [n.upper() for n in Settings.model_fields] + list(OTHER_ENV)
-    out = []
-    for var in sorted(os.environ):
-        name = var[len(ENV_PREFIX) :]
-        if var.startswith(ENV_PREFIX) and name not in names:
-            hint = did_you_mean(name, names)
-            hint = hint.replace("'", "").replace("mean ", f"mean {ENV_PREFIX}") if hint else ""
-            out.append(f"${var} is not a setting and is ignored{hint}")
-    return out
 
 
 def _env_values() -> dict[str, tuple[str, str]]:
@@ -270,8 +237,8 @@ def load_settings(flags: dict[str, Any] | None = None, *, path: Path | None = No
             raise SettingsError(f"{cfg}: not valid TOML ({exc})") from None
         for key, value in data.items():
             if key not in Settings.model_fields:
-                raise SettingsError(f"{cfg}: unknown key {key!r}{did_you_mean(key, Settings.model_fields)}")
-            if key in ("data_dir", "slot_dir") and isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute():
+                raise SettingsError(f"{cfg}: unknown key {key!r}")
+            if key == "data_dir" and isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute():
                 value = str(cfg.parent / value)  # from the file, not from wherever tailrent runs
             values[key] = value
             source[key] = str(cfg)
@@ -331,6 +298,16 @@ def save_user_choice(key: str, value: Any) -> None:
     except SettingsError:
         data = {}  # a damaged memory of choices is replaced, not kept
     data[key] = value
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    tmp.replace(path)
+    # as the store writes: a temp file named with this pid, renamed over; stale ones (killed writers) go first
+    clean_stale_temp_files(path.parent)
+    write_file_atomic(path, json.dumps(data, indent=2).encode("utf-8"))
+    _drop_old_temp(path.with_suffix(".tmp"))
+
+
+def _drop_old_temp(old: Path) -> None:
+    """Older versions wrote state.json through a fixed `state.tmp`, never removed after a kill."""
+    try:
+        if time.time() - old.lstat().st_mtime > STALE_NO_PID_SECONDS:
+            old.unlink()
+    except OSError:
+        pass

@@ -27,7 +27,6 @@ import httpx
 from pydantic import ValidationError
 
 from tailrent_tui.agent.loop import Agent, wire_messages
-from tailrent_tui.agent.slots import SlotKeeper
 from tailrent_tui.core.guard import DecisionDetector
 from tailrent_tui.core.rent import RentModel, context_items, get_price_sheet
 from tailrent_tui.core.session import Session
@@ -40,7 +39,7 @@ from tailrent_tui.models.openai import OpenAIModel, api_key_from_env
 from tailrent_tui.models.spec import parse_model_spec
 from tailrent_tui.models.wire import OllamaTags, parse_json_line
 from tailrent_tui.models.tokenizer import PROBE, ServerTokenizer, TokenizerUnavailable, measure_framing
-from tailrent_tui.settings import Settings, config_dir
+from tailrent_tui.settings import Settings, user_price_files
 from tailrent_tui.store.journal import JournalError, JournalWriter, Writer
 from tailrent_tui.store.paths import resolve_data_dir
 from tailrent_tui.store.sessions import (
@@ -294,25 +293,23 @@ def _agent_for(
     if settings.window and settings.window != session.window:
         session.window = settings.window
         sd.update_meta(window=settings.window)
-    sheet = get_price_sheet(settings.price_sheet, _user_price_files())
+    sheet = get_price_sheet(settings.price_sheet, user_price_files())
     rent = RentModel(sheet)
     last = last_request_at(session)
     cold_resume = False
     if last is not None:
         idle = time.time() - last
-        # a clock behind the last request (a jump back) says nothing about the cache: counted cold
-        if 0 <= idle < sheet.ttl_seconds:
+        if idle < sheet.ttl_seconds:
             # resumed inside the TTL: the server may still hold this context
             rent._previous = [("__head__", session.head_tokens), *context_items(session)]
             rent._previous_at = last
         else:
             cold_resume = True
-            if idle >= 0:
-                session.note(
-                    f"resumed after {_duration(idle)} idle, past the cache TTL ({_duration(sheet.ttl_seconds)}): "
-                    "unless a saved KV slot is restored, the next request rewrites the whole prefix",
-                    "info",
-                )
+            session.note(
+                f"resumed after {_duration(idle)} idle, past the cache TTL ({_duration(sheet.ttl_seconds)}): "
+                "the next request rewrites the whole prefix",
+                "info",
+            )
     agent = Agent(
         session=session,
         model=model,
@@ -329,8 +326,6 @@ def _agent_for(
         instructions=True,
     )
     agent.cold_resume = cold_resume
-    agent.resumed = last is not None
-    agent.slots = SlotKeeper(agent)
     for warning in getattr(writer, "warnings", []):
         session.note(warning, "warning")
     # written before the app listens to the session: it shows them when it opens
@@ -365,11 +360,6 @@ def tool_schema_tokens(tokenizer: str) -> int:
     return get_counter(tokenizer).count(json.dumps(wire_tools(_tool_specs())))
 
 
-def _user_price_files() -> list[Path]:
-    path = config_dir() / "prices.toml"
-    return [path] if path.exists() else []
-
-
 def close_agent(agent: Agent) -> CloseReport | None:
     """Flush the journal, cache the listing summary, release the lock (sync writer).
 
@@ -395,20 +385,6 @@ async def aclose_agent(agent: Agent) -> None:
         close_session(agent.session, journal, discard_blank=True)
     _close_counter(agent)
     await agent.model.aclose()
-
-
-def save_slot_at_exit(agent: Agent, reason: str) -> str | None:
-    """Save the KV slot after the event loop has ended (quit, the end of `ask`); a line to print, if any."""
-    keeper = agent.slots
-    if keeper is None:
-        return None
-    try:
-        outcome = keeper.save_sync(reason)
-    finally:
-        keeper.close()
-    if outcome is None or not outcome.line:
-        return None
-    return "; ".join([outcome.line, *outcome.extra])
 
 
 def _close_counter(agent: Agent) -> None:

@@ -268,14 +268,6 @@ class Agent:
         # shows a fold before it applies (the app's fold preview); unset: folds apply as planned
         self.on_review: Callable[[Review], Awaitable[Verdict]] | None = None
         self.cold_resume = False
-        #: set by build_agent for a session that had requests before: the first start restores its slot and prices the resume
-        self.resumed = False
-        self.resume_price: Any = None
-        self.resume_lines: list[tuple[str, str]] = []
-        #: what the first start found out about the server (its KV slots), to say once
-        self.start_lines: list[tuple[str, str]] = []
-        #: saves and restores llama.cpp's KV slot (agent/slots.py); None for a sub-session
-        self.slots: Any = None
         self._policy: Policy | None = None
         self._window_scale = 1.0
         session.pin_share = settings.pin_share
@@ -303,15 +295,6 @@ class Agent:
         """
 
         async def learn() -> None:
-            await learn_window()
-            from tailrent_tui.agent.slots import on_resume, on_start
-
-            # the slot is probed before any request, so every request is pinned to it
-            await on_start(self)
-            if self.resumed and not self.resume_lines:
-                self.resume_lines = await on_resume(self)
-
-        async def learn_window() -> None:
             resolve = getattr(self.model, "resolve_name", None)
             if resolve is not None and not self.model.name:
                 try:
@@ -384,16 +367,9 @@ class Agent:
             model, _ = pick_model(settings)
         except BuildError as exc:
             raise ValueError(str(exc)) from None
-        if self.slots is not None:
-            # the old server's slot, while it still holds this session: a switch back can restore it
-            saved = await self.slots.save("before the model switch")
-            if saved is not None and saved.line:
-                self.session.note(saved.line, saved.level)
         old, self.model = self.model, model
         self.settings = settings
         self._started = False
-        if self.slots is not None:
-            self.slots.model_changed()
         await old.aclose()
         if self.rent is not None:
             self.rent.expire()  # a different server holds none of this context
@@ -1053,13 +1029,20 @@ class Agent:
         )
 
     def _write_decisions(self) -> None:
-        """Rung 4 for decisions: keep pinned decisions in a workspace file that outlives the session."""
+        """Rung 4 for decisions: keep pinned decisions in a workspace file that outlives the session.
+
+        Written as write_file writes (beneath the workspace, atomically); a failure is a one-line
+        warning note, and the pin stands."""
         name = self.settings.decisions_file
         if not name:
             return
-        from tailrent_tui.agent.workspace import resolve_in_workspace
+        from tailrent_tui.agent.tools.base import ToolError, save_beneath
+        from tailrent_tui.agent.workspace import WorkspaceEscape
 
-        path = resolve_in_workspace(self.workspace, name)
         lines = ["# Decisions (pinned in tailrent)", ""]
         lines += [f"- {m.content.strip()}" for m in self.session.pinned if m.kind == Kind.chat]
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        try:
+            save_beneath(self.tool_ctx, name, ("\n".join(lines) + "\n").encode("utf-8", "replace"))
+        except (ToolError, WorkspaceEscape, OSError) as exc:
+            why = " ".join(str(exc).split()) or type(exc).__name__
+            self.session.note(f"decisions file {name} not written: {why}", "warning")

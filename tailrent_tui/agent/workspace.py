@@ -279,3 +279,60 @@ def open_beneath(
     finally:
         for fd, _ in stack:
             os.close(fd)
+
+
+# ------------------------------------------------------------------ opening a regular file
+#
+# Here rather than in tools/base.py so that grep's worker (standard library
+# only, run with -I -S) loads this very file and opens what it searches the
+# way read_file opens what it reads.
+
+READ_FLAGS = (
+    os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+class FileRefused(ValueError):
+    """A file a tool will not open (not a regular file, hard-linked, gone or changed); the message says why."""
+
+
+def refusal(st: os.stat_result, shown: str, tool: str) -> str | None:
+    """Why `tool` will not read the file `st` describes, or None for a plain regular file."""
+    if stat.S_ISDIR(st.st_mode):
+        return f"{shown} is a directory; use list_dir to see what it holds"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{shown} is {file_kind(st.st_mode)}; {tool} works only on regular files"
+    if st.st_nlink > 1:
+        return (
+            f"{shown} has {st.st_nlink} hard links; another of its names may be outside the workspace, "
+            f"so {tool} refuses files with more than one link (ask the user to copy it if it is needed)"
+        )
+    return None
+
+
+def open_regular(spot: Beneath, tool: str) -> tuple[int, os.stat_result]:
+    """Open the existing file `spot` names for reading: a blocking fd and its fstat, or FileRefused.
+
+    Opened without following a symlink and without blocking (a FIFO or a device
+    must never hang a tool), then checked on the open fd: what is read is what
+    was checked. A file with more than one hard link is refused: its other name
+    may be outside the workspace, and nothing here can tell.
+    """
+    shown = spot.shown
+    if spot.st is None or spot.name is None:
+        raise FileRefused(f"no such file: {shown}")
+    if why := refusal(spot.st, shown, tool):
+        raise FileRefused(why)
+    try:
+        fd = os.open(spot.name, READ_FLAGS, dir_fd=spot.dir_fd)
+    except OSError as exc:
+        raise FileRefused(f"cannot open {shown}: {exc.strerror}; it may have just changed, try again") from None
+    try:
+        st = os.fstat(fd)
+        if why := refusal(st, shown, tool):
+            raise FileRefused(why)
+        os.set_blocking(fd, True)
+        return fd, st
+    except BaseException:
+        os.close(fd)
+        raise

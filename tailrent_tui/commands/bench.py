@@ -16,6 +16,7 @@ from tailrent_tui.core.tokens import TOKENIZERS, UnknownTokenizer
 from tailrent_tui.models.text import redact
 from tailrent_tui.scenarios.bench import DRIVERS, SUMMARIZERS, BenchError, BenchResult, TraceResult, run_many
 from tailrent_tui.scenarios.traces import BUILTIN_TRACES, TraceError, get_trace
+from tailrent_tui.settings import user_price_files
 
 COLUMNS = (
     ("policy", "policy"),
@@ -30,13 +31,6 @@ COLUMNS = (
     ("facts lost", "facts_lost"),
 )
 ENGINE_COLUMNS = ("srv prompt", "srv cached", "srv evaluated", "predicted eval", "error", "prompt s")
-
-
-def _config_prices(ctx: click.Context) -> list[Path]:
-    """A user's price sheets: prices.toml in the config dir, if there is one."""
-    from platformdirs import user_config_dir
-
-    return [Path(user_config_dir("tailrent")) / "prices.toml"]
 
 
 def format_table(result: BenchResult) -> str:
@@ -96,11 +90,6 @@ def keep_warm_lines(t: TraceResult) -> list[str]:
     return lines
 
 
-def plot_top(t: TraceResult) -> float:
-    """The y-axis' top: the window or the highest curve (`none` never folds and passes the window), with a margin."""
-    return max([t.window, *(max(p.context_series, default=0) for p in t.policies.values())]) * 1.08
-
-
 def write_plot(result: BenchResult, path: Path) -> None:
     try:
         import matplotlib
@@ -118,7 +107,7 @@ def write_plot(result: BenchResult, path: Path) -> None:
         ax.set_title(f"{t.trace}: context tokens per request")
         ax.set_xlabel("request")
         ax.set_ylabel("context tokens")
-        ax.set_ylim(0, plot_top(t))
+        ax.set_ylim(0, t.window * 1.15)
         ax.legend(fontsize="small")
     fig.tight_layout()
     try:
@@ -160,14 +149,13 @@ def bench(ctx, traces, policies, tokenizer, summarizer, price, engine, driver, a
         loaded = [get_trace(n) for n in names]
         result = run_many(
             loaded, chosen, tokenizer=tokenizer, summarizer=summarizer, price_sheet=price,
-            price_paths=[str(p) for p in _config_prices(ctx)], engine=engine, progress=progress, driver=driver,
+            price_paths=[str(p) for p in user_price_files()], engine=engine, progress=progress, driver=driver,
             request_timeout=request_timeout,
         )
     except (TraceError, PriceSheetError, UnknownPolicy, UnknownTokenizer, BenchError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     if plot is not None:
         write_plot(result, plot)
-        click.echo(f"plot written to {plot.resolve()}", err=True)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:

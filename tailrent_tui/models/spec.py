@@ -45,7 +45,8 @@ class ModelSpec(BaseModel):
             return f"mock:{self.script}" if self.script else "mock"
         if self.kind == "ollama":
             return f"ollama:{self.name}" if self.name else "ollama"
-        return f"openai:{redact(self.url or '')}" + (f"#{self.name}" if self.name else "")
+        # redacted as a whole: a URL without a scheme (`user:pass@host`) is known for one after `openai:`
+        return redact(f"openai:{self.url or ''}") + (f"#{self.name}" if self.name else "")
 
 
 def parse_model_spec(spec: str) -> ModelSpec:
@@ -77,7 +78,8 @@ def parse_model_spec(spec: str) -> ModelSpec:
         except (httpx.InvalidURL, ValueError):
             valid = False
         if not valid:
-            raise ValueError(f"model spec {shown!r}: {redact(url)!r} is not a server URL, e.g. http://127.0.0.1:8080")
+            bad = redact("openai:" + url).removeprefix("openai:")
+            raise ValueError(f"model spec {shown!r}: {bad!r} is not a server URL, e.g. http://127.0.0.1:8080")
         return ModelSpec(kind="openai", url=url, name=model or None)
     raise ValueError(f"unknown model spec {shown!r}; use {SPEC_HELP}")
 

@@ -21,7 +21,12 @@ from typing import Any
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _HIGH = ("\ud800", "\udbff")
-_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+# what comes before the '@' of a URL with a scheme, of an `openai:` spec without one
+# (`openai:user:pass@host`), or of a bare `user:pass@host` (redacting too much beats a leak)
+_CREDENTIALS = re.compile(
+    r"(?i)(?:(\b[a-z][a-z0-9+.-]*://|\bopenai:\s*(?!//))[^\s/@]+@"
+    r"|(?:^|(?<=[\s'\"(=]))[^\s/?#@:'\"()=]+:[^\s/?#@'\"]*@)"
+)
 
 
 def clean_text(text: str) -> str:
@@ -43,7 +48,11 @@ def clean_value(value: Any) -> Any:
 
 
 def redact(text: str) -> str:
-    """``scheme://user:pass@host`` -> ``scheme://***@host`` wherever it occurs in ``text``."""
+    """``scheme://user:pass@host`` -> ``scheme://***@host`` wherever it occurs in ``text``.
+
+    Also without a scheme: ``openai:user:pass@host`` -> ``openai:***@host``, and a
+    bare ``user:pass@host`` -> ``***@host``.
+    """
     return _CREDENTIALS.sub(r"\1***@", text)
 
 

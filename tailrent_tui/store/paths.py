@@ -143,17 +143,24 @@ def write_file_atomic(path: Path, data: bytes) -> Path:
 # start can tell a dead writer's leftover from a file that a live process is
 # still writing: `clean_stale_temp_files` removes one only if that pid is not
 # running (or, against a reused pid, if it has not been touched for a day).
-# The names of older versions (no pid) are removed once an hour old.
+# The names of older versions (no pid: the store's `.tmp`, the file tools'
+# `.tailrent-tmp`) are removed once an hour old.
 
 TEMP_SUFFIX = ".tailrent-tmp"
 _TEMP_NAME = re.compile(r"^\..+\.(\d+)\.[0-9a-f]{8}\.tailrent-tmp$")
-_OLD_TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{8}\.tmp$")
+_OLD_TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{8}\.(tmp|tailrent-tmp)$")
 STALE_LIVE_PID_SECONDS = 24 * 3600
 STALE_NO_PID_SECONDS = 3600
 
 
 def temp_name(name: str) -> str:
-    """The temp file name for writing `name`: hidden, with the writer's pid and a random part."""
+    """The temp file name for writing `name`: hidden, with the writer's pid and a random part.
+
+    A long `name` is shortened (to 128 bytes of UTF-8) so that the temp name
+    stays within the file system's 255-byte limit.
+    """
+    while len(name.encode("utf-8", "surrogateescape")) > 128:
+        name = name[:-1]
     return f".{name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
 
 
@@ -176,10 +183,17 @@ def is_stale_temp(name: str, mtime: float, now: float | None = None) -> bool:
     return bool(_OLD_TEMP_NAME.match(name)) and age > STALE_NO_PID_SECONDS
 
 
-def clean_stale_temp_files(*directories: Path) -> list[Path]:
-    """Remove stale tailrent temp files directly inside `directories` (not below); returns what went."""
+def clean_stale_temp_files(*directories: Path | int) -> list[Path]:
+    """Remove stale tailrent temp files directly inside `directories` (not below); returns what went.
+
+    A directory is a path or an open directory fd (the file tools clean the
+    directory they write into through the fd they opened beneath the workspace;
+    what goes is then named by its bare name). Only tailrent's own temp names
+    are touched, and only regular files, never through a symlink.
+    """
     removed = []
     for directory in directories:
+        at = directory if isinstance(directory, int) else None
         try:
             entries = list(os.scandir(directory))
         except OSError:
@@ -189,7 +203,7 @@ def clean_stale_temp_files(*directories: Path) -> list[Path]:
                 if not entry.is_file(follow_symlinks=False):
                     continue
                 if is_stale_temp(entry.name, entry.stat(follow_symlinks=False).st_mtime):
-                    os.unlink(entry.path)
+                    os.unlink(entry.name if at is not None else entry.path, dir_fd=at)
                     removed.append(Path(entry.path))
             except OSError:
                 continue

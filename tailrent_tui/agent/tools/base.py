@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import secrets
 import stat
 import threading
 from collections.abc import Callable
@@ -23,12 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tailrent_tui.agent.workspace import (
     Beneath,
+    FileRefused,
     WorkspaceEscape,
     file_kind,
     open_beneath,
+    open_regular,
 )
-from tailrent_tui.caps import ToolCaps
-from tailrent_tui.store.paths import resolve_data_dir
+from tailrent_tui.store.paths import clean_stale_temp_files, resolve_data_dir, temp_name
 
 #: A spill sink opens a fresh writable binary file and names it (path or id).
 #: run_shell writes the whole of an over-cap output into it and closes it.
@@ -57,6 +57,72 @@ class ToolSpec(BaseModel):
                 "parameters": self.parameters,
             },
         }
+
+
+class ToolCaps(BaseModel):
+    """Rung 1: how much of each tool's output may enter the context."""
+
+    # an infinite timeout is no timeout: `shell_timeout = inf` is valid TOML, and refused here
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    grep_max_matches: int = Field(50, ge=1, description="grep shows at most this many matches")
+    grep_count_limit: int = Field(
+        10_000,
+        ge=1,
+        description="grep stops counting matches past this many (the cut line then says 'at least')",
+    )
+    grep_max_line_chars: int = Field(
+        400, ge=20, description="a matching line longer than this is shortened in grep's output"
+    )
+    list_dir_max_entries: int = Field(200, ge=1, description="list_dir shows at most this many entries")
+    read_file_max_lines: int = Field(2000, ge=1, description="read_file returns at most this many lines")
+    read_file_max_bytes: int = Field(
+        10 * 1024 * 1024, ge=1, description="read_file returns at most this many bytes of its line range"
+    )
+    shell_max_bytes: int = Field(
+        10 * 1024 * 1024,
+        ge=1,
+        description="run_shell keeps at most this many bytes of stdout+stderr in memory "
+        "(past it: stop and kill, or stream the rest to the spill sink)",
+    )
+    shell_spill_max_bytes: int = Field(
+        100 * 1024 * 1024,
+        ge=1,
+        description="run_shell keeps at most this many bytes of one output in its raw spill; "
+        "the rest is counted, not kept",
+    )
+    spills_session_max_bytes: int = Field(
+        1024 * 1024 * 1024,
+        ge=1,
+        description="a session's raw spills hold at most this many bytes in total",
+    )
+    shell_discard_max_bytes: int = Field(
+        1024 * 1024 * 1024,
+        ge=0,
+        description="run_shell counts and drops output past what it keeps; past this many dropped "
+        "bytes the command is taken for a runaway (`yes`) and killed",
+    )
+    grep_timeout: float = Field(
+        10.0, gt=0, le=3600, description="grep stops searching after this many seconds and says so"
+    )
+    shell_timeout: float = Field(120.0, gt=0, description="run_shell's default timeout in seconds")
+    shell_timeout_max: float = Field(
+        600.0, gt=0, description="the largest timeout a run_shell call may ask for, in seconds"
+    )
+    diff_max_lines: int = Field(
+        1000,
+        ge=1,
+        description="write_file and edit_file show a diff of at most this many lines "
+        "(past it: one line saying how many lines changed)",
+    )
+    diff_max_bytes: int = Field(
+        64 * 1024, ge=1, description="write_file and edit_file show a diff of at most this many bytes"
+    )
+    diff_max_file_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1,
+        description="write_file does not diff (and edit_file does not edit) a file larger than this",
+    )
 
 
 class SpillBudget:
@@ -277,10 +343,6 @@ def _read_umask() -> int:
 # Read once at import: os.umask is process-wide, and tools run in worker threads.
 _UMASK = _read_umask()
 
-_READ_FLAGS = (
-    os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-)
-
 
 def locate(ctx: ToolContext, path: str, *, leaf: bool = True, make_dirs: bool = False) -> Beneath:
     """Open the way to `path` beneath the workspace (see workspace.open_beneath); faults as ToolError."""
@@ -297,39 +359,14 @@ def locate(ctx: ToolContext, path: str, *, leaf: bool = True, make_dirs: bool = 
 def open_regular_file(spot: Beneath, tool: str) -> tuple[BinaryIO, os.stat_result]:
     """Open the existing file `spot` names for reading; refuse anything but a plain regular file.
 
-    Opened without following a symlink and without blocking (a FIFO or a device
-    must never hang a tool), then checked on the open fd: what is read is what
-    was checked. A file with more than one hard link is refused: its other name
-    may be outside the workspace, and nothing here can tell.
+    See workspace.open_regular (no symlink followed, no blocking on a FIFO or a
+    device, checked on the open fd, hard-linked files refused); a refusal is a ToolError.
     """
-    shown = spot.shown
-    if spot.st is None or spot.name is None:
-        raise ToolError(f"no such file: {shown}")
-    _refuse_odd(spot.st, shown, tool)
     try:
-        fd = os.open(spot.name, _READ_FLAGS, dir_fd=spot.dir_fd)
-    except OSError as exc:
-        raise ToolError(f"cannot open {shown}: {exc.strerror}; it may have just changed, try again") from None
-    try:
-        st = os.fstat(fd)
-        _refuse_odd(st, shown, tool)
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb"), st
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _refuse_odd(st: os.stat_result, shown: str, tool: str) -> None:
-    if stat.S_ISDIR(st.st_mode):
-        raise ToolError(f"{shown} is a directory; use list_dir to see what it holds")
-    if not stat.S_ISREG(st.st_mode):
-        raise ToolError(f"{shown} is {file_kind(st.st_mode)}; {tool} works only on regular files")
-    if st.st_nlink > 1:
-        raise ToolError(
-            f"{shown} has {st.st_nlink} hard links; another of its names may be outside the workspace, "
-            f"so {tool} refuses files with more than one link (ask the user to copy it if it is needed)"
-        )
+        fd, st = open_regular(spot, tool)
+    except FileRefused as exc:
+        raise ToolError(str(exc)) from None
+    return os.fdopen(fd, "rb"), st
 
 
 def replace_file(spot: Beneath, data: bytes, mode: int | None = None) -> None:
@@ -341,9 +378,15 @@ def replace_file(spot: Beneath, data: bytes, mode: int | None = None) -> None:
     behind (a kill leaves a `.tailrent-tmp`). The rename replaces whatever the
     name is at that moment (a symlink planted there is replaced, not followed).
     An existing file keeps its `mode`; a new one gets 0666 less the umask.
+
+    The temp file is named as the store names its own (`temp_name`: the
+    writer's pid inside), and the stale ones that killed writers left in the
+    directory are removed first (`clean_stale_temp_files`: tailrent's names
+    only, a dead pid or a day old).
     """
     assert spot.name is not None
-    tmp = f".{spot.name[:64]}.{secrets.token_hex(4)}.tailrent-tmp"
+    clean_stale_temp_files(spot.dir_fd)
+    tmp = temp_name(spot.name)
     fd = os.open(
         tmp,
         os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
@@ -375,3 +418,18 @@ def write_or_explain(spot: Beneath, data: bytes, mode: int | None) -> None:
             f"could not write {spot.shown}: {exc.strerror or exc} ({fmt_n(len(data))} bytes); {spot.shown} {was}. "
             f"Free some space or write less, then try again"
         ) from None
+
+
+def save_beneath(ctx: ToolContext, path: str, data: bytes) -> str:
+    """Write `data` to the workspace file `path` as write_file writes, for tailrent's own files there.
+
+    Opened beneath the workspace (missing directories made; no symlink followed
+    out; the data dir refused), replaced atomically by `replace_file`; what is
+    there and not a regular file is refused, not replaced. Returns the shown
+    path; a fault is a one-line ToolError or WorkspaceEscape.
+    """
+    with locate(ctx, path, make_dirs=True) as spot:
+        if spot.st is not None and not stat.S_ISREG(spot.st.st_mode):
+            raise ToolError(f"{spot.shown} is {file_kind(spot.st.st_mode)}, not a file")
+        write_or_explain(spot, data, stat.S_IMODE(spot.st.st_mode) if spot.st is not None else None)
+        return spot.shown

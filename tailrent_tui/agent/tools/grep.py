@@ -5,7 +5,9 @@ loses the rest; the cut line says how many there were (counted up to
 `grep_count_limit`) and how to narrow the search. Long matching lines are
 shortened to `grep_max_line_chars`. Binary files (a NUL in their first 8 KiB),
 the directories in SKIPPED_DIRS (.git, .venv, node_modules...) and symlinks
-that lead out of the workspace are skipped.
+that lead out of the workspace are skipped. Each file is opened as read_file
+opens it (beneath the root, no symlink followed out, checked on its fd): a
+hard-linked file, a FIFO or a device is not searched, and the output says so.
 
 The search runs in a child process (grep_worker.py), killed after
 `grep_timeout` seconds or when the call is cancelled: a pattern that
@@ -110,8 +112,9 @@ class _Search:
     def __init__(self) -> None:
         self.shown: list[str] = []
         self.counts: dict[str, Any] = {
-            "matches": 0, "files_searched": 0, "binary_files_skipped": 0, "counted_all": True
+            "matches": 0, "files_searched": 0, "binary_files_skipped": 0, "files_refused": 0, "counted_all": True
         }
+        self.refused: list[str] = []
         self.current: str | None = None
         self.done = False
 
@@ -123,6 +126,8 @@ class _Search:
                 continue  # the last line, cut by the kill
             if "match" in line:
                 self.shown.append(line["match"])
+            elif "refused" in line:
+                self.refused.append(line["why"])
             elif "file" in line:
                 self.current = line["file"]
             elif "counts" in line:
@@ -169,6 +174,15 @@ def _search_in_worker(job: dict[str, Any], ctx: ToolContext) -> tuple[_Search, s
     return search, stopped
 
 
+def _refused_note(refused: list[str]) -> list[str]:
+    """One line for the files not searched (hard-linked, not regular, changed during the search)."""
+    if not refused:
+        return []
+    if len(refused) == 1:
+        return [f"[grep: 1 file not searched: {refused[0]}]"]
+    return [f"[grep: {fmt_n(len(refused))} files not searched; the first: {refused[0]}]"]
+
+
 def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     pattern = args["pattern"]
     glob = args.get("glob") or None
@@ -186,6 +200,7 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
 
     caps = ctx.caps
     root = workspace_root(ctx.root)
+    single = real.is_file()
     files = []
     for path in _files_under(real, root, private):
         if ctx.cancel is not None and ctx.cancel.is_set():
@@ -193,15 +208,20 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         rel = display_path(root, path)
         if glob and not _glob_matches(glob, rel):
             continue
-        files.append((rel, str(path)))
+        files.append(rel)
     job = {
         "pattern": pattern,
+        "root": str(root),
+        "data_dir": str(ctx.data_dir) if ctx.data_dir is not None else None,
         "files": files,
         "max_matches": caps.grep_max_matches,
         "count_limit": caps.grep_count_limit,
         "max_line_chars": caps.grep_max_line_chars,
     }
     search, stopped = _search_in_worker(job, ctx)
+    if search.refused and single and not search.shown:
+        raise ToolError(search.refused[0])  # the one file asked for: say why, as read_file would
+    notes = _refused_note(search.refused)
     shown = search.shown
     total = search.counts["matches"]
     stopped_counting = not search.counts["counted_all"]
@@ -222,16 +242,18 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             "counted_all": False,
             "files_searched": files_searched,
             "binary_files_skipped": skipped_binary,
+            "files_refused": len(search.refused),
             "timed_out": stopped == "timed out",
             "cancelled": stopped == "cancelled",
         }
-        return outcome("\n".join(shown), cut=line, meta=meta, is_error=not shown)
+        return outcome("\n".join(shown), cut=line, meta=meta, is_error=not shown, notes=notes)
 
     meta = {
         "matches": total,
         "counted_all": not stopped_counting,
         "files_searched": files_searched,
         "binary_files_skipped": skipped_binary,
+        "files_refused": len(search.refused),
         "timed_out": False,
         "cancelled": False,
     }
@@ -242,6 +264,7 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             f"no matches for {pattern!r} under {where}{scope} "
             f"({fmt_n(files_searched)} files searched)",
             meta=meta,
+            notes=notes,
         )
     cut = None
     if total > len(shown):
@@ -250,4 +273,4 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             f"[grep: showing {fmt_n(len(shown))} of {of} matches; "
             f"narrow the pattern or pass path= or glob= to see more]"
         )
-    return outcome("\n".join(shown), cut=cut, meta=meta)
+    return outcome("\n".join(shown), cut=cut, meta=meta, notes=notes)
