@@ -10,6 +10,12 @@ Like the real server it remembers the previous prompt: ``prompt_eval_count`` cou
 only the tokens past the prefix shared with the previous request (tokens: the
 article's chars/4 over one segment per message).
 
+An ``/api/chat`` with no messages loads the model and answers at once, as Ollama
+does: one JSON object (not a stream, whatever ``stream`` says) with an empty
+assistant message, ``done: true`` and ``done_reason: "load"``; the model is then
+listed by ``/api/ps`` with the request's ``num_ctx``. Such requests are kept in
+``loads`` (and in ``requests``); ``load_seconds`` makes a load take that long.
+
 Replies and faults are scripted with ``FakeOllama.push(Reply(...))``, consumed one
 per ``/api/chat`` request; without a script each request gets a short default reply.
 Faults: ``status`` (an error status before streaming), ``error_line`` (an error line
@@ -25,6 +31,7 @@ import json
 import select
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -83,6 +90,8 @@ class FakeOllama:
         self.version = version
         self.requests: list[dict[str, Any]] = []  # every /api/chat body, in order
         self.paths: list[str] = []  # every request path, in order
+        self.loads: list[dict[str, Any]] = []  # every /api/chat body without messages (a load)
+        self.load_seconds = 0.0
         self.disconnected = threading.Event()
         self.release = threading.Event()
         self._script: list[Reply] = []
@@ -267,6 +276,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(400, f"registry.ollama.ai/library/{name} does not support tools")
         if body.get("think") and not m.thinking:
             return self._error(400, f'"{name}" does not support thinking')
+        if not body.get("messages"):
+            return self._load(name, body)
         reply = self.fake.next_reply()
         if reply.fault == "status":
             return self._error(reply.status, reply.error)
@@ -306,6 +317,18 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         else:
             raise ValueError(f"unknown fault {reply.fault!r}")
+
+    def _load(self, name: str, body: dict[str, Any]) -> None:
+        """No messages: load the model with the request's num_ctx and say so."""
+        self.fake.loads.append(body)
+        if self.fake.load_seconds:
+            time.sleep(self.fake.load_seconds)
+        self.fake._loaded[name] = (body.get("options") or {}).get("num_ctx") or 4096
+        stamp = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        self._json(
+            200,
+            {"model": name, "created_at": stamp, "message": {"role": "assistant", "content": ""}, "done_reason": "load", "done": True},
+        )
 
     def _reply_lines(self, name: str, reply: Reply) -> list[dict[str, Any]]:
         def line(message: dict[str, Any]) -> dict[str, Any]:

@@ -74,7 +74,7 @@ async def test_request_sends_num_ctx_keep_alive_and_ollama_shaped_messages(fake_
     await collect(model, messages, tools=[GREP], options={"temperature": 0, "max_tokens": 64})
     body = fake_ollama.requests[-1]
     assert body["stream"] is True
-    assert body["keep_alive"] == "30m"
+    assert body["keep_alive"] == "24h"  # settings.DEFAULT_KEEP_ALIVE
     assert body["options"] == {"num_ctx": 16384, "temperature": 0, "num_predict": 64}
     assert body["messages"][2]["tool_calls"] == [{"function": {"name": "get_weather", "arguments": {"city": "Toronto"}}}]
     assert body["messages"][3]["tool_name"] == "get_weather"

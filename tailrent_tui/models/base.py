@@ -187,6 +187,17 @@ class ChatModel(Protocol):
     async def aclose(self) -> None: ...
 
 
+@runtime_checkable
+class Preloadable(Protocol):
+    """A model that can be loaded before the first request, so the wait is shown and not silent."""
+
+    name: str
+
+    async def preload(self, num_ctx: int | None = None) -> float:
+        """Load the model (with the window the turns will use); the seconds it took."""
+        ...
+
+
 def check_wire_messages(messages: Sequence[WireMessage]) -> None:
     """Reject a malformed neutral message early, naming its index and what is wrong."""
     for i, m in enumerate(messages):

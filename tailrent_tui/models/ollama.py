@@ -6,10 +6,16 @@ Two settings decide what the rent panel can promise:
 - ``num_ctx`` is always sent in ``options``: the window the app budgets for must be
   the window the model really runs with, and Ollama's own default depends on the
   machine's VRAM (4k, 32k or 256k).
-- ``keep_alive`` defaults to ``"30m"``: for a local engine the cache TTL is what we
-  ask for. Ollama unloads an idle model after 5 minutes by default, and an unload
-  throws away the KV cache, so the next turn re-evaluates the whole context. People
-  pause longer than five minutes all the time.
+- ``keep_alive`` defaults to ``"24h"`` (``settings.DEFAULT_KEEP_ALIVE`` says why):
+  for a local engine the cache TTL is what we ask for. Ollama unloads an idle model
+  after 5 minutes by default, and an unload throws away the KV cache, so the next
+  turn re-evaluates the whole context. People pause longer than five minutes all
+  the time.
+
+``preload`` loads the model before the first turn (an ``/api/chat`` with no
+messages, which Ollama answers with ``done_reason: "load"`` once the model is in
+memory), with the same ``num_ctx`` and ``keep_alive`` the turns send: a different
+``num_ctx`` would make Ollama load the model again on the first turn.
 
 Usage: Ollama reports ``prompt_eval_count``, the prompt tokens it actually
 evaluated; tokens reused from its KV cache are not counted and the total is not
@@ -23,6 +29,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -61,7 +68,7 @@ from .text import SurrogateJoiner
 from .wire import OllamaChunk, OllamaMessage, OllamaTags, OllamaVersion, parse_json_line
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
-DEFAULT_KEEP_ALIVE = "30m"
+DEFAULT_KEEP_ALIVE = "24h"  # the settings' default (settings.DEFAULT_KEEP_ALIVE), for callers without settings
 # Used only when neither the Modelfile nor the running instance names a window:
 # small enough to load on a laptop, large enough for a coding session's tail.
 FALLBACK_NUM_CTX = 8192
@@ -330,6 +337,35 @@ class OllamaModel(HttpBackend):
         except ValidationError as exc:
             raise MalformedResponse.invalid(f"{self.base_url}/api/show", exc) from None
         return None if capabilities is None else "tools" in capabilities
+
+    # -- loading ---------------------------------------------------------------------
+
+    async def preload(self, num_ctx: int | None = None) -> float:
+        """Load the model into memory now; the seconds it took (near 0 when it was loaded).
+
+        An ``/api/chat`` with no messages loads the model with this ``num_ctx`` and
+        ``keep_alive`` and answers ``done`` with ``done_reason: "load"``. Raises
+        ``ModelError`` as a turn would (``ModelNotFound`` for a model not pulled).
+        """
+        started = time.perf_counter()
+        body = {
+            "model": self.name,
+            "messages": [],
+            "stream": False,
+            "options": {"num_ctx": num_ctx or await self.context_window()},
+            "keep_alive": self.keep_alive,
+        }
+        data = await self.post_json("/api/chat", body)
+        where = f"{self.base_url}/api/chat"
+        try:
+            answer = OllamaChunk.model_validate(data)
+        except ValidationError as exc:
+            raise MalformedResponse.invalid(where, exc) from None
+        if answer.error is not None:
+            raise StreamError(f"the model server could not load {self.name}: {answer.error}", "check the Ollama server's log")
+        if not answer.done:
+            raise MalformedResponse(where, "a load request answered without done: true")
+        return time.perf_counter() - started
 
     # -- chat ------------------------------------------------------------------------
 

