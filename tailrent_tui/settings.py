@@ -8,9 +8,7 @@ and the file (or variable, or flag) it came from.
 from __future__ import annotations
 
 import json
-import math
 import os
-import re
 import time
 import tomllib
 from pathlib import Path, PurePosixPath
@@ -28,7 +26,7 @@ from pydantic import (
     field_validator,
 )
 
-from tailrent_tui.agent.tools.base import ToolCaps
+from tailrent_tui.caps import ToolCaps
 from tailrent_tui.store.paths import (
     STALE_NO_PID_SECONDS,
     absolute_path,
@@ -38,49 +36,6 @@ from tailrent_tui.store.paths import (
 )
 
 ENV_PREFIX = "TAILRENT_"
-
-# Ollama unloads an idle model (and its KV cache) after its own default of 5
-# minutes; every unload makes the next turn re-read the whole context. A day
-# covers lunch, meetings and the night of a session resumed every morning, and
-# still frees the memory of a forgotten model within a day. Ollama evicts an
-# idle model sooner when another model needs the memory. Whatever is chosen is
-# also the local price sheet's TTL for an Ollama model (agent/build.py).
-DEFAULT_KEEP_ALIVE = "24h"
-
-_GO_DURATION = re.compile(r"[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+")
-_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def ollama_keep_alive(value: Any) -> str | int:
-    """A keep_alive as Ollama takes it: a Go duration string (``30m``, ``1h30m``) or whole seconds.
-
-    Whole seconds given as text (``"3600"``, ``"-1"``: from the environment) become a
-    number, because Ollama reads a string only as a duration with a unit. A ValueError
-    says what is accepted.
-    """
-    if isinstance(value, bool):
-        # a ValueError, not a TypeError: pydantic reports only the former as a bad value of the key
-        raise ValueError("a duration (30m, 24h, 1h30m), whole seconds, -1 (never unload) or 0 (unload at once) expected")  # noqa: TRY004
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        text = value.strip()
-        if re.fullmatch(r"[-+]?\d+", text):
-            return int(text)
-        if _GO_DURATION.fullmatch(text):
-            return text
-    raise ValueError(
-        f"{value!r} is not a duration: use e.g. 30m, 24h or 1h30m, whole seconds, -1 (never unload) or 0 (unload at once)"
-    )
-
-
-def keep_alive_seconds(value: str | int) -> float:
-    """How long Ollama keeps the model after a request with this keep_alive; inf when negative."""
-    if isinstance(value, int):
-        return math.inf if value < 0 else float(value)
-    sign = -1.0 if value.startswith("-") else 1.0
-    seconds = sum(float(n) * _GO_UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)", value))
-    return math.inf if sign < 0 and seconds > 0 else seconds
 
 
 class SettingsError(ValueError):
@@ -94,9 +49,7 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     model: str | None = Field(
-        None,
-        description="Model spec: mock, ollama, ollama:NAME, openai:URL, openai:URL#MODEL, embedded or embedded:FILE.gguf; "
-        "unset = probe Ollama, else the embedded engine when installed, else the mock",
+        None, description="Model spec: mock, ollama, ollama:NAME, openai:URL or openai:URL#MODEL; unset = probe Ollama, else the mock"
     )
     window: int | None = Field(None, ge=256, description="Context window in tokens; unset = ask the server (Ollama /api/show, num_ctx) or 32768")
     fold_trigger: float = Field(0.9, gt=0, le=1, description="Fold when the context passes this share of the window")
@@ -104,18 +57,13 @@ class Settings(BaseModel):
     spill_threshold: int = Field(2000, ge=1, description="Tool results over this many tokens are spilled (rung 2)")
     caps: ToolCaps = Field(default_factory=ToolCaps, description="Rung 1: each tool's output cap")
     policy: Literal["none", "naive", "naive-pin", "autocompact", "ladder"] = Field(
-        "ladder", description="Folding policy (see DESIGN.md)"
+        "ladder", description="Folding policy: ladder (this tool's), or a baseline the bench compares: none, naive, naive-pin, autocompact (see the README)"
     )
     price_sheet: str = Field("local", description="Price sheet for the rent figures (local, anthropic-5m, anthropic-1h, openai, or your own)")
     summarizer: Literal["auto", "model", "extractive", "lossy"] = Field(
         "auto", description="Who writes fold summaries: the model, the extractive mock, the article's lossy mock; auto = the model unless it is the mock"
     )
-    keep_alive: str | int = Field(
-        DEFAULT_KEEP_ALIVE,
-        description="Ollama keep_alive sent with every request and the preload: how long Ollama keeps the model and its "
-        "KV cache after the last request, so the TTL of the local cache (a duration such as 30m, 24h or 1h30m; "
-        "seconds; -1 never unloads; 0 unloads at once)",
-    )
+    keep_alive: str = Field("30m", description="Ollama keep_alive sent with every request: the TTL of the local KV cache")
     tokenizer: Literal["auto", "cl100k", "chars4"] = Field(
         "auto",
         description="Token counter for the context budget of new sessions; auto = the model server's own tokenizer "
@@ -161,6 +109,21 @@ class Settings(BaseModel):
         None, ge=1, description="Cap on each reply's tokens (sent as max_tokens / num_predict), kept free in the window; unset = an eighth of the window (at least 256)"
     )
     request_timeout: float = Field(300.0, gt=0, description="Read timeout for model requests, in seconds")
+    slots: Literal["auto", "off"] = Field(
+        "auto",
+        description="Save llama.cpp's KV slot to disk when a session goes idle, on quit and before a model switch, and "
+        "restore it on resume when its prefix hash matches (the server needs --slot-save-path DIR/); auto = when the server has slots",
+    )
+    slot_id: int = Field(0, ge=0, description="The llama.cpp slot this session's requests are pinned to (id_slot) when slots are saved")
+    slot_save_idle: float = Field(30.0, gt=0, description="Seconds of idleness after a turn before the app saves the slot")
+    slot_dir: Path | None = Field(
+        None,
+        description="The directory the llama.cpp server was given as --slot-save-path, when tailrent can see it: then "
+        "tailrent sizes its slot files, deletes the oldest past slot_session_mb / slot_total_mb and lists them in "
+        "`tailrent sessions --json`; unset = the files are only recorded in each session's meta.json (no cleanup)",
+    )
+    slot_session_mb: int = Field(512, ge=1, description="Slot files of one session may use this many MB in slot_dir; the oldest go first")
+    slot_total_mb: int = Field(4096, ge=1, description="tailrent's slot files may use this many MB in slot_dir in all; the oldest go first")
 
     @field_validator("decision_patterns")
     @classmethod
@@ -178,11 +141,6 @@ class Settings(BaseModel):
                 raise ValueError(f"pattern {p!r} can freeze the app: {risk}")
         return v
 
-    @field_validator("keep_alive", mode="before")
-    @classmethod
-    def _keep_alive_is_a_duration(cls, v: Any) -> Any:
-        return ollama_keep_alive(v)
-
     @field_validator("fold_target")
     @classmethod
     def _target_below_trigger(cls, v: float, info: ValidationInfo) -> float:
@@ -191,7 +149,7 @@ class Settings(BaseModel):
             raise ValueError(f"fold_target ({v}) must be below fold_trigger ({trigger}): a fold must end below where it starts")
         return v
 
-    @field_validator("data_dir", mode="before")
+    @field_validator("data_dir", "slot_dir", mode="before")
     @classmethod
     def _data_dir_absolute(cls, v: Any) -> Any:
         if v is None or (isinstance(v, str) and not v.strip()):
@@ -231,6 +189,31 @@ def user_price_files() -> list[Path]:
     """The user's price sheets: prices.toml in the config dir, if there is one."""
     path = config_dir() / "prices.toml"
     return [path] if path.exists() else []
+
+
+#: TAILRENT_* variables that are not settings
+OTHER_ENV = ("HOME", "CONFIG_DIR", "CACHE_DIR", "API_KEY")
+
+
+def did_you_mean(word: str, choices: Any) -> str:
+    """`; did you mean 'window'?` when a choice is close to `word`, else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def env_warnings() -> list[str]:
+    """TAILRENT_* variables that name no setting (a misspelling is ignored, so it is said)."""
+    names = [n.upper() for n in Settings.model_fields] + list(OTHER_ENV)
+    out = []
+    for var in sorted(os.environ):
+        name = var[len(ENV_PREFIX) :]
+        if var.startswith(ENV_PREFIX) and name not in names:
+            hint = did_you_mean(name, names)
+            hint = hint.replace("'", "").replace("mean ", f"mean {ENV_PREFIX}") if hint else ""
+            out.append(f"${var} is not a setting and is ignored{hint}")
+    return out
 
 
 def _env_values() -> dict[str, tuple[str, str]]:
@@ -294,8 +277,8 @@ def load_settings(flags: dict[str, Any] | None = None, *, path: Path | None = No
             raise SettingsError(f"{cfg}: not valid TOML ({exc})") from None
         for key, value in data.items():
             if key not in Settings.model_fields:
-                raise SettingsError(f"{cfg}: unknown key {key!r}")
-            if key == "data_dir" and isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute():
+                raise SettingsError(f"{cfg}: unknown key {key!r}{did_you_mean(key, Settings.model_fields)}")
+            if key in ("data_dir", "slot_dir") and isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute():
                 value = str(cfg.parent / value)  # from the file, not from wherever tailrent runs
             values[key] = value
             source[key] = str(cfg)

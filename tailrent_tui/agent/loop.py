@@ -64,13 +64,11 @@ from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import LossySummarizer, Review, Summarize, Summarizer, Summary, Verdict
 from tailrent_tui.models.base import (
     ChatModel,
-    Preloadable,
     TextDelta,
     ThinkingDelta,
     ToolCallChunk,
     Usage,
 )
-from tailrent_tui.models.embedded import EmbeddedModel
 from tailrent_tui.models.errors import ContextOverflow, ModelError, ToolsUnsupported
 from tailrent_tui.models.mock import ModelSummarizer
 from tailrent_tui.settings import Settings
@@ -270,14 +268,20 @@ class Agent:
         # shows a fold before it applies (the app's fold preview); unset: folds apply as planned
         self.on_review: Callable[[Review], Awaitable[Verdict]] | None = None
         self.cold_resume = False
+        #: set by build_agent for a session that had requests before: the first start restores its slot and prices the resume
+        self.resumed = False
+        self.resume_price: Any = None
+        self.resume_lines: list[tuple[str, str]] = []
+        #: what the first start found out about the server (its KV slots), to say once
+        self.start_lines: list[tuple[str, str]] = []
+        #: saves and restores llama.cpp's KV slot (agent/slots.py); None for a sub-session
+        self.slots: Any = None
         self._policy: Policy | None = None
         self._window_scale = 1.0
         session.pin_share = settings.pin_share
         if self.archive is None:
             self.archive = MemoryFoldArchive()
         self._started = False
-        #: how long the model took to load before the first request (`preload`), when it was loaded
-        self.preload_seconds: float | None = None
         # AGENTS.md / TAILRENT.md, pinned at the head (the app, ask and the demo; not the bench, not a delegate)
         self._instructions = InstructionsWatcher(workspace) if instructions and not is_sub else None
         if self._instructions is not None:
@@ -290,26 +294,6 @@ class Agent:
             self.session.note(f"{name} changed on disk: the project instructions were read again", "info")
         return changed
 
-    def will_preload(self) -> bool:
-        """Whether `start` loads the model first: the embedded engine always (it must start), an
-        Ollama model when the session is resumed (its first request would wait for the load, unseen)."""
-        return isinstance(self.model, Preloadable) and (isinstance(self.model, EmbeddedModel) or bool(self.session.usage))
-
-    async def preload(self) -> float | None:
-        """Load the model now (see `will_preload`): the seconds it took, None when nothing was loaded
-        or the load failed (noted; the first request tries again and reports the fault)."""
-        model = self.model
-        if not self.will_preload() or not isinstance(model, Preloadable):
-            return None
-        try:
-            # the window the turns send: a different num_ctx would make Ollama load the model again
-            seconds = await model.preload(num_ctx=self.session.window)
-        except ModelError as exc:
-            self.session.note(f"could not load {model.name or 'the model'} before the first request: {exc.message} ({exc.hint})", "warning")
-            return None
-        self.preload_seconds = seconds
-        return seconds
-
     async def start(self) -> None:
         """Ask the server for its name and window, once per model; the `window` setting wins when given.
 
@@ -319,8 +303,15 @@ class Agent:
         """
 
         async def learn() -> None:
-            # first: the embedded engine must listen before anything asks it, and a resumed Ollama model loads
-            await self.preload()
+            await learn_window()
+            from tailrent_tui.agent.slots import on_resume, on_start
+
+            # the slot is probed before any request, so every request is pinned to it
+            await on_start(self)
+            if self.resumed and not self.resume_lines:
+                self.resume_lines = await on_resume(self)
+
+        async def learn_window() -> None:
             resolve = getattr(self.model, "resolve_name", None)
             if resolve is not None and not self.model.name:
                 try:
@@ -393,9 +384,16 @@ class Agent:
             model, _ = pick_model(settings)
         except BuildError as exc:
             raise ValueError(str(exc)) from None
+        if self.slots is not None:
+            # the old server's slot, while it still holds this session: a switch back can restore it
+            saved = await self.slots.save("before the model switch")
+            if saved is not None and saved.line:
+                self.session.note(saved.line, saved.level)
         old, self.model = self.model, model
         self.settings = settings
         self._started = False
+        if self.slots is not None:
+            self.slots.model_changed()
         await old.aclose()
         if self.rent is not None:
             self.rent.expire()  # a different server holds none of this context

@@ -90,6 +90,11 @@ def keep_warm_lines(t: TraceResult) -> list[str]:
     return lines
 
 
+def plot_top(t: TraceResult) -> float:
+    """The y-axis' top: the window or the highest curve (`none` never folds and passes the window), with a margin."""
+    return max([t.window, *(max(p.context_series, default=0) for p in t.policies.values())]) * 1.08
+
+
 def write_plot(result: BenchResult, path: Path) -> None:
     try:
         import matplotlib
@@ -107,7 +112,7 @@ def write_plot(result: BenchResult, path: Path) -> None:
         ax.set_title(f"{t.trace}: context tokens per request")
         ax.set_xlabel("request")
         ax.set_ylabel("context tokens")
-        ax.set_ylim(0, t.window * 1.15)
+        ax.set_ylim(0, plot_top(t))
         ax.legend(fontsize="small")
     fig.tight_layout()
     try:
@@ -156,6 +161,7 @@ def bench(ctx, traces, policies, tokenizer, summarizer, price, engine, driver, a
         raise click.ClickException(str(exc)) from exc
     if plot is not None:
         write_plot(result, plot)
+        click.echo(f"plot written to {plot.resolve()}", err=True)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:

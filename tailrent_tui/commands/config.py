@@ -11,10 +11,14 @@ from tailrent_tui.settings import Settings, SettingsError, config_file, load_set
 
 
 @click.command("config")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="The settings with their sources as JSON.")
+@click.option("--toml", "as_toml", is_flag=True, help="The settings as a commented config.toml (unset ones commented out).")
 @click.pass_context
-def config(ctx: click.Context, as_json: bool) -> None:
-    """Print the effective settings: value, source (default, file, $VAR, --flag), meaning."""
+def config(ctx: click.Context, as_json: bool, as_toml: bool) -> None:
+    """Print the effective settings: value, source (default, file, $VAR, --flag), meaning.
+
+    Warns of TAILRENT_* variables that name no setting and of keymap ids or keys
+    that clash (on stderr)."""
     flags = dict(ctx.obj or {})
     try:
         settings, source = load_settings(flags)
@@ -22,8 +26,18 @@ def config(ctx: click.Context, as_json: bool) -> None:
         raise click.ClickException(str(exc)) from None
     # a model URL's credentials (openai:http://user:pass@host) are for the request only
     values = {k: redact(v) if isinstance(v, str) else v for k, v in settings.model_dump(mode="json").items()}
+    from tailrent_tui.settings import env_warnings
+    from tailrent_tui.ui.keymap import keymap_warnings
+
+    for warning in [*env_warnings(), *keymap_warnings(settings.keymap)]:
+        click.echo(f"warning: {warning}", err=True)
     if as_json:
         click.echo(json.dumps({k: {"value": values[k], "source": source[k]} for k in values}, indent=2))
+        return
+    if as_toml:
+        from tailrent_tui.commands._toml import settings_toml
+
+        click.echo(settings_toml(values, source, str(config_file())))
         return
     click.echo(f"# config file: {config_file()}")
     help_ = settings.field_help()
