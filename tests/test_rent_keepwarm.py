@@ -111,7 +111,7 @@ def test_many_pauses_each_decided_afresh():
 
 
 def test_the_status_the_tail_panel_shows():
-    rent, warm = started()
+    _, warm = started()
     s = warm.status(10.0)
     assert s.state == "warm" and s.next_ping_at == 280.0 and s.expires_at == 280.0 + 10 * 280 + 300
     warm.replay_until(600.0)
@@ -126,7 +126,7 @@ def test_the_status_the_tail_panel_shows():
 
 def test_local_sheets_and_sheets_without_pings_never_ping():
     for sheet in (get_price_sheet("local"), get_price_sheet("local-slots"), SHEET.model_copy(update={"pings": False})):
-        rent, warm = started(sheet)
+        _, warm = started(sheet)
         assert ping_price(sheet, 100_000) is None
         assert warm.replay_until(100_000.0) == [] and warm.status(10.0).state == "off"
 
