@@ -8,7 +8,9 @@ and the file (or variable, or flag) it came from.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import time
 import tomllib
 from pathlib import Path, PurePosixPath
@@ -37,6 +39,49 @@ from tailrent_tui.store.paths import (
 
 ENV_PREFIX = "TAILRENT_"
 
+# Ollama unloads an idle model (and its KV cache) after its own default of 5
+# minutes; every unload makes the next turn re-read the whole context. A day
+# covers lunch, meetings and the night of a session resumed every morning, and
+# still frees the memory of a forgotten model within a day. Ollama evicts an
+# idle model sooner when another model needs the memory. Whatever is chosen is
+# also the local price sheet's TTL for an Ollama model (agent/build.py).
+DEFAULT_KEEP_ALIVE = "24h"
+
+_GO_DURATION = re.compile(r"[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+")
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def ollama_keep_alive(value: Any) -> str | int:
+    """A keep_alive as Ollama takes it: a Go duration string (``30m``, ``1h30m``) or whole seconds.
+
+    Whole seconds given as text (``"3600"``, ``"-1"``: from the environment) become a
+    number, because Ollama reads a string only as a duration with a unit. A ValueError
+    says what is accepted.
+    """
+    if isinstance(value, bool):
+        # a ValueError, not a TypeError: pydantic reports only the former as a bad value of the key
+        raise ValueError("a duration (30m, 24h, 1h30m), whole seconds, -1 (never unload) or 0 (unload at once) expected")  # noqa: TRY004
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if re.fullmatch(r"[-+]?\d+", text):
+            return int(text)
+        if _GO_DURATION.fullmatch(text):
+            return text
+    raise ValueError(
+        f"{value!r} is not a duration: use e.g. 30m, 24h or 1h30m, whole seconds, -1 (never unload) or 0 (unload at once)"
+    )
+
+
+def keep_alive_seconds(value: str | int) -> float:
+    """How long Ollama keeps the model after a request with this keep_alive; inf when negative."""
+    if isinstance(value, int):
+        return math.inf if value < 0 else float(value)
+    sign = -1.0 if value.startswith("-") else 1.0
+    seconds = sum(float(n) * _GO_UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)", value))
+    return math.inf if sign < 0 and seconds > 0 else seconds
+
 
 class SettingsError(ValueError):
     """A setting with a bad value; the message names the key and its source."""
@@ -49,7 +94,9 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     model: str | None = Field(
-        None, description="Model spec: mock, ollama, ollama:NAME, openai:URL or openai:URL#MODEL; unset = probe Ollama, else the mock"
+        None,
+        description="Model spec: mock, ollama, ollama:NAME, openai:URL, openai:URL#MODEL, embedded or embedded:FILE.gguf; "
+        "unset = probe Ollama, else the embedded engine when installed, else the mock",
     )
     window: int | None = Field(None, ge=256, description="Context window in tokens; unset = ask the server (Ollama /api/show, num_ctx) or 32768")
     fold_trigger: float = Field(0.9, gt=0, le=1, description="Fold when the context passes this share of the window")
@@ -63,7 +110,12 @@ class Settings(BaseModel):
     summarizer: Literal["auto", "model", "extractive", "lossy"] = Field(
         "auto", description="Who writes fold summaries: the model, the extractive mock, the article's lossy mock; auto = the model unless it is the mock"
     )
-    keep_alive: str = Field("30m", description="Ollama keep_alive sent with every request: the TTL of the local KV cache")
+    keep_alive: str | int = Field(
+        DEFAULT_KEEP_ALIVE,
+        description="Ollama keep_alive sent with every request and the preload: how long Ollama keeps the model and its "
+        "KV cache after the last request, so the TTL of the local cache (a duration such as 30m, 24h or 1h30m; "
+        "seconds; -1 never unloads; 0 unloads at once)",
+    )
     tokenizer: Literal["auto", "cl100k", "chars4"] = Field(
         "auto",
         description="Token counter for the context budget of new sessions; auto = the model server's own tokenizer "
@@ -140,6 +192,11 @@ class Settings(BaseModel):
             if risk:
                 raise ValueError(f"pattern {p!r} can freeze the app: {risk}")
         return v
+
+    @field_validator("keep_alive", mode="before")
+    @classmethod
+    def _keep_alive_is_a_duration(cls, v: Any) -> Any:
+        return ollama_keep_alive(v)
 
     @field_validator("fold_target")
     @classmethod

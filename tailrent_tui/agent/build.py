@@ -3,9 +3,10 @@
 `build_agent` is synchronous so the app can call it before its event loop runs:
 it opens (or resumes) the session directory, takes its lock, replays the
 journal, and picks the model — the one asked for, else Ollama if it answers at
-OLLAMA_HOST within a short timeout, else the mock with a notice saying how to
-connect a real model. Model clients open their HTTP connections lazily, on the
-loop that uses them.
+OLLAMA_HOST within a short timeout, else the embedded engine when it is
+installed, else the mock, with a notice saying which and how to connect a real
+model. Model clients open their HTTP connections lazily, on the loop that uses
+them; the embedded engine starts on first use too (after the app's first frame).
 
 It also picks what counts tokens. With `tokenizer = "auto"`, a new session on
 a server that can count (llama.cpp) counts with the server's own tokenizer and
@@ -34,13 +35,14 @@ from tailrent_tui.core.session import Session
 from tailrent_tui.core.tokens import Framing, TokenCounter, UnknownTokenizer, get_counter
 from tailrent_tui.models.base import ChatModel, ToolSpec, WireMessage
 from tailrent_tui.models.mock import MockExtractiveSummarizer, MockModel, ModelSummarizer
+from tailrent_tui.models.embedded import EmbeddedModel, EngineUnavailable, engine_installed
 from tailrent_tui.models.errors import first_problem
 from tailrent_tui.models.ollama import BadHost, OllamaModel, ollama_host
 from tailrent_tui.models.openai import OpenAIModel, api_key_from_env
 from tailrent_tui.models.spec import parse_model_spec
 from tailrent_tui.models.wire import OllamaTags, parse_json_line
 from tailrent_tui.models.tokenizer import PROBE, ServerTokenizer, TokenizerUnavailable, measure_framing
-from tailrent_tui.settings import Settings, user_price_files
+from tailrent_tui.settings import Settings, keep_alive_seconds, user_price_files
 from tailrent_tui.store.journal import JournalError, JournalWriter, Writer
 from tailrent_tui.store.paths import resolve_data_dir
 from tailrent_tui.store.sessions import (
@@ -106,6 +108,11 @@ def pick_model(settings: Settings, *, probe_timeout: float = PROBE_TIMEOUT) -> t
             raise BuildError(str(exc)) from None
         if spec.kind == "mock":
             return MockModel(spec.script), None
+        if spec.kind == "embedded":
+            try:
+                return embedded_model(settings, spec.file), None
+            except EngineUnavailable as exc:
+                raise BuildError(f"{exc.message}; {exc.hint}") from None
         if spec.kind == "openai":
             return OpenAIModel(spec.url or "", spec.name, api_key=api_key_from_env(), read_timeout=read_timeout), None
         host = _ollama_host()
@@ -124,10 +131,27 @@ def pick_model(settings: Settings, *, probe_timeout: float = PROBE_TIMEOUT) -> t
             raise httpx.ConnectError(f"nothing listens at {host}")
         name = _first_ollama_model(host, probe_timeout)
     except (httpx.HTTPError, ValueError):
-        return MockModel(), f"No model server answered at {host}: running on the mock model. To use a real model, {CONNECT_HOW}."
+        return _fallback(settings, f"No model server answered at {host}", f"To use a real model, {CONNECT_HOW}.")
     if not name:
-        return MockModel(), f"Ollama at {host} has no models (`ollama pull llama3.2`): running on the mock model meanwhile."
+        return _fallback(settings, f"Ollama at {host} has no models (`ollama pull llama3.2`)", "")
     return OllamaModel(name, host=host, num_ctx=settings.window, keep_alive=settings.keep_alive, read_timeout=read_timeout), None
+
+
+def embedded_model(settings: Settings, file: Path | None = None) -> EmbeddedModel:
+    """The embedded engine (not started yet); an EngineUnavailable when it is not installed."""
+    return EmbeddedModel(file, n_ctx=settings.window, read_timeout=settings.request_timeout)
+
+
+def _fallback(settings: Settings, why: str, advice: str) -> tuple[ChatModel, str]:
+    """No server to use: the embedded engine when installed, else the mock; the notice says which, and what it is good for."""
+    if engine_installed():
+        try:
+            model = embedded_model(settings)
+        except EngineUnavailable:
+            pass
+        else:
+            return model, " ".join(filter(None, [f"{why}: running on the embedded engine, {model.summary}.", advice]))
+    return MockModel(), " ".join(filter(None, [f"{why}: running on the mock model.", advice]))
 
 
 def pick_summarizer(settings: Settings, model: ChatModel) -> Any:
@@ -173,7 +197,8 @@ def framing_probes() -> dict[str, WireMessage]:
 def pick_counting(settings: Settings, model: ChatModel) -> Counting:
     """`auto`: the server's own tokenizer and framing when it can count (llama.cpp), else cl100k."""
     name = settings.tokenizer
-    if name == "auto" and isinstance(model, OpenAIModel):
+    # the embedded engine is not running yet (it starts after the first frame): it cannot count for a new session
+    if name == "auto" and isinstance(model, OpenAIModel) and not isinstance(model, EmbeddedModel):
         server = model.server_tokenizer()
         try:
             framing, schema = measure_framing(server, framing_probes(), system=settings.system_prompt, tools=_tool_specs())
@@ -190,7 +215,7 @@ def resume_counter(tokenizer: str, model: ChatModel) -> tuple[TokenCounter | Non
     meta names), and a warning when that server cannot count."""
     if tokenizer != ServerTokenizer.name:
         return None, None
-    if isinstance(model, OpenAIModel):
+    if isinstance(model, OpenAIModel) and not isinstance(model, EmbeddedModel):
         server = model.server_tokenizer()
         try:
             server.tokens(PROBE)
@@ -291,10 +316,16 @@ def _agent_for(
     notice: str | None,
 ) -> Agent:
     replayed_notes = len(session.notes)
+    if isinstance(model, EmbeddedModel):
+        # tailrent owns the engine, so its KV slots go in the session's directory: no setup
+        model.slot_dir = embedded_slot_dir(sd.path)
     if settings.window and settings.window != session.window:
         session.window = settings.window
         sd.update_meta(window=settings.window)
     sheet = get_price_sheet(settings.price_sheet, user_price_files())
+    if sheet.local and isinstance(model, OllamaModel):
+        # Ollama keeps the model and its KV cache for the keep_alive the app sends: the local sheet's TTL
+        sheet = sheet.with_ttl(max(keep_alive_seconds(settings.keep_alive), 1.0))
     rent = RentModel(sheet)
     last = last_request_at(session)
     cold_resume = False
@@ -336,6 +367,11 @@ def _agent_for(
     # written before the app listens to the session: it shows them when it opens
     agent.startup_notes = session.notes[replayed_notes:]
     return agent
+
+
+def embedded_slot_dir(session_path: Path) -> Path:
+    """Where the embedded engine saves this session's KV slots."""
+    return session_path / "slots"
 
 
 def _duration(seconds: float) -> str:

@@ -64,11 +64,13 @@ from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import LossySummarizer, Review, Summarize, Summarizer, Summary, Verdict
 from tailrent_tui.models.base import (
     ChatModel,
+    Preloadable,
     TextDelta,
     ThinkingDelta,
     ToolCallChunk,
     Usage,
 )
+from tailrent_tui.models.embedded import EmbeddedModel
 from tailrent_tui.models.errors import ContextOverflow, ModelError, ToolsUnsupported
 from tailrent_tui.models.mock import ModelSummarizer
 from tailrent_tui.settings import Settings
@@ -282,6 +284,8 @@ class Agent:
         if self.archive is None:
             self.archive = MemoryFoldArchive()
         self._started = False
+        #: how long the model took to load before the first request (`preload`), when it was loaded
+        self.preload_seconds: float | None = None
         # AGENTS.md / TAILRENT.md, pinned at the head (the app, ask and the demo; not the bench, not a delegate)
         self._instructions = InstructionsWatcher(workspace) if instructions and not is_sub else None
         if self._instructions is not None:
@@ -294,6 +298,26 @@ class Agent:
             self.session.note(f"{name} changed on disk: the project instructions were read again", "info")
         return changed
 
+    def will_preload(self) -> bool:
+        """Whether `start` loads the model first: the embedded engine always (it must start), an
+        Ollama model when the session is resumed (its first request would wait for the load, unseen)."""
+        return isinstance(self.model, Preloadable) and (isinstance(self.model, EmbeddedModel) or bool(self.session.usage))
+
+    async def preload(self) -> float | None:
+        """Load the model now (see `will_preload`): the seconds it took, None when nothing was loaded
+        or the load failed (noted; the first request tries again and reports the fault)."""
+        model = self.model
+        if not self.will_preload() or not isinstance(model, Preloadable):
+            return None
+        try:
+            # the window the turns send: a different num_ctx would make Ollama load the model again
+            seconds = await model.preload(num_ctx=self.session.window)
+        except ModelError as exc:
+            self.session.note(f"could not load {model.name or 'the model'} before the first request: {exc.message} ({exc.hint})", "warning")
+            return None
+        self.preload_seconds = seconds
+        return seconds
+
     async def start(self) -> None:
         """Ask the server for its name and window, once per model; the `window` setting wins when given.
 
@@ -303,6 +327,8 @@ class Agent:
         """
 
         async def learn() -> None:
+            # first: the embedded engine must listen before anything asks it, and a resumed Ollama model loads
+            await self.preload()
             await learn_window()
             from tailrent_tui.agent.slots import on_resume, on_start
 
