@@ -37,6 +37,7 @@ from tailrent_tui.core.slots import (
 )
 from tailrent_tui.models.openai import OpenAIModel, rendered_prompt
 from tailrent_tui.models.slots import SlotClient, SlotError
+from tailrent_tui.models.text import redact
 from tailrent_tui.store.slots import delete_slot_files, scan_slot_dir
 
 if TYPE_CHECKING:
@@ -129,6 +130,7 @@ class SlotKeeper:
         return line
 
     def _turn_off(self, why: str) -> str | None:
+        why = redact(why)  # the server's URL may carry credentials (http://user:pass@host)
         self.state = "off"
         self.off_reason = why
         model = self.model
