@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from engine import assemble_model_file  # noqa: E402
+from engine import assemble_model_file
 
 TAILRENT = str(Path(sys.executable).with_name("tailrent"))
 

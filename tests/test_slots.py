@@ -114,7 +114,11 @@ def test_resume_price_says_tokens_seconds_dollars_and_what_spares_them():
         context_tokens=100_000, restored_tokens=None, warm=True, why="inside the TTL", tokens_per_second=None,
         rate_measured=False, input_per_mtok=3.0, write_multiplier=1.25, read_multiplier=0.1,
     )
-    assert warm.to_read == 0 and warm.usd == pytest.approx(0.03) and warm.line().endswith("; inside the TTL")
+    assert warm.to_read == 0 and warm.usd == pytest.approx(0.03)
+    assert warm.line() == (
+        "resume: the first request re-reads 0 of 100,000 context tokens ($0.0300) if the cache is still warm "
+        "(inside the TTL); if the server was restarted, all 100,000 ($0.3750)"
+    )
 
 
 # -- a scripted llama.cpp server --------------------------------------------------------------
@@ -360,12 +364,12 @@ def test_a_clock_behind_the_last_request_is_counted_cold(home, fake, monkeypatch
 def test_the_app_says_the_resume_price_restores_and_saves_when_idle_and_on_quit(home, fake, tmp_path):
     import asyncio
 
+    from ui_helpers import wait_until
+
     from tailrent_tui.agent.build import build_agent
     from tailrent_tui.settings import load_settings
     from tailrent_tui.ui.app import TailrentApp
     from tailrent_tui.ui.launch import close_agent_sync, save_slot_on_quit
-
-    from ui_helpers import wait_until
 
     first = json.loads(ask(home, fake, "--json", "The API listens on port 8443.").stdout)
     settings, _ = load_settings({"model": f"openai:{fake.url}", "workspace": home.parent / "ws", "slot_save_idle": 0.2})

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from engine import assemble_model_file
 
 pytestmark = pytest.mark.engine
@@ -105,7 +104,8 @@ def test_a_saved_slot_survives_a_restart_and_a_removed_one_falls_back(tmp_path):
     assert cold["usage"][0]["evaluated_tokens"] >= 0.9 * cold["usage"][0]["prompt_tokens"], "falls back to a full read"
     # inside the TTL a live server may still hold the prefix: the line says so, and what a restart costs
     assert cold["resume"]["saver"] in ("none", "warm") and cold["slot"]["save"]["ok"]
-    assert "no slot restored" in cold["resume"]["why"] or "if the server was restarted" in cold["resume"]["why"]
+    assert "no slot restored: the slot file" in cold["resume"]["why"]
+    assert f"if the server was restarted, all {cold['resume']['context_tokens']:,}" in stderr or cold["resume"]["saver"] == "none"
     print(
         f"\ncontext {context} tokens: restored slot evaluated {usage['evaluated_tokens']} "
         f"({usage['prompt_ms']} ms); without it {cold['usage'][0]['evaluated_tokens']} ({cold['usage'][0]['prompt_ms']} ms)"

@@ -367,13 +367,10 @@ def price_resume(agent: Agent, *, now: float | None = None) -> ResumePrice:
             why = f"the clock is {_ago(-idle)} behind the last request: cannot tell whether the cache is warm, counted cold"
         elif idle < sheet.ttl_seconds:
             warm = True
-            why = (
-                f"idle {_ago(idle)}, inside the cache TTL ({_ago(sheet.ttl_seconds)}): the cache should still be warm "
-                "(if the server was restarted, the whole context is re-read)"
-            )
+            why = f"idle {_ago(idle)}, inside its TTL of {_ago(sheet.ttl_seconds)}"
         else:
             why = f"idle {_ago(idle)}: the cache expired (its TTL is {_ago(sheet.ttl_seconds)})"
-    if restored is None and keeper is not None and keeper.restore_why and not warm:
+    if restored is None and keeper is not None and keeper.restore_why:
         why = f"{why}; no slot restored: {keeper.restore_why}" if why else f"no slot restored: {keeper.restore_why}"
     rate = prompt_rate(session.usage, sheet) if sheet is not None else None
     return resume_price(

@@ -168,6 +168,8 @@ class ResumePrice(BaseModel):
     saver: Saver = "none"
     why: str = Field("", description="why nothing saves it, or what might")
     rate_measured: bool = False
+    full_seconds: float | None = Field(None, description="the whole context at the measured rate: what a cold cache costs")
+    full_usd: float | None = None
 
     def line(self) -> str:
         head = f"resume: the first request re-reads {self.to_read:,} of {self.context_tokens:,} context tokens"
@@ -184,7 +186,11 @@ class ResumePrice(BaseModel):
                 spared += f" (~{_secs(self.saved_seconds)})"
             return head + spared
         if self.saver == "warm":
-            return head + f"; {self.why}"
+            # nothing can tell whether the server still holds it: say what a restart would cost too
+            full = [f"~{_secs(self.full_seconds)}"] if self.full_seconds is not None else []
+            full += [f"${self.full_usd:,.4f}"] if self.full_usd is not None else []
+            cold = f"all {self.context_tokens:,}" + (f" ({', '.join(full)})" if full else "")
+            return f"{head} if the cache is still warm ({self.why}); if the server was restarted, {cold}"
         return head + (f"; {self.why}" if self.why else "")
 
 
@@ -219,10 +225,13 @@ def resume_price(
     to_read = context_tokens - spared
     seconds = to_read / tokens_per_second if tokens_per_second else None
     saved_seconds = spared / tokens_per_second if tokens_per_second else None
-    usd = None
+    usd = full_usd = None
     if input_per_mtok > 0:
         usd = (to_read * input_per_mtok * write_multiplier + spared * input_per_mtok * read_multiplier) / 1_000_000
+        full_usd = context_tokens * input_per_mtok * write_multiplier / 1_000_000
     return ResumePrice(
+        full_seconds=context_tokens / tokens_per_second if tokens_per_second else None,
+        full_usd=full_usd,
         context_tokens=context_tokens,
         to_read=to_read,
         saved_tokens=spared,
