@@ -96,11 +96,12 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = ap.parse_args()
     chosen = [b for b in BENCHES if not args.only or b[0] in args.only]
+    fresh = {b[1]: run(*b) for b in chosen}
+    # read the file only now: a long run must not undo what was written into it meanwhile
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
     summary = old[old.index(START) : old.index(END) + len(END)] if START in old and END in old else f"{START}\n{END}"
     kept = _sections(old)
-    for b in chosen:
-        kept[b[1]] = run(*b)
+    kept.update(fresh)
     order = [b[1] for b in BENCHES]
     sections = [kept[t] for t in order if t in kept]
     head = (
