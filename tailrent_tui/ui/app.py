@@ -19,19 +19,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.timer import Timer
 from textual.widgets import Footer, Header
 from textual.worker import Worker
 
 from tailrent_tui.agent.loop import (
+    Approval,
+    ApprovalRequest,
     RequestStarted,
     SummaryEnded,
-    SummaryProgress,
     SummaryStarted,
     TurnCallbacks,
     TurnResult,
@@ -45,19 +47,31 @@ from tailrent_tui.core.summarize import Review, Verdict
 from tailrent_tui.store.history import PromptHistory, history_path
 from tailrent_tui.ui.commands import LadderCommands
 from tailrent_tui.ui.completion import Sources, mentions
+from tailrent_tui.store.journal import AsyncJournalWriter
 from tailrent_tui.ui.events import (
     FoldInspectRequested,
     MessageFocused,
     PromptSubmitted,
     SpillOpenRequested,
 )
+from tailrent_tui.ui.messages import (
+    AgentNotice,
+    ReplyText,
+    ReplyThinking,
+    ReplyToolCall,
+    SessionChanged,
+    TurnEnded,
+    Update,
+    join_text,
+)
+from tailrent_tui.ui.protocol import SessionAgent
 from tailrent_tui.ui.screens.approval import ApprovalScreen
 from tailrent_tui.ui.screens.fold_inspector import FoldInspector
 from tailrent_tui.ui.screens.fold_preview import FoldPreview
 from tailrent_tui.ui.screens.help import HelpScreen
 from tailrent_tui.ui.screens.recall import RecallScreen
 from tailrent_tui.ui.screens.spill_viewer import SpillViewer
-from tailrent_tui.ui.slash import SLASH_COMMANDS
+from tailrent_tui.ui.slash import SLASH_COMMANDS, SlashCommand
 from tailrent_tui.ui.themes import CUSTOM_VARIABLES, load_themes, packaged_theme_dirs
 from tailrent_tui.ui.widgets.completion_menu import CompletionMenu
 from tailrent_tui.ui.widgets.folds_panel import FoldsPanel
@@ -66,6 +80,9 @@ from tailrent_tui.ui.widgets.message import MessageView
 from tailrent_tui.ui.widgets.notice import NoticeBar
 from tailrent_tui.ui.widgets.sidebar import Sidebar
 from tailrent_tui.ui.widgets.transcript import Transcript
+
+if TYPE_CHECKING:
+    from tailrent_tui.settings import Settings
 
 DEFAULT_THEME = "tailrent-dark"
 
@@ -121,8 +138,8 @@ class TailrentApp(App[None]):
 
     def __init__(
         self,
-        agent: Any,
-        settings: Any,
+        agent: SessionAgent,
+        settings: Settings,
         *,
         clock: Callable[[], float] = time.time,
         theme_dirs: list[Path] | None = None,
@@ -137,7 +154,8 @@ class TailrentApp(App[None]):
         self._pinging = False
         self.retry_pending = False
         self.focused_message_id: str | None = None
-        self._queue: asyncio.Queue[tuple[str, Any] | RequestStarted | SummaryProgress] = asyncio.Queue()
+        # what the agent reports, in order: the pump applies it (ui/messages.py)
+        self._queue: asyncio.Queue[Update] = asyncio.Queue()
         self._turn_worker: Worker | None = None
         self._fold_worker: Worker | None = None
         # what the user sent while the agent was busy, in order
@@ -149,6 +167,8 @@ class TailrentApp(App[None]):
         self._remember_theme = remember_theme
         self.theme_errors: list[str] = []
         self.notice_bar = NoticeBar(id="notice")
+        self._slot_timer: Timer | None = None
+        self._journal_retry: Timer | None = None
         self._loading = False  # the model is loading (agent.preload): the header says so
         self._register_themes(theme_dirs)
         if settings.keymap:
@@ -156,8 +176,8 @@ class TailrentApp(App[None]):
 
     def _open_history(self) -> PromptHistory:
         """The workspace's input history, kept in the data dir when the session is (else in memory)."""
-        workspace = getattr(self.agent, "workspace", None)
-        if workspace is None or (self.settings.data_dir is None and getattr(self.agent, "journal", None) is None):
+        workspace = self.agent.workspace
+        if workspace is None or (self.settings.data_dir is None and self.agent.journal is None):
             return PromptHistory(None)
         from tailrent_tui.store.paths import resolve_data_dir
 
@@ -210,7 +230,7 @@ class TailrentApp(App[None]):
 
     def compose(self) -> ComposeResult:
         # the app keeps its own references: the event pump may still run while the screen is torn down
-        rent = getattr(self.agent, "rent", None)
+        rent = self.agent.rent
         self.sidebar = Sidebar(
             self.session,
             fold_trigger=self.settings.fold_trigger,
@@ -220,12 +240,12 @@ class TailrentApp(App[None]):
             clock=self.clock,
             id="sidebar",
         )
-        self.sidebar.delegate_tokens = lambda: int(getattr(self.agent, "sub_tokens", 0) or 0)
+        self.sidebar.delegate_tokens = lambda: self.agent.sub_tokens
         self.transcript = Transcript(
             self.session, watermark=self.settings.prune_watermark_lines, clock=self.clock, id="transcript"
         )
         menu = CompletionMenu(id="completion")
-        threshold = int(getattr(self.settings, "spill_threshold", 0) or 2000)
+        threshold = self.settings.spill_threshold or 2000
         self.prompt = PromptInput(self.prompt_history, menu=menu, sources=self._completion_sources(), chip_chars=threshold * 4, id="input")
         yield Header()
         yield self.notice_bar
@@ -239,7 +259,7 @@ class TailrentApp(App[None]):
 
     def _completion_sources(self) -> Sources:
         return Sources(
-            workspace=getattr(self.agent, "workspace", None),
+            workspace=self.agent.workspace,
             message_ids=lambda: [m.id for m in self.session.messages[-40:]],
             fold_numbers=lambda: [f.fold_no for f in self.session.folds],
             theme_names=lambda: list(self.available_themes),
@@ -260,15 +280,15 @@ class TailrentApp(App[None]):
         self.show_agent_notice()
         if self.prompt_history.error:
             self.notify(self.prompt_history.error, severity="warning")
+        # the notes that replaying the journal wrote (build_agent sets them; a bare Agent has none)
         for note in getattr(self.agent, "startup_notes", ()):
-            self._queue.put_nowait(("notice", (note.text, note.level)))
+            self._queue.put_nowait(AgentNotice(note.text, note.level))
         for error in self.theme_errors:
             self.notify(error, severity="warning", timeout=8)
         for warning in self.settings_warnings():
             self.notify(warning, title="settings", severity="warning", timeout=20)
-        self._journal_retry: Any = None
-        journal = getattr(self.agent, "journal", None)
-        if journal is not None and hasattr(journal, "on_status"):
+        journal = self.agent.journal
+        if isinstance(journal, AsyncJournalWriter):
             journal.on_status = self._journal_status
             if journal.last_error is not None:
                 # a write that failed while the agent was built, before anyone could be told
@@ -297,7 +317,7 @@ class TailrentApp(App[None]):
             if seconds is not None:
                 self.notify(f"{self._model_name()} loaded in {seconds:.1f} s", timeout=4)
             # the resume's price and the slot restored; warnings come through their notes already
-            for text, level in getattr(self.agent, "resume_lines", ()):
+            for text, level in self.agent.resume_lines:
                 if level == "info":
                     self.notify(text, title="resume", timeout=15)
 
@@ -308,20 +328,20 @@ class TailrentApp(App[None]):
     def _arm_slot_save(self) -> None:
         """After a turn: save the slot once the session has stayed idle for `slot_save_idle` seconds."""
         self._disarm_slot_save()
-        keeper = getattr(self.agent, "slots", None)
+        keeper = self.agent.slots
         if keeper is None or keeper.state != "on":
             return
         self._slot_timer = self.set_timer(self.settings.slot_save_idle, self._save_slot_idle, name="slot save")
 
     def _disarm_slot_save(self) -> None:
-        timer = getattr(self, "_slot_timer", None)
+        timer = self._slot_timer
         if timer is not None:
             timer.stop()
         self._slot_timer = None
 
     def _save_slot_idle(self) -> None:
         self._slot_timer = None
-        keeper = getattr(self.agent, "slots", None)
+        keeper = self.agent.slots
         if keeper is None or self.busy:
             return
 
@@ -336,7 +356,7 @@ class TailrentApp(App[None]):
 
     # -- the journal's health ---------------------------------------------------------
 
-    def _journal_status(self, writer: Any) -> None:
+    def _journal_status(self, writer: AsyncJournalWriter) -> None:
         """The journal could not write (disk full, read-only) or has caught up again.
 
         Unsaved events stay in memory, in order; they are retried every few
@@ -361,8 +381,8 @@ class TailrentApp(App[None]):
         self.notify("the session is saved again: every pending change is written")
 
     def _retry_journal(self) -> None:
-        journal = getattr(self.agent, "journal", None)
-        if journal is not None and journal.pending:
+        journal = self.agent.journal
+        if isinstance(journal, AsyncJournalWriter) and journal.pending:
             self.run_worker(journal.retry(), group="journal", exit_on_error=False)
 
     def focus_at_start(self) -> None:
@@ -373,7 +393,7 @@ class TailrentApp(App[None]):
         """The agent's notice (the mock model, a server that did not answer), its advice said the app's way."""
         from tailrent_tui.agent.build import CONNECT_HOW
 
-        notice = getattr(self.agent, "notice", None)
+        notice = self.agent.notice
         if notice:
             notice = notice.replace(CONNECT_HOW, IN_APP_CONNECT)
         self.notice_bar.show(notice)
@@ -385,7 +405,7 @@ class TailrentApp(App[None]):
         self.agent.on_review = None
 
     def _model_name(self) -> str:
-        model = getattr(getattr(self.agent, "model", None), "name", "") or "(asking the server)"
+        model = self.agent.model.name or "(asking the server)"
         # llama.cpp names its model by the file it loaded: the file name is enough
         return model.rsplit("/", 1)[-1]
 
@@ -401,12 +421,12 @@ class TailrentApp(App[None]):
 
     def keep_warm_status(self) -> KeepWarmStatus | None:
         """The keep-warm rule's decision now, for the Tail panel (None without a rent model)."""
-        keep_warm = getattr(self.agent, "keep_warm", None)
+        keep_warm = self.agent.keep_warm
         return keep_warm.status(self.clock()) if keep_warm is not None else None
 
     def keep_warm_tick(self) -> None:
         """Once a second: send a keep-warm ping when the rule says one is due, never during a turn."""
-        keep_warm = getattr(self.agent, "keep_warm", None)
+        keep_warm = self.agent.keep_warm
         if keep_warm is None or self.running or self._pinging or not keep_warm.due(self.clock()):
             return
         self._pinging = True
@@ -419,65 +439,63 @@ class TailrentApp(App[None]):
             self._pinging = False
 
     def cache_seconds_left(self) -> float | None:
-        rent = getattr(self.agent, "rent", None)
-        expires = getattr(rent, "cache_expires_at", None)
+        rent = self.agent.rent
+        if rent is None:
+            return None
+        expires = rent.cache_expires_at
         if expires is None:
-            sheet = getattr(rent, "sheet", None)
             main = [u for u in self.session.usage if u.sub_session is None]
-            if sheet is None or not main:
+            if not main:
                 return None
+            sheet = rent.sheet
             expires = main[-1].at + sheet.ttl_seconds
         return expires - self.clock()
 
     # -- events in, widgets out ---------------------------------------------
 
     def _on_session_event(self, event: Event) -> None:
-        self._queue.put_nowait(("event", event))
+        self._queue.put_nowait(SessionChanged(event))
 
     async def _pump(self) -> None:
         while True:
             batch = [await self._queue.get()]
             while not self._queue.empty():
                 batch.append(self._queue.get_nowait())
-            for item in _join_text(batch):
+            for item in join_text(batch):
                 await self._dispatch(item)
             self.sidebar.flush()
 
-    async def _dispatch(self, item: tuple[str, Any] | RequestStarted | SummaryProgress) -> None:
+    async def _dispatch(self, item: Update) -> None:
         transcript = self.transcript
         if not transcript.is_attached:
             return  # the app is closing; the session still has everything
-        if isinstance(item, RequestStarted):
-            await transcript.begin_reply(item)
-            return
-        if isinstance(item, SummaryStarted):
-            await transcript.begin_fold(item)
-            self.sidebar.folds.mark_pending(item)
-            return
-        if isinstance(item, SummaryEnded):
-            await transcript.end_fold(item)
-            self.sidebar.folds.mark_pending(None)
-            return
-        kind, payload = item
-        if kind == "event":
-            await transcript.apply_event(payload)
-            self.sidebar.note_event(payload)
-            # the ladder's warnings (a spilled message, auto-pin stopped) are the user's to see
-            if isinstance(payload, Note) and payload.level in ("warning", "error"):
-                if await transcript.show_notice(payload.text):
-                    self.notify(payload.text, severity=payload.level)
-        elif kind == "text":
-            await transcript.reply_text(payload)
-        elif kind == "thinking":
-            await transcript.reply_thinking(payload)
-        elif kind == "tool_call":
-            await transcript.reply_tool_call(payload)
-        elif kind == "notice":
-            text, level = payload
-            if await transcript.show_notice(text):
-                self.notify(text, severity={"error": "error", "info": "information"}.get(level, "warning"))
-        elif kind == "turn_end":
-            await self._turn_ended(payload)
+        match item:
+            case SessionChanged(event=event):
+                await transcript.apply_event(event)
+                self.sidebar.note_event(event)
+                # the ladder's warnings (a spilled message, auto-pin stopped) are the user's to see
+                if isinstance(event, Note) and event.level in ("warning", "error"):
+                    if await transcript.show_notice(event.text):
+                        self.notify(event.text, severity=event.level)
+            case ReplyText(text=text):
+                await transcript.reply_text(text)
+            case ReplyThinking(text=text):
+                await transcript.reply_thinking(text)
+            case ReplyToolCall(call=call):
+                await transcript.reply_tool_call(call)
+            case AgentNotice(text=text, level=level):
+                if await transcript.show_notice(text):
+                    self.notify(text, severity={"error": "error", "info": "information"}.get(level, "warning"))
+            case TurnEnded(result=result):
+                await self._turn_ended(result)
+            case RequestStarted():
+                await transcript.begin_reply(item)
+            case SummaryStarted():
+                await transcript.begin_fold(item)
+                self.sidebar.folds.mark_pending(item)
+            case SummaryEnded():
+                await transcript.end_fold(item)
+                self.sidebar.folds.mark_pending(None)
 
     async def _turn_ended(self, result: TurnResult | None) -> None:
         await self.transcript.end_turn()
@@ -514,10 +532,10 @@ class TailrentApp(App[None]):
     def _callbacks(self) -> TurnCallbacks:
         put = self._queue.put_nowait
         return TurnCallbacks(
-            on_text=lambda delta: put(("text", delta)),
-            on_thinking=lambda delta: put(("thinking", delta)),
-            on_tool_call=lambda call: put(("tool_call", call)),
-            on_notice=lambda text, level="warning": put(("notice", (text, level))),
+            on_text=lambda delta: put(ReplyText(delta)),
+            on_thinking=lambda delta: put(ReplyThinking(delta)),
+            on_tool_call=lambda call: put(ReplyToolCall(call)),
+            on_notice=lambda text, level="warning": put(AgentNotice(text, level)),
             on_reply_start=put,
             approve=self.approve,
         )
@@ -541,21 +559,21 @@ class TailrentApp(App[None]):
                     await self.agent.attach_file(path)
             result = await self.agent.turn(out.text if out is not None else None, self._callbacks())
         except asyncio.CancelledError:
-            self._queue.put_nowait(("turn_end", TurnResult(cancelled=True)))
+            self._queue.put_nowait(TurnEnded(TurnResult(cancelled=True)))
             raise
         except Exception as exc:  # a bug in a tool or the loop must not take the app down
-            self._queue.put_nowait(("turn_end", None))
+            self._queue.put_nowait(TurnEnded(None))
             self.notify(f"the turn failed: {exc}", severity="error")
             return
         # the server may have named its model on the first request
         self.sub_title = self._sub_title()
-        self._queue.put_nowait(("turn_end", result))
+        self._queue.put_nowait(TurnEnded(result))
 
-    async def approve(self, request: Any) -> str:
+    async def approve(self, request: ApprovalRequest) -> Approval:
         """Ask the user about a tool call (the agent awaits this)."""
         if self.settings.yolo:
             return "once"
-        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        answer: asyncio.Future[Approval] = asyncio.get_running_loop().create_future()
         screen = ApprovalScreen(request.tool, request.arguments, request.command_prefix, request.diff, request.allows)
 
         def done(result: str | None) -> None:
@@ -654,7 +672,7 @@ class TailrentApp(App[None]):
 
     def _mentioned_files(self, text: str) -> list[str]:
         """The `@path` mentions that name a file in the workspace (others, like @someone, are just text)."""
-        workspace = getattr(self.agent, "workspace", None)
+        workspace = self.agent.workspace
         if workspace is None:
             return []
         root = Path(workspace).resolve()
@@ -797,7 +815,7 @@ class TailrentApp(App[None]):
         self.notify(f"exported to {path}", timeout=15)
         return True
 
-    def run_palette_slash(self, command: Any) -> None:
+    def run_palette_slash(self, command: SlashCommand) -> None:
         """A slash command chosen in the palette: run it, or (if it needs an argument) start it in the input."""
         if command.needs_arg:
             box = self.query_one(PromptInput)
@@ -991,8 +1009,7 @@ class TailrentApp(App[None]):
             return False
         text, error = None, None
         try:
-            reader = getattr(self.agent, "spill_text", None)
-            text = reader(spill_id) if reader is not None else self.agent.spill_store.read_spill(spill_id)
+            text = self.agent.spill_text(spill_id)
         except (OSError, KeyError, ValueError) as exc:
             error = f"spill {spill_id} cannot be read: {exc}"
         self.push_screen(SpillViewer(spilled, text, error))
@@ -1118,7 +1135,7 @@ class TailrentApp(App[None]):
 
     def farewell(self) -> str | None:
         """What the terminal shows after the app: the session's id and how to come back to it."""
-        if getattr(self.agent, "journal", None) is None or not self.session.id or self.session.blank:
+        if self.agent.journal is None or not self.session.id or self.session.blank:
             return None
         return f"session {self.session.id}\nresume it with: tailrent --resume {self.session.id}"
 
@@ -1155,17 +1172,3 @@ class TailrentApp(App[None]):
 
 _NAVIGATION_ACTIONS = {"pin", "unpin", "spill", "fold", "inspect"}
 
-
-def _join_text(batch: list[Any]) -> list[Any]:
-    """Consecutive reply deltas become one write: the Markdown re-renders once per batch, not per token."""
-    out: list[Any] = []
-    for item in batch:
-        if _is_text(item) and out and _is_text(out[-1]):
-            out[-1] = ("text", out[-1][1] + item[1])
-        else:
-            out.append(item)
-    return out
-
-
-def _is_text(item: Any) -> bool:
-    return isinstance(item, tuple) and item[0] == "text"
