@@ -222,7 +222,7 @@ def test_with_no_model_asked_ollama_is_used_when_it_answers(fake_ollama, monkeyp
 
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # the discard port: nothing listens
     # without the embedded engine (test_models_embedded.py has the case with it)
-    monkeypatch.setattr("tailrent_tui.agent.build.engine_installed", lambda: False)
+    monkeypatch.setattr("tailrent_tui.agent.pick.engine_installed", lambda: False)
     model, notice = pick_model(Settings())
     assert isinstance(model, MockModel)
     assert "No model server answered at http://127.0.0.1:9" in notice and "--model" in notice

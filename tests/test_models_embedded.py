@@ -44,13 +44,13 @@ def test_a_missing_model_file_is_a_one_line_build_error(tmp_path):
 
 def test_with_no_server_the_app_falls_back_to_the_embedded_engine_when_installed(monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", NOBODY)
-    monkeypatch.setattr("tailrent_tui.agent.build.engine_installed", lambda: True)
+    monkeypatch.setattr("tailrent_tui.agent.pick.engine_installed", lambda: True)
     model, notice = pick_model(Settings())
     assert isinstance(model, EmbeddedModel) and model.engine is None  # started after the first frame
     assert notice.startswith(f"No model server answered at {NOBODY}: running on the embedded engine, {model.choice.label}")
     assert model.choice.about in notice and "--model ollama:NAME" in notice
 
-    monkeypatch.setattr("tailrent_tui.agent.build.engine_installed", lambda: False)
+    monkeypatch.setattr("tailrent_tui.agent.pick.engine_installed", lambda: False)
     model, notice = pick_model(Settings())
     assert isinstance(model, MockModel) and "running on the mock model" in notice
 

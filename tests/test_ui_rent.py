@@ -90,7 +90,7 @@ async def test_a_priced_sheet_shows_dollars(make_agent):
 async def test_a_model_written_fold_is_a_summary_request_that_leaves_the_rent_alone(make_agent):
     agent = make_agent(policy="ladder", window=4096, summarizer="model")
     predictions = []
-    summarize = agent._summary_for
+    summarize = agent.ladder.summary_for
 
     async def watched(request):
         # the session does not change during the summary request: neither may the next turn's rent
@@ -100,7 +100,7 @@ async def test_a_model_written_fold_is_a_summary_request_that_leaves_the_rent_al
         predictions.append((before, after))
         return summary
 
-    agent._summary_for = watched
+    agent.ladder.summary_for = watched
     app = make_app(agent)
     async with app.run_test(size=(140, 45)) as pilot:
         for _ in range(12):

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.tools.base import ToolOutcome, ToolSpec, error
 from tailrent_tui.store.outside import UNREADABLE, read_outside
-
-if TYPE_CHECKING:
-    from tailrent_tui.agent.loop import Agent
 
 MAX_HITS = 20
 RANGE_LINES = 2000
@@ -33,30 +31,33 @@ class SessionTool:
     run: Callable[[dict[str, Any]], Awaitable[ToolOutcome]]
 
 
+Delegate = Callable[[str], Awaitable[ToolOutcome]]
+
+
 def _specs() -> list[ToolSpec]:
-    return [t.spec for t in build(None).values()]  # type: ignore[arg-type]
+    return [t.spec for t in build(None, None).values()]  # type: ignore[arg-type]
 
 
-def build(agent: Agent) -> dict[str, SessionTool]:
-    """The session tools bound to one agent."""
+def build(state: AgentState, run_delegate: Delegate) -> dict[str, SessionTool]:
+    """The session tools bound to one agent's stores, and to its way of delegating (rung 3)."""
 
     async def read_spill(args: dict[str, Any]) -> ToolOutcome:
         spill_id = str(args.get("id", "")).strip()
         if not spill_id:
             return error("read_spill needs an id (the id in the spill pointer)")
-        matches = [k for k in agent.session.spills if k.startswith(spill_id)]
+        matches = [k for k in state.session.spills if k.startswith(spill_id)]
         if len(matches) > 1:
             return error(f"spill id {spill_id!r} is ambiguous: {', '.join(matches[:5])}")
         full = matches[0] if matches else spill_id
         start, end = args.get("start"), args.get("end")
         try:
             if start is None and end is None:
-                return ToolOutcome(content=agent.spill_store.read_spill(full))
+                return ToolOutcome(content=state.spill_store.read_spill(full))
             a = max(1, int(start or 1))
             b = int(end) if end is not None else a + RANGE_LINES - 1
             if a > b:
                 return error(f"empty range {a}-{b}")
-            return ToolOutcome(content=agent.spill_store.read_spill_lines(full, a, b) + f"\n[lines {a}-{b} of spill {full}]")
+            return ToolOutcome(content=state.spill_store.read_spill_lines(full, a, b) + f"\n[lines {a}-{b} of spill {full}]")
         except UNREADABLE as exc:
             return error(str(exc))
 
@@ -64,7 +65,7 @@ def build(agent: Agent) -> dict[str, SessionTool]:
         query = str(args.get("query", "")).strip()
         if not query:
             return error("search_history needs a query")
-        outside = read_outside(agent.session, agent.archive, agent.spill_store, agent.memory)
+        outside = read_outside(state.session, state.archive, state.spill_store, state.memory)
         hits = outside.search(query)
         lines = [f"error: not searched: {reason}" for reason in outside.unreadable]
         if not hits:
@@ -76,22 +77,22 @@ def build(agent: Agent) -> dict[str, SessionTool]:
         return ToolOutcome(content="\n".join(lines), is_error=bool(outside.unreadable))
 
     async def remember(args: dict[str, Any]) -> ToolOutcome:
-        if agent.memory is None:
+        if state.memory is None:
             return error("this session has no memory store")
         key, text = str(args.get("key", "")), str(args.get("text", ""))
         try:
-            agent.memory.remember(key, text)
+            state.memory.remember(key, text)
         except (OSError, ValueError) as exc:
             return error(str(exc))
-        tokens = agent.session.count(text)
+        tokens = state.session.count(text)
         return ToolOutcome(content=f'[memory {key}] stored ~{tokens:,} tokens; recall("{key}") reads it back', meta={"kind": "memory_pointer"})
 
     async def recall(args: dict[str, Any]) -> ToolOutcome:
-        if agent.memory is None:
+        if state.memory is None:
             return error("this session has no memory store")
         key = str(args.get("key", ""))
         try:
-            return ToolOutcome(content=agent.memory.recall(key))
+            return ToolOutcome(content=state.memory.recall(key))
         except UNREADABLE as exc:
             return error(str(exc))
 
@@ -99,7 +100,7 @@ def build(agent: Agent) -> dict[str, SessionTool]:
         task = str(args.get("task", "")).strip()
         if not task:
             return error("delegate needs a task")
-        return await agent.delegate(task)
+        return await run_delegate(task)
 
     tools = {
         "read_spill": SessionTool(

@@ -23,9 +23,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.rent import HEAD_ID, context_items, prompt_rate
+from tailrent_tui.core.session import Session
 from tailrent_tui.core.slots import (
     ResumePrice,
     SlotRecord,
@@ -40,10 +42,23 @@ from tailrent_tui.models.slots import SlotClient, SlotError
 from tailrent_tui.models.text import redact
 from tailrent_tui.store.slots import delete_slot_files, scan_slot_dir
 
-if TYPE_CHECKING:
-    from tailrent_tui.agent.loop import Agent
-
 MB = 1024 * 1024
+
+
+class SlotHost(Protocol):
+    """What the slot keeper reads and sets on the agent (`agent.loop.Agent` is one)."""
+
+    settings: Any
+    model: Any
+    session: Session
+    session_dir: Any
+    rent: Any
+    slots: Any
+    cold_resume: bool
+    resume_price: Any
+    start_lines: list[tuple[str, str]]
+
+    def offered_tools(self) -> list[dict[str, Any]]: ...
 
 
 @dataclass
@@ -78,7 +93,7 @@ class _SavePlan:
 class SlotKeeper:
     """Saves and restores one session's llama.cpp slot; silent on servers without slots."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: SlotHost) -> None:
         self.agent = agent
         self.settings = agent.settings
         self.state = "unknown"  # "on", "off"
@@ -168,8 +183,6 @@ class SlotKeeper:
 
     def _upcoming(self) -> Any:
         """The request the session would send now (rendered, not sent)."""
-        from tailrent_tui.agent.loop import wire_messages
-
         model = self.model
         assert model is not None
         tools = None if model.tools_dropped else self.agent.offered_tools()
@@ -350,7 +363,7 @@ class SlotKeeper:
 # -- the resume's price --------------------------------------------------------------
 
 
-def price_resume(agent: Agent, *, now: float | None = None) -> ResumePrice:
+def price_resume(agent: SlotHost, *, now: float | None = None) -> ResumePrice:
     """What the first request after this resume will re-read, and what spares it."""
     session = agent.session
     now = time.time() if now is None else now
@@ -386,7 +399,7 @@ def price_resume(agent: Agent, *, now: float | None = None) -> ResumePrice:
     )
 
 
-def warm_rent_after_restore(agent: Agent, now: float) -> None:
+def warm_rent_after_restore(agent: SlotHost, now: float) -> None:
     """A restored slot holds the context as it was: the rent model predicts it cached."""
     rent = agent.rent
     if rent is None:
@@ -405,7 +418,7 @@ def _ago(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
-async def on_start(agent: Agent) -> None:
+async def on_start(agent: SlotHost) -> None:
     """Ask the server about its slots once per model, so requests are pinned from the first."""
     keeper: SlotKeeper | None = getattr(agent, "slots", None)
     if keeper is None or keeper.state != "unknown":
@@ -416,7 +429,7 @@ async def on_start(agent: Agent) -> None:
         agent.session.note(line, "info")
 
 
-async def on_resume(agent: Agent) -> list[tuple[str, str]]:
+async def on_resume(agent: SlotHost) -> list[tuple[str, str]]:
     """Restore the slot (if any) and price the first request; (line, level) pairs to show, also noted in the session."""
     lines: list[tuple[str, str]] = []
     keeper: SlotKeeper | None = getattr(agent, "slots", None)

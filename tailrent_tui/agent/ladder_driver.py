@@ -1,0 +1,239 @@
+"""The agent's driver of the ladder: the policy's plans, run against the session with real I/O.
+
+The policy (core/policies) decides in pure code and yields what it needs: a
+`Summarize(span)`, answered here by the summarizer (a model's request awaited
+when the model writes summaries), or a `Review`, answered by the app's fold
+preview. Every fold — the policy's after a message or before a request, and
+the user's (`f`, `/fold`) — runs through `run_plan`. The budget arithmetic the
+policy is handed (`policy_context`: the window less our counting drift, less
+the reply's room) lives here too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from tailrent_tui.agent.events import SummaryEnded, SummaryStarted, TurnCallbacks, noop
+from tailrent_tui.agent.meter import UsageMeter
+from tailrent_tui.agent.state import AgentState
+from tailrent_tui.agent.stores import SessionStores
+from tailrent_tui.core.messages import Event, Folded, FoldRecord, FoldSkipped, Message, Unfolded
+from tailrent_tui.core.policies import Plan, Policy, PolicyContext, PolicySettings, get_policy
+from tailrent_tui.core.rent import aside_rent, context_items, prompt_rate
+from tailrent_tui.core.rungs.fold import unfold
+from tailrent_tui.core.summarize import Review, Summarize, Summary, Verdict
+from tailrent_tui.models.errors import ContextOverflow, ModelError
+from tailrent_tui.models.mock import ModelSummarizer
+
+#: after the server refuses a request as too large, the ladder budgets with this much less of the window
+OVERFLOW_SHRINK = 0.85
+
+
+class LadderDriver:
+    """Runs the policy's plans (folds, spills, pins) and answers what they ask for."""
+
+    def __init__(self, state: AgentState, meter: UsageMeter, stores: SessionStores) -> None:
+        self.state = state
+        self.meter = meter
+        self.stores = stores
+        self._policy: Policy | None = None
+        self.window_scale = 1.0
+
+    @property
+    def policy(self) -> Policy:
+        if self._policy is None or self._policy.name != self.state.settings.policy:
+            self._policy = get_policy(self.state.settings.policy)
+        return self._policy
+
+    # -- the budget the policy is handed -----------------------------------------
+
+    def token_drift(self) -> float:
+        """Tokens the server counts for each one we predict, from its last report (1 to 1.5).
+
+        Our tokenizer is not always the server's, and the chat template adds its own
+        tokens: a context that fits by our count may not by the server's.
+        """
+        for u in reversed(self.state.session.usage):
+            if u.prompt_tokens and u.context_tokens and u.sub_session is None:
+                return min(1.5, max(1.0, u.prompt_tokens / u.context_tokens))
+        return 1.0
+
+    def shrink_window(self) -> None:
+        """The server counted more than we did and refused a request: budget with a smaller window from now on."""
+        self.window_scale *= OVERFLOW_SHRINK
+
+    def budget_window(self) -> int:
+        """The window a request must fit by our count: the server's, less the drift of our
+        count from its, less what the server refused before."""
+        return max(256, int(self.state.session.window * self.window_scale / self.token_drift()))
+
+    def reply_cap(self) -> int:
+        """Tokens a reply may take: the setting, else an eighth of the window."""
+        return self.state.settings.max_reply_tokens or max(256, self.state.session.window // 8)
+
+    def policy_context(self) -> PolicyContext:
+        s = self.state
+        window = s.session.window
+        if s.policy_settings is not None:
+            settings = s.policy_settings.model_copy(update={"window": window})
+        else:
+            settings = PolicySettings(
+                window=window,
+                fold_trigger=s.settings.fold_trigger,
+                fold_target=s.settings.fold_target,
+                spill_threshold=s.settings.spill_threshold,
+                guard=s.settings.guard,
+                # room for the reply, and for what the server counts beyond our count
+                reply_reserve=self.reply_cap() + window - self.budget_window(),
+                fold_preview=s.settings.fold_preview if s.on_review is not None else "never",
+            )
+        return PolicyContext(spill_store=s.spill_store, archive=s.archive, settings=settings)
+
+    def check_fits(self) -> None:
+        """A request over the window is never sent: the server would refuse it, or cut it silently."""
+        s = self.state.session
+        reserve = self.reply_cap()
+        window = self.budget_window() if self.state.policy_settings is None else s.window
+        if s.context_tokens + reserve <= window:
+            return
+        raise ContextOverflow(
+            f"not sent: the context ({s.context_tokens:,} tokens) and the reply's {reserve:,} do not fit "
+            f"the {window:,}-token window" + (f" (the server's {s.window:,}, less our counting drift)" if window < s.window else ""),
+            "unpin what no longer matters (u), spill or fold by hand (s, f), or lower max_reply_tokens",
+        )
+
+    # -- plans, driven --------------------------------------------------------------
+
+    async def run_plan(self, plan: Plan) -> list[Event]:
+        """The agent's driver of a policy plan: each Summarize is answered by the
+        summarizer, the model's request awaited when the model writes summaries.
+
+        Cancelling it (escape) closes the plan before its fold is applied.
+        """
+        on_review = self.state.on_review
+        try:
+            request = next(plan)
+            while True:
+                if isinstance(request, Review):
+                    verdict = await on_review(request) if on_review is not None else Verdict(apply=True)
+                    request = plan.send(verdict)
+                else:
+                    request = plan.send(await self.watched_summary(request))
+        except StopIteration as stop:
+            return stop.value
+        finally:
+            plan.close()
+
+    async def watched_summary(self, request: Summarize) -> Summary:
+        """A summary, reported to `on_summary` as it starts and as it ends, whatever the end."""
+        report = self.state.on_summary or noop
+        by = self.state.summarizer.name
+        report(SummaryStarted(messages=len(request.span), tokens=sum(m.tokens for m in request.span), by=by))
+        try:
+            summary = await self.summary_for(request)
+        except asyncio.CancelledError:
+            report(SummaryEnded(outcome="cancelled"))
+            raise
+        except Exception as exc:
+            report(SummaryEnded(outcome="failed", error=str(exc)))
+            raise
+        report(SummaryEnded(outcome="failed", error=summary.error) if summary.error else SummaryEnded(outcome="written"))
+        return summary
+
+    async def summary_for(self, request: Summarize) -> Summary:
+        summarizer = self.state.summarizer
+        if isinstance(summarizer, ModelSummarizer):
+            try:
+                summary = await summarizer.asummarize(request.span, request.budget)
+            except ModelError as exc:
+                return Summary(text="", by=summarizer.name, error=f"the model could not summarize ({exc.message})")
+            # journaled like a turn's request, so it is counted and survives a resume, but
+            # priced aside: it has its own prefix and leaves the conversation's cache as it was
+            session = self.state.session
+            sent = sum(session.count(m["content"]) for m in summarizer.request_messages(request.span))
+            usage = summarizer.last_usage
+            sheet = getattr(self.state.rent, "sheet", None)
+            self.meter.record(aside_rent(sent, usage.output_tokens if usage else 0, sheet), usage, "summary")
+            return summary
+        return Summary(text=summarizer.summarize(request.span), by=summarizer.name)
+
+    async def _policy_step(self, plan: Plan) -> list[Event]:
+        try:
+            return await self.run_plan(plan)
+        except Exception as exc:  # a failed fold must not lose the turn
+            self.state.session.note(f"{self.policy.name} policy: fold failed: {exc}", "error")
+            return []
+
+    async def after_add(self) -> list[Event]:
+        """The policy's budget check after each message."""
+        return await self._policy_step(self.policy.after_add(self.state.session, self.policy_context()))
+
+    async def add_message(self, role: Any, content: str, *, pinned: bool = False, at: float | None = None, **fields: Any) -> Message:
+        """Add a message and let the policy act on it: the path of every message a user, the demo or a trace adds."""
+        m = self.state.session.add(role, content, pinned=pinned, at=at, **fields)
+        await self.after_add()
+        return m
+
+    async def admit_tool_text(self, tool: str, content: str, *, at: float | None = None) -> Message:
+        """A tool's text from a trace or the demo: rungs 1 and 2 as the policy applies them, then its check."""
+        m = self.policy.admit_tool(self.state.session, self.policy_context(), tool, content, at=at)
+        await self.after_add()
+        return m
+
+    def _cache_expired(self) -> bool:
+        s = self.state
+        if s.cold_resume:
+            s.cold_resume = False  # build noted it already
+            return True
+        if s.rent is None:
+            return False
+        return s.rent.predict(context_items(s.session), s.session.head_tokens, s.session.clock())[2]
+
+    async def before_request(self, cb: TurnCallbacks | None = None) -> list[Event]:
+        """The policy's step before each request: after a cache expiry it may fold at no
+        extra cost, and it makes the request fit the window with room for the reply."""
+        self.stores.refresh_instructions()
+        cold = self.state.cold_resume
+        expired = self._cache_expired()
+        if expired and not cold:
+            msg = "the cache expired while you were away: this request rewrites the whole prefix"
+            self.state.session.note(msg, "info")
+            if cb is not None:
+                cb.on_notice(msg, "info")
+        return await self._policy_step(self.policy.before_request(self.state.session, self.policy_context(), expired=expired))
+
+    # -- folds by hand ----------------------------------------------------------------
+
+    async def fold(self, span_ids: list[str] | None = None, *, trigger: str = "manual") -> Folded | FoldSkipped | None:
+        """The user's fold (`f`, `/fold`): the policy's plan for it, driven like every other.
+
+        A span with a pin, or an archive that cannot write, raises; a fold that
+        would not shrink the context comes back as a FoldSkipped with the reason.
+        """
+        plan = self.policy.fold_by_hand(self.state.session, self.policy_context(), span_ids, trigger)
+        events = await self.run_plan(plan)
+        return next((e for e in reversed(events) if isinstance(e, (Folded, FoldSkipped))), None)
+
+    def unfold(self, fold_no: int) -> Unfolded:
+        """Undo fold `fold_no` (`/unfold N`, `u` in the inspector): its originals, read from
+        the archive, back in its summary's place if they fit under the fold trigger.
+        SessionError says why not; ArchiveError when its archive entry is damaged."""
+        originals = self.stores.fold_originals(fold_no)
+        return unfold(self.state.session, fold_no, originals, limit=self.policy_context().settings.trigger_tokens)
+
+    def reread_after(self, record: FoldRecord) -> tuple[int, float | None]:
+        """What applying this fold costs the next request: the tokens from the summary's
+        place on (the cache before it survives), and their seconds at the measured rate."""
+        session = self.state.session
+        span = set(record.span_ids)
+        first = next((i for i, m in enumerate(session.messages) if m.id in span), len(session.messages))
+        after = session.messages[first:]
+        tokens = session.sent_tokens(record.summary) + sum(
+            session.sent_tokens(m) for m in after if m.id not in span and not m.cut_off
+        )
+        if record.position == 0:
+            tokens = record.context_after - session.head_tokens
+        rent = self.state.rent
+        rate = prompt_rate(session.usage, rent.sheet) if rent is not None else None
+        return tokens, (rate.seconds(tokens) if rate is not None and rate.measured else None)

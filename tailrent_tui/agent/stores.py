@@ -1,0 +1,131 @@
+"""The session's stores, seen from the agent: rung 4's files, the archive, the spills, memory.
+
+Everything the agent keeps outside the context or outside the session's
+journal goes through here: the decisions file (rung 4 for pinned decisions),
+the project instructions pinned at the head, the session's title, the
+sub-sessions' transcripts, exports, and the probe that says where a word lives.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tailrent_tui.agent.instructions import InstructionsWatcher
+from tailrent_tui.agent.state import AgentState
+from tailrent_tui.agent.tools.base import ToolContext, ToolError, save_beneath
+from tailrent_tui.agent.workspace import WorkspaceEscape
+from tailrent_tui.core.messages import Kind, Message
+from tailrent_tui.core.probe import ProbeReport, probe
+from tailrent_tui.core.session import Session
+from tailrent_tui.store.outside import read_outside
+from tailrent_tui.store.paths import ensure_private_dir, resolve_data_dir, write_file_atomic
+
+
+class SessionStores:
+    """Reads and writes what the session keeps outside its context; a failure is a note, never a lost turn."""
+
+    def __init__(self, state: AgentState, *, instructions: bool = False) -> None:
+        self.state = state
+        self._titled = False
+        # AGENTS.md / TAILRENT.md, pinned at the head (the app, ask and the demo; not the bench, not a delegate)
+        self.instructions = InstructionsWatcher(state.workspace) if instructions and not state.is_sub else None
+        if self.instructions is not None:
+            self.instructions.refresh(state.session)
+
+    def refresh_instructions(self) -> list[str]:
+        """Read the project instruction files again if they changed on disk; the names that changed."""
+        session = self.state.session
+        changed = self.instructions.refresh(session) if self.instructions is not None else []
+        for name in changed:
+            session.note(f"{name} changed on disk: the project instructions were read again", "info")
+        return changed
+
+    def write_decisions(self, ctx: ToolContext) -> None:
+        """Rung 4 for decisions: keep pinned decisions in a workspace file that outlives the session.
+
+        Written as write_file writes (beneath the workspace, atomically); a failure is a one-line
+        warning note, and the pin stands."""
+        name = self.state.settings.decisions_file
+        if not name:
+            return
+        session = self.state.session
+        lines = ["# Decisions (pinned in tailrent)", ""]
+        lines += [f"- {m.content.strip()}" for m in session.pinned if m.kind == Kind.chat]
+        try:
+            save_beneath(ctx, name, ("\n".join(lines) + "\n").encode("utf-8", "replace"))
+        except (ToolError, WorkspaceEscape, OSError) as exc:
+            why = " ".join(str(exc).split()) or type(exc).__name__
+            session.note(f"decisions file {name} not written: {why}", "warning")
+
+    def title_from(self, text: str) -> None:
+        """A session with no title is named after its first message, as `tailrent sessions` shows it."""
+        sd = self.state.session_dir
+        if sd is None or self.state.is_sub or self._titled:
+            return
+        self._titled = True
+        try:
+            if not sd.read_meta().title:
+                line = " ".join(text.strip().split())
+                sd.update_meta(title=line[:60] + ("…" if len(line) > 60 else ""))
+        except (OSError, LookupError, ValueError) as exc:
+            self.state.session.note(f"could not name the session: {exc}", "warning")
+
+    def archive_sub(self, sub_id: str, sub_session: Session) -> None:
+        """Keep the sub-session's whole transcript in the session directory (subs/<id>.json)."""
+        root = getattr(self.state.session_dir, "path", None)
+        if root is None:
+            return
+        record = {
+            "id": sub_id,
+            "system": sub_session.system,
+            "messages": [m.model_dump(mode="json") for m in sub_session.messages],
+            "usage": [u.model_dump(mode="json") for u in sub_session.usage],
+        }
+        try:
+            ensure_private_dir(Path(root) / "subs")
+            write_file_atomic(Path(root) / "subs" / f"{sub_id}.json", json.dumps(record, ensure_ascii=False).encode("utf-8"))
+        except OSError as exc:
+            self.state.session.note(f"could not archive {sub_id}: {exc}", "error")
+
+    def fold_originals(self, fold_no: int) -> list[Message]:
+        """The messages fold `fold_no` removed from the context; ArchiveError when its archive entry is damaged."""
+        return self.state.archive.read_originals(fold_no)
+
+    def spill_text(self, spill_id: str) -> str:
+        """A spill's content, or a clear message when its file is missing or altered."""
+        try:
+            return self.state.spill_store.read_spill(spill_id)
+        except (OSError, ValueError) as exc:
+            return f"[spill {spill_id} cannot be shown: {exc}]"
+
+    def recall(self, question: str, expect: list[str]) -> tuple[ProbeReport, list[str]]:
+        """A probe: where each expected word lives now, and what survives only outside;
+        with one line for each entry outside that could not be read."""
+        s = self.state
+        outside = read_outside(s.session, s.archive, s.spill_store, s.memory)
+        return probe(s.session, question, expect, outside=outside.by_label()), outside.unreadable
+
+    def export(self, fmt: str = "md", path: Path | None = None) -> Path:
+        """Write the transcript as the user saw it (md or json); returns the file's absolute path.
+
+        By default into the session's own directory (never the user's repository);
+        a relative `path` is taken from the workspace, and a path into the data dir
+        is refused (it could overwrite a session).
+        """
+        from tailrent_tui.store.export import export_session, write_export
+
+        s = self.state
+        if s.session_dir is None:
+            raise ValueError("this session is not saved, so it cannot be exported")
+        if fmt not in ("md", "json"):
+            raise ValueError(f"unknown export format {fmt!r}: md or json")
+        if path is None:
+            out = Path(s.session_dir.path) / f"export.{fmt}"
+        else:
+            out = (s.workspace / Path(path).expanduser()).resolve()
+            data_dir = resolve_data_dir(s.settings.data_dir).resolve()
+            if out == data_dir or data_dir in out.parents:
+                raise ValueError(f"{out} is inside the data dir {data_dir}, where it could overwrite a session; give another path")
+            out.parent.mkdir(parents=True, exist_ok=True)
+        return write_export(export_session(s.session_dir, fmt), out).resolve()

@@ -1,0 +1,210 @@
+"""Tool calls, from the model's request to the transcript: approval, the run, rungs 1 and 2.
+
+A call is approved here (`approved_run`: the user's word, asked through
+`TurnCallbacks.approve`, unless the session already allows it or --yolo), run
+(a workspace tool in a thread, cancelled by escape; a session tool on the
+loop), and its outcome admitted through the ladder: inline, spilled with a
+pointer, or — for run_shell's streamed output — a pointer to its raw spill.
+`!cmd`, `@path` and big pastes enter the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from tailrent_tui.agent.approval import ShellOffer, prefix_covers, shell_offer
+from tailrent_tui.agent.events import ApprovalRequest, TurnCallbacks
+from tailrent_tui.agent.ladder import admit_to_session
+from tailrent_tui.agent.ladder_driver import LadderDriver
+from tailrent_tui.agent.session_tools import SessionTool
+from tailrent_tui.agent.state import AgentState
+from tailrent_tui.agent.tools import TOOLS, ToolContext, ToolError, ToolOutcome, parse_args, preview_tool, run_tool, tool_specs
+from tailrent_tui.agent.tools.base import SpillBudget, error, outcome
+from tailrent_tui.core.messages import Kind, Message, ToolCall
+from tailrent_tui.core.rungs.spill import pointer_text
+from tailrent_tui.models.base import ToolCallChunk
+from tailrent_tui.store.paths import resolve_data_dir
+
+
+def cap_to_tokens(outcome: Any, cap: int, count: Callable[[str], int]) -> Any:
+    """Cut an outcome's text to about `cap` tokens, keeping whole lines, and say so."""
+    tokens = count(outcome.content)
+    if tokens <= cap:
+        return outcome
+    lines = outcome.content.splitlines()
+    keep = max(1, int(len(lines) * cap / tokens))
+    cut = (
+        f"[read_spill: showing lines 1-{keep} of {len(lines)} (~{cap:,} of {tokens:,} tokens); "
+        "pass start/end for the rest]"
+    )
+    return outcome.model_copy(update={"content": "\n".join(lines[:keep]) + "\n" + cut, "cut": cut})
+
+
+class ToolRunner:
+    """Approves, runs and admits tool calls; holds what the session allows without asking."""
+
+    def __init__(self, state: AgentState, ladder: LadderDriver) -> None:
+        self.state = state
+        self.ladder = ladder
+        self.allowed_prefixes: set[str] = set()
+        #: run_shell prefixes approved for the session; each covers one simple command (agent/approval.py)
+        self.allowed_shell_prefixes: set[tuple[str, ...]] = set()
+        #: the session tools (read_spill, search_history, remember, recall, delegate), bound by the agent
+        self.extra_tools: dict[str, SessionTool] = {}
+        #: the callbacks of the turn running now: a delegate's sub-turn asks the user through them
+        self.cb: TurnCallbacks | None = None
+        store = state.spill_store
+        # run_shell streams output past its in-memory cap into a raw spill file
+        open_raw = getattr(store, "open_raw", None)
+        raw_bytes = getattr(store, "raw_bytes", None)
+        budget = SpillBudget(state.settings.caps.spills_session_max_bytes, used=raw_bytes() if raw_bytes else 0)
+        # the file tools refuse the data dir when it lies inside the workspace
+        self.ctx = ToolContext(
+            root=state.workspace,
+            caps=state.settings.caps,
+            spill_sink=open_raw,
+            spill_budget=budget,
+            data_dir=resolve_data_dir(state.settings.data_dir),
+        )
+
+    def offered_tools(self) -> list[dict[str, Any]]:
+        exclude = {"delegate"} if self.state.is_sub else set()
+        specs = [s for s in tool_specs() if s.name not in exclude]
+        specs += [t.spec for name, t in self.extra_tools.items() if name not in exclude]
+        return [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in specs]
+
+    # -- approval ------------------------------------------------------------------
+
+    def _needs_approval(self, name: str) -> bool:
+        tool = TOOLS.get(name)
+        return bool(tool and tool.spec.needs_approval) and not self.state.settings.yolo
+
+    def _session_approved(self, call: ToolCall) -> bool:
+        if call.name == "run_shell":
+            command = str(call.arguments.get("command", ""))
+            return any(prefix_covers(prefix, command) for prefix in self.allowed_shell_prefixes)
+        return call.name in self.allowed_prefixes
+
+    def _approval_request(self, call: ToolCall, diff: str | None) -> tuple[ApprovalRequest, ShellOffer | None]:
+        if call.name != "run_shell":
+            allows = f"'Allow for the session' runs every later {call.name} call without asking."
+            return ApprovalRequest(call.name, dict(call.arguments), call.name, diff, allows), None
+        offer = shell_offer(str(call.arguments.get("command", "")))
+        return ApprovalRequest(call.name, dict(call.arguments), offer.shown, diff, offer.allows), offer
+
+    async def approved_run(self, call: ToolCall, cb: TurnCallbacks) -> ToolOutcome:
+        """Run a call once it may run: a session tool at once, a workspace tool that needs
+        approval after the user's word (with its diff, for the writes)."""
+        if call.name in self.extra_tools:
+            self.cb = cb
+            tool = self.extra_tools[call.name]
+            try:
+                args = parse_args(tool.spec, call.arguments)
+            except ToolError as exc:
+                return error(str(exc))
+            try:
+                return await tool.run(args)
+            except Exception as exc:  # a tool's bug must cost one turn, never the session
+                return error(f"{call.name} failed: {type(exc).__name__}: {exc}")
+        if call.name not in TOOLS:
+            names = ", ".join(t["name"] for t in self.offered_tools())
+            return error(f"unknown tool {call.name!r}; the tools are: {names}")
+        if self._needs_approval(call.name) and not self._session_approved(call):
+            diff = None
+            preview = await asyncio.to_thread(preview_tool, call.name, call.arguments, self.ctx)
+            if preview is not None:
+                if preview.is_error:
+                    return preview
+                diff = preview.meta.get("diff")
+            request, offer = self._approval_request(call, diff)
+            answer = await cb.approve(request)
+            if answer == "deny":
+                return error(f"the user denied {call.name}; ask them or try another way")
+            if answer == "prefix" and request.command_prefix is not None:
+                if offer is not None and offer.prefix is not None:
+                    self.allowed_shell_prefixes.add(offer.prefix)
+                elif offer is None:
+                    self.allowed_prefixes.add(call.name)
+        return await self.run_workspace_tool(call.name, call.arguments)
+
+    async def run_workspace_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Run a workspace tool in a thread; cancelling (escape) tells the tool to kill what it started."""
+        cancel = threading.Event()
+        ctx = self.ctx.model_copy(update={"cancel": cancel})
+        try:
+            return await asyncio.to_thread(run_tool, name, arguments, ctx)
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
+
+    # -- into the transcript ---------------------------------------------------------
+
+    async def run_call(self, pair: tuple[ToolCall, ToolCallChunk], cb: TurnCallbacks) -> Message:
+        """One call of a reply: approved, run, and its outcome admitted through the ladder."""
+        call, chunk = pair
+        session, settings = self.state.session, self.state.settings
+        cb.on_tool_call(call)
+        if chunk.arguments_error:
+            result = error(f"the arguments for {call.name} are not valid JSON ({chunk.arguments_error}); send a JSON object")
+        else:
+            result = await self.approved_run(call, cb)
+        kind = result.meta.get("kind")
+        if call.name == "read_spill" and not result.is_error:
+            # Spilling what the model asked to read back would only hand it a new pointer:
+            # it enters inline, capped near the spill threshold, with a cut line for ranges.
+            result = cap_to_tokens(result, settings.spill_threshold, session.count)
+            m = session.add("tool", result.content, kind=Kind.tool_result, tool=call.name, tool_call_id=call.id, autopin=False)
+        elif result.spilled_path and call.name == "run_shell":
+            m = self._admit_streamed_spill(call, result)
+        elif kind in (Kind.memory_pointer.value, Kind.delegate_result.value) and not result.is_error:
+            m = session.add("tool", result.content, kind=Kind(kind), tool=call.name, tool_call_id=call.id, autopin=False)
+        else:
+            m = admit_to_session(
+                session, call.name, result, spill_store=self.state.spill_store, threshold=settings.spill_threshold, tool_call_id=call.id
+            )
+        cb.on_tool_result(m)
+        await self.ladder.after_add()
+        return m
+
+    def _admit_streamed_spill(self, call: ToolCall, result: ToolOutcome) -> Message:
+        """A run_shell output streamed whole to a raw spill: only a pointer enters."""
+        spill_id = result.spilled_path
+        assert spill_id is not None
+        total = int(result.meta.get("bytes", len(result.content)))
+        not_kept = int(result.meta.get("not_kept", 0))
+        kept = total - not_kept
+        est = max(1, kept // 4)  # the whole output is never tokenized: chars/4 is the estimate
+        pointer = pointer_text(call.name, est, spill_id, result.content[:2000]) + (
+            f" [{kept:,} bytes; exit code {result.meta.get('exit_code')}; read_spill with start/end]"
+        )
+        if not_kept and result.cut:
+            pointer += "\n" + result.cut
+        session = self.state.session
+        m = session.make_message("tool", pointer, kind=Kind.spill_pointer, tool=call.name, tool_call_id=call.id)
+        m.spill_id = spill_id
+        raw_path_for = getattr(self.state.spill_store, "raw_path_for", lambda i: i)
+        m.meta = {"spill_location": str(raw_path_for(spill_id)), "spilled_tokens": est}
+        return session.add_message(m, autopin=False)
+
+    async def _admit(self, tool: str, result: ToolOutcome) -> Message:
+        s = self.state
+        m = admit_to_session(s.session, tool, result, spill_store=s.spill_store, threshold=s.settings.spill_threshold)
+        await self.ladder.after_add()
+        return m
+
+    async def shell(self, command: str) -> Message:
+        """`!cmd`: run a shell command in the workspace; its output enters through the ladder."""
+        self.state.session.add("user", f"!{command}", autopin=False, meta={"shell": True})
+        return await self._admit("run_shell", await self.run_workspace_tool("run_shell", {"command": command}))
+
+    async def attach_paste(self, label: str, text: str) -> Message:
+        """A big paste, sent beside a message: it enters as a tool's output does (spilled with a pointer
+        over the threshold), never cut, so the spill holds all of it."""
+        return await self._admit("paste", outcome(f"{label}\n{text}"))
+
+    async def attach_file(self, path: str) -> Message:
+        """`@path` in a message: the file enters as read_file returns it (its line and byte caps), then rung 2."""
+        return await self._admit("read_file", await asyncio.to_thread(run_tool, "read_file", {"path": path}, self.ctx))

@@ -1,0 +1,207 @@
+"""One turn of the agent loop.
+
+A turn: the user's text enters the session; the model is asked for a reply
+(streamed to the caller); the server's usage is recorded against the rent
+model's prediction; tool calls run (tool_runner.py), each result passing
+rung 1 (the tool's cap) and rung 2 (spill) before it enters; the policy checks
+the budget after every message and folds when it must (ladder_driver.py).
+
+Faults never cost the user's message: it is in the session (and the journal)
+before the model is called, and a failed request leaves a note and a retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tailrent_tui.agent.events import TurnCallbacks, TurnResult
+from tailrent_tui.agent.ladder_driver import LadderDriver
+from tailrent_tui.agent.meter import UsageMeter
+from tailrent_tui.agent.state import AgentState
+from tailrent_tui.agent.stores import SessionStores
+from tailrent_tui.agent.tool_runner import ToolRunner
+from tailrent_tui.agent.wire import wire_messages
+from tailrent_tui.core.messages import Message, ToolCall
+from tailrent_tui.models.base import TextDelta, ThinkingDelta, ToolCallChunk, Usage
+from tailrent_tui.models.errors import ContextOverflow, ModelError, ToolsUnsupported
+
+MAX_STEPS = 24
+
+
+class TurnLoop:
+    """Asks the model, streams its reply to the caller, runs its tool calls, until it answers."""
+
+    def __init__(
+        self,
+        state: AgentState,
+        *,
+        ladder: LadderDriver,
+        tools: ToolRunner,
+        meter: UsageMeter,
+        stores: SessionStores,
+        start: Callable[[], Awaitable[None]],
+        options: Callable[[], dict[str, Any]],
+    ) -> None:
+        self.state = state
+        self.ladder = ladder
+        self.tools = tools
+        self.meter = meter
+        self.stores = stores
+        self._start = start
+        self._options = options
+
+    async def turn(self, text: str | None, cb: TurnCallbacks | None = None) -> TurnResult:
+        """One user turn. `text=None` retries from the transcript as it is."""
+        cb = cb or TurnCallbacks()
+        result = TurnResult()
+        session = self.state.session
+        await self._start()
+        if text is not None:
+            if not text.strip():
+                raise ValueError("empty message: type something, or /help")
+            await self.ladder.add_message("user", text)
+            self.stores.title_from(text)
+        tools = self.tools.offered_tools()
+        for _step in range(MAX_STEPS):
+            try:
+                await self.ladder.before_request(cb)
+                self.ladder.check_fits()
+                reply, calls, usage = await self._request(tools, cb, result)
+            except ToolsUnsupported as exc:
+                tools = []
+                self._warn(f"{exc.message}: retrying without tools", cb, result)
+                continue
+            except ModelError as exc:
+                result.error = exc
+                session.note(f"model error: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""), "error")
+                return result
+            except asyncio.CancelledError:
+                result.cancelled = True
+                raise
+            result.reply = reply
+            if usage is not None and usage.truncated:
+                self._warn("the reply was cut: done_reason=length (the token limit or the window was reached)", cb, result)
+            if not calls:
+                return result
+            for call in calls:
+                await self.tools.run_call(call, cb)
+        msg = f"stopped after {MAX_STEPS} model requests in one turn"
+        result.notices.append(msg)
+        cb.on_notice(msg, "warning")
+        return result
+
+    def _warn(self, msg: str, cb: TurnCallbacks, result: TurnResult) -> None:
+        result.notices.append(msg)
+        cb.on_notice(msg, "warning")
+        self.state.session.note(msg, "warning")
+
+    async def _request(
+        self, tools: list[dict[str, Any]], cb: TurnCallbacks, result: TurnResult
+    ) -> tuple[Message, list[tuple[ToolCall, ToolCallChunk]], Usage | None]:
+        session, model = self.state.session, self.state.model
+        wire = wire_messages(session)
+        predicted = self.meter.predict()
+        parts: list[str] = []
+        calls: list[ToolCallChunk] = []
+        usage: Usage | None = None
+        cb.on_reply_start(self.meter.request_started(predicted))
+        self.meter.last_sent = (wire, tools or None)
+        stream = model.stream(wire, tools=tools or None, options=self._options())
+        try:
+            async for chunk in stream:
+                if isinstance(chunk, TextDelta):
+                    parts.append(chunk.text)
+                    cb.on_text(chunk.text)
+                elif isinstance(chunk, ThinkingDelta):
+                    cb.on_thinking(chunk.text)
+                elif isinstance(chunk, ToolCallChunk):
+                    calls.append(chunk)
+                elif isinstance(chunk, Usage):
+                    usage = chunk
+        except asyncio.CancelledError:
+            partial = "".join(parts)
+            if partial:
+                session.add("assistant", partial, autopin=False, meta={"cancelled": True})
+            session.note("reply cancelled" + (" (partial reply kept)" if partial else ""), "warning")
+            with contextlib.suppress(Exception):
+                await stream.aclose()  # type: ignore[attr-defined]
+            raise
+        except ModelError as exc:
+            if isinstance(exc, ContextOverflow):
+                self.ladder.shrink_window()
+            partial = "".join(parts)
+            if partial:
+                session.add("assistant", partial, autopin=False, meta={"incomplete": True})
+            raise
+        if usage is not None:
+            result.usage.append(usage)
+            if usage.tools_dropped:
+                msg = f"{model.name} does not support tools: the reply was made without them"
+                result.notices.append(msg)
+                cb.on_notice(msg, "warning")
+        tool_calls = [ToolCall(id=c.id or f"call_{i}", name=c.name, arguments=c.arguments) for i, c in enumerate(calls)]
+        reply = session.add("assistant", "".join(parts), tool_calls=tool_calls, meta=_call_errors(calls))
+        self.meter.record(predicted, usage)
+        if usage is not None and tools and not usage.tools_dropped:
+            self._check_schema_sent(usage, cb)
+        await self.ladder.after_add()
+        return reply, list(zip(tool_calls, calls)), usage
+
+    def _check_schema_sent(self, usage: Usage, cb: TurnCallbacks) -> None:
+        """A server whose whole prompt is smaller than the tool schema we sent ignored the tools.
+
+        llama.cpp's server does that unless it runs with --jinja. The model then
+        cannot call tools, and the rent prediction must stop counting the schema.
+        """
+        session = self.state.session
+        schema = session.tool_schema_tokens
+        # half the schema: the server counts with its own tokenizer, which can differ
+        # from ours by tens of percent, never by half
+        if not schema or usage.prompt_tokens is None or usage.prompt_tokens >= schema // 2:
+            return
+        msg = (
+            f"{self.state.model.name or 'the server'} reported a {usage.prompt_tokens:,}-token prompt, smaller than the "
+            f"{schema:,}-token tool schema sent with it: it ignores tools (llama.cpp's server needs --jinja), "
+            "so the model cannot call them. Rent predictions leave the schema out from now on."
+        )
+        session.tool_schema_tokens = 0
+        if self.state.rent is not None:
+            self.state.rent.rebase_head(session.head_tokens)
+        writer = getattr(self.state.session_dir, "update_meta", None)
+        if writer is not None:
+            try:
+                writer(tool_schema_tokens=0)
+            except OSError:
+                pass
+        session.note(msg, "warning")
+        cb.on_notice(msg, "warning")
+
+    async def ping(self, now: float | None = None) -> bool:
+        """Send a keep-warm ping if the rule says one is due: the last request's exact
+        messages and tools (the cached prefix) with max_tokens=1, recorded as a usage
+        of purpose "ping". True if one was sent; a failed ping is noted, not raised."""
+        session, meter = self.state.session, self.meter
+        now = session.clock() if now is None else now
+        if meter.keep_warm is None or meter.last_sent is None or not meter.keep_warm.due(now):
+            return False
+        wire, tools = meter.last_sent
+        usage: Usage | None = None
+        try:
+            options = {**self._options(), "max_tokens": 1, "num_predict": 1}
+            async for chunk in self.state.model.stream(wire, tools=tools, options=options):
+                if isinstance(chunk, Usage):
+                    usage = chunk
+        except ModelError as exc:
+            session.note(f"keep-warm ping failed ({exc.message}): the cache may expire", "warning")
+            return False
+        predicted = meter.keep_warm.ping(now)
+        meter.record(predicted, usage, "ping", at=now)
+        return True
+
+
+def _call_errors(calls: list[ToolCallChunk]) -> dict[str, Any]:
+    errs = {c.id: c.arguments_error for c in calls if c.arguments_error}
+    return {"argument_errors": errs} if errs else {}
