@@ -17,8 +17,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import Field
+
 from tailrent_tui.agent.state import AgentState
-from tailrent_tui.agent.tools.base import ToolOutcome, ToolSpec, error
+from tailrent_tui.agent.tools.base import Integer, String, ToolArgs, ToolOutcome, ToolSpec, error
 from tailrent_tui.store.outside import UNREADABLE, read_outside
 
 MAX_HITS = 20
@@ -34,8 +36,45 @@ class SessionTool:
 Delegate = Callable[[str], Awaitable[ToolOutcome]]
 
 
-def _specs() -> list[ToolSpec]:
-    return [t.spec for t in build(None, None).values()]  # type: ignore[arg-type]
+class ReadSpillArgs(ToolArgs):
+    id: String = Field(description="spill id from the pointer")
+    start: Integer | None = Field(default=None, description="first line, 1-based")
+    end: Integer | None = Field(default=None, description="last line, inclusive")
+
+
+class SearchHistoryArgs(ToolArgs):
+    query: String
+
+
+class RememberArgs(ToolArgs):
+    key: String
+    text: String
+
+
+class RecallArgs(ToolArgs):
+    key: String
+
+
+class DelegateArgs(ToolArgs):
+    task: String
+
+
+READ_SPILL = ToolSpec.of(
+    "read_spill", "Read back spilled content by its id (from a spill pointer), whole or a line range.", ReadSpillArgs
+)
+SEARCH_HISTORY = ToolSpec.of(
+    "search_history",
+    "Search the originals of folded messages, spilled tool results and memory; returns snippets with pointers.",
+    SearchHistoryArgs,
+)
+REMEMBER = ToolSpec.of(
+    "remember", "Store an artifact outside the context under a key; leaves a one-line pointer.", RememberArgs
+)
+RECALL = ToolSpec.of("recall", "Read back a memory entry stored with remember.", RecallArgs)
+DELEGATE = ToolSpec.of(
+    "delegate", "Run a scoped task in a sub-session with a fresh context; only its final answer comes back.", DelegateArgs
+)
+SESSION_TOOL_SPECS: list[ToolSpec] = [READ_SPILL, SEARCH_HISTORY, REMEMBER, RECALL, DELEGATE]
 
 
 def build(state: AgentState, run_delegate: Delegate) -> dict[str, SessionTool]:
@@ -102,61 +141,10 @@ def build(state: AgentState, run_delegate: Delegate) -> dict[str, SessionTool]:
             return error("delegate needs a task")
         return await run_delegate(task)
 
-    tools = {
-        "read_spill": SessionTool(
-            ToolSpec(
-                name="read_spill",
-                description="Read back spilled content by its id (from a spill pointer), whole or a line range.",
-                parameters={
-                    "type": "object",
-                    "properties": {
-                        "id": {"type": "string", "description": "spill id from the pointer"},
-                        "start": {"type": "integer", "description": "first line, 1-based"},
-                        "end": {"type": "integer", "description": "last line, inclusive"},
-                    },
-                    "required": ["id"],
-                },
-            ),
-            read_spill,
-        ),
-        "search_history": SessionTool(
-            ToolSpec(
-                name="search_history",
-                description="Search the originals of folded messages, spilled tool results and memory; returns snippets with pointers.",
-                parameters={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
-            ),
-            search_history,
-        ),
-        "remember": SessionTool(
-            ToolSpec(
-                name="remember",
-                description="Store an artifact outside the context under a key; leaves a one-line pointer.",
-                parameters={
-                    "type": "object",
-                    "properties": {"key": {"type": "string"}, "text": {"type": "string"}},
-                    "required": ["key", "text"],
-                },
-            ),
-            remember,
-        ),
-        "recall": SessionTool(
-            ToolSpec(
-                name="recall",
-                description="Read back a memory entry stored with remember.",
-                parameters={"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},
-            ),
-            recall,
-        ),
-        "delegate": SessionTool(
-            ToolSpec(
-                name="delegate",
-                description="Run a scoped task in a sub-session with a fresh context; only its final answer comes back.",
-                parameters={"type": "object", "properties": {"task": {"type": "string"}}, "required": ["task"]},
-            ),
-            delegate,
-        ),
+    return {
+        "read_spill": SessionTool(READ_SPILL, read_spill),
+        "search_history": SessionTool(SEARCH_HISTORY, search_history),
+        "remember": SessionTool(REMEMBER, remember),
+        "recall": SessionTool(RECALL, recall),
+        "delegate": SessionTool(DELEGATE, delegate),
     }
-    return tools
-
-
-SESSION_TOOL_SPECS: list[ToolSpec] = _specs()

@@ -5,9 +5,12 @@ tool's schema, an unknown tool, a path that leads out of the workspace and a
 tool that raises all come back as a `ToolOutcome(is_error=True)` whose content
 tells the model what went wrong, so a bad call costs one turn, never the session.
 
-The workspace tools register themselves here; the agent registers the tools
-that need the store or the session (read_spill, search_history, remember,
-recall, delegate) with `register(spec, fn)`.
+A tool's arguments are a `ToolArgs` model: the JSON schema the model is sent
+is derived from it (`ToolSpec.of`), and `parse_args` validates a call with it,
+on every path (the agent's, `tailrent tool`'s) and for the schema's token count.
+The workspace tools register themselves here; the tools bound to one session
+(read_spill, search_history, remember, recall, delegate: agent/session_tools.py)
+are specs of the same kind, run on the event loop.
 """
 
 from __future__ import annotations
@@ -17,19 +20,9 @@ import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache, reduce
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    StrictBool,
-    StrictFloat,
-    StrictInt,
-    StrictStr,
-    ValidationError,
-    create_model,
-)
+from pydantic import BaseModel, ValidationError, create_model
 
 from tailrent_tui.agent.tools import (
     edit_file,
@@ -40,6 +33,11 @@ from tailrent_tui.agent.tools import (
     write_file,
 )
 from tailrent_tui.agent.tools.base import (
+    Boolean,
+    Integer,
+    Number,
+    String,
+    ToolArgs,
     ToolCaps,
     ToolContext,
     ToolError,
@@ -54,6 +52,7 @@ ToolFn = Callable[[dict[str, Any], ToolContext], ToolOutcome]
 __all__ = [
     "TOOLS",
     "Tool",
+    "ToolArgs",
     "ToolCaps",
     "ToolContext",
     "ToolError",
@@ -102,16 +101,11 @@ def tool_specs(exclude: Iterable[str] = ()) -> list[ToolSpec]:
     return [tool.spec for name, tool in TOOLS.items() if name not in skip]
 
 
-def _integral(value: Any) -> Any:
-    # JSON has one number type: 3.0 where an integer is expected is taken as 3
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
 _JSON_TYPES: dict[str, Any] = {
-    "string": StrictStr,
-    "integer": Annotated[StrictInt, BeforeValidator(_integral)],
-    "number": StrictFloat,  # takes an int too, never a bool
-    "boolean": StrictBool,
+    "string": String,
+    "integer": Integer,
+    "number": Number,
+    "boolean": Boolean,
     "array": list[Any],
     "object": dict[str, Any],
     "null": None,
@@ -128,6 +122,7 @@ def _annotation(schema_type: str | list[str] | None) -> Any:
 
 @lru_cache(maxsize=256)
 def _arguments_model(name: str, parameters_json: str) -> type[BaseModel]:
+    """For a spec registered with a hand-written schema (a test's, a plugin's): its model, built from the schema."""
     parameters = json.loads(parameters_json)
     required = set(parameters.get("required", []))
     fields: dict[str, Any] = {}
@@ -137,12 +132,12 @@ def _arguments_model(name: str, parameters_json: str) -> type[BaseModel]:
             fields[arg] = (annotation, ...)
         else:
             fields[arg] = (annotation | None, None)  # a JSON null counts as absent
-    return create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid", strict=True), **fields)
+    return create_model(f"{name}_arguments", __base__=ToolArgs, **fields)
 
 
 def parse_args(spec: ToolSpec, raw_args: str | dict[str, Any] | None) -> dict[str, Any]:
-    """Parse and check a call's arguments against the tool's schema (a pydantic model built
-    from it); raise ToolError, one line, if they don't fit.
+    """Parse and check a call's arguments with the tool's argument model (`ToolSpec.arguments`,
+    the model its schema was derived from); raise ToolError, one line, if they don't fit.
 
     A JSON null for an optional argument counts as absent; integral floats
     (3.0) are accepted where an integer is expected and passed on as int.
@@ -169,7 +164,7 @@ def parse_args(spec: ToolSpec, raw_args: str | dict[str, Any] | None) -> dict[st
         f"{name}{'' if name in required else '?'}: {prop.get('type', 'any')}"
         for name, prop in properties.items()
     )
-    model = _arguments_model(spec.name, json.dumps(spec.parameters, sort_keys=True))
+    model = spec.arguments or _arguments_model(spec.name, json.dumps(spec.parameters, sort_keys=True))
     try:
         checked = model.model_validate(args)
     except ValidationError as exc:

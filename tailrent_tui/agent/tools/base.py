@@ -14,11 +14,12 @@ import difflib
 import os
 import stat
 import threading
+import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Annotated, Any, BinaryIO, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from tailrent_tui.agent.workspace import (
     Beneath,
@@ -36,10 +37,57 @@ from tailrent_tui.store.paths import clean_stale_temp_files, resolve_data_dir, t
 SpillSink = Callable[[], tuple[BinaryIO, str]]
 
 
+def _integral(value: Any) -> Any:
+    # JSON has one number type: 3.0 where an integer is expected is taken as 3
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+#: the argument types a tool may take, each one JSON type, checked strictly (no "3" for 3)
+String = StrictStr
+Integer = Annotated[StrictInt, BeforeValidator(_integral)]
+Number = StrictFloat  # takes an int too, never a bool
+Boolean = StrictBool
+_JSON_NAMES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _json_type(annotation: Any) -> str:
+    if get_origin(annotation) in (Union, types.UnionType):
+        (annotation,) = [a for a in get_args(annotation) if a is not type(None)]
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    return _JSON_NAMES[annotation]
+
+
+class ToolArgs(BaseModel):
+    """A tool's arguments: one pydantic model validates a call and gives the JSON schema the model is sent.
+
+    Fields are String, Integer, Number or Boolean; optional ones default to None
+    (a JSON null counts as absent). `Field(description=...)` is what the model
+    reads; `json_schema_extra` adds a hint to the schema only (a `minimum` the
+    tool itself checks and explains).
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @classmethod
+    def tool_schema(cls) -> dict[str, Any]:
+        """The JSON schema (type: object) offered to the model: one entry per field, in order."""
+        properties: dict[str, Any] = {}
+        for name, info in cls.model_fields.items():
+            prop: dict[str, Any] = {"type": _json_type(info.annotation)}
+            if info.description:
+                prop["description"] = info.description
+            if isinstance(info.json_schema_extra, dict):
+                prop.update(info.json_schema_extra)
+            properties[name] = prop
+        required = [name for name, info in cls.model_fields.items() if info.is_required()]
+        return {"type": "object", "properties": properties, "required": required}
+
+
 class ToolSpec(BaseModel):
     """A tool as offered to the model: name, description, JSON schema of its arguments."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     name: str
     description: str
@@ -47,6 +95,18 @@ class ToolSpec(BaseModel):
     needs_approval: bool = Field(
         default=False, description="The app asks the user before running it (unless --yolo)"
     )
+    arguments: type[ToolArgs] | None = Field(
+        default=None, exclude=True, repr=False,
+        description="the model that validates a call's arguments, `parameters` derived from it (see `of`)",
+    )
+
+    @classmethod
+    def of(cls, name: str, description: str, arguments: type[ToolArgs], *, needs_approval: bool = False) -> ToolSpec:
+        """A tool whose arguments are a ToolArgs model: its schema is derived, never written by hand."""
+        return cls(
+            name=name, description=description, parameters=arguments.tool_schema(),
+            needs_approval=needs_approval, arguments=arguments,
+        )
 
     def to_openai(self) -> dict[str, Any]:
         """The tool entry for an OpenAI-compatible or Ollama `tools` list."""

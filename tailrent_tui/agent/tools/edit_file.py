@@ -11,7 +11,11 @@ from __future__ import annotations
 import stat
 from typing import Any
 
+from pydantic import Field
+
 from tailrent_tui.agent.tools.base import (
+    String,
+    ToolArgs,
     ToolContext,
     ToolError,
     ToolOutcome,
@@ -27,21 +31,17 @@ from tailrent_tui.agent.workspace import Beneath
 
 _MAX_LINES_LISTED = 10
 
-SPEC = ToolSpec(
-    name="edit_file",
-    description=(
-        "Edit a text file in the workspace: replace the exact text `old` (which must occur "
-        "exactly once, whitespace included) with `new`. Returns the diff."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "file path, relative to the workspace"},
-            "old": {"type": "string", "description": "the exact text to replace; must occur once"},
-            "new": {"type": "string", "description": "the text to put in its place"},
-        },
-        "required": ["path", "old", "new"],
-    },
+class EditFileArgs(ToolArgs):
+    path: String = Field(description="file path, relative to the workspace")
+    old: String = Field(description="the exact text to replace; must occur once")
+    new: String = Field(description="the text to put in its place")
+
+
+SPEC = ToolSpec.of(
+    "edit_file",
+    "Edit a text file in the workspace: replace the exact text `old` (which must occur "
+    "exactly once, whitespace included) with `new`. Returns the diff.",
+    EditFileArgs,
     needs_approval=True,
 )
 

@@ -30,7 +30,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from tailrent_tui.agent.tools.base import (
+    String,
+    ToolArgs,
     ToolContext,
     ToolError,
     ToolOutcome,
@@ -52,24 +56,20 @@ SKIPPED_DIRS = frozenset(
     {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", ".tox"}
 )
 
-SPEC = ToolSpec(
-    name="grep",
-    description=(
-        "Search files under a workspace path (default: the whole workspace) for lines "
-        "matching a Python regular expression. Output lines are 'path:line: text'. "
-        "glob= limits the files searched (e.g. '*.py', 'src/**/*.ts'). .git, .venv, node_modules "
-        "and caches are skipped unless path= points inside them. Many matches are cut; "
-        "the last line then says how many there were."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "description": "Python regular expression"},
-            "path": {"type": "string", "description": "file or directory to search, relative to the workspace"},
-            "glob": {"type": "string", "description": "only files whose name (or relative path) matches this glob"},
-        },
-        "required": ["pattern"],
-    },
+class GrepArgs(ToolArgs):
+    pattern: String = Field(description="Python regular expression")
+    path: String | None = Field(default=None, description="file or directory to search, relative to the workspace")
+    glob: String | None = Field(default=None, description="only files whose name (or relative path) matches this glob")
+
+
+SPEC = ToolSpec.of(
+    "grep",
+    "Search files under a workspace path (default: the whole workspace) for lines "
+    "matching a Python regular expression. Output lines are 'path:line: text'. "
+    "glob= limits the files searched (e.g. '*.py', 'src/**/*.ts'). .git, .venv, node_modules "
+    "and caches are skipped unless path= points inside them. Many matches are cut; "
+    "the last line then says how many there were.",
+    GrepArgs,
 )
 
 

@@ -11,7 +11,11 @@ import heapq
 import os
 from typing import Any
 
+from pydantic import Field
+
 from tailrent_tui.agent.tools.base import (
+    String,
+    ToolArgs,
     ToolContext,
     ToolError,
     ToolOutcome,
@@ -22,19 +26,16 @@ from tailrent_tui.agent.tools.base import (
 )
 from tailrent_tui.agent.workspace import data_dir_key
 
-SPEC = ToolSpec(
-    name="list_dir",
-    description=(
-        "List a directory in the workspace (default: the workspace root), sorted; "
-        "directories end with '/'. Large directories are cut; the last line says so."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "directory path, relative to the workspace"},
-        },
-        "required": [],
-    },
+
+class ListDirArgs(ToolArgs):
+    path: String | None = Field(default=None, description="directory path, relative to the workspace")
+
+
+SPEC = ToolSpec.of(
+    "list_dir",
+    "List a directory in the workspace (default: the workspace root), sorted; "
+    "directories end with '/'. Large directories are cut; the last line says so.",
+    ListDirArgs,
 )
 
 

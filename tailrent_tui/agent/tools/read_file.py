@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from tailrent_tui.agent.tools.base import (
+    Integer,
+    String,
+    ToolArgs,
     ToolContext,
     ToolError,
     ToolOutcome,
@@ -24,21 +29,17 @@ from tailrent_tui.agent.tools.base import (
 
 _PIECE = 1024 * 1024
 
-SPEC = ToolSpec(
-    name="read_file",
-    description=(
-        "Read a text file in the workspace. Optionally only lines start..end "
-        "(1-based, inclusive). Long files are cut; the last line then says how to read on."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "file path, relative to the workspace"},
-            "start": {"type": "integer", "description": "first line to read (1-based)", "minimum": 1},
-            "end": {"type": "integer", "description": "last line to read (inclusive)", "minimum": 1},
-        },
-        "required": ["path"],
-    },
+class ReadFileArgs(ToolArgs):
+    path: String = Field(description="file path, relative to the workspace")
+    start: Integer | None = Field(default=None, description="first line to read (1-based)", json_schema_extra={"minimum": 1})
+    end: Integer | None = Field(default=None, description="last line to read (inclusive)", json_schema_extra={"minimum": 1})
+
+
+SPEC = ToolSpec.of(
+    "read_file",
+    "Read a text file in the workspace. Optionally only lines start..end "
+    "(1-based, inclusive). Long files are cut; the last line then says how to read on.",
+    ReadFileArgs,
 )
 
 

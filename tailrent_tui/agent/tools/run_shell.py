@@ -28,7 +28,12 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from pydantic import Field
+
 from tailrent_tui.agent.tools.base import (
+    Number,
+    String,
+    ToolArgs,
     ToolContext,
     ToolError,
     ToolOutcome,
@@ -50,21 +55,17 @@ _QUIET_AFTER_EXIT = 0.25
 #: Variables never handed to a command: the keys tailrent reads for its model server.
 SECRET_VARIABLES = frozenset(API_KEY_VARIABLES)
 
-SPEC = ToolSpec(
-    name="run_shell",
-    description=(
-        "Run a shell command (bash) in the workspace root. Returns stdout and stderr "
-        "interleaved, then the exit code. Huge output is cut, and a command is killed "
-        "past its timeout (seconds)."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "description": "the command line, run with bash -c"},
-            "timeout": {"type": "number", "description": "seconds before the command is killed"},
-        },
-        "required": ["command"],
-    },
+class RunShellArgs(ToolArgs):
+    command: String = Field(description="the command line, run with bash -c")
+    timeout: Number | None = Field(default=None, description="seconds before the command is killed")
+
+
+SPEC = ToolSpec.of(
+    "run_shell",
+    "Run a shell command (bash) in the workspace root. Returns stdout and stderr "
+    "interleaved, then the exit code. Huge output is cut, and a command is killed "
+    "past its timeout (seconds).",
+    RunShellArgs,
     needs_approval=True,
 )
 

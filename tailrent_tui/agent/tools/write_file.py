@@ -14,7 +14,11 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from tailrent_tui.agent.tools.base import (
+    String,
+    ToolArgs,
     ToolContext,
     ToolError,
     ToolOutcome,
@@ -28,20 +32,17 @@ from tailrent_tui.agent.tools.base import (
 )
 from tailrent_tui.agent.workspace import Beneath, open_beneath
 
-SPEC = ToolSpec(
-    name="write_file",
-    description=(
-        "Create or overwrite a text file in the workspace with the given content "
-        "(missing parent directories are created). To change part of a file, use edit_file."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "file path, relative to the workspace"},
-            "content": {"type": "string", "description": "the whole new content of the file"},
-        },
-        "required": ["path", "content"],
-    },
+
+class WriteFileArgs(ToolArgs):
+    path: String = Field(description="file path, relative to the workspace")
+    content: String = Field(description="the whole new content of the file")
+
+
+SPEC = ToolSpec.of(
+    "write_file",
+    "Create or overwrite a text file in the workspace with the given content "
+    "(missing parent directories are created). To change part of a file, use edit_file.",
+    WriteFileArgs,
     needs_approval=True,
 )
 
