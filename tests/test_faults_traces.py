@@ -7,7 +7,7 @@ Each is loaded both as lines (what `load_trace` parses) and, for the CLI, throug
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from tailrent_tui.cli import cli
 from tailrent_tui.scenarios.traces import TraceError, load_trace
 
-NINE = datetime(2026, 11, 2, 9, 3, 10, tzinfo=timezone.utc).timestamp()
+NINE = datetime(2026, 11, 2, 9, 3, 10, tzinfo=UTC).timestamp()
 
 
 def user_at(at: str) -> str:
@@ -29,7 +29,7 @@ def user_at(at: str) -> str:
     [
         ("2026-11-02T09:03:10Z", NINE),
         ("2026-11-02T09:03:10+00:00", NINE),
-        (datetime.fromtimestamp(NINE, timezone.utc).isoformat(), NINE),
+        (datetime.fromtimestamp(NINE, UTC).isoformat(), NINE),
         ("2026-11-02T10:03:10+01:00", NINE),
         ("2026-11-02T03:33:10-05:30", NINE),
         ("2026-11-02T09:03:10.250Z", NINE + 0.25),

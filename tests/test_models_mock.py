@@ -9,14 +9,12 @@ import pytest
 
 from tailrent_tui.core.summarize import check_summary
 from tailrent_tui.core.tokens import chars4
-
 from tailrent_tui.models import (
     Busy,
     ChatModel,
     MockExtractiveSummarizer,
     MockLossySummarizer,
     MockModel,
-    ModelError,
     ModelSummarizer,
     StreamCut,
     TextDelta,
@@ -96,14 +94,14 @@ async def test_usage_counts_prompt_tokens_and_the_shared_prefix():
     assert one.cache_reported
 
     # The next request repeats the first, the reply (as an engine's cache keeps it), and a question.
-    follow = first_ask + [{"role": "assistant", "content": "Redis, 15 minutes."}, {"role": "user", "content": "Why?"}]
+    follow = [*first_ask, {"role": "assistant", "content": "Redis, 15 minutes."}, {"role": "user", "content": "Why?"}]
     two = (await collect(mock, follow))[-1]
     assert two.cached_tokens == expected_prompt + estimate("assistant: Redis, 15 minutes.")
     assert two.evaluated_tokens == estimate("user: Why?")
     assert two.prompt_tokens == two.cached_tokens + two.evaluated_tokens
 
     # A new first message shares nothing.
-    three = (await collect(mock, [{"role": "system", "content": "Other."}] + follow))[-1]
+    three = (await collect(mock, [{"role": "system", "content": "Other."}, *follow]))[-1]
     assert three.cached_tokens == 0 and three.evaluated_tokens == three.prompt_tokens
 
 
@@ -153,6 +151,9 @@ async def test_cancelling_a_slow_mock_mid_reply():
         ('{"text": "ok", "fault": "explode"}\n', "fault must be one of"),
         ('{"tool_calls": [{"name": "grep", "arguments": "TTL"}]}\n', "arguments must be an object"),
         ('["text"]\n', "must be a JSON object"),
+        ('{"text": "ok"}\n{"tool_calls": [{"arguments": {}}]}\n', r"script.jsonl:2: tool_calls\[0\].name is missing"),
+        ('{"text": "ok", "mood": "calm"}\n', "script.jsonl:1: unknown key 'mood'"),
+        ('{"text": null}\n', "script.jsonl:1: text must be a string, got NoneType"),
     ],
 )
 def test_bad_scripts_are_refused_with_the_line(tmp_path, content, message):

@@ -33,7 +33,7 @@ def test_times_default_to_thirty_seconds_and_idle_moves_the_clock():
 
 
 @pytest.mark.parametrize(
-    "bad, where, what",
+    ("bad", "where", "what"),
     [
         ("{not json", 2, "not JSON"),
         ('["a list"]', 2, "JSON object"),
@@ -45,6 +45,9 @@ def test_times_default_to_thirty_seconds_and_idle_moves_the_clock():
         ('{"probe": "q", "expect": "Redis"}', 2, "'expect'"),
         ('{"trace": "late"}', 2, "may only come first"),
         ('{"hello": 1}', 2, "expected a message"),
+        ('{"role": "user"}', 2, "'content' is missing: it must be a string"),
+        ('{"idle": true}', 2, "'idle' must be a number of seconds >= 0, got bool True"),
+        ('{"probe": "q", "expect": ["Redis", ""]}', 2, "'expect' must be a list of non-empty strings"),
     ],
 )
 def test_bad_lines_name_the_line(bad, where, what):

@@ -29,7 +29,10 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer, Summary, role_content
 from tailrent_tui.core.tokens import chars4
@@ -59,25 +62,58 @@ from .errors import (
     ToolsUnsupported,
 )
 
+Fault = Literal[
+    "refused", "not_found", "tools_unsupported", "server_error", "busy",
+    "stream_error", "stream_cut", "malformed", "timeout",
+]
+FAULTS: tuple[Fault, ...] = get_args(Fault)
+
 # Faults raised before any chunk, and faults raised after the reply's text streamed.
-_EARLY_FAULTS: dict[str, Callable[[], ModelError]] = {
+_EARLY_FAULTS: dict[Fault, Callable[[], ModelError]] = {
     "refused": lambda: ConnectionRefused("nothing answers at mock://", "this fault was scripted"),
     "not_found": lambda: ModelNotFound("mock"),
     "tools_unsupported": lambda: ToolsUnsupported("mock does not support tools", "this fault was scripted"),
     "server_error": lambda: ServerError(500, "internal error (scripted)"),
     "busy": lambda: Busy("server busy (scripted)"),
 }
-_LATE_FAULTS: dict[str, Callable[[], ModelError]] = {
+_LATE_FAULTS: dict[Fault, Callable[[], ModelError]] = {
     "stream_error": lambda: StreamError("the model server reported an error mid-reply: scripted"),
     "stream_cut": lambda: StreamCut("the reply ended before the server said it was done"),
     "malformed": lambda: MalformedChunk("{not json", 1, "not JSON (scripted)"),
     "timeout": lambda: ReadTimeout(0.0),
 }
-FAULTS = tuple(_EARLY_FAULTS) + tuple(_LATE_FAULTS)
 
 
-def load_script(script: str | Path | Sequence[Any] | None) -> list[dict[str, Any]]:
-    """A script (path to JSONL, or a list of entries or plain strings) -> checked entries."""
+class ScriptedToolCall(BaseModel):
+    """A tool call the scripted reply makes."""
+
+    model_config = ConfigDict(strict=True)
+
+    name: str = Field(description="a string (the tool's name)")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="an object")
+
+
+class ScriptedReply(BaseModel):
+    """One line of a mock script: what the next request gets back."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    text: str = Field("", description="a string")
+    thinking: str = Field("", description="a string")
+    tool_calls: list[ScriptedToolCall] = Field(default_factory=list, description="a list of tool calls")
+    done_reason: str | None = Field(None, description="a string")
+    fault: Fault | None = Field(None, description=f"one of {', '.join(FAULTS)}")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _says_something(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not {"text", "thinking", "tool_calls", "fault"} & data.keys():
+            raise PydanticCustomError("empty_reply", "a reply needs text, thinking, tool_calls or fault")
+        return data
+
+
+def load_script(script: str | Path | Sequence[Any] | None) -> list[ScriptedReply]:
+    """A script (path to JSONL, or a list of entries or plain strings) -> checked replies."""
     if script is None:
         return []
     if isinstance(script, str | Path):
@@ -94,33 +130,35 @@ def load_script(script: str | Path | Sequence[Any] | None) -> list[dict[str, Any
                 entry = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{number}: not JSON ({exc.msg})") from exc
-            entries.append(_check_entry(entry, f"{path}:{number}"))
+            entries.append(_reply(entry, f"{path}:{number}"))
         return entries
-    return [
-        _check_entry({"text": e} if isinstance(e, str) else e, f"script entry {i}")
-        for i, e in enumerate(script)
-    ]
+    return [_reply({"text": e} if isinstance(e, str) else e, f"script entry {i}") for i, e in enumerate(script)]
 
 
-def _check_entry(entry: Any, where: str) -> dict[str, Any]:
-    if not isinstance(entry, dict):
-        raise ValueError(f"{where}: each reply must be a JSON object")
-    known = {"text", "thinking", "tool_calls", "done_reason", "fault"}
-    if not known & entry.keys():
-        raise ValueError(f"{where}: a reply needs text, thinking, tool_calls or fault")
-    if unknown := entry.keys() - known:
-        raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
-    for key in ("text", "thinking", "done_reason"):
-        if key in entry and not isinstance(entry[key], str):
-            raise ValueError(f"{where}: {key} must be a string")
-    for call in entry.get("tool_calls") or []:
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-            raise ValueError(f"{where}: each tool call needs a name")
-        if not isinstance(call.get("arguments", {}), dict):
-            raise ValueError(f"{where}: tool call {call['name']!r}: arguments must be an object")
-    if "fault" in entry and entry["fault"] not in FAULTS:
-        raise ValueError(f"{where}: fault must be one of {', '.join(FAULTS)}")
-    return entry
+def _reply(entry: Any, where: str) -> ScriptedReply:
+    """`entry` as a reply, or a one-line ValueError that starts with `where` (the file and line)."""
+    try:
+        return ScriptedReply.model_validate(entry)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        loc = error["loc"]
+        if error["type"] == "model_type" and not loc:
+            message = "each reply must be a JSON object"
+        elif error["type"] == "empty_reply":
+            message = error["msg"]
+        elif error["type"] == "extra_forbidden":
+            message = f"unknown key {loc[0]!r}: a reply has {', '.join(ScriptedReply.model_fields)}"
+        else:
+            key = str(loc[-1]) if isinstance(loc[-1], str) else str(loc[-2])
+            model = ScriptedToolCall if "tool_calls" in loc and key != "tool_calls" else ScriptedReply
+            field = model.model_fields.get(key)
+            want = field.description if field is not None else "what a reply has"
+            path = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
+            if error["type"] == "missing":
+                message = f"{path} is missing: it must be {want}"
+            else:
+                message = f"{path} must be {want}, got {type(error['input']).__name__} {error['input']!r:.60}"
+        raise ValueError(f"{where}: {message}") from None
 
 
 def _segments(messages: Sequence[WireMessage], tools: Sequence[ToolSpec] | None) -> list[str]:
@@ -206,14 +244,14 @@ class MockModel:
         started = time.perf_counter()
         self.requests.append([dict(m) for m in messages])
         number = len(self.requests)
-        entry = self._script.pop(0) if self._script else {"text": default_reply(messages)}
-        fault = entry.get("fault")
+        entry = self._script.pop(0) if self._script else ScriptedReply(text=default_reply(messages))
+        fault = entry.fault
         if fault in _EARLY_FAULTS:
             raise _EARLY_FAULTS[fault]()
 
         segments = _segments(messages, tools)
         shared = 0
-        for new, old in zip(segments, self._cache):
+        for new, old in zip(segments, self._cache, strict=False):
             if new != old:
                 break
             shared += 1
@@ -222,16 +260,17 @@ class MockModel:
 
         first_ms: float | None = None
         max_tokens = (options or {}).get("max_tokens")
-        text = entry.get("text", "")
-        done_reason = entry.get("done_reason")
+        text = entry.text
+        done_reason = entry.done_reason
         if isinstance(max_tokens, int) and chars4(text) > max_tokens:
             text, done_reason = text[: max_tokens * 4], "length"
         pieces: list[Chunk] = [
-            ThinkingDelta(text=p) for p in self._split(entry.get("thinking", ""))
-        ] + [TextDelta(text=p) for p in self._split(text)]
+            *(ThinkingDelta(text=p) for p in self._split(entry.thinking)),
+            *(TextDelta(text=p) for p in self._split(text)),
+        ]
         calls = [
-            ToolCallChunk(id=f"call_{number}_{i}", name=c["name"], arguments=c.get("arguments", {}), index=i)
-            for i, c in enumerate(entry.get("tool_calls") or [])
+            ToolCallChunk(id=f"call_{number}_{i}", name=c.name, arguments=c.arguments, index=i)
+            for i, c in enumerate(entry.tool_calls)
         ]
         for chunk in [*pieces, *calls]:
             # Yield to the loop even without a delay so a UI stays live and a
@@ -243,11 +282,11 @@ class MockModel:
             self._cache = []
             raise _LATE_FAULTS[fault]()
 
-        reply = {"role": "assistant", "content": text}
+        reply: WireMessage = {"role": "assistant", "content": text}
         if calls:
             reply["tool_calls"] = [{"name": c.name, "arguments": c.arguments} for c in calls]
         self._cache = segments + _segments([reply], None)
-        output = chars4(entry.get("thinking", "")) + chars4(text)
+        output = chars4(entry.thinking) + chars4(text)
         output += sum(chars4(json.dumps({"name": c.name, "arguments": c.arguments})) for c in calls)
         yield Usage(
             prompt_tokens=prompt,

@@ -25,23 +25,30 @@ prompt alone.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+)
+from pydantic_core import PydanticCustomError
 
 from tailrent_tui.core.tokens import TokenCounter
 
-DEFAULT_START = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc).timestamp()
+DEFAULT_START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC).timestamp()
 DEFAULT_WINDOW = 32768
 STEP_SECONDS = 30.0
 
-_HEADER_KEYS = {"trace", "window", "system"}
-_MESSAGE_KEYS = {"role", "content", "at", "tool", "pin", "decision"}
 _ROLES = ("user", "assistant", "tool")
 
 
@@ -100,27 +107,98 @@ class Trace(BaseModel):
             )
 
 
-def parse_at(value: Any, line: int) -> float:
+def parse_at(value: Any) -> float:
     """An ISO 8601 / RFC 3339 time with its offset (``Z``, ``+00:00``, ``-05:30``) -> a timestamp.
 
     A time without an offset is refused: it would mean a different instant on every machine.
     """
+    example = "(e.g. 2026-11-02T09:00:00Z)"
     if not isinstance(value, str):
-        raise _type_error(line, "at", "an ISO 8601 time with an offset, e.g. 2026-11-02T09:00:00Z", value)
+        raise PydanticCustomError(
+            "trace_at", f"\"at\" must be an ISO 8601 time with an offset {example}, got {type(value).__name__} {value!r:.60}"
+        )
     text = value.strip()
     # RFC 3339 allows a lower-case t and z
     text = text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text
+    if len(text) > 10 and text[10] == "t":
+        text = text[:10] + "T" + text[11:]
     try:
-        stamp = datetime.fromisoformat(text.replace("t", "T", 1) if len(text) > 10 and text[10] == "t" else text)
+        stamp = datetime.fromisoformat(text)
     except ValueError:
-        raise TraceError(
-            f"line {line}: \"at\" is not an ISO 8601 time: {value!r:.60} (e.g. 2026-11-02T09:00:00Z)"
-        ) from None
-    if stamp.tzinfo is None or stamp.utcoffset() is None:
-        raise TraceError(
-            f"line {line}: \"at\" has no offset: {value!r}; add Z or +HH:MM (e.g. 2026-11-02T09:00:00Z)"
-        )
+        raise PydanticCustomError("trace_at", f"\"at\" is not an ISO 8601 time: {value!r:.60} {example}") from None
+    if stamp.utcoffset() is None:
+        raise PydanticCustomError("trace_at", f"\"at\" has no offset: {value!r:.60}; add Z or +HH:MM {example}")
     return stamp.timestamp()
+
+
+# -- the lines of the format: one model each, told apart by their key ---------------------------
+# Strict: a trace is data, so "yes" is not true and 42 is not a string. Unknown fields are
+# kept aside (extra="allow") to be counted, not refused. Each field's description is what
+# an error says it must be.
+
+_LINE_CONFIG = ConfigDict(strict=True, extra="allow", allow_inf_nan=False)
+
+
+class HeaderLine(BaseModel):
+    """``{"trace": "name", "window": 32768, "system": "..."}``: the first line, optional."""
+
+    model_config = _LINE_CONFIG
+
+    trace: str = Field(min_length=1, description="a non-empty string")
+    window: int = Field(DEFAULT_WINDOW, gt=0, description="a positive integer")
+    system: str = Field("", description="a string")
+
+
+class MessageLine(BaseModel):
+    """``{"role": "user", "content": "...", "at": "2026-11-02T09:00:00Z", "pin": true}``."""
+
+    model_config = _LINE_CONFIG
+
+    role: Literal["user", "assistant", "tool"] = Field(description=f"one of {', '.join(_ROLES)}")
+    content: str = Field(description="a string")
+    at: Annotated[float | None, BeforeValidator(parse_at)] = Field(
+        None, description="an ISO 8601 time with an offset, e.g. 2026-11-02T09:00:00Z"
+    )
+    tool: str | None = Field(None, description="a string")
+    pin: bool = Field(False, description="true or false")
+    decision: bool | None = Field(None, description="true or false")
+
+
+class IdleLine(BaseModel):
+    """``{"idle": 43200}``: seconds of silence."""
+
+    model_config = _LINE_CONFIG
+
+    idle: float = Field(ge=0, description="a number of seconds >= 0")
+
+
+class ProbeLine(BaseModel):
+    """``{"probe": "What did we decide?", "expect": ["Redis"]}``: a question scored against what is sent."""
+
+    model_config = _LINE_CONFIG
+
+    probe: str = Field(description="a string")
+    expect: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, description="a list of non-empty strings"
+    )
+
+
+_KINDS: dict[str, type[BaseModel]] = {"trace": HeaderLine, "role": MessageLine, "idle": IdleLine, "probe": ProbeLine}
+
+
+def _kind(obj: Any) -> str | None:
+    """The key that says what a line is; the header's wins, then a message's (as DESIGN.md lists them)."""
+    return next((key for key in _KINDS if key in obj), None) if isinstance(obj, dict) else None
+
+
+TraceLine = Annotated[
+    Annotated[HeaderLine, Tag("trace")]
+    | Annotated[MessageLine, Tag("role")]
+    | Annotated[IdleLine, Tag("idle")]
+    | Annotated[ProbeLine, Tag("probe")],
+    Discriminator(_kind, custom_error_type="trace_line_kind", custom_error_message="not a trace line"),
+]
+_TRACE_LINE: TypeAdapter[HeaderLine | MessageLine | IdleLine | ProbeLine] = TypeAdapter(TraceLine)
 
 
 def _no_constant(name: str) -> Any:
@@ -128,12 +206,43 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _type_error(line: int, key: str, want: str, got: Any) -> TraceError:
-    return TraceError(f"line {line}: {key!r} must be {want}, got {type(got).__name__} {got!r:.60}")
+def _read_line(raw: str | dict, n: int) -> HeaderLine | MessageLine | IdleLine | ProbeLine:
+    """One line of text or a parsed dict -> its model, or a TraceError naming line `n`."""
+    obj: Any = raw
+    if isinstance(raw, str):
+        try:
+            obj = json.loads(raw, parse_constant=_no_constant)
+        except json.JSONDecodeError as exc:
+            raise TraceError(f"line {n}: not JSON ({exc.msg} at column {exc.colno})") from None
+        except ValueError as exc:
+            raise TraceError(f"line {n}: not JSON ({exc})") from None
+        except RecursionError:
+            raise TraceError(f"line {n}: nested too deeply to be a trace line") from None
+    try:
+        return _TRACE_LINE.validate_python(obj)
+    except ValidationError as exc:
+        raise _one_line(exc, obj, n) from None
+    except RecursionError:
+        raise TraceError(f"line {n}: nested too deeply to be a trace line") from None
 
 
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+def _one_line(exc: ValidationError, obj: Any, n: int) -> TraceError:
+    """The first of pydantic's errors as one line that names the line and says what the field must be."""
+    error = exc.errors(include_url=False)[0]
+    if error["type"] == "trace_line_kind":
+        if not isinstance(obj, dict):
+            return TraceError(f"line {n}: expected a JSON object, got {type(obj).__name__}")
+        return TraceError(f"line {n}: expected a message (\"role\"), an \"idle\" or a \"probe\"; got keys {sorted(obj)}")
+    if error["type"] == "trace_at":
+        return TraceError(f"line {n}: {error['msg']}")
+    tag, key = error["loc"][0], error["loc"][1]
+    want = _KINDS[str(tag)].model_fields[str(key)].description
+    if error["type"] == "missing":
+        return TraceError(f"line {n}: {key!r} is missing: it must be {want}")
+    got = obj[key]
+    if key == "role" and isinstance(got, str):
+        return TraceError(f"line {n}: unknown role {got!r}: use {want}")
+    return TraceError(f"line {n}: {key!r} must be {want}, got {type(got).__name__} {got!r:.60}")
 
 
 def load_trace(
@@ -149,7 +258,7 @@ def load_trace(
     a line that is none of message/idle/probe. With a `counter`, also checks the
     window holds the system prompt.
     """
-    if isinstance(source, (str, Path)):
+    if isinstance(source, str | Path):
         path = Path(source)
         try:
             raw_lines: Iterable[str | dict] = path.read_text(encoding="utf-8").splitlines()
@@ -167,94 +276,35 @@ def load_trace(
     clock = DEFAULT_START - STEP_SECONDS
     seen_any = False
     for n, raw in enumerate(raw_lines, start=1):
-        if isinstance(raw, dict):
-            obj = raw
-        else:
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw, parse_constant=_no_constant)
-            except json.JSONDecodeError as exc:
-                raise TraceError(f"line {n}: not JSON ({exc.msg} at column {exc.colno})") from None
-            except ValueError as exc:
-                raise TraceError(f"line {n}: not JSON ({exc})") from None
-            except RecursionError:
-                raise TraceError(f"line {n}: nested too deeply to be a trace line") from None
-        if not isinstance(obj, dict):
-            raise TraceError(f"line {n}: expected a JSON object, got {type(obj).__name__}")
-        if "trace" in obj:
-            if seen_any:
-                raise TraceError(f"line {n}: a header line (with \"trace\") may only come first")
-            seen_any = True
-            _header(trace, obj, n, name)
-            ignored.update(k for k in obj if k not in _HEADER_KEYS)
+        if isinstance(raw, str) and not raw.strip():
             continue
-        seen_any = True
-        if "role" in obj:
-            step = _message(obj, n, clock)
-            clock = step.at
-            ignored.update(k for k in obj if k not in _MESSAGE_KEYS)
-        elif "idle" in obj:
-            secs = obj["idle"]
-            if not _number(secs) or secs < 0:
-                raise _type_error(n, "idle", "a number of seconds >= 0", secs)
-            clock += float(secs)
-            step = TraceStep(kind="idle", line=n, at=clock, seconds=float(secs))
-            ignored.update(k for k in obj if k != "idle")
-        elif "probe" in obj:
-            q, expect = obj["probe"], obj.get("expect", [])
-            if not isinstance(q, str):
-                raise _type_error(n, "probe", "a string", q)
-            if not isinstance(expect, list) or not all(isinstance(e, str) and e for e in expect):
-                raise _type_error(n, "expect", "a list of non-empty strings", expect)
-            step = TraceStep(kind="probe", line=n, at=clock, probe=q, expect=expect)
-            ignored.update(k for k in obj if k not in ("probe", "expect"))
-        else:
-            raise TraceError(f"line {n}: expected a message (\"role\"), an \"idle\" or a \"probe\"; got keys {sorted(obj)}")
+        line = _read_line(raw, n)
+        seen_any, first = True, not seen_any
+        ignored.update((line.model_extra or {}).keys())
+        match line:
+            case HeaderLine():
+                if not first:
+                    raise TraceError(f"line {n}: a header line (with \"trace\") may only come first")
+                trace.name, trace.window, trace.system = name or line.trace, line.window, line.system
+                continue
+            case MessageLine():
+                clock = line.at if line.at is not None else clock + STEP_SECONDS
+                tool = (line.tool or "tool") if line.role == "tool" else line.tool
+                step = TraceStep(
+                    kind="message", line=n, at=clock, role=line.role, content=line.content,
+                    tool=tool, pin=line.pin, decision=line.decision,
+                )
+            case IdleLine():
+                clock += line.idle
+                step = TraceStep(kind="idle", line=n, at=clock, seconds=line.idle)
+            case ProbeLine():
+                step = TraceStep(kind="probe", line=n, at=clock, probe=line.probe, expect=line.expect)
         trace.steps.append(step)
     trace.ignored_field_names = dict(ignored)
     trace.ignored_fields = sum(ignored.values())
     if counter is not None:
         trace.check_window(counter)
     return trace
-
-
-def _header(trace: Trace, obj: dict, n: int, name: str | None) -> None:
-    tname, window, system = obj["trace"], obj.get("window", DEFAULT_WINDOW), obj.get("system", "")
-    if not isinstance(tname, str) or not tname:
-        raise _type_error(n, "trace", "a non-empty string", tname)
-    if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
-        raise _type_error(n, "window", "a positive integer", window)
-    if not isinstance(system, str):
-        raise _type_error(n, "system", "a string", system)
-    trace.name = name or tname
-    trace.window = window
-    trace.system = system
-
-
-def _message(obj: dict, n: int, clock: float) -> TraceStep:
-    role = obj["role"]
-    if not isinstance(role, str):
-        raise _type_error(n, "role", "a string", role)
-    if role not in _ROLES:
-        raise TraceError(f"line {n}: unknown role {role!r}: use one of {', '.join(_ROLES)}")
-    content = obj.get("content")
-    if not isinstance(content, str):
-        raise _type_error(n, "content", "a string", content)
-    tool = obj.get("tool")
-    if tool is not None and not isinstance(tool, str):
-        raise _type_error(n, "tool", "a string", tool)
-    pin = obj.get("pin", False)
-    if not isinstance(pin, bool):
-        raise _type_error(n, "pin", "true or false", pin)
-    decision = obj.get("decision")
-    if decision is not None and not isinstance(decision, bool):
-        raise _type_error(n, "decision", "true or false", decision)
-    at = parse_at(obj["at"], n) if "at" in obj else clock + STEP_SECONDS
-    return TraceStep(
-        kind="message", line=n, at=at, role=role, content=content,
-        tool=(tool or "tool") if role == "tool" else tool, pin=pin, decision=decision,
-    )
 
 
 def _article() -> Trace:
