@@ -20,7 +20,23 @@ from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import LossySummarizer
 from tailrent_tui.core.tokens import get_counter
 
-WORDS = "the retry policy token Redis cache fold spill pin tail prefix worker billing test suite".split()
+WORDS = [
+    "the",
+    "retry",
+    "policy",
+    "token",
+    "Redis",
+    "cache",
+    "fold",
+    "spill",
+    "pin",
+    "tail",
+    "prefix",
+    "worker",
+    "billing",
+    "test",
+    "suite",
+]
 
 
 def make_texts(n: int, seed: int = 7) -> list[tuple[str, str]]:
@@ -76,8 +92,13 @@ def main() -> None:
     c4 = run("chars4", texts)
     bare = bare_tiktoken(texts)
     cl = run("cl100k", texts)
-    result = {"messages": args.messages, "chars4": c4, "cl100k": cl, "bare_tiktoken_seconds": bare,
-              "cl100k_over_bare": cl["seconds"] / bare}
+    result = {
+        "messages": args.messages,
+        "chars4": c4,
+        "cl100k": cl,
+        "bare_tiktoken_seconds": bare,
+        "cl100k_over_bare": cl["seconds"] / bare,
+    }
     if args.json:
         print(json.dumps(result, indent=2))
         return

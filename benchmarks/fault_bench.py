@@ -10,7 +10,6 @@ whose cases fail shows its failures.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET

@@ -91,7 +91,10 @@ def print_corpus() -> None:
         f"{result.labelled} labelled facts"
     )
     for name, r in figures.parts.items():
-        print(f"{name:>8}: precision {r.precision:.1%} ({r.matched}/{r.extracted}), recall {r.recall:.1%} ({r.matched}/{r.labelled})")
+        print(
+            f"{name:>8}: precision {r.precision:.1%} ({r.matched}/{r.extracted}), "
+            f"recall {r.recall:.1%} ({r.matched}/{r.labelled})"
+        )
     print(f"extract_facts over the corpus, line by line: {figures.ms:.0f} ms")
     for text, fact in result.missed:
         print(f"missed: {fact!r} in {text!r}")

@@ -54,9 +54,9 @@ print(json.dumps({{"parse_only": parse_only, "seconds": dt, "rss_delta": rss1 - 
 
 
 def write_journal(data: Path, events: int, seed: int = 7) -> tuple[Path, dict]:
+    from tailrent_tui.core.messages import UsageRecorded
     from tailrent_tui.core.rungs.fold import fold_span, span_to_target
     from tailrent_tui.core.rungs.spill import admit_tool_result
-    from tailrent_tui.core.messages import UsageRecorded
     from tailrent_tui.core.summarize import LossySummarizer
     from tailrent_tui.store.sessions import SessionDir, close_session, open_session
 
@@ -65,7 +65,22 @@ def write_journal(data: Path, events: int, seed: int = 7) -> tuple[Path, dict]:
     s, w = open_session(sd, fsync=False)
     spills = sd.spills()
     summarizer = LossySummarizer()
-    words = "the cache prefix tail rent fold spill pin decision Redis port 6379 because latency".split()
+    words = [
+        "the",
+        "cache",
+        "prefix",
+        "tail",
+        "rent",
+        "fold",
+        "spill",
+        "pin",
+        "decision",
+        "Redis",
+        "port",
+        "6379",
+        "because",
+        "latency",
+    ]
     counts: dict[str, int] = {}
     n = 0
 
@@ -122,8 +137,10 @@ def main() -> None:
     best = min(timings, key=lambda t: t["seconds"])
     traced = measure(path, trace=True)
     assert best["messages"] == info["messages"] and best["folds"] == info["folds"], "replay differs from live"
-    print(f"load (parse + replay), best of {args.runs}: {best['seconds']:.2f} s "
-          "(all: " + ", ".join(f"{t['seconds']:.2f}" for t in timings) + ")")
+    print(
+        f"load (parse + replay), best of {args.runs}: {best['seconds']:.2f} s "
+        "(all: " + ", ".join(f"{t['seconds']:.2f}" for t in timings) + ")"
+    )
     print(f"  of which reading + parsing + validating the lines alone: {best['parse_only']:.2f} s")
     print(f"RSS growth during load: {best['rss_delta'] / 2**20:.0f} MiB (process RSS {best['rss'] / 2**20:.0f} MiB)")
     print(f"tracemalloc peak during load: {traced['tracemalloc_peak'] / 2**20:.0f} MiB")

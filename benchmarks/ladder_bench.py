@@ -36,15 +36,47 @@ from tailrent_tui.scenarios.traces import get_trace  # noqa: E402
 from tailrent_tui.store.sessions import find_session  # noqa: E402
 
 TAILRENT = str(Path(sys.executable).with_name("tailrent"))
-CHATTER = (
-    "we looked at the logs and talked it over for a while then moved on to other things "
-    "like reviewing some older notes about flaky checks before lunch and after coffee"
-).split()
+CHATTER = [
+    "we",
+    "looked",
+    "at",
+    "the",
+    "logs",
+    "and",
+    "talked",
+    "it",
+    "over",
+    "for",
+    "a",
+    "while",
+    "then",
+    "moved",
+    "on",
+    "to",
+    "other",
+    "things",
+    "like",
+    "reviewing",
+    "some",
+    "older",
+    "notes",
+    "about",
+    "flaky",
+    "checks",
+    "before",
+    "lunch",
+    "and",
+    "after",
+    "coffee",
+]
 
 
 def parity() -> None:
     print("## bench --driver agent against --driver core\n")
-    print("| trace | summarizer | policies | agent == core | ladder folds | folds that grew | requests over the window | seconds (agent / core) |")
+    print(
+        "| trace | summarizer | policies | agent == core | ladder folds | folds that grew "
+        "| requests over the window | seconds (agent / core) |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for trace in ("article", "migration-week"):
         # the baselines fold on every add with a summarizer that barely shrinks: minutes on the week
@@ -93,12 +125,9 @@ def journal_figures(data: Path, session_id: str, window: int) -> dict:
         "window": window,
         "requests over the window": sum(u.context_tokens > window for u in usage),
         "server prompt tokens, largest": max((u.prompt_tokens or 0 for u in usage), default=0),
-        "spills": sum(e.type == "spilled" for e in events) + sum(
-            e.type == "message_added" and e.message.kind.value == "spill_pointer" for e in events
-        ),
-        "predicted against server prompt tokens, median error": (
-            f"{sorted(errors)[len(errors) // 2]:.1%}" if errors else "-"
-        ),
+        "spills": sum(e.type == "spilled" for e in events)
+        + sum(e.type == "message_added" and e.message.kind.value == "spill_pointer" for e in events),
+        "predicted against server prompt tokens, median error": (f"{sorted(errors)[len(errors) // 2]:.1%}" if errors else "-"),
     }
 
 
@@ -107,8 +136,12 @@ def ask_session(model: str, window: int, prompts: list[str], extra_env: dict[str
         data, ws = Path(tmp) / "data", Path(tmp) / "ws"
         ws.mkdir()
         env = {
-            **os.environ, "TAILRENT_HOME": str(data), "TAILRENT_CONFIG_DIR": str(Path(tmp) / "cfg"),
-            "TAILRENT_WINDOW": str(window), "TAILRENT_FSYNC": "false", **extra_env,
+            **os.environ,
+            "TAILRENT_HOME": str(data),
+            "TAILRENT_CONFIG_DIR": str(Path(tmp) / "cfg"),
+            "TAILRENT_WINDOW": str(window),
+            "TAILRENT_FSYNC": "false",
+            **extra_env,
         }
         session_id, failed = None, []
         t0 = time.perf_counter()
@@ -147,11 +180,10 @@ def main() -> None:
         parity()
     if not args.skip_mock:
         prompts = [f"Step {i}: the build uses port {8000 + i}. " + chatter(i, 380) for i in range(12)]
-        show("tailrent ask, mock model, window 2,048, 12 prompts of about 500 tokens",
-             ask_session("mock", 2048, prompts, {}))
+        show("tailrent ask, mock model, window 2,048, 12 prompts of about 500 tokens", ask_session("mock", 2048, prompts, {}))
     if args.engine:
-        from engine import assemble_model_file
         import xllamacpp as xlc
+        from engine import assemble_model_file
 
         p = xlc.CommonParams()
         p.model.path = str(assemble_model_file())
@@ -166,8 +198,10 @@ def main() -> None:
             "because the old host ran out of memory at 2 GB. " + chatter(100 + i, 90)
             for i in range(30)
         ]
-        show("tailrent ask on llama.cpp (gemma3-270m, window 3,072), 30 turns of about 170 tokens, the model summarizing",
-             ask_session(f"openai:{server.listening_address}", 3072, prompts, {"TAILRENT_SUMMARIZER": "model"}))
+        show(
+            "tailrent ask on llama.cpp (gemma3-270m, window 3,072), 30 turns of about 170 tokens, the model summarizing",
+            ask_session(f"openai:{server.listening_address}", 3072, prompts, {"TAILRENT_SUMMARIZER": "model"}),
+        )
         del server
 
 

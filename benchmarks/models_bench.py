@@ -121,10 +121,16 @@ async def run(runs: int, tokens: int) -> None:
     print(f"llama.cpp gemma3-270m, {runs} runs of {tokens} tokens each, medians\n")
     print("| measure | our client | bare httpx | server's own |")
     print("| --- | ---: | ---: | ---: |")
-    print(f"| time to first token (ms) | {median(ours, 'ttft_ms'):.1f} | {median(bare, 'ttft_ms'):.1f} | {median(ours, 'prompt_ms'):.1f} (prompt_ms) |")
+    print(
+        f"| time to first token (ms) | {median(ours, 'ttft_ms'):.1f} | {median(bare, 'ttft_ms'):.1f} "
+        f"| {median(ours, 'prompt_ms'):.1f} (prompt_ms) |"
+    )
     print(f"| generation (ms) | | | {gen:.1f} (predicted_ms) |")
     print(f"| chunks/s vs tokens/s | {median(ours, 'chunks_per_s'):.1f} | | {server_tps:.1f} |")
-    print(f"| wall - server time (ms) | {statistics.median(overhead(r) for r in ours):.1f} | {statistics.median(overhead(r) for r in bare):.1f} | |")
+    print(
+        f"| wall - server time (ms) | {statistics.median(overhead(r) for r in ours):.1f} "
+        f"| {statistics.median(overhead(r) for r in bare):.1f} | |"
+    )
     share = statistics.median(overhead(r) / r["gen_ms"] for r in ours) * 100
     bare_share = statistics.median(overhead(r) / r["gen_ms"] for r in bare) * 100
     print(f"| overhead share of generation | {share:.1f}% | {bare_share:.1f}% | |")

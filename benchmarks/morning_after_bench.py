@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from engine import assemble_model_file, start_llama_server  # noqa: E402
 import test_morning_after  # noqa: E402
+from engine import assemble_model_file, start_llama_server  # noqa: E402
 from test_morning_after import (  # noqa: E402
     error_figures,
     morning_settings,
@@ -69,7 +69,9 @@ def main() -> None:
     # cl100k folds later and refolds more: on a loaded machine one turn can take minutes
     test_morning_after.TURN_SECONDS = 1200.0
     server = start_llama_server(assemble_model_file())
-    print("| tokenizer | turns | worst error | median error | folds | summary requests (median error) | facts visible | seconds |")
+    print(
+        "| tokenizer | turns | worst error | median error | folds | summary requests (median error) | facts visible | seconds |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for tokenizer in args.tokenizers:
         f = run(server.listening_address, tokenizer)

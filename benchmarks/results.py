@@ -31,20 +31,60 @@ BENCHES: list[tuple[str, str, list[str]]] = [
     ("models", "Model client overhead against the llama.cpp engine (issue 4)", [PY, "benchmarks/models_bench.py"]),
     ("ui", "UI: cold start, a 10,000-message session, key to panel update (issue 5)", [PY, "benchmarks/ui_bench.py"]),
     ("article", "Policies on the article trace (issues 6, 8)", [TAILRENT, "bench", "--trace", "article"]),
-    ("article-local", "Policies on the article trace, local price sheet (re-evaluated tokens)", [TAILRENT, "bench", "--trace", "article", "--price", "local"]),
+    (
+        "article-local",
+        "Policies on the article trace, local price sheet (re-evaluated tokens)",
+        [TAILRENT, "bench", "--trace", "article", "--price", "local"],
+    ),
     ("week", "Policies on migration-week (issues 6, 8)", [TAILRENT, "bench", "--trace", "migration-week"]),
-    ("week-local", "Policies on migration-week, local price sheet", [TAILRENT, "bench", "--trace", "migration-week", "--price", "local"]),
-    ("week-slots", "Policies on migration-week, local engine with KV slot restore (issue 14)", [TAILRENT, "bench", "--trace", "migration-week", "--price", "local-slots"]),
-    ("week-1h", "Policies on migration-week, anthropic-1h: keep-warm pings against a longer TTL (issue 14)", [TAILRENT, "bench", "--trace", "migration-week", "--price", "anthropic-1h"]),
-    ("engine-article", "Predicted against measured on the real llama.cpp engine (issue 6)", [PY, "benchmarks/bench_policies.py", "--traces", "article", "--prices", "local", "--engine", "--no-json"]),
+    (
+        "week-local",
+        "Policies on migration-week, local price sheet",
+        [TAILRENT, "bench", "--trace", "migration-week", "--price", "local"],
+    ),
+    (
+        "week-slots",
+        "Policies on migration-week, local engine with KV slot restore (issue 14)",
+        [TAILRENT, "bench", "--trace", "migration-week", "--price", "local-slots"],
+    ),
+    (
+        "week-1h",
+        "Policies on migration-week, anthropic-1h: keep-warm pings against a longer TTL (issue 14)",
+        [TAILRENT, "bench", "--trace", "migration-week", "--price", "anthropic-1h"],
+    ),
+    (
+        "engine-article",
+        "Predicted against measured on the real llama.cpp engine (issue 6)",
+        [PY, "benchmarks/bench_policies.py", "--traces", "article", "--prices", "local", "--engine", "--no-json"],
+    ),
     ("shell", "run_shell streaming 1 GB into a spill: extra peak RSS (issue 7)", [PY, "benchmarks/shell_spill_bench.py"]),
     ("guard", "Fact guard speed (issue 8)", [PY, "benchmarks/guard_bench.py"]),
-    ("ladder", "One ladder: bench drivers agree, folds shrink, requests fit; ask on the mock (issue 11)", [PY, "benchmarks/ladder_bench.py"]),
-    ("ladder-engine", "One ladder on llama.cpp: 30 ask turns, the model writing the fold summaries (issue 11)", [PY, "benchmarks/ladder_bench.py", "--engine", "--skip-parity", "--skip-mock"]),
-    ("guard-corpus", "Fact guard on the labelled coding-chat corpus: precision and recall (issue 11)", [PY, "benchmarks/guard_bench.py", "--corpus"]),
+    (
+        "ladder",
+        "One ladder: bench drivers agree, folds shrink, requests fit; ask on the mock (issue 11)",
+        [PY, "benchmarks/ladder_bench.py"],
+    ),
+    (
+        "ladder-engine",
+        "One ladder on llama.cpp: 30 ask turns, the model writing the fold summaries (issue 11)",
+        [PY, "benchmarks/ladder_bench.py", "--engine", "--skip-parity", "--skip-mock"],
+    ),
+    (
+        "guard-corpus",
+        "Fact guard on the labelled coding-chat corpus: precision and recall (issue 11)",
+        [PY, "benchmarks/guard_bench.py", "--corpus"],
+    ),
     ("faults", "Hardening: the hostile cases by class, and how many held (issue 13)", [PY, "benchmarks/fault_bench.py"]),
-    ("morning-after", "The morning after on llama.cpp: predicted against measured prompt tokens per turn, cl100k against auto (issue 12)", [PY, "benchmarks/morning_after_bench.py"]),
-    ("slots", "KV slots on llama.cpp: a resume after a server restart with and without the saved slot (issue 14)", [PY, "benchmarks/slots_bench.py"]),
+    (
+        "morning-after",
+        "The morning after on llama.cpp: predicted against measured prompt tokens per turn, cl100k against auto (issue 12)",
+        [PY, "benchmarks/morning_after_bench.py"],
+    ),
+    (
+        "slots",
+        "KV slots on llama.cpp: a resume after a server restart with and without the saved slot (issue 14)",
+        [PY, "benchmarks/slots_bench.py"],
+    ),
 ]
 
 START, END = "<!-- summary -->", "<!-- /summary -->"
@@ -64,10 +104,7 @@ def run(key: str, title: str, cmd: list[str]) -> str:
     out = proc.stdout.strip() or "(no output)"
     if proc.returncode != 0:
         out += f"\n\n[exit code {proc.returncode}]\n{proc.stderr.strip()[-2000:]}"
-    return (
-        f"## {title}\n\n`{shown}` — {took:.0f} s wall, load average {before} before, {load()} after\n\n"
-        f"```\n{out}\n```\n"
-    )
+    return f"## {title}\n\n`{shown}` — {took:.0f} s wall, load average {before} before, {load()} after\n\n```\n{out}\n```\n"
 
 
 def _sections(text: str) -> dict[str, str]:
@@ -106,7 +143,8 @@ def main() -> None:
     sections = [kept[t] for t in order if t in kept]
     head = (
         "# Benchmark results\n\n"
-        f"Regenerate with `.venv/bin/python benchmarks/results.py` (this run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        "Regenerate with `.venv/bin/python benchmarks/results.py` "
+        f"(this run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}). "
         "The machines are shared and noisy: compare the ratios inside one run, not absolute times.\n\n"
     )

@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from engine import assemble_model_file
+from engine import assemble_model_file  # noqa: E402  (tests/ is put on the path above)
 
 TAILRENT = str(Path(sys.executable).with_name("tailrent"))
 
@@ -108,9 +108,12 @@ def main() -> None:
         gc.collect()
 
     save = second["slot"]["save"]
-    print(f"model gemma3-270m (xllamacpp, 2 threads), n_ctx {a.ctx}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(
-        f"first turn: {first['usage'][0]['prompt_tokens']:,} prompt tokens evaluated in {first['usage'][0]['prompt_ms'] / 1000:.1f} s; "
+        f"model gemma3-270m (xllamacpp, 2 threads), n_ctx {a.ctx}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    print(
+        f"first turn: {first['usage'][0]['prompt_tokens']:,} prompt tokens evaluated "
+        f"in {first['usage'][0]['prompt_ms'] / 1000:.1f} s; "
         f"slot saved at the end of each ask: {save['tokens']:,} tokens, {save['bytes'] / 1048576:.1f} MB in {save['ms']:.0f} ms"
     )
     print()
@@ -121,7 +124,10 @@ def main() -> None:
         share = u["evaluated_tokens"] / u["prompt_tokens"]
         r = run["slot"]["restore"]
         restore = f"{r['ms']:.0f} ms" if r.get("ok") and r.get("ms") is not None else "-"
-        print(f"{label:<34} {u['prompt_tokens']:>7,} {u['evaluated_tokens']:>9,} {share:>6.1%} {u['prompt_ms'] / 1000:>8.2f}  {restore:>8}")
+        print(
+            f"{label:<34} {u['prompt_tokens']:>7,} {u['evaluated_tokens']:>9,} {share:>6.1%} "
+            f"{u['prompt_ms'] / 1000:>8.2f}  {restore:>8}"
+        )
     print()
     print("what tailrent said before the request:")
     for label, run in rows:

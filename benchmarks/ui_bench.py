@@ -157,7 +157,7 @@ async def key_to_update(presses: int = 20) -> list[float]:
                 await asyncio.sleep(0.0005)
             out.append(time.perf_counter() - t0)
         assert app.running, "the reply must still be streaming for this figure to mean anything"
-        app.action_cancel_reply()
+        app.session_screen.action_cancel_reply()
         while app.running:
             await pilot.pause()
     return out

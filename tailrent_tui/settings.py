@@ -60,7 +60,7 @@ def ollama_keep_alive(value: Any) -> str | int:
     """
     if isinstance(value, bool):
         # a ValueError, not a TypeError: pydantic reports only the former as a bad value of the key
-        raise ValueError("a duration (30m, 24h, 1h30m), whole seconds, -1 (never unload) or 0 (unload at once) expected")  # noqa: TRY004
+        raise ValueError("a duration (30m, 24h, 1h30m), whole seconds, -1 (never unload) or 0 (unload at once) expected")
     if isinstance(value, int):
         return value
     if isinstance(value, str):
@@ -98,17 +98,25 @@ class Settings(BaseModel):
         description="Model spec: mock, ollama, ollama:NAME, openai:URL, openai:URL#MODEL, embedded or embedded:FILE.gguf; "
         "unset = probe Ollama, else the embedded engine when installed, else the mock",
     )
-    window: int | None = Field(None, ge=256, description="Context window in tokens; unset = ask the server (Ollama /api/show, num_ctx) or 32768")
+    window: int | None = Field(
+        None, ge=256, description="Context window in tokens; unset = ask the server (Ollama /api/show, num_ctx) or 32768"
+    )
     fold_trigger: float = Field(0.9, gt=0, le=1, description="Fold when the context passes this share of the window")
     fold_target: float = Field(0.35, gt=0, lt=1, description="A fold brings the context down to this share of the window")
     spill_threshold: int = Field(2000, ge=1, description="Tool results over this many tokens are spilled (rung 2)")
     caps: ToolCaps = Field(default_factory=ToolCaps, description="Rung 1: each tool's output cap")
     policy: Literal["none", "naive", "naive-pin", "autocompact", "ladder"] = Field(
-        "ladder", description="Folding policy: ladder (this tool's), or a baseline the bench compares: none, naive, naive-pin, autocompact (see the README)"
+        "ladder",
+        description="Folding policy: ladder (this tool's), or a baseline the bench compares: "
+        "none, naive, naive-pin, autocompact (see the README)",
     )
-    price_sheet: str = Field("local", description="Price sheet for the rent figures (local, anthropic-5m, anthropic-1h, openai, or your own)")
+    price_sheet: str = Field(
+        "local", description="Price sheet for the rent figures (local, anthropic-5m, anthropic-1h, openai, or your own)"
+    )
     summarizer: Literal["auto", "model", "extractive", "lossy"] = Field(
-        "auto", description="Who writes fold summaries: the model, the extractive mock, the article's lossy mock; auto = the model unless it is the mock"
+        "auto",
+        description="Who writes fold summaries: the model, the extractive mock, the article's lossy mock; "
+        "auto = the model unless it is the mock",
     )
     keep_alive: str | int = Field(
         DEFAULT_KEEP_ALIVE,
@@ -122,7 +130,7 @@ class Settings(BaseModel):
         "and chat template when it can count (llama.cpp), else cl100k; a resumed session counts as it did",
     )
     theme: str = Field("tailrent-dark", description="UI theme name")
-    keymap: dict[str, str] = Field(default_factory=dict, description="Binding id -> keys, e.g. {pin = \"ctrl+p\"}")
+    keymap: dict[str, str] = Field(default_factory=dict, description='Binding id -> keys, e.g. {pin = "ctrl+p"}')
     decision_patterns: list[str] | None = Field(
         None, description="Regexes that auto-pin decision messages; unset = the built-in list"
     )
@@ -152,21 +160,32 @@ class Settings(BaseModel):
         "Keep decisions explicit: state them as 'DECISION: ... because ...'.",
         description="System prompt of new sessions",
     )
-    prune_watermark_lines: int = Field(2000, ge=100, description="The transcript keeps about this many lines of widgets; older ones load back on scroll")
-    decisions_file: str | None = Field(
-        None, description="Also write pinned decisions to this file in the workspace (a relative path without '..', e.g. DECISIONS.md)"
+    prune_watermark_lines: int = Field(
+        2000, ge=100, description="The transcript keeps about this many lines of widgets; older ones load back on scroll"
     )
-    delegate_answer_cap: int = Field(1500, ge=50, description="A delegate's final answer is capped to this many tokens before it enters the parent")
+    decisions_file: str | None = Field(
+        None,
+        description="Also write pinned decisions to this file in the workspace (a relative path without '..', e.g. DECISIONS.md)",
+    )
+    delegate_answer_cap: int = Field(
+        1500, ge=50, description="A delegate's final answer is capped to this many tokens before it enters the parent"
+    )
     max_reply_tokens: int | None = Field(
-        None, ge=1, description="Cap on each reply's tokens (sent as max_tokens / num_predict), kept free in the window; unset = an eighth of the window (at least 256)"
+        None,
+        ge=1,
+        description="Cap on each reply's tokens (sent as max_tokens / num_predict), kept free in the window; "
+        "unset = an eighth of the window (at least 256)",
     )
     request_timeout: float = Field(300.0, gt=0, description="Read timeout for model requests, in seconds")
     slots: Literal["auto", "off"] = Field(
         "auto",
         description="Save llama.cpp's KV slot to disk when a session goes idle, on quit and before a model switch, and "
-        "restore it on resume when its prefix hash matches (the server needs --slot-save-path DIR/); auto = when the server has slots",
+        "restore it on resume when its prefix hash matches (the server needs --slot-save-path DIR/); "
+        "auto = when the server has slots",
     )
-    slot_id: int = Field(0, ge=0, description="The llama.cpp slot this session's requests are pinned to (id_slot) when slots are saved")
+    slot_id: int = Field(
+        0, ge=0, description="The llama.cpp slot this session's requests are pinned to (id_slot) when slots are saved"
+    )
     slot_save_idle: float = Field(30.0, gt=0, description="Seconds of idleness after a turn before the app saves the slot")
     slot_dir: Path | None = Field(
         None,
@@ -174,8 +193,12 @@ class Settings(BaseModel):
         "tailrent sizes its slot files, deletes the oldest past slot_session_mb / slot_total_mb and lists them in "
         "`tailrent sessions --json`; unset = the files are only recorded in each session's meta.json (no cleanup)",
     )
-    slot_session_mb: int = Field(512, ge=1, description="Slot files of one session may use this many MB in slot_dir; the oldest go first")
-    slot_total_mb: int = Field(4096, ge=1, description="tailrent's slot files may use this many MB in slot_dir in all; the oldest go first")
+    slot_session_mb: int = Field(
+        512, ge=1, description="Slot files of one session may use this many MB in slot_dir; the oldest go first"
+    )
+    slot_total_mb: int = Field(
+        4096, ge=1, description="tailrent's slot files may use this many MB in slot_dir in all; the oldest go first"
+    )
 
     @field_validator("decision_patterns")
     @classmethod
@@ -222,7 +245,9 @@ class Settings(BaseModel):
             return v
         path = PurePosixPath(v)
         if not v.strip() or "\0" in v or path.is_absolute() or v.startswith("~") or ".." in path.parts or v.endswith("/"):
-            raise ValueError(f"{v!r} is not a file name inside the workspace: give a relative path without '..', e.g. DECISIONS.md")
+            raise ValueError(
+                f"{v!r} is not a file name inside the workspace: give a relative path without '..', e.g. DECISIONS.md"
+            )
         return v
 
     def field_help(self) -> dict[str, str]:
@@ -299,7 +324,9 @@ def _read_state(path: Path) -> dict[str, Any]:
         return _STATE.validate_json(raw)
     except ValidationError as exc:
         what = exc.errors()[0]["msg"]
-        raise SettingsError(f"{path}: not a JSON object of remembered choices ({what}); delete it, it only remembers the theme") from None
+        raise SettingsError(
+            f"{path}: not a JSON object of remembered choices ({what}); delete it, it only remembers the theme"
+        ) from None
 
 
 def _coerce_env(name: str, raw: str) -> Any:
@@ -321,7 +348,7 @@ def _coerce_env(name: str, raw: str) -> Any:
 def load_settings(flags: dict[str, Any] | None = None, *, path: Path | None = None) -> tuple[Settings, dict[str, str]]:
     """Effective settings and, for each key, where its value came from."""
     values: dict[str, Any] = {}
-    source: dict[str, str] = {name: "default" for name in Settings.model_fields}
+    source: dict[str, str] = dict.fromkeys(Settings.model_fields, "default")
     cfg = path or config_file()
     if cfg.exists():
         try:
@@ -335,7 +362,12 @@ def load_settings(flags: dict[str, Any] | None = None, *, path: Path | None = No
         for key, value in data.items():
             if key not in Settings.model_fields:
                 raise SettingsError(f"{cfg}: unknown key {key!r}{did_you_mean(key, Settings.model_fields)}")
-            if key in ("data_dir", "slot_dir") and isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute():
+            if (
+                key in ("data_dir", "slot_dir")
+                and isinstance(value, str)
+                and value.strip()
+                and not Path(value).expanduser().is_absolute()
+            ):
                 value = str(cfg.parent / value)  # from the file, not from wherever tailrent runs
             values[key] = value
             source[key] = str(cfg)

@@ -134,7 +134,7 @@ class FakeOllama:
         segments = _segments(body)
         with self._lock:
             shared = 0
-            for new, old in zip(segments, self._previous):
+            for new, old in zip(segments, self._previous, strict=False):
                 if new != old:
                     break
                 shared += 1
@@ -327,7 +327,13 @@ class _Handler(BaseHTTPRequestHandler):
         stamp = datetime.now(UTC).isoformat().replace("+00:00", "Z")
         self._json(
             200,
-            {"model": name, "created_at": stamp, "message": {"role": "assistant", "content": ""}, "done_reason": "load", "done": True},
+            {
+                "model": name,
+                "created_at": stamp,
+                "message": {"role": "assistant", "content": ""},
+                "done_reason": "load",
+                "done": True,
+            },
         )
 
     def _reply_lines(self, name: str, reply: Reply) -> list[dict[str, Any]]:

@@ -93,7 +93,11 @@ DEV: list[Case] = [
     _c("The dev server is up on :8080 now.", ":8080"),
     _c("Point the test client at localhost:6379.", "localhost:6379"),
     _c("The compose file maps 5432:5432 for the local database.", "5432:5432"),
-    _c("Grafana moved to port 3001 because 3000 clashes with the frontend.", "port 3001", "because 3000 clashes with the frontend"),
+    _c(
+        "Grafana moved to port 3001 because 3000 clashes with the frontend.",
+        "port 3001",
+        "because 3000 clashes with the frontend",
+    ),
     _c("Our VPC is 10.0.0.0/16 and the bastion sits at 10.0.4.12.", "VPC", "10.0.0.0/16", "10.0.4.12"),
     _c("The pod resolves localhost to ::1 first, which the server does not bind.", "::1"),
     _c("Whitelist 203.0.113.7 on the firewall for the vendor callback.", "203.0.113.7"),
@@ -457,7 +461,9 @@ HELD_OUT: list[Case] = [
     _c("The cache key includes tenant_id and locale.", "tenant_id"),
     _c("The timeout is 2.5s in the client and 5s at the proxy.", "2.5s", "5s"),
     _c("Set `max_tokens` to 4096 for the summarizer.", "`max_tokens`", "max_tokens"),
-    _c("The deploy failed due to a missing IAM permission on the bucket.", "due to a missing IAM permission on the bucket", "IAM"),
+    _c(
+        "The deploy failed due to a missing IAM permission on the bucket.", "due to a missing IAM permission on the bucket", "IAM"
+    ),
     _c("<|im_start|>assistant\nRolled back to v1.8.3.<|im_end|>", "v1.8.3"),
     _c("<start_of_turn>model\nThe job now runs every 10 minutes.<end_of_turn>", "10 minutes"),
     _c("We need 4 vCPUs for the indexer.", "4 vCPUs"),

@@ -41,7 +41,9 @@ def work_forever(sd: SessionDir, run: str, seed: int) -> None:
                 m = session.add("user", f"r{run}-{i} " + "w" * rng.choice((10, 400, 4000)))
                 say(f"{run} msg {m.id}")
             elif step < 0.75:
-                m = admit_tool_result(session, "grep", f"r{run}-{i}\n" + "hit line\n" * rng.choice((300, 3000)), sd.spills(), threshold=50)
+                m = admit_tool_result(
+                    session, "grep", f"r{run}-{i}\n" + "hit line\n" * rng.choice((300, 3000)), sd.spills(), threshold=50
+                )
                 say(f"{run} spill {m.id} {m.spill_id}")
             else:
                 span = oldest_unpinned(session, 2)

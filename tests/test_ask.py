@@ -62,7 +62,7 @@ def test_ask_prints_the_reply_and_starts_a_new_session_each_time(home, ws):
     assert first.exit_code == 0, first.output
     (listed,) = sessions(ws)
     msgs = journal_messages(home, listed["id"])
-    assert [(m.role, m.content) for m in msgs][0] == ("user", "Where do refresh tokens live?")
+    assert next((m.role, m.content) for m in msgs) == ("user", "Where do refresh tokens live?")
     assert msgs[1].role == "assistant"
     assert first.stdout.strip() == msgs[1].content.strip()
     assert listed["messages"] == 2
@@ -153,7 +153,7 @@ def test_ask_rejects_an_empty_prompt_and_a_bad_model_spec(home, ws):
 
 
 @pytest.mark.parametrize("as_json", [False, True])
-def test_ask_fault_exits_1_with_message_and_hint_and_keeps_the_message(home, ws, fake_ollama, monkeypatch, as_json):  # noqa: F811
+def test_ask_fault_exits_1_with_message_and_hint_and_keeps_the_message(home, ws, fake_ollama, monkeypatch, as_json):
     monkeypatch.setenv("OLLAMA_HOST", fake_ollama.url)
     fake_ollama.push(Reply(fault="status", status=500, error="llama runner process has terminated"))
     args = ["ask", "--model", "ollama:llama3.2:latest", *(["--json"] if as_json else []), "What is the TTL?"]
@@ -196,7 +196,9 @@ def test_ask_connection_refused_names_the_server(home, ws, monkeypatch):
 def test_ask_as_a_real_process(home, ws):
     env = {**os.environ, "TAILRENT_HOME": str(home)}
     base = [sys.executable, "-m", "tailrent_tui", "--workspace", str(ws), "ask", "--model", "mock"]
-    proc = subprocess.run([*base, "--json", "Where do refresh tokens live?"], capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [*base, "--json", "Where do refresh tokens live?"], capture_output=True, text=True, env=env, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     sd = find_session(home, out["session"])
@@ -210,7 +212,7 @@ def test_ask_as_a_real_process(home, ws):
     assert len(msgs) == 4 and plain.stdout.strip() == msgs[-1].content.strip()
 
 
-def test_with_no_model_asked_ollama_is_used_when_it_answers(fake_ollama, monkeypatch, tmp_path):  # noqa: F811
+def test_with_no_model_asked_ollama_is_used_when_it_answers(fake_ollama, monkeypatch, tmp_path):
     from tailrent_tui.agent.build import pick_model
     from tailrent_tui.models.mock import MockModel
     from tailrent_tui.models.ollama import OllamaModel

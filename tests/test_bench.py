@@ -14,7 +14,7 @@ from tailrent_tui.scenarios.bench import run_bench
 from tailrent_tui.scenarios.traces import load_trace
 
 sys.path.insert(0, str(Path(__file__).parent))
-from engine import llama_server  # noqa: E402,F401  (the session fixture)
+from engine import llama_server  # noqa: F401  (the session fixture)
 
 KEYS = {"prompt_tokens", "cached_tokens", "reevaluated_tokens", "billed_usd", "folds",
         "peak_context_tokens", "recall_hits", "recall_total", "facts_lost", "pings"}

@@ -91,10 +91,7 @@ def test_big_diffs_are_bounded(ws: Path, case: str, tool: str) -> None:
         target.write_bytes(b"\x00\xff" * 10)
     else:
         target.write_text(before)
-    if tool == "write_file":
-        args = {"path": "big.txt", "content": after}
-    else:
-        args = {"path": "big.txt", "old": before, "new": after}
+    args = {"path": "big.txt", "content": after} if tool == "write_file" else {"path": "big.txt", "old": before, "new": after}
     ctx = ctx_for(ws)
     started = time.monotonic()
     shown = preview_tool(tool, args, ctx)
@@ -142,7 +139,7 @@ _FAIL_CHILD = textwrap.dedent(
 
 @pytest.mark.fault("write_file big diff")
 @pytest.mark.parametrize(
-    "tool,args",
+    ("tool", "args"),
     [
         ("write_file", {"path": "keep.txt", "content": "new " * 100_000}),
         ("edit_file", {"path": "keep.txt", "old": "original", "new": "grown " * 100_000}),
@@ -202,7 +199,7 @@ def _unblock(path: Path) -> None:
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("kind", ["fifo", "socket", "char device", "block device"])
 @pytest.mark.parametrize(
-    "tool,args",
+    ("tool", "args"),
     [
         ("read_file", {"path": "special"}),
         ("write_file", {"path": "special", "content": "x\n"}),
@@ -349,7 +346,7 @@ def test_a_symlink_swapped_during_the_call_never_escapes(
 
 @pytest.mark.fault("hard links")
 @pytest.mark.parametrize(
-    "tool,args",
+    ("tool", "args"),
     [
         ("read_file", {"path": "hl.txt"}),
         ("read_file", {"path": "hl.txt", "start": 1, "end": 1}),
@@ -389,7 +386,7 @@ _JOURNAL = ".tailrent/sessions/20260101-000000-abcdef/journal.jsonl"
 
 @pytest.mark.fault("data dir in workspace")
 @pytest.mark.parametrize(
-    "tool,args",
+    ("tool", "args"),
     [
         ("read_file", {"path": _JOURNAL}),
         ("read_file", {"path": "notes/sessions-link/20260101-000000-abcdef/journal.jsonl"}),

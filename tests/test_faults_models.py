@@ -81,7 +81,7 @@ class Hostile:
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
         self._sock.listen(16)
-        self.url = "http://127.0.0.1:%d" % self._sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
@@ -163,7 +163,7 @@ async def collect(model: Any) -> tuple[list[Any], BaseException | None]:
         async with aclosing(model.stream(USER)) as chunks:
             async for chunk in chunks:
                 out.append(chunk)
-    except Exception as exc:  # noqa: BLE001 - the test inspects what came out
+    except Exception as exc:
         return out, exc
     return out, None
 
@@ -412,7 +412,9 @@ def test_ask_survives_an_odd_api_ps_and_saves_the_prompt(home, hostile, monkeypa
     monkeypatch.setenv("OLLAMA_HOST", hostile.url)
     hostile.routes["/api/show"] = body({"model_info": {}})
     hostile.routes["/api/ps"] = body([])
-    hostile.routes["/api/chat"] = ndjson({"message": {"content": "the reply"}, "done": False}, {"done": True, "done_reason": "stop"})
+    hostile.routes["/api/chat"] = ndjson(
+        {"message": {"content": "the reply"}, "done": False}, {"done": True, "done_reason": "stop"}
+    )
     result = ask(home, "--model", "ollama:m", "Where do tokens live?")
     assert result.exit_code == 0, result.output
     messages, _ = journal(home)
@@ -465,7 +467,7 @@ def test_ask_on_ollama_keeps_the_partial_reply_on_odd_metrics(home, hostile, mon
     ids=["pair across events", "two pairs across events", "high at the end", "low alone", "high then no low"],
 )
 async def test_surrogates_split_across_openai_events_join_or_become_replacement(hostile, pieces, expected):
-    events = ['data: {"choices": [{"index": 0, "delta": {"content": %s}}]}' % p for p in pieces]
+    events = [f'data: {{"choices": [{{"index": 0, "delta": {{"content": {p}}}}}]}}' for p in pieces]
     hostile.routes["/v1/chat/completions"] = sse(*events, FINISH)
     model = OpenAIModel(hostile.url, "m", read_timeout=5)
     chunks, exc = await collect(model)
@@ -520,9 +522,7 @@ def test_ask_journals_a_lone_surrogate_as_a_replacement(home, hostile):
 
 @pytest.mark.fault("split characters")
 def test_ask_journals_a_server_error_with_a_lone_surrogate(home, hostile):
-    hostile.routes["/v1/chat/completions"] = sse(
-        text_event("half "), 'data: {"error": {"message": "broke \\udc00 here"}}'
-    )
+    hostile.routes["/v1/chat/completions"] = sse(text_event("half "), 'data: {"error": {"message": "broke \\udc00 here"}}')
     result = ask(home, "--model", f"openai:{hostile.url}#m", "Smile?")
     assert result.exit_code == 1
     messages, notes = journal(home)
@@ -536,7 +536,9 @@ def test_ask_journals_a_server_error_with_a_lone_surrogate(home, hostile):
 @pytest.mark.fault("redirects and early ends")
 @pytest.mark.parametrize("status", [301, 302, 307, 308])
 async def test_a_redirect_is_reported_with_where_it_points(hostile, status):
-    hostile.routes["/v1/chat/completions"] = Answer(status=status, headers={"Location": "http://elsewhere:8080/v1/chat/completions"})
+    hostile.routes["/v1/chat/completions"] = Answer(
+        status=status, headers={"Location": "http://elsewhere:8080/v1/chat/completions"}
+    )
     model = OpenAIModel(hostile.url, "m", read_timeout=5)
     _, exc = await collect(model)
     await model.aclose()
@@ -549,7 +551,7 @@ async def test_a_redirect_is_reported_with_where_it_points(hostile, status):
 async def test_a_redirect_of_an_information_endpoint_is_reported(hostile):
     hostile.routes["/api/show"] = Answer(status=307, headers={"Location": "https://other:11434/api/show"})
     model = OllamaModel("m", host=hostile.url, read_timeout=5)
-    with pytest.raises(ModelError, match="redirected.*https://other:11434"):
+    with pytest.raises(ModelError, match=r"redirected.*https://other:11434"):
         await model.context_window()
     await model.aclose()
 
@@ -637,14 +639,23 @@ def test_the_server_tokenizer_waits_as_long_as_retry_after_says(hostile, header,
 
 # -- OLLAMA_HOST ------------------------------------------------------------------------------------
 
-BAD_HOSTS = ["::::", "user:secret@gpu:11434", "http://user:secret@gpu:11434", "http://gpu:notaport", "gpu:99999",
-             "gpu:0", "ftp://gpu", "gpu box:1", "[::1]junk"]
+BAD_HOSTS = [
+    "::::",
+    "user:secret@gpu:11434",
+    "http://user:secret@gpu:11434",
+    "http://gpu:notaport",
+    "gpu:99999",
+    "gpu:0",
+    "ftp://gpu",
+    "gpu box:1",
+    "[::1]junk",
+]
 
 
 @pytest.mark.fault("OLLAMA_HOST")
 @pytest.mark.parametrize("value", BAD_HOSTS)
 def test_a_bad_ollama_host_is_one_line_without_the_secret(value):
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(ValueError) as err:  # noqa: PT011  (any message, as long as it is one line without the secret)
         ollama_host(value)
     message = str(err.value)
     assert "OLLAMA_HOST" in message and "\n" not in message and "secret" not in message
@@ -721,7 +732,10 @@ def bench(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     env = {**os.environ, "TAILRENT_REQUEST_TIMEOUT": "2"}
     return subprocess.run(
         [sys.executable, "-m", "tailrent_tui", "bench", "--trace", "article", "--policy", "none", *args],
-        capture_output=True, text=True, timeout=timeout, env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
     )
 
 

@@ -441,7 +441,7 @@ def test_a_bad_value_is_refused_at_load_naming_setting_and_file(env: Env, case: 
 
 @pytest.mark.fault("settings values")
 @pytest.mark.parametrize(
-    "var, value",
+    ("var", "value"),
     [("TAILRENT_DECISION_PATTERNS", '["(a+)+$"]'), ("TAILRENT_REQUEST_TIMEOUT", "inf"), ("TAILRENT_FOLD_TARGET", "0.95"),
      ("TAILRENT_CAPS", '{"shell_timeout": 1e999}')],
 )

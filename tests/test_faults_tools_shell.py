@@ -150,7 +150,7 @@ async def test_destructive_commands_get_no_session_offer(make_agent, workspace, 
 
 @pytest.mark.fault("C2 prefix approval")
 @pytest.mark.parametrize(
-    "approved, later",
+    ("approved", "later"),
     [
         ("git status", "git push --force"),
         ("git status", "git reset --hard"),
@@ -496,7 +496,7 @@ async def test_escape_during_a_shell_call_kills_its_process_group(make_agent, wo
 
 @pytest.mark.fault("tool argument types")
 @pytest.mark.parametrize(
-    "name, arguments, words",
+    ("name", "arguments", "words"),
     [
         ("read_spill", {"id": 123}, "'id' of read_spill must be string"),
         ("read_spill", {"id": "x", "start": "10"}, "'start' of read_spill must be integer"),

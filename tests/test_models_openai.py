@@ -31,8 +31,8 @@ from tailrent_tui.models import (
     Usage,
     open_model,
 )
-from tailrent_tui.models.openai import api_base, openai_messages
 from tailrent_tui.models.errors import ContextOverflow
+from tailrent_tui.models.openai import api_base, openai_messages
 
 
 @dataclass
@@ -48,7 +48,10 @@ class ScriptedServer:
         self.script: list[Scripted] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
-        self.models: dict[str, Any] | None = {"object": "list", "data": [{"id": "qwen2.5-coder", "object": "model", "max_model_len": 32768}]}
+        self.models: dict[str, Any] | None = {
+            "object": "list",
+            "data": [{"id": "qwen2.5-coder", "object": "model", "max_model_len": 32768}],
+        }
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -86,7 +89,7 @@ class ScriptedServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self.url = "http://127.0.0.1:%d" % self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
 
@@ -172,10 +175,41 @@ async def test_tool_call_fragments_are_joined_into_whole_calls(server, model):
     server.script.append(
         Scripted(
             events=[
-                {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "grep", "arguments": ""}}]}}]},
+                {
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {
+                                "tool_calls": [
+                                    {
+                                        "index": 0,
+                                        "id": "call_a",
+                                        "type": "function",
+                                        "function": {"name": "grep", "arguments": ""},
+                                    }
+                                ]
+                            },
+                        }
+                    ]
+                },
                 {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"patt'}}]}}]},
                 {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": 'ern": "TTL"}'}}]}}]},
-                {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "id": "call_b", "function": {"name": "read_file", "arguments": '{"path": "a.py"'}}]}}]},
+                {
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {
+                                "tool_calls": [
+                                    {
+                                        "index": 1,
+                                        "id": "call_b",
+                                        "function": {"name": "read_file", "arguments": '{"path": "a.py"'},
+                                    }
+                                ]
+                            },
+                        }
+                    ]
+                },
                 _finish("tool_calls"),
                 _usage(prompt_tokens=50, completion_tokens=20),
             ]
@@ -194,7 +228,14 @@ async def test_tool_call_fragments_are_joined_into_whole_calls(server, model):
 
 async def test_usage_from_prompt_tokens_details(server, model):
     server.script.append(
-        Scripted(events=[_text("a"), _text("b"), _finish("length"), _usage(prompt_tokens=678, completion_tokens=4, prompt_tokens_details={"cached_tokens": 543})])
+        Scripted(
+            events=[
+                _text("a"),
+                _text("b"),
+                _finish("length"),
+                _usage(prompt_tokens=678, completion_tokens=4, prompt_tokens_details={"cached_tokens": 543}),
+            ]
+        )
     )
     usage = (await collect(model))[-1]
     assert (usage.prompt_tokens, usage.cached_tokens, usage.evaluated_tokens, usage.output_tokens) == (678, 543, 135, 4)
@@ -205,7 +246,16 @@ async def test_usage_from_prompt_tokens_details(server, model):
 async def test_llama_cpp_timings_take_precedence(server, model):
     timings = {"cache_n": 540, "prompt_n": 138, "prompt_ms": 247.1, "predicted_n": 4, "predicted_ms": 56.7}
     server.script.append(
-        Scripted(events=[_text("a"), _finish("stop"), {**_usage(prompt_tokens=678, completion_tokens=4, prompt_tokens_details={"cached_tokens": 543}), "timings": timings}])
+        Scripted(
+            events=[
+                _text("a"),
+                _finish("stop"),
+                {
+                    **_usage(prompt_tokens=678, completion_tokens=4, prompt_tokens_details={"cached_tokens": 543}),
+                    "timings": timings,
+                },
+            ]
+        )
     )
     usage = (await collect(model))[-1]
     assert (usage.cached_tokens, usage.evaluated_tokens) == (540, 138)
@@ -260,15 +310,39 @@ async def test_malformed_data_line(server, model):
 @pytest.mark.parametrize(
     ("status", "body", "kind", "hint_part"),
     [
-        (404, {"error": {"message": "The model `gpt-x` does not exist", "type": "invalid_request_error"}}, ModelNotFound, "/models"),
+        (
+            404,
+            {"error": {"message": "The model `gpt-x` does not exist", "type": "invalid_request_error"}},
+            ModelNotFound,
+            "/models",
+        ),
         (401, {"error": {"message": "Invalid API Key", "type": "authentication_error"}}, ServerError, "OPENAI_API_KEY"),
         (503, {"error": {"message": "Loading model", "type": "unavailable_error", "code": 503}}, Busy, "retry"),
         (500, {"error": {"message": "boom"}}, ServerError, "HTTP 500"),
         # llama.cpp's words, then vLLM's and OpenAI's
-        (400, {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
-                         "type": "exceed_context_size_error"}}, ContextOverflow, "ctrl+r"),
-        (400, {"error": {"message": "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.",
-                         "type": "BadRequestError"}}, ContextOverflow, "ctrl+r"),
+        (
+            400,
+            {
+                "error": {
+                    "code": 400,
+                    "message": "the request exceeds the available context size, try increasing it",
+                    "type": "exceed_context_size_error",
+                }
+            },
+            ContextOverflow,
+            "ctrl+r",
+        ),
+        (
+            400,
+            {
+                "error": {
+                    "message": "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.",
+                    "type": "BadRequestError",
+                }
+            },
+            ContextOverflow,
+            "ctrl+r",
+        ),
     ],
 )
 async def test_error_statuses(server, model, status, body, kind, hint_part):
@@ -280,7 +354,9 @@ async def test_error_statuses(server, model, status, body, kind, hint_part):
 
 
 async def test_tools_unsupported_retries_without_tools(server, model):
-    server.script.append(Scripted(status=400, body={"error": {"message": "tools param requires --jinja flag; tools are not supported"}}))
+    server.script.append(
+        Scripted(status=400, body={"error": {"message": "tools param requires --jinja flag; tools are not supported"}})
+    )
     chunks = await collect(model, tools=[GREP])
     assert chunks[-1].tools_dropped and model.tools_dropped
     assert ["tools" in r for r in server.requests] == [True, False]
@@ -328,13 +404,27 @@ async def test_a_request_the_server_refuses_as_too_large_is_fitted_to_a_smaller_
     from tailrent_tui.settings import Settings
 
     session = Session(counter=get_counter("chars4"), system="Be brief.", window=4096)
-    agent = Agent(session=session, model=OpenAIModel(server.url, "qwen2.5-coder", read_timeout=5.0),
-                  settings=Settings(window=4096, max_reply_tokens=256, tokenizer="chars4"), workspace=tmp_path)
+    agent = Agent(
+        session=session,
+        model=OpenAIModel(server.url, "qwen2.5-coder", read_timeout=5.0),
+        settings=Settings(window=4096, max_reply_tokens=256, tokenizer="chars4"),
+        workspace=tmp_path,
+    )
     try:
         for i in range(12):  # about 3,400 tokens of history: fits our count, not the server's
             session.add("user" if i % 2 == 0 else "assistant", f"turn {i}: " + "we talked it over for a while. " * 36)
-        server.script.append(Scripted(status=400, body={"error": {"code": 400, "type": "exceed_context_size_error",
-                                                                  "message": "the request exceeds the available context size"}}))
+        server.script.append(
+            Scripted(
+                status=400,
+                body={
+                    "error": {
+                        "code": 400,
+                        "type": "exceed_context_size_error",
+                        "message": "the request exceeds the available context size",
+                    }
+                },
+            )
+        )
         first = await agent.turn("and now?")
         assert isinstance(first.error, ContextOverflow) and "ctrl+r" in first.error.hint
         assert agent.budget_window() < 4096

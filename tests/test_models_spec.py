@@ -30,7 +30,10 @@ from tailrent_tui.models import (
         ("ollama", ModelSpec(kind="ollama")),
         ("ollama:qwen3:8b", ModelSpec(kind="ollama", name="qwen3:8b")),
         ("openai:http://127.0.0.1:8080", ModelSpec(kind="openai", url="http://127.0.0.1:8080")),
-        ("openai:http://127.0.0.1:8080/v1#qwen2.5-coder", ModelSpec(kind="openai", url="http://127.0.0.1:8080/v1", name="qwen2.5-coder")),
+        (
+            "openai:http://127.0.0.1:8080/v1#qwen2.5-coder",
+            ModelSpec(kind="openai", url="http://127.0.0.1:8080/v1", name="qwen2.5-coder"),
+        ),
         (" ollama:llama3.2 ", ModelSpec(kind="ollama", name="llama3.2")),
     ],
 )
@@ -89,9 +92,8 @@ async def test_open_ollama_with_host_without_scheme(fake_ollama):
 
 
 async def test_open_ollama_without_models_says_to_pull_one():
-    with FakeOllama([]) as fake:
-        with pytest.raises(ModelNotFound) as err:
-            await open_model("ollama", env={"OLLAMA_HOST": fake.url})
+    with FakeOllama([]) as fake, pytest.raises(ModelNotFound) as err:
+        await open_model("ollama", env={"OLLAMA_HOST": fake.url})
     assert "no models" in err.value.message and "ollama pull" in err.value.hint
 
 

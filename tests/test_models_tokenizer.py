@@ -82,7 +82,7 @@ class FakeLlama:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self.url = "http://127.0.0.1:%d" % self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
 
     def stop(self) -> None:
@@ -209,7 +209,8 @@ def test_auto_counts_with_the_server_and_a_resume_counts_the_same_way(tmp_path, 
     agent = build_agent(settings_for(tmp_path, llama.url), async_writer=False, new=True)
     try:
         assert isinstance(agent.session.counter, ServerTokenizer)
-        assert agent.session.context_tokens == llama.prompt_tokens(wire_messages(agent.session)) + agent.session.tool_schema_tokens
+        expected = llama.prompt_tokens(wire_messages(agent.session)) + agent.session.tool_schema_tokens
+        assert agent.session.context_tokens == expected
     finally:
         close_agent(agent)
     meta = last_active(tmp_path / "data").read_meta()

@@ -23,6 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from engine import llama_server  # noqa: F401  (the session fixture)
+from test_resume_cold import COLD, TWO_HOURS, lock_is_free
+
 from tailrent_tui.agent.build import build_agent
 from tailrent_tui.core.messages import Folded, Note, UsageRecorded
 from tailrent_tui.core.rent import conversation_usage
@@ -33,9 +36,6 @@ from tailrent_tui.ui.app import TailrentApp
 from tailrent_tui.ui.launch import close_agent_sync
 from tailrent_tui.ui.screens.recall import RecallScreen
 from tailrent_tui.ui.widgets.input import PromptInput
-
-from engine import llama_server  # noqa: F401  (the session fixture)
-from test_resume_cold import COLD, TWO_HOURS, lock_is_free
 
 WINDOW = 1536
 # a target the folds can reach in one pass: each fold is then one summary request, and the
@@ -208,7 +208,7 @@ def error_figures(errors: list[float]) -> dict[str, float]:
 
 @pytest.mark.engine
 @pytest.mark.timeout(900)  # about a minute on an idle machine; the engine shares two cores with everyone
-def test_the_morning_after_on_llama_cpp(tmp_path, llama_server, monkeypatch):  # noqa: F811
+def test_the_morning_after_on_llama_cpp(tmp_path, llama_server, monkeypatch):
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
     settings = morning_settings(tmp_path, llama_server)
 

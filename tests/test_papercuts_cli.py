@@ -26,7 +26,10 @@ def test_recall_takes_the_readmes_expect_a_b(tmp_path: Path) -> None:
                                 "DECISION: Redis with a 15 minute TTL, rotated on every use"], env=env)
     assert asked.exit_code == 0, asked.output
     session = __import__("json").loads(asked.stdout)["session"]
-    for args in (["--expect", "Redis", "15 minute", "mobile"], ["--expect", "Redis", "--expect", "15 minute", "--expect", "mobile"]):
+    for args in (
+        ["--expect", "Redis", "15 minute", "mobile"],
+        ["--expect", "Redis", "--expect", "15 minute", "--expect", "mobile"],
+    ):
         r = runner.invoke(cli, ["recall", session, "What did we decide?", *args, "--json"], env=env)
         assert r.exit_code == 0, r.output
         data = __import__("json").loads(r.stdout)
@@ -38,13 +41,15 @@ def test_replay_article_starts_with_a_heading() -> None:
     r = CliRunner().invoke(cli, ["replay", "article"])
     assert r.exit_code == 0
     first, second, third = r.stdout.splitlines()[:3]
-    assert first.startswith("The article's harness (\"Tail Rent\"), reproduced: seed 42") and "decision not pinned" in first
+    assert first.startswith('The article\'s harness ("Tail Rent"), reproduced: seed 42') and "decision not pinned" in first
     assert second == "" and third == "Final tail tokens (est.): 872"
 
 
 def test_bench_plot_says_where_and_shows_the_none_curve(tmp_path: Path) -> None:
     svg = tmp_path / "ctx.svg"
-    r = CliRunner().invoke(cli, ["bench", "--trace", "article", "--policy", "none", "--policy", "naive", "--json", "--plot", str(svg)])
+    r = CliRunner().invoke(
+        cli, ["bench", "--trace", "article", "--policy", "none", "--policy", "naive", "--json", "--plot", str(svg)]
+    )
     assert r.exit_code == 0, r.output
     assert f"plot written to {svg.resolve()}" in r.stderr
     from tailrent_tui.scenarios.bench import run_many

@@ -45,7 +45,7 @@ def filler(i: int) -> str:
 
 def test_get_policy_knows_the_five_and_rejects_others():
     assert set(POLICY_NAMES) == {"none", "naive", "naive-pin", "autocompact", "ladder"}
-    with pytest.raises(UnknownPolicy, match="'greedy'.*none, naive"):
+    with pytest.raises(UnknownPolicy, match=r"'greedy'.*none, naive"):
         get_policy("greedy")
 
 
@@ -135,5 +135,5 @@ def test_tool_results_pass_rungs_one_and_two_for_every_policy():
         policy, s, ctx = make(name, window=4000, spill_threshold=50, tool_max_lines=10)
         m = policy.admit_tool(s, ctx, "grep", "src/app/module.py:12: a matching line of code\n" * 500)
         assert m.kind == Kind.spill_pointer, name
-        (tool, content, _), = ctx.spill_store.items.values()
+        (_tool, content, _), = ctx.spill_store.items.values()
         assert content.count("module.py") == 10 and "truncated" in content

@@ -127,7 +127,7 @@ def test_fold_at_front_invalidates_all_but_the_head():
     fold_span(s, ids[2:4], summary="two messages", guard="off", position="front")
     r = rent.request_session(s, at=1)
     assert r.cached_tokens == s.head_tokens
-    assert [k for k, _ in context_items(s)][0].startswith(s.folds[0].summary.id)
+    assert next(k for k, _ in context_items(s)).startswith(s.folds[0].summary.id)
 
 
 def test_packaged_sheets_load_with_design_numbers():

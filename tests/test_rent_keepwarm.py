@@ -137,7 +137,7 @@ def test_nothing_cached_nothing_to_keep_warm():
     rent.request([("a", 500)], head_tokens=0, at=0.0)
     warm = KeepWarm(rent)
     assert warm.replay_until(5000.0) == [] and warm.status(1.0).state == "off"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="nothing to keep warm"):
         rent.ping(10.0)
 
 

@@ -61,11 +61,11 @@ def test_a_summary_request_is_priced_aside_and_leaves_the_prefix_alone():
     rent = RentModel(sheet)
     items = [("a#chat", 800), ("b#chat", 700)]
     rent.request(items, head_tokens=500, at=0.0)
-    before = rent.predict(items + [("c#chat", 50)], 500, at=10.0)
+    before = rent.predict([*items, ("c#chat", 50)], 500, at=10.0)
     aside = aside_rent(2_000, 300, sheet)
     assert (aside.context_tokens, aside.cached_tokens, aside.tail_tokens) == (2_000, 0, 2_000)
     assert aside.usd == pytest.approx((2_000 * 3.0 + 300 * 15.0) / 1e6)
-    assert rent.predict(items + [("c#chat", 50)], 500, at=10.0) == before
+    assert rent.predict([*items, ("c#chat", 50)], 500, at=10.0) == before
     assert rent.totals.requests == 1
     assert aside_rent(600, 0, get_price_sheet("local")).eval_seconds == pytest.approx(1.0)
     assert aside_rent(600).usd == 0.0 and aside_rent(600).eval_seconds is None

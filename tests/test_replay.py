@@ -293,7 +293,7 @@ def test_a_spill_dir_that_cannot_take_files_is_a_clear_error() -> None:
 
 def test_bad_parameters_are_value_errors() -> None:
     for bad in (dict(batch=0), dict(turns=-1), dict(max_tail=-5), dict(spill_threshold=-1), dict(seed=2**31)):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="must be"):
             run_article(write_spills=False, **bad)
     with pytest.raises(SpillDirError):
         run_article(spill_dir="")

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from ui_helpers import wait_until
+
 from tailrent_tui.agent import build as build_mod
 from tailrent_tui.agent.build import build_agent, close_agent
 from tailrent_tui.core.messages import MessageAdded, Note, UsageRecorded
@@ -19,8 +21,6 @@ from tailrent_tui.settings import Settings
 from tailrent_tui.store.sessions import SessionDir, SessionLock, last_active
 from tailrent_tui.ui.app import TailrentApp
 from tailrent_tui.ui.launch import close_agent_sync, launch
-
-from ui_helpers import wait_until
 
 TWO_HOURS = 7200.0
 COLD = "past the cache TTL"

@@ -100,19 +100,35 @@ def test_cleanup_keeps_the_file_just_saved_and_deletes_the_oldest_past_each_cap(
 
 
 def test_resume_price_says_tokens_seconds_dollars_and_what_spares_them():
-    cold = resume_price(context_tokens=8000, restored_tokens=None, warm=False, why="idle 9 h", tokens_per_second=500, rate_measured=True)
+    cold = resume_price(
+        context_tokens=8000, restored_tokens=None, warm=False, why="idle 9 h", tokens_per_second=500, rate_measured=True
+    )
     assert cold.to_read == 8000 and cold.seconds == pytest.approx(16.0)
     assert cold.line() == "resume: the first request re-reads 8,000 of 8,000 context tokens (~16 s); idle 9 h"
     slot = resume_price(context_tokens=8000, restored_tokens=7990, warm=False, why="", tokens_per_second=500, rate_measured=True)
     assert slot.to_read == 10 and slot.saver == "slot" and "a restored KV slot spares 7,990 tokens (~16 s)" in slot.line()
     priced = resume_price(
-        context_tokens=100_000, restored_tokens=None, warm=False, why="", tokens_per_second=None, rate_measured=False,
-        input_per_mtok=3.0, write_multiplier=1.25, read_multiplier=0.1,
+        context_tokens=100_000,
+        restored_tokens=None,
+        warm=False,
+        why="",
+        tokens_per_second=None,
+        rate_measured=False,
+        input_per_mtok=3.0,
+        write_multiplier=1.25,
+        read_multiplier=0.1,
     )
     assert priced.usd == pytest.approx(0.375) and "$0.3750" in priced.line()
     warm = resume_price(
-        context_tokens=100_000, restored_tokens=None, warm=True, why="inside the TTL", tokens_per_second=None,
-        rate_measured=False, input_per_mtok=3.0, write_multiplier=1.25, read_multiplier=0.1,
+        context_tokens=100_000,
+        restored_tokens=None,
+        warm=True,
+        why="inside the TTL",
+        tokens_per_second=None,
+        rate_measured=False,
+        input_per_mtok=3.0,
+        write_multiplier=1.25,
+        read_multiplier=0.1,
     )
     assert warm.to_read == 0 and warm.usd == pytest.approx(0.03)
     assert warm.line() == (
@@ -150,15 +166,32 @@ class FakeLlama:
             name = body["filename"]
             self.actions.append((action, name))
             if self.mode == "no-save-path":
-                return 501, {"error": {"code": 501, "message": "This server does not support slots action. Start it with `--slot-save-path`", "type": "not_supported_error"}}
+                return 501, {
+                    "error": {
+                        "code": 501,
+                        "message": "This server does not support slots action. Start it with `--slot-save-path`",
+                        "type": "not_supported_error",
+                    }
+                }
             if action == "save":
                 if self.mode == "disk-full":
                     return 500, {"error": {"code": 500, "message": "failed to write slot file: No space left on device"}}
                 if self.slot_dir is not None:
                     (self.slot_dir / name).write_bytes(b"k" * 1000)
-                return 200, {"id_slot": 0, "filename": name, "n_saved": self.slot_tokens, "n_written": 1000, "timings": {"save_ms": 1.5}}
+                return 200, {
+                    "id_slot": 0,
+                    "filename": name,
+                    "n_saved": self.slot_tokens,
+                    "n_written": 1000,
+                    "timings": {"save_ms": 1.5},
+                }
             if self.mode == "refuse-restore" or (self.slot_dir is not None and not (self.slot_dir / name).exists()):
-                return 400, {"error": {"code": 400, "message": "Unable to restore slot: No available space in KV cache or invalid slot save file"}}
+                return 400, {
+                    "error": {
+                        "code": 400,
+                        "message": "Unable to restore slot: No available space in KV cache or invalid slot save file",
+                    }
+                }
             return 200, {"id_slot": 0, "filename": name, "n_restored": 30, "n_read": 1000, "timings": {"restore_ms": 0.4}}
         if path == "/v1/chat/completions":
             self.bodies.append(body)
@@ -171,7 +204,17 @@ def _sse(fake: FakeLlama) -> bytes:
     lines = [
         {"choices": [{"delta": {"content": "ok"}}], "model": fake.model},
         {"choices": [{"delta": {}, "finish_reason": "stop"}], "model": fake.model},
-        {"choices": [], "usage": {"prompt_tokens": fake.slot_tokens, "completion_tokens": 1}, "timings": {"cache_n": 0, "prompt_n": fake.slot_tokens, "prompt_ms": fake.slot_tokens * 2.0, "predicted_n": 1, "predicted_ms": 1.0}},
+        {
+            "choices": [],
+            "usage": {"prompt_tokens": fake.slot_tokens, "completion_tokens": 1},
+            "timings": {
+                "cache_n": 0,
+                "prompt_n": fake.slot_tokens,
+                "prompt_ms": fake.slot_tokens * 2.0,
+                "predicted_n": 1,
+                "predicted_ms": 1.0,
+            },
+        },
     ]
     return b"".join(b"data: " + json.dumps(x).encode() + b"\n\n" for x in lines) + b"data: [DONE]\n\n"
 
@@ -224,7 +267,9 @@ def home(tmp_path: Path, monkeypatch) -> Path:
 
 def ask(home: Path, fake: FakeLlama, *args: str) -> Any:
     ws = home.parent / "ws"
-    result = CliRunner().invoke(cli, ["--workspace", str(ws), "ask", "--model", f"openai:{fake.url}", *args], catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli, ["--workspace", str(ws), "ask", "--model", f"openai:{fake.url}", *args], catch_exceptions=False
+    )
     assert result.exit_code == 0, result.output
     return result
 
@@ -291,7 +336,7 @@ def test_another_prompt_or_another_model_is_not_restored(home, fake):
 @pytest.mark.parametrize(
     ("mode", "said"),
     [
-        ("no-endpoints", "KV slots off for this session: " ),
+        ("no-endpoints", "KV slots off for this session: "),
         ("no-save-path", "start it with --slot-save-path DIR/"),
         ("disk-full", "KV slot not saved (end of ask): failed to write slot file: No space left on device; carrying on"),
     ],
@@ -389,7 +434,9 @@ def test_the_app_says_the_resume_price_restores_and_saves_when_idle_and_on_quit(
             assert fake.actions[-1] == ("restore", first["slot"]["save"]["file"])
             await pilot.press(*"which port?", "enter")
             await wait_until(pilot, lambda: fake.actions[-1][0] == "save", what="the save after an idle turn")
-            await wait_until(pilot, lambda: any("KV slot saved (idle 0.2 s)" in str(n.message) for n in app._notifications), what="its notice")
+            await wait_until(
+                pilot, lambda: any("KV slot saved (idle 0.2 s)" in str(n.message) for n in app._notifications), what="its notice"
+            )
             saves = len([a for a in fake.actions if a[0] == "save"])
             app.settings.slot_save_idle = 60.0  # the next turn is not left idle long enough
             await pilot.press(*"and the TTL?", "enter")

@@ -57,7 +57,7 @@ def test_round_trip_keeps_every_event_in_order(tmp_path: Path) -> None:
 
 def test_torn_last_line_loads_the_rest_and_keeps_the_bytes_aside(tmp_path: Path) -> None:
     path = tmp_path / "journal.jsonl"
-    s, w = write_session(path, 4)
+    _s, w = write_session(path, 4)
     w.close()
     torn = b'{"at": 1.0, "type": "message_added", "message": {"id": "half'
     with open(path, "ab") as f:
@@ -242,10 +242,10 @@ def test_real_disk_full_then_space_freed(small_tmpfs: Path) -> None:
     filler = small_tmpfs / "filler"
     fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
     try:
-        while True:
-            os.write(fd, b"\0" * 4096)
-    except OSError as exc:
-        assert exc.errno == errno.ENOSPC
+        with pytest.raises(OSError) as full:  # noqa: PT011  (the errno is checked below)
+            while True:
+                os.write(fd, b"\0" * 4096)
+        assert full.value.errno == errno.ENOSPC
     finally:
         os.close(fd)
     big = s.add("tool", "x" * 20_000)
@@ -260,7 +260,7 @@ def test_real_disk_full_then_space_freed(small_tmpfs: Path) -> None:
 
 def test_real_read_only_mount_then_writable(small_tmpfs: Path) -> None:
     path = small_tmpfs / "journal.jsonl"
-    s, w = write_session(path, 2)
+    _s, w = write_session(path, 2)
     w.close()
     saved = path.read_bytes()
     subprocess.run(["mount", "-o", "remount,ro", str(small_tmpfs)], check=True)

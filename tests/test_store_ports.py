@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from test_ui_app import submit
+from ui_helpers import make_app, wait_until
 
 from tailrent_tui.cli import cli
 from tailrent_tui.core.messages import Folded, Kind
@@ -28,9 +30,6 @@ from tailrent_tui.store.outside import read_outside
 from tailrent_tui.store.spills import FileSpillStore
 from tailrent_tui.ui.screens.fold_inspector import FoldInspector
 from tailrent_tui.ui.screens.recall import RecallScreen
-
-from test_ui_app import submit
-from ui_helpers import make_app, wait_until
 
 # -- every implementation, one port ---------------------------------------------------
 
@@ -233,7 +232,8 @@ async def test_slash_recall_warns_in_one_line_and_reports_the_other_fold(damaged
 
 def test_read_outside_goes_on_past_every_kind_of_damaged_entry(tmp_path: Path):
     s = _session()
-    archive, spills, memory = FileFoldArchive(tmp_path / "archive"), FileSpillStore(tmp_path / "spill"), MemoryStore(tmp_path / "memory")
+    archive, spills = FileFoldArchive(tmp_path / "archive"), FileSpillStore(tmp_path / "spill")
+    memory = MemoryStore(tmp_path / "memory")
     s.add("user", background("the ticket is ZEBRA-1111"))
     s.add("assistant", "Noted.")
     fold_span(s, oldest_unpinned(s, 2), summarizer=LossySummarizer(), guard="off", archive=archive)

@@ -108,7 +108,7 @@ def test_resume_by_prefix_continue_and_clear_errors(tmp_path: Path) -> None:
     make(tmp_path, "alpha-2", now=1_800_000_100.0)
     beta = make(tmp_path, "beta-1", now=1_800_000_050.0)
     assert find_session(tmp_path, "beta").id == "beta-1"
-    with pytest.raises(SessionLookupError, match="ambiguous.*alpha-1.*alpha-2"):
+    with pytest.raises(SessionLookupError, match=r"ambiguous.*alpha-1.*alpha-2"):
         find_session(tmp_path, "alpha")
     with pytest.raises(SessionLookupError, match="no session 'zeta'"):
         find_session(tmp_path, "zeta")

@@ -75,7 +75,7 @@ def test_relative_and_absolute_paths_inside_resolve(ws: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "path, words",
+    ("path", "words"),
     [
         ("../outside/secret.txt", "'..'"),
         ("a/../../outside/secret.txt", "'..'"),
@@ -114,7 +114,7 @@ def test_symlink_inside_the_workspace_is_fine(ws: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "tool, args",
+    ("tool", "args"),
     [
         ("read_file", {"path": "../outside/secret.txt"}),
         ("read_file", {"path": "~/secret.txt"}),
@@ -215,7 +215,7 @@ def test_read_file_binary_is_decoded_with_replacement_and_marked(ws: Path) -> No
 
 
 @pytest.mark.parametrize(
-    "args, words",
+    ("args", "words"),
     [
         ({"path": "f.txt", "start": 99}, "past the end"),
         ({"path": "f.txt", "start": 5, "end": 2}, "before start"),
@@ -495,7 +495,7 @@ def test_edit_file_keeps_the_file_mode(ws: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "old, new, words",
+    ("old", "new", "words"),
     [
         ("missing", "x", "not found"),
         ("dup", "x", "occurs 3 times"),
@@ -542,7 +542,7 @@ def test_specs_are_offered_and_approval_marked() -> None:
 
 
 @pytest.mark.parametrize(
-    "raw, words",
+    ("raw", "words"),
     [
         ('{"path": ', "not valid JSON"),
         ("[1, 2]", "must be a JSON object"),

@@ -22,14 +22,13 @@ from typing import Any
 import httpx
 import pytest
 from engine import N_CTX, llama_server  # noqa: F401
+from ui_helpers import wait_until
 
 from tailrent_tui.agent.build import aclose_agent, build_agent
 from tailrent_tui.models import MalformedResponse, OllamaModel, OpenAIModel
 from tailrent_tui.settings import Settings
 from tailrent_tui.store.export import export_session
 from tailrent_tui.ui.app import TailrentApp
-
-from ui_helpers import wait_until
 
 LLAMA_MODELS = {
     "object": "list",

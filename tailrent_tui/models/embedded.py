@@ -40,7 +40,7 @@ import importlib.util
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
@@ -161,7 +161,9 @@ class EmbeddedEngine:
         self.start_seconds = seconds
 
     @classmethod
-    def start(cls, model_path: Path, *, n_ctx: int = DEFAULT_N_CTX, slot_dir: Path | None = None, threads: int | None = None) -> EmbeddedEngine:
+    def start(
+        cls, model_path: Path, *, n_ctx: int = DEFAULT_N_CTX, slot_dir: Path | None = None, threads: int | None = None
+    ) -> EmbeddedEngine:
         """Load the model and listen (blocking: about a second); an EngineUnavailable says why not."""
         started = time.perf_counter()
         try:
@@ -189,8 +191,9 @@ class EmbeddedEngine:
         try:
             server = xlc.Server(params)
         except (RuntimeError, ValueError, OSError) as exc:  # the binding's errors for a bad file, a bad port...
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise EngineUnavailable(
-                f"the embedded engine could not start on {model_path.name}: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}",
+                f"the embedded engine could not start on {model_path.name}: {first_line}",
                 "check that the file is a GGUF model llama.cpp can load",
             ) from None
         engine = cls(server, model_path, slot_dir, n_ctx, time.perf_counter() - started)
@@ -308,7 +311,7 @@ class EmbeddedModel(OpenAIModel):
         tools: Sequence[ToolSpec] | None,
         options: Mapping[str, Any] | None,
         started: float,
-    ) -> AsyncIterator[Chunk]:
+    ) -> AsyncGenerator[Chunk, None]:
         await self.ensure_started()
         # closed with this generator, so a cancelled reply drops its connection at once
         async with aclosing(super()._stream_once(messages, tools, options, started)) as chunks:

@@ -18,9 +18,9 @@ import codecs
 import json
 import math
 import time
-from email.utils import parsedate_to_datetime
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -242,7 +242,7 @@ class HttpBackend:
         ``retry_without_tools=False``, ``ToolsUnsupported`` is raised instead.
         """
         offered = bool(tools)
-        send = list(tools) if offered and not self.tools_dropped else None
+        send = list(tools) if tools and not self.tools_dropped else None
         started = time.perf_counter()
         try:
             async for chunk in self._stream_once(messages, send, options, started):
@@ -265,7 +265,7 @@ class HttpBackend:
         tools: Sequence[ToolSpec] | None,
         options: Mapping[str, Any] | None,
         started: float,
-    ) -> AsyncIterator[Chunk]:
+    ) -> AsyncGenerator[Chunk, None]:
         raise NotImplementedError
 
 

@@ -31,7 +31,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -375,7 +375,7 @@ class OllamaModel(HttpBackend):
         tools: Sequence[ToolSpec] | None,
         options: Mapping[str, Any] | None,
         started: float,
-    ) -> AsyncIterator[Chunk]:
+    ) -> AsyncGenerator[Chunk, None]:
         body: dict[str, Any] = {
             "model": self.name,
             "messages": ollama_messages(messages),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -302,7 +302,7 @@ class OpenAIModel(HttpBackend):
         tools: Sequence[ToolSpec] | None,
         options: Mapping[str, Any] | None,
         started: float,
-    ) -> AsyncIterator[Chunk]:
+    ) -> AsyncGenerator[Chunk, None]:
         body: dict[str, Any] = {
             "model": self.name or await self.resolve_name(),
             "messages": openai_messages(messages),

@@ -142,7 +142,7 @@ async def open_model(
                 )
             model.name = models[0].name
         return model
-    model = OpenAIModel(
+    server = OpenAIModel(
         parsed.url or "",
         parsed.name,
         api_key=api_key_from_env(env),
@@ -150,11 +150,11 @@ async def open_model(
         read_timeout=read_timeout,
     )
     try:
-        await model.resolve_name()
+        await server.resolve_name()
     except ModelError:
-        await model.aclose()
+        await server.aclose()
         raise
-    return model
+    return server
 
 
 async def probe_default(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from pydantic import BaseModel
@@ -184,7 +184,7 @@ def format_reduction(tokens_before: int, tokens_after: int) -> str:
 
 
 class _Message:
-    __slots__ = ("role", "content", "pinned", "tokens")
+    __slots__ = ("content", "pinned", "role", "tokens")
 
     def __init__(self, role: str, content: str, pinned: bool = False) -> None:
         self.role = role
@@ -222,7 +222,7 @@ class _Spiller:
 
     def _write_spill_file(self, path: str, tool: str, raw: str) -> None:
         payload = json.dumps(
-            {"tool": tool, "capturedAt": datetime.now(timezone.utc).isoformat(), "content": raw},
+            {"tool": tool, "capturedAt": datetime.now(UTC).isoformat(), "content": raw},
             separators=(",", ":"),
         )
         try:
@@ -256,7 +256,7 @@ class _Session:
         self.add(_Message("tool", f"{tag} {stored}"))
 
     def _fold_oldest(self) -> None:
-        foldable_at = []
+        foldable_at: list[int] = []
         for index, message in enumerate(self.transcript):
             if len(foldable_at) == self.batch:
                 break

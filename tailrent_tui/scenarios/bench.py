@@ -174,9 +174,13 @@ class PolicyResult(BaseModel):
             "ping_usd": round(self.ping_usd, 6),
             "slot_restores": self.restores,
             "keep_warm": {
-                "pauses": cr.pauses, "pinged_through": cr.pinged_through, "expired": cr.expired,
-                "online_usd": round(cr.online_usd, 6), "best_usd": round(cr.best_usd, 6),
-                "always_ping_usd": round(cr.always_ping_usd, 6), "never_ping_usd": round(cr.never_ping_usd, 6),
+                "pauses": cr.pauses,
+                "pinged_through": cr.pinged_through,
+                "expired": cr.expired,
+                "online_usd": round(cr.online_usd, 6),
+                "best_usd": round(cr.best_usd, 6),
+                "always_ping_usd": round(cr.always_ping_usd, 6),
+                "never_ping_usd": round(cr.never_ping_usd, 6),
                 "ratio": None if cr.ratio is None else round(cr.ratio, 4),
                 "ratio_vs_fixed": None if cr.ratio_vs_fixed is None else round(cr.ratio_vs_fixed, 4),
                 "worst_pause": round(cr.worst_pause, 4),
@@ -193,8 +197,11 @@ class PolicyResult(BaseModel):
             "folds_grew": self.folds_grew,
             "requests_over_window": self.over_window,
             "probe_misses": self.probe_misses,
-            "engine": None if self.engine is None else {
-                **self.engine.model_dump(), "evaluated_error": None if self.engine.evaluated_error is None else round(self.engine.evaluated_error, 5),
+            "engine": None
+            if self.engine is None
+            else {
+                **self.engine.model_dump(),
+                "evaluated_error": None if self.engine.evaluated_error is None else round(self.engine.evaluated_error, 5),
             },
         }
 
@@ -216,14 +223,15 @@ class BenchResult(BaseModel):
     def to_json(self) -> dict[str, Any]:
         """The documented `--json` shape, with the extras under their own key."""
         return {
-            "traces": [
-                {"trace": t.trace, "policies": {n: p.figures() for n, p in t.policies.items()}}
-                for t in self.traces
-            ],
+            "traces": [{"trace": t.trace, "policies": {n: p.figures() for n, p in t.policies.items()}} for t in self.traces],
             "extras": [
                 {
-                    "trace": t.trace, "window": t.window, "tokenizer": t.tokenizer,
-                    "summarizer": t.summarizer, "price_sheet": t.price_sheet, "engine": t.engine,
+                    "trace": t.trace,
+                    "window": t.window,
+                    "tokenizer": t.tokenizer,
+                    "summarizer": t.summarizer,
+                    "price_sheet": t.price_sheet,
+                    "engine": t.engine,
                     "policies": {n: p.extras() for n, p in t.policies.items()},
                 }
                 for t in self.traces
@@ -294,8 +302,14 @@ class AgentDriver:
 
 
 def _driver(
-    driver: str, name: str, session: Session, ctx: PolicyContext, summarizer: Any, rent: RentModel,
-    model: Any, policy: Policy,
+    driver: str,
+    name: str,
+    session: Session,
+    ctx: PolicyContext,
+    summarizer: Any,
+    rent: RentModel,
+    model: Any,
+    policy: Policy,
 ) -> CoreDriver | AgentDriver:
     if driver == "core":
         return CoreDriver(session, policy, ctx, summarizer, rent)
@@ -307,7 +321,7 @@ def _driver(
     agent = Agent(
         session=session,
         model=model or MockModel(),
-        settings=Settings(policy=name, window=ctx.settings.window, yolo=False),
+        settings=Settings.model_validate({"policy": name, "window": ctx.settings.window, "yolo": False}),
         workspace=Path.cwd(),
         spill_store=ctx.spill_store,
         archive=ctx.archive or MemoryFoldArchive(),
@@ -332,8 +346,12 @@ async def _drive(
     policy = get_policy(name)
     now = [trace.steps[0].at if trace.steps else 0.0]
     session = Session(
-        counter=counter, system=trace.system, window=trace.window,
-        decisions=policy.decision_detector(), clock=lambda: now[0], id=f"bench-{name}",
+        counter=counter,
+        system=trace.system,
+        window=trace.window,
+        decisions=policy.decision_detector(),
+        clock=lambda: now[0],
+        id=f"bench-{name}",
         framing=engine.framing if engine else Framing(),
     )
     ctx = PolicyContext(spill_store=MemorySpillStore(), settings=settings)
@@ -376,7 +394,7 @@ async def _drive(
         if step.role == "tool":
             await drive.admit_tool(step.tool or "tool", step.content, at=step.at)
         else:
-            m = await drive.add(step.role, step.content, pinned=step.pin, at=step.at)  # type: ignore[arg-type]
+            m = await drive.add(step.role, step.content, pinned=step.pin, at=step.at)
             if step.decision is not None:
                 auto = m.pinned and not step.pin
                 if step.decision:
@@ -454,10 +472,19 @@ def run_bench(
         return out
 
     results = asyncio.run(run_all())
-    return BenchResult(traces=[TraceResult(
-        trace=trace.name, window=trace.window, tokenizer=counter.name, summarizer=summ.name,
-        price_sheet=sheet.name, policies=results, driver=driver,
-    )])
+    return BenchResult(
+        traces=[
+            TraceResult(
+                trace=trace.name,
+                window=trace.window,
+                tokenizer=counter.name,
+                summarizer=summ.name,
+                price_sheet=sheet.name,
+                policies=results,
+                driver=driver,
+            )
+        ]
+    )
 
 
 # -- the engine path ----------------------------------------------------------------------
@@ -509,9 +536,7 @@ async def _run_with_engine(
     from tailrent_tui.models.text import redact
 
     try:
-        return await _run_engine(
-            trace, policies, engine_spec, summarizer, sheet, settings, progress, driver, request_timeout
-        )
+        return await _run_engine(trace, policies, engine_spec, summarizer, sheet, settings, progress, driver, request_timeout)
     except ModelError as exc:
         hint = f" ({exc.hint})" if exc.hint else ""
         raise BenchError(f"the engine {redact(engine_spec)} failed: {exc.message}{hint}") from None
@@ -552,10 +577,20 @@ async def _run_engine(trace, policies, engine_spec, summarizer, sheet, settings,
             await eng.flush()
             with seeded_spill_ids():
                 results[p] = await _drive(trace, p, counter, summ, local, settings, eng, progress, driver)
-        return BenchResult(traces=[TraceResult(
-            trace=trace.name, window=trace.window, tokenizer="engine", summarizer=summ.name,
-            price_sheet=local.name, policies=results, engine=str(spec), driver=driver,
-        )])
+        return BenchResult(
+            traces=[
+                TraceResult(
+                    trace=trace.name,
+                    window=trace.window,
+                    tokenizer="engine",
+                    summarizer=summ.name,
+                    price_sheet=local.name,
+                    policies=results,
+                    engine=str(spec),
+                    driver=driver,
+                )
+            ]
+        )
     finally:
         counter.close()
         await eng.model.aclose()

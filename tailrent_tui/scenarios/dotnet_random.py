@@ -31,7 +31,7 @@ def _check_int32(name: str, value: int) -> None:
 class DotNetRandom:
     """`System.Random(seed)` as .NET 5+ runs it for a seeded instance."""
 
-    __slots__ = ("_seed_array", "_inext", "_inextp")
+    __slots__ = ("_inext", "_inextp", "_seed_array")
 
     def __init__(self, seed: int) -> None:
         _check_int32("seed", seed)

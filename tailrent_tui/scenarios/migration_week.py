@@ -29,7 +29,7 @@ respects the window has to fold several times a day.
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 SEED = 20261102
 WINDOW = 32768
@@ -41,7 +41,7 @@ SYSTEM = (
 )
 DAYS = 5
 EXCHANGES_PER_DAY = 165
-START = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
+START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 
 # (day, topic, question, text, role, expected facts). The expected strings are
 # verbatim in the text; the probe asks about the topic.
@@ -245,7 +245,8 @@ def _kubectl(rng: random.Random, svc: str) -> str:
     out = ["NAME                                READY   STATUS    RESTARTS   AGE"]
     for _ in range(rng.randint(3, 14)):
         suffix = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(5))
-        out.append(f"{svc}-{rng.randint(10000, 99999)}-{suffix:<14} 1/1     Running   {rng.randint(0, 3):<10} {rng.randint(1, 72)}h")
+        pod, restarts, age = rng.randint(10000, 99999), rng.randint(0, 3), rng.randint(1, 72)
+        out.append(f"{svc}-{pod}-{suffix:<14} 1/1     Running   {restarts:<10} {age}h")
     return "\n".join(out)
 
 
@@ -274,7 +275,7 @@ def migration_week_records(seed: int = SEED) -> list[dict]:
     for day in range(DAYS):
         todays = [d for d in DECISIONS if d[0] == day]
         slots = sorted(rng.sample(range(5, EXCHANGES_PER_DAY - 5), len(todays)))
-        decision_at = dict(zip(slots, todays))
+        decision_at = dict(zip(slots, todays, strict=True))
         lunch = EXCHANGES_PER_DAY // 2
         pauses = set(rng.sample(range(10, EXCHANGES_PER_DAY - 10), 2))
         for x in range(EXCHANGES_PER_DAY):

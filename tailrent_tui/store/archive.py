@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tailrent_tui.core.messages import Message
-from tailrent_tui.core.ports import ArchiveError, ArchivedFold, FoldArchive
+from tailrent_tui.core.ports import ArchivedFold, ArchiveError, FoldArchive
 from tailrent_tui.store.paths import ensure_private_dir, write_file_atomic
 from tailrent_tui.store.records import read_record
 

@@ -109,16 +109,16 @@ def transcript_entries(events: list[Event]) -> list[dict[str, Any]]:
         elif isinstance(ev, Unfolded):
             out.append({"entry": "unfold", "at": ev.at, "fold_no": ev.fold_no, "ids": [m.id for m in ev.originals]})
         elif isinstance(ev, InstructionsRead):
-            m = ev.message
+            read = ev.message
             out.append(
                 {
                     "entry": "instructions",
                     "at": ev.at,
                     "source": ev.source,
-                    "id": m.id if m else None,
+                    "id": read.id if read else None,
                     "replaces": ev.replaces,
-                    "content": m.content if m else None,
-                    "tokens": m.tokens if m else 0,
+                    "content": read.content if read else None,
+                    "tokens": read.tokens if read else 0,
                 }
             )
         elif isinstance(ev, Note):
@@ -168,7 +168,11 @@ def export_markdown(sd: SessionDir) -> str:
                 lines += [f"> project instructions from {e['source']} removed (the file is gone) · {_when(e['at'])}", ""]
             else:
                 again = " (read again: it changed)" if e["replaces"] else ""
-                lines += [f"### {PIN} project instructions · {e['source']}{again} · {_when(e['at'])}", f"<sub>id {e['id']} · {e['tokens']:,} tokens</sub>", ""]
+                lines += [
+                    f"### {PIN} project instructions · {e['source']}{again} · {_when(e['at'])}",
+                    f"<sub>id {e['id']} · {e['tokens']:,} tokens</sub>",
+                    "",
+                ]
                 lines += [e["content"], ""]
         elif kind == "pin":
             lines += [f"> {PIN} pinned {e['id']}{' (decision)' if e['auto'] else ''} · {_when(e['at'])}", ""]

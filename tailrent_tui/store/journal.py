@@ -182,7 +182,12 @@ def load_journal(path: Path, *, save_torn: bool = True) -> LoadResult:
     """
     events: list[Event] = []
     numbers: list[int] = []
-    result = _read(Path(path), save_torn, lambda n, ev: (events.append(ev), numbers.append(n)))
+
+    def keep(n: int, ev: Event) -> None:
+        events.append(ev)
+        numbers.append(n)
+
+    result = _read(Path(path), save_torn, keep)
     result.events = events
     result.line_numbers = numbers
     return result
@@ -552,9 +557,8 @@ class AsyncJournalWriter(_JournalState):
             # lines appended while the thread wrote are on this loop's thread too: none is missed
             if not ok or not self.pending:
                 break
-        if not ok or had_error:
-            if self.on_status is not None:
-                self.on_status(self)
+        if (not ok or had_error) and self.on_status is not None:
+            self.on_status(self)
         return ok
 
     async def aclose(self) -> bool:

@@ -80,8 +80,10 @@ def read_outside(session: Session, archive: FoldArchive, spills: SpillStore, mem
         text = out.read(spills.read_spill, spill_id)
         if text is not None:
             out.texts.append(OutsideText(f"spill {spill_id[:8]}", f'spill {spill_id} (read_spill("{spill_id}"))', text))
-    for key in memory.keys() if memory is not None else []:
-        text = out.read(memory.recall, key)
-        if text is not None:
-            out.texts.append(OutsideText(f"memory {key}", f'memory {key} (recall("{key}"))', text))
+    if memory is not None:
+        keys = memory.keys()
+        for key in keys:
+            text = out.read(memory.recall, key)
+            if text is not None:
+                out.texts.append(OutsideText(f"memory {key}", f'memory {key} (recall("{key}"))', text))
     return out

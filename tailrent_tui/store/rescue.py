@@ -16,6 +16,7 @@ implementation, one message.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import time
@@ -49,10 +50,8 @@ def state_rescue_dir() -> Path:
 def _open_private_dir(directory: Path) -> int:
     """A descriptor on `directory` (made 0700 if missing), refusing a symlink or another owner's dir."""
     ensure_private_dir(directory.parent)
-    try:
+    with contextlib.suppress(FileExistsError):
         directory.mkdir(mode=DIR_MODE)
-    except FileExistsError:
-        pass
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         st = os.fstat(fd)

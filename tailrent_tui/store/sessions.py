@@ -17,6 +17,7 @@ says who has it.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -88,12 +89,16 @@ class SessionMeta(BaseModel):
     workspace: str | None = None
     policy: str | None = None
     window: int = 32768
-    tokenizer: str = Field("cl100k", description="what counts the session's text: cl100k, chars4, or server (the model server's own)")
+    tokenizer: str = Field(
+        "cl100k", description="what counts the session's text: cl100k, chars4, or server (the model server's own)"
+    )
     framing: Framing = Field(default_factory=Framing, description="what the server adds around the texts (its chat template)")
     system: str = ""
     tool_schema_tokens: int = 0
     summary: SessionSummary | None = None
-    slots: list[SlotRecord] = Field(default_factory=list, description="KV slot files the server saved for this session (store/slots.py)")
+    slots: list[SlotRecord] = Field(
+        default_factory=list, description="KV slot files the server saved for this session (store/slots.py)"
+    )
 
 
 class SessionInfo(BaseModel):
@@ -268,8 +273,13 @@ class SessionDir:
             size = self.journal_path.stat().st_size
         except OSError as exc:
             return SessionInfo(
-                id=meta.id, title=meta.title, created=meta.created, last_active=meta.last_active,
-                path=self.path, error=f"no journal ({exc.strerror})", slots=slots,
+                id=meta.id,
+                title=meta.title,
+                created=meta.created,
+                last_active=meta.last_active,
+                path=self.path,
+                error=f"no journal ({exc.strerror})",
+                slots=slots,
             )
         summary = meta.summary if meta.summary and meta.summary.journal_bytes == size else None
         error = None
@@ -334,9 +344,7 @@ class SessionLock:
             held = _read_lock(fd)
             os.close(fd)
             who = _describe(held) if held else "another process"
-            raise SessionLocked(
-                f"session {path.parent.name} is already open in {who}; close it there first"
-            ) from None
+            raise SessionLocked(f"session {path.parent.name} is already open in {who}; close it there first") from None
         previous = _read_lock(fd)
         host = socket.gethostname()
         took_over = None
@@ -530,8 +538,8 @@ def open_session(
     writer.warnings.extend(restored)
     if held is not None and held.took_over:
         writer.warnings.append(held.took_over)
-    writer.lock = held  # type: ignore[attr-defined]
-    writer.session_dir = sd  # type: ignore[attr-defined]
+    writer.lock = held  # type: ignore[union-attr]
+    writer.session_dir = sd  # type: ignore[union-attr]
     attach(session, writer)
     return session, writer
 
@@ -575,10 +583,8 @@ def restore_rescued(sd: SessionDir, session: Session) -> tuple[list[str], bool]:
             writer.close()
         if not saved:
             notes.append(f"rescue file {path} could not be appended to the journal yet ({writer.last_error}); it is kept")
-            try:
+            with contextlib.suppress(OSError):
                 write_file_atomic(path, b"".join(writer.unsaved_lines()))
-            except OSError:
-                pass
             return notes, True
         path.unlink(missing_ok=True)
         notes.append(f"{len(events)} change(s) that an earlier run could not save were restored from {path}")
@@ -645,10 +651,9 @@ def close_session(session: Session, writer: Writer, *, discard_blank: bool = Fal
     finally:
         held: SessionLock | None = getattr(writer, "lock", None)
         if held is not None:
-            try:
+            # the kernel drops the flock when the process ends
+            with contextlib.suppress(OSError):
                 held.release()
-            except OSError:
-                pass  # the kernel drops the flock when the process ends
     if discard_blank and sd is not None and session.blank and report.saved:
         # a session exists once a message is sent: an app opened and closed, or an `ask`
         # that failed before its message, leaves nothing behind in `tailrent sessions`
@@ -663,8 +668,7 @@ def close_session_sync(session: Session, writer: Writer, *, discard_blank: bool 
     an AsyncJournalWriter's queued lines are written the plain way first. The lock is
     released whatever happens."""
     if isinstance(writer, AsyncJournalWriter):
-        try:
+        # what is left is still queued: close_session rescues it
+        with contextlib.suppress(OSError):
             writer.close_sync()
-        except OSError:
-            pass  # what is left is still queued: close_session rescues it
     return close_session(session, writer, discard_blank=discard_blank)
