@@ -25,9 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from tailrent_tui.agent.loop import Agent
+
 # the model is picked in pick.py; its names stay importable from here, where callers found them
 from tailrent_tui.agent.pick import CONNECT_HOW as CONNECT_HOW
 from tailrent_tui.agent.pick import BuildError, pick_model
+from tailrent_tui.agent.session_tools import offered_tools
 from tailrent_tui.agent.slots import SlotKeeper
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.guard import DecisionDetector
@@ -89,7 +91,8 @@ def framing_probes() -> dict[str, WireMessage]:
     probe = Session(counter=get_counter("chars4"))
     for role in ("user", "assistant", "system", "tool"):
         # a tool result with no call of its own: the `!cmd` path, the one that needs no tool-calling model
-        probe.add(role, PROBE, autopin=False, **({"tool": "run_shell"} if role == "tool" else {}))
+        extra: dict[str, Any] = {"tool": "run_shell"} if role == "tool" else {}
+        probe.add(role, PROBE, autopin=False, **extra)
     return {m.role: w for m, w in zip(probe.messages, wire_messages(probe), strict=True)}
 
 
@@ -285,10 +288,7 @@ def _duration(seconds: float) -> str:
 
 def _tool_specs() -> list[ToolSpec]:
     """The tools every request offers (the agent's `offered_tools`), before any session exists."""
-    from tailrent_tui.agent.session_tools import SESSION_TOOL_SPECS
-    from tailrent_tui.agent.tools import tool_specs
-
-    return [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in [*tool_specs(), *SESSION_TOOL_SPECS]]
+    return offered_tools()
 
 
 def tool_schema_tokens(tokenizer: str) -> int:

@@ -130,6 +130,8 @@ class Agent:
         )
         self.sub_tokens = 0
         self.sub_sessions: list[str] = []
+        #: notes written while the session was built, before the app listened to it (build_agent sets them)
+        self.startup_notes: list[Any] = []
         self.meter = UsageMeter(self.state)
         self.stores = SessionStores(self.state, instructions=instructions)
         self.ladder = LadderDriver(self.state, self.meter, self.stores)

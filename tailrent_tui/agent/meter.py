@@ -43,7 +43,7 @@ class UsageMeter:
         return RequestStarted(
             context_tokens=session.context_tokens,
             to_read=to_read,
-            read_seconds=rate.seconds(to_read) if measured and to_read is not None else None,
+            read_seconds=rate.seconds(to_read) if measured and rate is not None and to_read is not None else None,
         )
 
     def record(

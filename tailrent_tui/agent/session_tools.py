@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import Field
 
 from tailrent_tui.agent.state import AgentState
+from tailrent_tui.agent.tools import tool_specs
 from tailrent_tui.agent.tools.base import Integer, String, ToolArgs, ToolOutcome, ToolSpec, error
 from tailrent_tui.store.outside import UNREADABLE, read_outside
 
@@ -75,6 +76,14 @@ DELEGATE = ToolSpec.of(
     "delegate", "Run a scoped task in a sub-session with a fresh context; only its final answer comes back.", DelegateArgs
 )
 SESSION_TOOL_SPECS: list[ToolSpec] = [READ_SPILL, SEARCH_HISTORY, REMEMBER, RECALL, DELEGATE]
+
+
+def offered_tools(*, sub: bool = False) -> list[dict[str, Any]]:
+    """What every request offers, as the wire sends it: the workspace tools, then the session
+    tools (a sub-session cannot delegate). The agent sends it; build counts its tokens."""
+    skip = {"delegate"} if sub else set()
+    specs = [s for s in [*tool_specs(), *SESSION_TOOL_SPECS] if s.name not in skip]
+    return [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in specs]
 
 
 def build(state: AgentState, run_delegate: Delegate) -> dict[str, SessionTool]:

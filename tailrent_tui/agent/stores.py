@@ -128,4 +128,4 @@ class SessionStores:
             if out == data_dir or data_dir in out.parents:
                 raise ValueError(f"{out} is inside the data dir {data_dir}, where it could overwrite a session; give another path")
             out.parent.mkdir(parents=True, exist_ok=True)
-        return write_export(export_session(s.session_dir, fmt), out).resolve()
+        return write_export(export_session(s.session_dir, "md" if fmt == "md" else "json"), out).resolve()

@@ -19,9 +19,9 @@ from tailrent_tui.agent.approval import ShellOffer, prefix_covers, shell_offer
 from tailrent_tui.agent.events import ApprovalRequest, TurnCallbacks
 from tailrent_tui.agent.ladder import admit_to_session
 from tailrent_tui.agent.ladder_driver import LadderDriver
-from tailrent_tui.agent.session_tools import SessionTool
+from tailrent_tui.agent.session_tools import SessionTool, offered_tools
 from tailrent_tui.agent.state import AgentState
-from tailrent_tui.agent.tools import TOOLS, ToolContext, ToolError, ToolOutcome, parse_args, preview_tool, run_tool, tool_specs
+from tailrent_tui.agent.tools import TOOLS, ToolContext, ToolError, ToolOutcome, parse_args, preview_tool, run_tool
 from tailrent_tui.agent.tools.base import SpillBudget, error, outcome
 from tailrent_tui.core.messages import Kind, Message, ToolCall
 from tailrent_tui.core.rungs.spill import pointer_text
@@ -71,10 +71,7 @@ class ToolRunner:
         )
 
     def offered_tools(self) -> list[dict[str, Any]]:
-        exclude = {"delegate"} if self.state.is_sub else set()
-        specs = [s for s in tool_specs() if s.name not in exclude]
-        specs += [t.spec for name, t in self.extra_tools.items() if name not in exclude]
-        return [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in specs]
+        return offered_tools(sub=self.state.is_sub)
 
     # -- approval ------------------------------------------------------------------
 
