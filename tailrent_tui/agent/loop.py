@@ -32,11 +32,27 @@ from tailrent_tui.agent.startup import ModelLink
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.tool_runner import ToolRunner, cap_to_tokens
-from tailrent_tui.agent.tools.base import ToolOutcome, error
+from tailrent_tui.agent.tools.base import ToolContext, ToolOutcome, error
 from tailrent_tui.agent.turn import MAX_STEPS, TurnLoop
 from tailrent_tui.agent.wire import wire_messages
-from tailrent_tui.core.messages import Kind, UsageRecorded, new_id
-from tailrent_tui.core.policies import PolicySettings
+from tailrent_tui.core.keepwarm import KeepWarm
+from tailrent_tui.core.messages import (
+    Event,
+    Folded,
+    FoldRecord,
+    FoldSkipped,
+    Kind,
+    Message,
+    Pinned,
+    Spilled,
+    Unfolded,
+    Unpinned,
+    UsageRecorded,
+    WatchAdded,
+    new_id,
+)
+from tailrent_tui.core.policies import Plan, Policy, PolicyContext, PolicySettings
+from tailrent_tui.core.probe import ProbeReport
 from tailrent_tui.core.rungs.fold import FoldArchive, MemoryFoldArchive
 from tailrent_tui.core.rungs.spill import MemorySpillStore, SpillStore, spill_message
 from tailrent_tui.core.session import Session
@@ -147,7 +163,7 @@ class Agent:
     # -- what other rooms hold, under the Agent's old names ------------------------
 
     @property
-    def tool_ctx(self) -> Any:
+    def tool_ctx(self) -> ToolContext:
         return self.tools.ctx
 
     @property
@@ -163,7 +179,7 @@ class Agent:
         return self.tools.allowed_shell_prefixes
 
     @property
-    def keep_warm(self) -> Any:
+    def keep_warm(self) -> KeepWarm | None:
         return self.meter.keep_warm
 
     @property
@@ -171,7 +187,7 @@ class Agent:
         return self.meter.request_no
 
     @property
-    def policy(self) -> Any:
+    def policy(self) -> Policy:
         return self.ladder.policy
 
     # -- the model -------------------------------------------------------------------
@@ -203,40 +219,40 @@ class Agent:
     def offered_tools(self) -> list[dict[str, Any]]:
         return self.tools.offered_tools()
 
-    async def shell(self, command: str) -> Any:
+    async def shell(self, command: str) -> Message:
         return await self.tools.shell(command)
 
-    async def attach_paste(self, label: str, text: str) -> Any:
+    async def attach_paste(self, label: str, text: str) -> Message:
         return await self.tools.attach_paste(label, text)
 
-    async def attach_file(self, path: str) -> Any:
+    async def attach_file(self, path: str) -> Message:
         return await self.tools.attach_file(path)
 
     # -- the ladder (ladder_driver.py) -----------------------------------------------------
 
-    def pin(self, message_id: str) -> Any:
+    def pin(self, message_id: str) -> Pinned | None:
         ev = self.session.pin(message_id)
         self.stores.write_decisions(self.tools.ctx)
         return ev
 
-    def unpin(self, message_id: str) -> Any:
+    def unpin(self, message_id: str) -> Unpinned | None:
         ev = self.session.unpin(message_id)
         self.stores.write_decisions(self.tools.ctx)
         return ev
 
-    def spill(self, message_id: str) -> Any:
+    def spill(self, message_id: str) -> Spilled:
         return spill_message(self.session, message_id, self.spill_store)
 
-    def watch(self, word: str) -> Any:
+    def watch(self, word: str) -> WatchAdded | None:
         return self.session.add_watch(word)
 
-    async def fold(self, span_ids: list[str] | None = None, *, trigger: str = "manual") -> Any:
+    async def fold(self, span_ids: list[str] | None = None, *, trigger: str = "manual") -> Folded | FoldSkipped | None:
         return await self.ladder.fold(span_ids, trigger=trigger)
 
-    def unfold(self, fold_no: int) -> Any:
+    def unfold(self, fold_no: int) -> Unfolded:
         return self.ladder.unfold(fold_no)
 
-    def reread_after(self, record: Any) -> tuple[int, float | None]:
+    def reread_after(self, record: FoldRecord) -> tuple[int, float | None]:
         return self.ladder.reread_after(record)
 
     def token_drift(self) -> float:
@@ -248,22 +264,22 @@ class Agent:
     def reply_cap(self) -> int:
         return self.ladder.reply_cap()
 
-    def policy_context(self) -> Any:
+    def policy_context(self) -> PolicyContext:
         return self.ladder.policy_context()
 
-    async def run_plan(self, plan: Any) -> Any:
+    async def run_plan(self, plan: Plan) -> list[Event]:
         return await self.ladder.run_plan(plan)
 
-    async def after_add(self) -> Any:
+    async def after_add(self) -> list[Event]:
         return await self.ladder.after_add()
 
-    async def before_request(self, cb: TurnCallbacks | None = None) -> Any:
+    async def before_request(self, cb: TurnCallbacks | None = None) -> list[Event]:
         return await self.ladder.before_request(cb)
 
-    async def add_message(self, role: Any, content: str, **fields: Any) -> Any:
+    async def add_message(self, role: Any, content: str, **fields: Any) -> Message:
         return await self.ladder.add_message(role, content, **fields)
 
-    async def admit_tool_text(self, tool: str, content: str, *, at: float | None = None) -> Any:
+    async def admit_tool_text(self, tool: str, content: str, *, at: float | None = None) -> Message:
         return await self.ladder.admit_tool_text(tool, content, at=at)
 
     # -- the stores (stores.py) ----------------------------------------------------------------
@@ -271,13 +287,13 @@ class Agent:
     def refresh_instructions(self) -> list[str]:
         return self.stores.refresh_instructions()
 
-    def fold_originals(self, fold_no: int) -> Any:
+    def fold_originals(self, fold_no: int) -> list[Message]:
         return self.stores.fold_originals(fold_no)
 
     def spill_text(self, spill_id: str) -> str:
         return self.stores.spill_text(spill_id)
 
-    def recall(self, question: str, expect: list[str]) -> Any:
+    def recall(self, question: str, expect: list[str]) -> tuple[ProbeReport, list[str]]:
         return self.stores.recall(question, expect)
 
     def export(self, fmt: str = "md", path: Path | None = None) -> Path:
