@@ -211,6 +211,7 @@ def test_auto_counts_with_the_server_and_a_resume_counts_the_same_way(tmp_path, 
         assert isinstance(agent.session.counter, ServerTokenizer)
         expected = llama.prompt_tokens(wire_messages(agent.session)) + agent.session.tool_schema_tokens
         assert agent.session.context_tokens == expected
+        agent.session.add("user", "keep this session")  # a session where nothing was sent is not kept
     finally:
         close_agent(agent)
     meta = last_active(tmp_path / "data").read_meta()
@@ -238,6 +239,7 @@ def test_auto_on_a_server_without_tokenize_counts_like_cl100k(tmp_path, monkeypa
     broken = FakeLlama(broken=True)
     try:
         agent = build_agent(settings_for(tmp_path, broken.url), async_writer=False, new=True)
+        agent.session.add("user", "keep this session")  # a session where nothing was sent is not kept
         close_agent(agent)
     finally:
         broken.stop()

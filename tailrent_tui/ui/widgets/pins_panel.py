@@ -28,8 +28,19 @@ class PinsPanel(Vertical):
         yield Static("", classes="cost")
         yield OptionList()
 
+    def on_mount(self) -> None:
+        if self._waiting is not None:
+            self.show(*self._waiting)
+
+    _waiting: tuple[Sequence[Message], int, bool] | None = None
+
     def show(self, pins: Sequence[Message], budget: int, auto_pin_stopped: bool = False) -> None:
         """The pins and their cost; at `budget` tokens, a warning: auto-pinning has stopped."""
+        if not self.is_mounted or not self.query(".cost"):
+            # asked before its children exist (the demo redraws from its first event), or while
+            # the app takes them down: shown on mount, if ever
+            self._waiting = (pins, budget, auto_pin_stopped)
+            return
         total = sum(m.tokens for m in pins)
         over = total > budget or auto_pin_stopped
         self.set_class(over, "-over-budget")
