@@ -82,6 +82,20 @@ PROMPT = "DECISION: keep refresh tokens in redis because the TTL is 30 days. Whe
 
 
 @pytest.mark.fault("C1 ask on a full disk")
+def test_ask_never_promises_a_restore_when_the_rescue_file_could_not_be_written_either(tmp_path):
+    """A prompt bigger than what the disk takes: neither the journal nor a rescue file holds the
+    turn, and the error says so instead of promising that the next open restores it."""
+    big = PROMPT + " " + "x" * 3000
+    r = _ask(tmp_path, "--json", big, limit=1000)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode != 0
+    out = json.loads(r.stdout)
+    assert out["saved"] is False
+    assert "no rescue file could be written" in out["error"]["message"]
+    assert "restores it" not in out["error"]["hint"] and "could not be kept anywhere" in out["error"]["hint"]
+
+
+@pytest.mark.fault("C1 ask on a full disk")
 @pytest.mark.parametrize("limit", [850, 1000, 1150])
 @pytest.mark.parametrize("as_json", [True, False])
 def test_ask_on_a_full_disk_reports_the_unsaved_turn_and_the_next_open_restores_it(tmp_path, limit, as_json):

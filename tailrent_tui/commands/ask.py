@@ -103,7 +103,15 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
     last = turns[-1] if turns else None
     error: dict[str, Any] | None = None
     if unsaved is not None:
-        error = {"message": unsaved, "hint": f"the turn is not saved in session {session.id}; free some space, then `tailrent ask --continue ...` or `tailrent --resume {session.id}` restores it"}
+        rescued = report is not None and report.rescue is not None and report.rescue.saved
+        hint = (
+            f"the turn is not saved in session {session.id}; free some space, then `tailrent ask --continue ...` "
+            f"or `tailrent --resume {session.id}` restores it from the rescue file"
+            if rescued
+            else f"the turn is not saved in session {session.id} and could not be kept anywhere on disk; "
+            "the reply printed here is all that is left of it: free some space before the next turn"
+        )
+        error = {"message": unsaved, "hint": hint}
     elif result.error is not None:
         error = {"message": result.error.message, "hint": result.error.hint}
     if as_json:
