@@ -11,7 +11,6 @@ import time
 import pytest
 
 from tailrent_tui.core.messages import UsageRecorded
-from tailrent_tui.core.rungs import spill as spill_rung
 from tailrent_tui.core.rungs.fold import fold_span
 from tailrent_tui.core.summarize import LossySummarizer
 from tailrent_tui.settings import Settings
@@ -27,8 +26,6 @@ def stable(tmp_path, monkeypatch):
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
-    ids = iter(f"00000000-0000-4000-8000-{n:012d}" for n in range(1, 100))
-    monkeypatch.setattr(spill_rung, "new_spill_id", lambda: next(ids))
     yield
     monkeypatch.undo()
     time.tzset()
@@ -36,7 +33,8 @@ def stable(tmp_path, monkeypatch):
 
 def scene(tmp_path, theme: str):
     settings = Settings(theme=theme, guard="report", tokenizer="chars4", spill_threshold=200)
-    agent = make_agent(tmp_path, settings=settings, window=4096)
+    ids = iter(f"00000000-0000-4000-8000-{n:012d}" for n in range(1, 100))
+    agent = make_agent(tmp_path, settings=settings, window=4096, spill_ids=lambda: next(ids))
     s = agent.session
     fill(s, 10, tool_every=5, big=300)
     s.add_message(

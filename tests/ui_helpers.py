@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tailrent_tui.agent.loop import Agent
-from tailrent_tui.core.messages import Kind
+from tailrent_tui.core.messages import Kind, new_spill_id
 from tailrent_tui.core.rungs.fold import MemoryFoldArchive
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
@@ -37,9 +37,10 @@ def make_agent(
     window: int = 8192,
     clock: Callable[[], float] | None = None,
     notice: str | None = None,
+    spill_ids: Callable[[], str] = new_spill_id,
 ) -> Agent:
     session = Session(counter=get_counter("chars4"), system="You are a test agent.", window=window,
-                      clock=clock or FixedClock(), id="test-session")
+                      clock=clock or FixedClock(), spill_ids=spill_ids, id="test-session")
     settings = settings or Settings(spill_threshold=200, tokenizer="chars4")
     return Agent(
         session=session,

@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 
 from tailrent_tui.agent.tools.base import ToolOutcome
-from tailrent_tui.core.messages import Message
-from tailrent_tui.core.rungs.spill import SpillStore, admit_tool_result, new_spill_id, pointer_text
+from tailrent_tui.core.messages import Message, new_spill_id
+from tailrent_tui.core.rungs.spill import SpillStore, admit_tool_result, pointer_text
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.tokens import TokenCounter
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from enum import StrEnum
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -35,8 +36,36 @@ class Kind(StrEnum):
 
 
 def new_id() -> str:
-    """12 hex digits: unique enough within a session, cheap on the append path."""
+    """A message id: 12 hex digits, unique enough within a session, cheap on the append path.
+
+    The session's default `ids` factory; tests and benchmarks inject their own."""
     return os.urandom(6).hex()
+
+
+def new_spill_id() -> str:
+    """A spill id: a random UUID (it names the spill's file). The session's default `spill_ids` factory."""
+    return str(uuid.uuid4())
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _trusted(cls: type[_Model], fields: dict[str, Any], fields_set: set[str]) -> _Model:
+    """An instance from values the engine already holds valid: no validation.
+
+    Validation happens at the boundaries (a journal line, a caller's arguments
+    to `Session.make_message`); copies and events made inside the engine skip
+    it, because the append path is the engine's hottest loop. `fields` holds
+    every field, so `fields_set` is all of them and is shared by every such
+    instance (pydantic only ever adds to it, a name already there).
+    """
+    new = cls.__new__(cls)
+    _set = object.__setattr__
+    _set(new, "__dict__", fields)
+    _set(new, "__pydantic_fields_set__", fields_set)
+    _set(new, "__pydantic_extra__", None)
+    _set(new, "__pydantic_private__", None)
+    return new
 
 
 class ToolCall(BaseModel):
@@ -67,14 +96,35 @@ class Message(BaseModel):
     spill_id: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
 
+    @classmethod
+    def trusted(
+        cls,
+        *,
+        id: str,
+        role: Role,
+        content: str,
+        kind: Kind,
+        tokens: int,
+        created: float,
+        pinned: bool = False,
+        tool: str | None = None,
+        tool_call_id: str | None = None,
+        tool_calls: list[ToolCall] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Message:
+        """A message from values already checked (`Session.make_message` checks them): no validation."""
+        fields = {
+            "id": id, "role": role, "content": content, "kind": kind, "pinned": pinned, "tokens": tokens,
+            "created": created, "fold_depth": 0, "folded_ids": [], "tool": tool, "tool_call_id": tool_call_id,
+            "tool_calls": tool_calls if tool_calls is not None else [], "spill_id": None,
+            "meta": meta if meta is not None else {},
+        }
+        return _trusted(cls, fields, _MESSAGE_FIELDS)
+
     def clone(self) -> Message:
-        """A shallow copy that skips validation (the hot path of every append)."""
-        new = Message.__new__(Message)
-        object.__setattr__(new, "__dict__", self.__dict__.copy())
-        object.__setattr__(new, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
-        object.__setattr__(new, "__pydantic_extra__", None)
-        object.__setattr__(new, "__pydantic_private__", None)
-        return new
+        """A shallow copy that skips validation. The engine never changes a message's lists or
+        dicts in place (it assigns new ones), so sharing them is safe."""
+        return _trusted(Message, self.__dict__.copy(), set(self.__pydantic_fields_set__))
 
     @property
     def first_line(self) -> str:
@@ -96,6 +146,9 @@ class Message(BaseModel):
         return None
 
 
+_MESSAGE_FIELDS = set(Message.model_fields)
+
+
 class _Event(BaseModel):
     at: float = Field(default_factory=time.time)
 
@@ -106,6 +159,15 @@ class MessageAdded(_Event):
     auto_pinned: str | None = Field(
         default=None, description="the decision pattern that pinned it on arrival, if any"
     )
+
+    @classmethod
+    def trusted(cls, message: Message, auto_pinned: str | None, at: float) -> MessageAdded:
+        """The event for a message the session made and checked: no validation."""
+        fields = {"at": at, "type": "message_added", "message": message, "auto_pinned": auto_pinned}
+        return _trusted(cls, fields, _MESSAGE_ADDED_FIELDS)
+
+
+_MESSAGE_ADDED_FIELDS = set(MessageAdded.model_fields)
 
 
 class Pinned(_Event):

@@ -16,10 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tailrent_tui.core.messages import (
-    new_id,
     Event,
     Folded,
-    Unfolded,
     FoldRecord,
     FoldSkipped,
     InstructionsRead,
@@ -31,10 +29,13 @@ from tailrent_tui.core.messages import (
     Role,
     Spilled,
     ToolCall,
+    Unfolded,
     Unpinned,
     UsageRecorded,
     WatchAdded,
     WatchRemoved,
+    new_id,
+    new_spill_id,
 )
 from tailrent_tui.core.tokens import Framing, TokenCounter, get_counter
 
@@ -48,6 +49,7 @@ class DecisionMatcher(Protocol):
 
 
 _ROLES = ("system", "user", "assistant", "tool")
+_ROLE_SET = frozenset(_ROLES)
 _POINTER_KINDS = (Kind.spill_pointer, Kind.memory_pointer, Kind.delegate_result)
 
 
@@ -91,6 +93,8 @@ class Session:
     transcript follows. `window` is the model's context window in tokens.
     `framing` is what the request adds around those texts (a chat template's
     markers): counted in, so the context is what the server will count.
+    `clock`, `ids` and `spill_ids` give the time, new message ids and new
+    spill ids: inject fixed ones to make a run repeat.
     """
 
     counter: TokenCounter = field(default_factory=lambda: get_counter("cl100k"))
@@ -99,6 +103,8 @@ class Session:
     tool_schema_tokens: int = 0
     decisions: DecisionMatcher | None = None
     clock: Callable[[], float] = time.time
+    ids: Callable[[], str] = new_id
+    spill_ids: Callable[[], str] = new_spill_id
     id: str = ""
     #: pins may hold this share of the window; past it auto-pinning stops (the user decides what to unpin)
     pin_share: float = 0.4
@@ -202,13 +208,17 @@ class Session:
 
     def _apply_message_added(self, e: MessageAdded) -> None:
         # A copy, so that later pins and spills never alter the event already journaled.
-        m = e.message if self._owned else e.message.clone()
-        if m.id in self._index:
+        self._append(e.message if self._owned else e.message.clone())
+
+    def _append(self, m: Message) -> None:
+        """MessageAdded's effect: `m` becomes the transcript's last message."""
+        index = self._index
+        if m.id in index:
             raise SessionError(f"message id {m.id!r} added twice")
         self._messages.append(m)
-        self._index[m.id] = m
-        self.totals._account(m, +1, self.sent_tokens(m))
-        if m.kind == Kind.spill_pointer and m.spill_id:
+        index[m.id] = m
+        self.totals._account(m, +1, m.tokens + self.framing.message(m.role))
+        if m.kind is Kind.spill_pointer and m.spill_id:
             self.spills[m.spill_id] = Spilled(
                 id=m.id,
                 spill_id=m.spill_id,
@@ -258,7 +268,7 @@ class Session:
             self.totals._account(gone, -1, self.sent_tokens(gone))
         kept = [m for m in self._messages if m.id not in span]
         # the transcript's summary is its own object: a later pin must not alter the record
-        summary = f.summary.model_copy(deep=True)
+        summary = f.summary.clone()
         position = min(max(f.position, 0), len(kept))
         kept.insert(position, summary)
         self._messages = kept
@@ -342,33 +352,29 @@ class Session:
         tokens: int | None = None,
     ) -> Message:
         """A message with its tokens counted once (or given, when already counted), not yet in the transcript."""
+        # The boundary: what is checked here is not validated again on the way in.
         if not isinstance(content, str):
             raise SessionError(f"message content must be text, got {type(content).__name__}")
-        calls = list(tool_calls)
+        if role not in _ROLE_SET:
+            raise SessionError(f"unknown role {role!r}: one of {', '.join(_ROLES)}")
         if tokens is None:
             tokens = self.counter.count(content)
+        calls = [c if isinstance(c, ToolCall) else ToolCall.model_validate(c) for c in tool_calls] if tool_calls else None
         if calls:
             tokens += sum(self.counter.count(c.name) + self.counter.count(str(c.arguments)) for c in calls)
-        if role not in _ROLES:
-            raise SessionError(f"unknown role {role!r}: one of {', '.join(_ROLES)}")
-        values: dict[str, Any] = {
-            "id": new_id(),
-            "role": role,
-            "content": content,
-            "kind": Kind(kind),
-            "pinned": pinned,
-            "tokens": tokens,
-            "created": self.clock() if at is None else at,
-        }
-        if tool is not None:
-            values["tool"] = tool
-        if tool_call_id is not None:
-            values["tool_call_id"] = tool_call_id
-        if calls:
-            values["tool_calls"] = calls
-        if meta:
-            values["meta"] = meta
-        return Message(**values)
+        return Message.trusted(
+            id=self.ids(),
+            role=role,
+            content=content,
+            kind=kind if type(kind) is Kind else Kind(kind),
+            pinned=bool(pinned),
+            tokens=tokens,
+            created=self.clock() if at is None else at,
+            tool=tool,
+            tool_call_id=tool_call_id,
+            tool_calls=calls,
+            meta=dict(meta) if meta else None,
+        )
 
     def add(
         self,
@@ -386,6 +392,13 @@ class Session:
         return self.add_message(m, autopin=autopin)
 
     def add_message(self, m: Message, *, autopin: bool = True) -> Message:
+        """Append a message made by `make_message`; returns the transcript's message.
+
+        `m` is handed over: the transcript keeps it, or a copy of it when a
+        listener holds the event (so that a later pin or spill never alters
+        what was journaled). The event is made only when a listener is there
+        to receive it: on its own the session needs only its effect.
+        """
         auto = None
         if (
             autopin
@@ -402,7 +415,10 @@ class Session:
             auto = None
         if auto is not None:
             m.pinned = True
-        self.emit(MessageAdded(message=m, auto_pinned=auto, at=m.created))
+        if self.listeners:
+            self.emit(MessageAdded.trusted(m, auto, m.created))
+        else:
+            self._append(m)
         if over_budget and not self.auto_pin_stopped:
             # Folding cannot make room for pins, so the user must choose what to unpin.
             self.auto_pin_stopped = True

@@ -71,6 +71,8 @@ class Verdict:
 
 def role_content(m: Any) -> tuple[str, str]:
     """(role, content) of a wire dict or a core Message."""
+    if type(m) is Message:
+        return m.role, m.content
     if isinstance(m, Mapping):
         return str(m["role"]), str(m.get("content", ""))
     return str(m.role), str(m.content)

@@ -30,7 +30,6 @@ speak the same tokens.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import random
 import uuid
@@ -45,7 +44,6 @@ from tailrent_tui.core.keepwarm import KeepWarm, PauseOutcome, competitive_ratio
 from tailrent_tui.core.messages import Folded, Message
 from tailrent_tui.core.policies import POLICY_NAMES, Policy, PolicyContext, PolicySettings, get_policy, run_plan
 from tailrent_tui.core.rent import PriceSheet, RentModel, context_items, get_price_sheet
-from tailrent_tui.core.rungs import spill as spill_rung
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer, Summarizer
@@ -239,20 +237,14 @@ class BenchResult(BaseModel):
         }
 
 
-@contextlib.contextmanager
-def seeded_spill_ids(seed: int = 0):
-    """Spill ids from a seeded generator for the length of a run.
+def seeded_spill_ids(seed: int = 0) -> Callable[[], str]:
+    """Spill ids from a seeded generator, for one run's session.
 
     A pointer's text holds its spill id, so random ids would change pointer
     token counts (by a token or two) from run to run; the bench must repeat.
     """
     rng = random.Random(seed)
-    saved = spill_rung.new_spill_id
-    spill_rung.new_spill_id = lambda: str(uuid.UUID(int=rng.getrandbits(128), version=4))
-    try:
-        yield
-    finally:
-        spill_rung.new_spill_id = saved
+    return lambda: str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
 
 class CoreDriver:
@@ -351,6 +343,7 @@ async def _drive(
         window=trace.window,
         decisions=policy.decision_detector(),
         clock=lambda: now[0],
+        spill_ids=seeded_spill_ids(),
         id=f"bench-{name}",
         framing=engine.framing if engine else Framing(),
     )
@@ -467,8 +460,7 @@ def run_bench(
     async def run_all() -> dict[str, PolicyResult]:
         out = {}
         for p in policies:
-            with seeded_spill_ids():
-                out[p] = await _drive(trace, p, counter, summ, sheet, settings, None, progress, driver)
+            out[p] = await _drive(trace, p, counter, summ, sheet, settings, None, progress, driver)
         return out
 
     results = asyncio.run(run_all())
@@ -575,8 +567,7 @@ async def _run_engine(trace, policies, engine_spec, summarizer, sheet, settings,
         results = {}
         for p in policies:
             await eng.flush()
-            with seeded_spill_ids():
-                results[p] = await _drive(trace, p, counter, summ, local, settings, eng, progress, driver)
+            results[p] = await _drive(trace, p, counter, summ, local, settings, eng, progress, driver)
         return BenchResult(
             traces=[
                 TraceResult(

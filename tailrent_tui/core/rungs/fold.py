@@ -49,19 +49,22 @@ def span_to_target(session: Session, target_tokens: int, *, keep_recent: int = 2
     msgs = session.messages
     limit = max(0, len(msgs) - keep_recent)
     excess = session.context_tokens - target_tokens
-    chosen: set[str] = set()
+    kept = 1.0 - summary_share
+    framing = session.framing
+    chosen: list[int] = []
     freed = 0.0
     for include_summaries in (False, True):
-        for m in msgs[:limit]:
+        if freed >= excess:
+            break
+        for i in range(limit):
+            m = msgs[i]
+            if m.pinned or (m.kind is Kind.fold_summary) != include_summaries or m.cut_off:
+                continue
+            chosen.append(i)
+            freed += (m.tokens + framing.message(m.role)) * kept
             if freed >= excess:
                 break
-            if m.pinned or m.cut_off or m.id in chosen:
-                continue
-            if (m.kind == Kind.fold_summary) != include_summaries:
-                continue
-            chosen.add(m.id)
-            freed += session.sent_tokens(m) * (1.0 - summary_share)
-    return [m.id for m in msgs if m.id in chosen]
+    return [msgs[i].id for i in sorted(chosen)]
 
 
 def oldest_unpinned(session: Session, count: int) -> list[str]:
@@ -149,12 +152,14 @@ def span_messages(session: Session, span_ids: Iterable[str]) -> list[Message]:
 
     A reply that was cut off is left out: it was never in the context.
     """
-    span = [m for m in (session.get(i) for i in dict.fromkeys(span_ids)) if not m.cut_off]
+    wanted = dict.fromkeys(span_ids)
+    span = [m for m in session.messages if m.id in wanted and not m.cut_off]
+    if len(span) < len(wanted):
+        for i in wanted:
+            session.get(i)  # names the first id not in the transcript
     pinned = [m.id for m in span if m.pinned]
     if pinned:
         raise SessionError(f"cannot fold pinned messages {pinned}: unpin them first")
-    order = {m.id: i for i, m in enumerate(session.messages)}
-    span.sort(key=lambda m: order[m.id])
     return span
 
 

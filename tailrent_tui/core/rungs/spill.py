@@ -13,8 +13,6 @@ file-backed implementation, `MemorySpillStore` serves tests and benchmarks.
 
 from __future__ import annotations
 
-import uuid
-
 from tailrent_tui.core.messages import Kind, Message, Spilled
 from tailrent_tui.core.ports import SpillMissing, SpillStore
 from tailrent_tui.core.ports import SpillStoreError as SpillStoreError
@@ -38,10 +36,6 @@ class MemorySpillStore(SpillStore):
             return self.items[spill_id][1]
         except KeyError:
             raise SpillMissing(f"spill {spill_id} is not in the store (kept in memory)") from None
-
-
-def new_spill_id() -> str:
-    return str(uuid.uuid4())
 
 
 def pointer_text(tool: str, tokens: int, spill_id: str, content: str) -> str:
@@ -74,7 +68,7 @@ def spill_message(session: Session, message_id: str, store: SpillStore, *, tool:
         raise SessionError(f"message {message_id} holds the project instructions; they stay in the context")
     if m.pinned:
         raise SessionError(f"message {message_id} is pinned; unpin it before spilling")
-    spill_id = new_spill_id()
+    spill_id = session.spill_ids()
     tool_name = tool or m.tool or m.role
     pointer = pointer_text(tool_name, m.tokens, spill_id, m.content)
     pointer_tokens = session.count(pointer)
@@ -120,7 +114,7 @@ def admit_tool_result(
             "tool", content, kind=Kind.tool_result, tool=tool, tool_call_id=tool_call_id, at=at, tokens=tokens
         )
         return session.add_message(m, autopin=False)
-    spill_id = new_spill_id()
+    spill_id = session.spill_ids()
     stamp = session.clock() if at is None else at
     try:
         location = store.write_spill(spill_id, tool, content, stamp)
