@@ -38,10 +38,13 @@ def main() -> None:
     plugin = _Classes()
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "faults.xml"
-        code = pytest.main(
-            ["-q", "-m", "fault", "-p", "no:cacheprovider", f"--junitxml={junit}", "tests"],
-            plugins=[plugin],
-        )
+        progress = io.StringIO()
+        with contextlib.redirect_stdout(progress):  # pytest's dots stay out of the table
+            code = pytest.main(
+                ["-q", "-m", "fault", "-p", "no:cacheprovider", "-p", "no:warnings", f"--junitxml={junit}", "tests"],
+                plugins=[plugin],
+            )
+        tally = [line for line in progress.getvalue().splitlines() if " in " in line and ("passed" in line or "failed" in line)]
         results: dict[str, str] = {}
         for case in ET.parse(junit).iter("testcase"):
             cls, name = case.get("classname", ""), case.get("name", "")
@@ -64,6 +67,10 @@ def main() -> None:
         total.update(c)
         print(f"| {fault} | {sum(c.values())} | {c['held']} | {c['broke'] + c['not run']} | {c['skipped']} |")
     print(f"| **all** | {sum(total.values())} | {total['held']} | {total['broke'] + total['not run']} | {total['skipped']} |")
+    if tally:
+        print(f"\npytest: {tally[-1].strip('= ')}")
+    if code not in (0, 5):
+        print(progress.getvalue()[-4000:])  # what broke, for the reader of RESULTS.md
     sys.stdout.flush()
     if code not in (0, 5):
         sys.exit(int(code))
