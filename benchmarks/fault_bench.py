@@ -10,6 +10,8 @@ whose cases fail shows its failures.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
