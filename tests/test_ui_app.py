@@ -151,7 +151,7 @@ async def test_fold_with_nothing_to_fold_says_why(tmp_path):
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("tab")  # nothing to focus: the focus leaves the input
-        app.action_fold()
+        app.session_screen.action_fold()
         await wait_until(pilot, lambda: any("nothing to fold" in n.message for n in app._notifications), what="notice")
         assert agent.session.folds == []
 
@@ -193,7 +193,7 @@ async def test_a_model_error_keeps_the_message_and_ctrl_r_retries(tmp_path):
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press(*"hello", "enter")
-        await wait_until(pilot, lambda: app.retry_pending, what="the error")
+        await wait_until(pilot, lambda: app.session_screen.retry_pending, what="the error")
         assert agent.session.messages[0].content == "hello"
         errors = app.transcript.query(".turn-error")
         assert errors and "ctrl+r" in str(errors.first().render())

@@ -114,7 +114,7 @@ async def test_escape_cancels_the_fold_gives_back_what_waited_and_retry_sends_th
         notices = shown(app, ".turn-notice")
         assert "fold cancelled: nothing was folded" in notices
         assert "your message is kept: ctrl+r or /retry sends it" in notices
-        assert app.retry_pending
+        assert app.session_screen.retry_pending
 
         gate.set()
         if retry == "ctrl+r":
@@ -138,7 +138,7 @@ async def test_a_fold_by_hand_can_be_cancelled_and_a_message_waits_for_the_next_
         assert notified(app, "a reply or a fold is running")
         await pilot.press("escape")
         await wait_until(pilot, lambda: not app.busy and app.transcript.fold_status is None, what="the fold cancelled")
-        assert not agent.session.folds and not app.retry_pending
+        assert not agent.session.folds and not app.session_screen.retry_pending
         assert "fold cancelled: nothing was folded" in shown(app, ".turn-notice")
 
         await pilot.press("f")
@@ -173,7 +173,7 @@ async def test_the_server_dies_during_a_fold_the_fold_falls_back_and_the_message
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await send(pilot, app, ASK)
-        await wait_until(pilot, lambda: app.retry_pending, what="the turn's error")
+        await wait_until(pilot, lambda: app.session_screen.retry_pending, what="the turn's error")
         assert agent.session.folds
         for fold in agent.session.folds:
             assert fold.summarizer != "model:mock" and "could not summarize" in (fold.rejected or "")

@@ -302,7 +302,7 @@ async def test_the_notice_speaks_the_apps_language_and_can_be_dismissed(tmp_path
 
 
 async def test_the_palette_lists_every_slash_command(tmp_path):
-    from tailrent_tui.ui.slash import SLASH_COMMANDS
+    from tailrent_tui.ui.actions import SLASH_COMMANDS
 
     app = make_app(make_agent(tmp_path))
     async with app.run_test(size=(140, 40)) as pilot:

@@ -205,11 +205,11 @@ async def test_keep_warm_pings_through_the_model_while_they_cost_less_than_a_rew
         price = agent.keep_warm.price()
         assert price is not None and price.max_pings >= 2
         await wait_until(pilot, lambda: "keep-warm: first ping at" in rent_shown(app), what="the first ping's time")
-        app.keep_warm_tick()  # not due yet: the cache has 300 s to live
+        app.session_screen.keep_warm_tick()  # not due yet: the cache has 300 s to live
         assert not pings()
         for n in range(1, price.max_pings + 1):
             clock.now += 280  # 20 s before the cache would expire
-            app.keep_warm_tick()  # what the one-second timer calls
+            app.session_screen.keep_warm_tick()  # what the one-second timer calls
             await wait_until(pilot, lambda n=n: len(pings()) == n, what=f"ping {n}")
             # the exact cached prefix went out again, and the cache holds all of it
             assert agent.model.requests[-1] == turn
@@ -224,7 +224,7 @@ async def test_keep_warm_pings_through_the_model_while_they_cost_less_than_a_rew
         assert spent <= price.expiry_usd  # rent or buy: never more in pings than the expiry costs
         # past the last ping the rule sends nothing more, and the cache expires
         clock.now += 280
-        app.keep_warm_tick()
+        app.session_screen.keep_warm_tick()
         await pilot.pause()
         assert len(pings()) == price.max_pings
         assert agent.rent.totals.pings == price.max_pings
@@ -239,7 +239,7 @@ async def test_a_local_sheet_never_pings(make_agent):
     async with app.run_test(size=(140, 45)) as pilot:
         await send(pilot, app, "hello")
         clock.now += 1790
-        app.keep_warm_tick()
+        app.session_screen.keep_warm_tick()
         await pilot.pause()
         assert not [u for u in agent.session.usage if u.purpose == "ping"]
         assert "keep" not in rent_shown(app)

@@ -1,7 +1,8 @@
 """The command palette: everything the keys do, and every slash command, findable by name.
 
-The slash commands come from the one table (`ui/slash.py`): one that needs an
-argument fills the input with `/name ` to complete there; the others run.
+Both come from the one table of actions (`ui/actions.py`): an action runs on
+the session screen; a slash command that needs an argument fills the input
+with `/name ` to complete there, the others run.
 """
 
 from __future__ import annotations
@@ -11,29 +12,15 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from tailrent_tui.ui.slash import SLASH_COMMANDS, SlashCommand
-
-# (palette text, help, app method to call)
-LADDER_COMMANDS = (
-    ("Pin the focused message", "No fold may touch it", "action_pin"),
-    ("Unpin the focused message", "Folds may take it again", "action_unpin"),
-    ("Spill the focused message", "Move its content to a spill file, leave a pointer", "action_spill"),
-    ("Fold", "The marked span, or the oldest unpinned span down to the fold target", "action_fold"),
-    ("Inspect a fold", "Originals and summary side by side, lost facts highlighted", "action_inspect"),
-    ("Toggle the sidebar", "The Tail, Spills, Pins and Folds panels", "action_toggle_sidebar"),
-    ("Cancel the reply", "Stop the running reply; its partial text is kept", "action_cancel_reply"),
-    ("Retry the last turn", "After a model error", "action_retry"),
-    ("Dismiss the notice", "Hide the bar under the header", "action_dismiss_notice"),
-    ("Help", "Keys and slash commands", "action_help"),
-)
+from tailrent_tui.ui.actions import PALETTE, SLASH_COMMANDS, SlashCommand
 
 
 class LadderCommands(Provider):
-    """The ladder's actions, then `/pin` ... `/help`."""
+    """The ladder's actions, then `/pin` ... `/help` (the session screen's palette entries)."""
 
     def _entries(self) -> list[tuple[str, str, Callable[[], object]]]:
         entries: list[tuple[str, str, Callable[[], object]]] = [
-            (text, help_text, partial(self._run, method)) for text, help_text, method in LADDER_COMMANDS
+            (text, help_text, partial(self._run, action)) for text, help_text, action in PALETTE
         ]
         entries += [(command.usage, command.help, partial(self._slash, command)) for command in SLASH_COMMANDS]
         return entries
@@ -49,8 +36,11 @@ class LadderCommands(Provider):
             if score > 0:
                 yield Hit(score, matcher.highlight(text), run, help=help_text)
 
-    def _run(self, method: str) -> None:
-        getattr(self.app, method)()
+    def _run(self, action: str) -> None:
+        getattr(self.screen, f"action_{action}")()
 
     def _slash(self, command: SlashCommand) -> None:
-        self.app.run_palette_slash(command)  # type: ignore[attr-defined]
+        from tailrent_tui.ui.screens.session import SessionScreen
+
+        if isinstance(self.screen, SessionScreen):
+            self.screen.run_palette_slash(command)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tailrent_tui.ui.slash import SLASH_BY_NAME, SLASH_COMMANDS
+from tailrent_tui.ui.actions import SLASH_BY_NAME, SLASH_COMMANDS
 
 #: Rows the popup offers at most.
 MAX_ITEMS = 30

@@ -26,6 +26,7 @@ from tailrent_tui.core.summarize import LossySummarizer
 from tailrent_tui.core.tokens import get_counter
 from tailrent_tui.scenarios.article import DECISION, WATCHLIST, article_trace
 from tailrent_tui.ui.app import TailrentApp
+from tailrent_tui.ui.screens.session import SessionScreen
 
 # The harness's budget and spill threshold, in chars/4 tokens.
 MAX_TAIL = 900
@@ -91,8 +92,8 @@ class DemoApp(TailrentApp):
         self._unpaused = asyncio.Event()
         self._unpaused.set()
 
-    def on_mount(self) -> None:
-        super().on_mount()
+    def on_session_screen_ready(self, event: SessionScreen.Ready) -> None:
+        # (TailrentApp's own handler runs after this one: Textual calls each class's)
         self.prompt.keys_when_empty = frozenset({"space", "plus", "equals_sign", "minus"})
         for word in WATCHLIST:
             self.session.add_watch(word)

@@ -16,12 +16,12 @@ RESERVED = {"ctrl+p": "the command palette", "ctrl+q": "quit", "ctrl+c": "copy (
 
 
 def app_bindings() -> list[Binding]:
-    """Every binding with an id the keymap can rebind: the app's, the input's, a message's."""
-    from tailrent_tui.ui.app import TailrentApp
+    """Every binding with an id the keymap can rebind: the session's (ui/actions.py), the input's, a message's."""
+    from tailrent_tui.ui.actions import BINDINGS
     from tailrent_tui.ui.widgets.input import PromptInput
     from tailrent_tui.ui.widgets.message import MessageView
 
-    return [b for b in [*TailrentApp.BINDINGS, *PromptInput.BINDINGS, *MessageView.BINDINGS] if isinstance(b, Binding) and b.id]
+    return [b for b in [*BINDINGS, *PromptInput.BINDINGS, *MessageView.BINDINGS] if isinstance(b, Binding) and b.id]
 
 
 def _keys(spec: str) -> list[str]:

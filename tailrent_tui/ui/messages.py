@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tailrent_tui.agent.loop import RequestStarted, SummaryEnded, SummaryStarted
+from tailrent_tui.agent.events import RequestStarted, SummaryEnded, SummaryStarted
 
 if TYPE_CHECKING:
-    from tailrent_tui.agent.loop import TurnResult
+    from tailrent_tui.agent.events import TurnResult
     from tailrent_tui.core.messages import Event, ToolCall
 
 

@@ -15,7 +15,7 @@ from textual.content import Content
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from tailrent_tui.agent.loop import SummaryStarted
+from tailrent_tui.agent.events import SummaryStarted
 from tailrent_tui.core.messages import FoldRecord
 from tailrent_tui.ui.events import FoldInspectRequested
 

@@ -208,7 +208,7 @@ class MessageView(Widget, can_focus=True):
             return
         event.stop()
         event.prevent_default()
-        self.app.return_to_input(event.key, event.character)  # type: ignore[attr-defined]
+        self.screen.return_to_input(event.key, event.character)  # type: ignore[attr-defined]
 
     def on_focus(self) -> None:
         # the selected message shows its id: what /pin ID and /fold ID take

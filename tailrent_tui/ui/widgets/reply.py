@@ -21,7 +21,7 @@ from textual.timer import Timer
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
-from tailrent_tui.agent.loop import RequestStarted
+from tailrent_tui.agent.events import RequestStarted
 from tailrent_tui.core.messages import Message, ToolCall
 from tailrent_tui.ui.widgets.message import MessageView, header_content, kind_classes, shown_body
 from tailrent_tui.ui.widgets.tail_panel import duration

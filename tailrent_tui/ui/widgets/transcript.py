@@ -19,7 +19,7 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
-from tailrent_tui.agent.loop import RequestStarted, SummaryEnded, SummaryStarted
+from tailrent_tui.agent.events import RequestStarted, SummaryEnded, SummaryStarted
 from tailrent_tui.core.messages import (
     Event,
     Folded,

@@ -1,0 +1,117 @@
+"""The one table of the session's actions: keys, slash commands and palette entries all come from it.
+
+Each row says what an action is called everywhere: its binding id (the name
+config.toml's `keymap` rebinds), its default key and Footer label, its slash
+command (usage, help, the kind of argument completion offers), its palette
+title, and the session screen's method that runs it (`action_<action>`; a
+slash command runs `_slash_<name>`). `BINDINGS`, `SLASH_COMMANDS` and
+`PALETTE` below are derived from it: `/help`, the palette, the input's
+completion and `ui/keymap.py` read those, never a second list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from textual.binding import Binding
+
+ArgKind = Literal["none", "message", "messages", "fold", "text", "model", "format", "theme"]
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    name: str
+    usage: str  # "/pin [ID]"
+    help: str  # what it does
+    arg: ArgKind = "none"
+    needs_arg: bool = False  # the palette fills the input instead of running it
+
+    @property
+    def help_line(self) -> str:
+        return f"{self.usage}: {self.help}"
+
+
+@dataclass(frozen=True)
+class Action:
+    """One thing the user can ask of the session, by key, by slash command or from the palette."""
+
+    id: str  # the binding id (keymap); the slash command's name when there is one
+    action: str | None = None  # the screen's `action_<action>`, for the key and the palette
+    key: str | None = None  # the default key; None: no binding
+    label: str = ""  # the Footer's word
+    tooltip: str = ""
+    palette: tuple[str, str] | None = None  # (title, help) in the command palette
+    slash: SlashCommand | None = None
+
+    def binding(self) -> Binding:
+        assert self.key is not None and self.action is not None
+        return Binding(self.key, self.action, self.label, id=self.id, tooltip=self.tooltip)
+
+
+def _slash(name: str, usage: str, help: str, arg: ArgKind = "none", *, needs_arg: bool = False) -> SlashCommand:
+    return SlashCommand(name, usage, help, arg, needs_arg)
+
+
+ACTIONS: tuple[Action, ...] = (
+    Action("pin", "pin", "p", "Pin", "Pin the focused message: no fold may touch it",
+           ("Pin the focused message", "No fold may touch it"),
+           _slash("pin", "/pin [ID]", "pin the focused (or given, or last) message", "message")),
+    Action("unpin", "unpin", "u", "Unpin", "Unpin the focused message",
+           ("Unpin the focused message", "Folds may take it again"),
+           _slash("unpin", "/unpin [ID]", "unpin it", "message")),
+    Action("spill", "spill", "s", "Spill", "Spill the focused message to a file, leave a pointer",
+           ("Spill the focused message", "Move its content to a spill file, leave a pointer"),
+           _slash("spill", "/spill [ID]", "move its content to a spill file, leave a pointer", "message")),
+    Action("fold", "fold", "f", "Fold",
+           "Fold the marked span (space marks), or the oldest unpinned span down to the fold target",
+           ("Fold", "The marked span, or the oldest unpinned span down to the fold target"),
+           _slash("fold", "/fold [ID ...]",
+                  "fold these messages, or the marked span, or the oldest unpinned down to the target", "messages")),
+    Action("inspect", "inspect", "i", "Inspect", "Open the fold inspector on the focused or last fold",
+           ("Inspect a fold", "Originals and summary side by side, lost facts highlighted"),
+           _slash("inspect", "/inspect [N]", "open the fold inspector on fold N (default: the focused or last fold)", "fold")),
+    Action("unfold", slash=_slash(
+        "unfold", "/unfold N", "undo fold N: its originals back in place of its summary (if they fit under the fold trigger)",
+        "fold", needs_arg=True)),
+    Action("watch", slash=_slash("watch", "/watch WORD", "count WORD as a fact in every fold", "text", needs_arg=True)),
+    Action("recall", slash=_slash(
+        "recall", "/recall QUESTION [--expect W ...]", "probe what the context still holds", "text", needs_arg=True)),
+    Action("model", slash=_slash(
+        "model", "/model SPEC", "switch the model (mock, ollama:NAME, openai:URL#MODEL)", "model", needs_arg=True)),
+    Action("export", slash=_slash(
+        "export", "/export [md|json] [PATH]", "write the session to a file (in its session directory unless PATH)", "format")),
+    Action("copy", slash=_slash("copy", "/copy", "copy the last reply to the clipboard (OSC 52)")),
+    Action("theme", slash=_slash("theme", "/theme NAME", "switch the theme", "theme", needs_arg=True)),
+    Action("history", slash=_slash("history", "/history", "search what you typed before (also ctrl+s)")),
+    Action("sidebar", "toggle_sidebar", "ctrl+b", "Sidebar", "Show or hide the Tail, Spills, Pins, Folds panels",
+           ("Toggle the sidebar", "The Tail, Spills, Pins and Folds panels")),
+    Action("cancel", "cancel_reply", "escape", "Cancel",
+           "Cancel the running reply (its partial text is kept) or fold (nothing is folded); "
+           "with nothing running, back to the input",
+           ("Cancel the reply", "Stop the running reply; its partial text is kept")),
+    Action("dismiss_notice", "dismiss_notice", "ctrl+n", "Dismiss", "Hide the notice bar under the header",
+           ("Dismiss the notice", "Hide the bar under the header")),
+    Action("retry", "retry", "ctrl+r", "Retry", "Send the last turn again after a model error",
+           ("Retry the last turn", "After a model error"),
+           _slash("retry", "/retry", "send the last turn again after a model error")),
+    Action("help", "help", "f1", "Help", "Keys and slash commands",
+           ("Help", "Keys and slash commands"),
+           _slash("help", "/help", "keys and commands")),
+)
+
+#: the session screen's bindings, with the ids the keymap rebinds
+BINDINGS: list[Binding] = [a.binding() for a in ACTIONS if a.key is not None]
+
+SLASH_COMMANDS: tuple[SlashCommand, ...] = tuple(a.slash for a in ACTIONS if a.slash is not None)
+SLASH_BY_NAME = {c.name: c for c in SLASH_COMMANDS}
+#: "/pin [ID]: pin the focused ..." for /help
+SLASH_HELP = {c.name: c.help_line for c in SLASH_COMMANDS}
+
+#: (title, help, action) of each palette entry that runs an action; the slash commands follow them there
+PALETTE: tuple[tuple[str, str, str], ...] = tuple(
+    (a.palette[0], a.palette[1], a.action) for a in ACTIONS if a.palette is not None and a.action is not None
+)
+
+#: the actions that act on the focused message: their keys type text in the input, so they fire only in navigation
+NAVIGATION_ACTIONS = frozenset({"pin", "unpin", "spill", "fold", "inspect"})
