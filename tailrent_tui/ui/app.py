@@ -166,7 +166,9 @@ class TailrentApp(App[None]):
         self.settings.theme = theme.name
         remember = self._remember_theme
         if remember is None:
-            from tailrent_tui.settings import save_user_choice as remember
+            from tailrent_tui.settings import save_user_choice
+
+            remember = save_user_choice
         try:
             remember("theme", theme.name)
         except OSError as exc:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding
 
@@ -27,6 +27,10 @@ from tailrent_tui.core.tokens import get_counter
 from tailrent_tui.scenarios.article import DECISION, WATCHLIST, article_trace
 from tailrent_tui.ui.app import TailrentApp
 from tailrent_tui.ui.screens.session import SessionScreen
+
+if TYPE_CHECKING:
+    from tailrent_tui.agent.loop import Agent
+    from tailrent_tui.settings import Settings
 
 # The harness's budget and spill threshold, in chars/4 tokens.
 MAX_TAIL = 900
@@ -75,8 +79,8 @@ class DemoApp(TailrentApp):
 
     def __init__(
         self,
-        agent: Any,
-        settings: Any,
+        agent: Agent,
+        settings: Settings,
         *,
         records: list[dict[str, Any]],
         pinned: bool = False,
@@ -84,6 +88,8 @@ class DemoApp(TailrentApp):
         **kwargs: Any,
     ) -> None:
         super().__init__(agent, settings, **kwargs)
+        # the demo feeds the trace through the agent's own ladder (more than the app's SessionAgent offers)
+        self.feeder = agent
         self.records = records
         self.pinned = pinned
         self.speed = speed
@@ -100,7 +106,8 @@ class DemoApp(TailrentApp):
         self.run_worker(self._play(), group="demo", name="demo")
         state = "pinned" if self.pinned else "not pinned"
         self.notice_bar.show(
-            f"demo: the article's run, decision {state} · space pauses (input empty) · +/- change the pace · watch the Folds panel"
+            f"demo: the article's run, decision {state} · space pauses (input empty) · +/- change the pace"
+            " · watch the Folds panel"
         )
 
     async def _play(self) -> None:
@@ -111,10 +118,10 @@ class DemoApp(TailrentApp):
                 continue
             role = record["role"]
             if role == "tool":
-                await self.agent.admit_tool_text(record["tool"], record["content"])
+                await self.feeder.admit_tool_text(record["tool"], record["content"])
             else:
                 pin = self.pinned and record["content"] == DECISION
-                await self.agent.add_message(role, record["content"], pinned=pin, autopin=False)
+                await self.feeder.add_message(role, record["content"], pinned=pin, autopin=False)
             self.played += 1
             await asyncio.sleep(PACE.get(role, 0.4) / self.speed)
         self.finished.set()

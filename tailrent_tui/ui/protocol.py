@@ -34,32 +34,50 @@ if TYPE_CHECKING:
 
 
 class ModelName(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
 
 class SessionAgent(Protocol):
     """The agent as the app sees it: the session, the model's name, the ladder's calls, one turn."""
 
-    session: Session
-    model: ModelName
-    workspace: Path
-    spill_store: SpillStore
-    #: the journal writer (sync or async), None for a session kept in memory
-    journal: Any
-    #: the rent model (None in the demo) and its keep-warm rule
-    rent: RentModel | None
-    keep_warm: KeepWarm | None
-    #: the KV slot keeper (llama.cpp), None when there is none
-    slots: Any
-    #: said in the notice bar at start (the mock model, a server that did not answer)
-    notice: str | None
-    #: notes written while the session was built, before the app listened to it
-    startup_notes: list[Note]
-    #: the resume's price and the slot restored, as (text, level)
-    resume_lines: list[tuple[str, str]]
-    #: tokens spent by delegated sub-sessions
-    sub_tokens: int
-    preload_seconds: float | None
+    # read-only to the UI: properties, so an agent may keep them as attributes or compute them
+
+    @property
+    def session(self) -> Session: ...
+    @property
+    def model(self) -> ModelName: ...
+    @property
+    def workspace(self) -> Path: ...
+    @property
+    def spill_store(self) -> SpillStore: ...
+    @property
+    def journal(self) -> Any:
+        """The journal writer (sync or async), None for a session kept in memory."""
+    @property
+    def rent(self) -> RentModel | None:
+        """The rent model (None in the demo)."""
+    @property
+    def keep_warm(self) -> KeepWarm | None: ...
+    @property
+    def slots(self) -> Any:
+        """The KV slot keeper (llama.cpp), None when there is none."""
+    @property
+    def notice(self) -> str | None:
+        """Said in the notice bar at start (the mock model, a server that did not answer)."""
+    @property
+    def startup_notes(self) -> list[Note]:
+        """Notes written while the session was built, before the app listened to it."""
+    @property
+    def resume_lines(self) -> list[tuple[str, str]]:
+        """The resume's price and the slot restored, as (text, level)."""
+    @property
+    def sub_tokens(self) -> int:
+        """Tokens spent by delegated sub-sessions."""
+    @property
+    def preload_seconds(self) -> float | None: ...
+
+    # set by the session screen while it is mounted
     on_summary: Callable[[SummaryProgress], None] | None
     on_review: Callable[[Review], Awaitable[Verdict]] | None
 

@@ -27,6 +27,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message as TextualMessage
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header
@@ -84,6 +85,9 @@ from tailrent_tui.ui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
     from tailrent_tui.settings import Settings
+
+# a notice's level as Textual's notify says it
+_SEVERITY: dict[str, SeverityLevel] = {"error": "error", "warning": "warning", "info": "information"}
 
 # Under this many columns the sidebar hides itself (ctrl+b still shows it).
 NARROW_COLUMNS = 100
@@ -377,7 +381,7 @@ class SessionScreen(Screen[None]):
                 await transcript.reply_tool_call(call)
             case AgentNotice(text=text, level=level):
                 if await transcript.show_notice(text):
-                    self.notify(text, severity={"error": "error", "info": "information"}.get(level, "warning"))
+                    self.notify(text, severity=_SEVERITY.get(level, "warning"))
             case TurnEnded(result=result):
                 await self._turn_ended(result)
             case RequestStarted():
@@ -423,11 +427,15 @@ class SessionScreen(Screen[None]):
 
     def _turn_callbacks(self) -> TurnCallbacks:
         put = self._queue.put_nowait
+
+        def notice(text: str, level: str = "warning") -> None:
+            put(AgentNotice(text, level))
+
         return TurnCallbacks(
             on_text=lambda delta: put(ReplyText(delta)),
             on_thinking=lambda delta: put(ReplyThinking(delta)),
             on_tool_call=lambda call: put(ReplyToolCall(call)),
-            on_notice=lambda text, level="warning": put(AgentNotice(text, level)),
+            on_notice=notice,
             on_reply_start=put,
             approve=self.approve,
         )
@@ -468,7 +476,7 @@ class SessionScreen(Screen[None]):
         answer: asyncio.Future[Approval] = asyncio.get_running_loop().create_future()
         screen = ApprovalScreen(request.tool, request.arguments, request.command_prefix, request.diff, request.allows)
 
-        def done(result: str | None) -> None:
+        def done(result: Approval | None) -> None:
             if not answer.done():
                 answer.set_result(result or "deny")
 
@@ -752,7 +760,7 @@ class SessionScreen(Screen[None]):
             self.notify(f"no message with id {message_id}", severity="error")
             return None
         focused = self.focused
-        if isinstance(focused, MessageView) and focused.message_id in s:
+        if isinstance(focused, MessageView) and focused.message_id is not None and focused.message_id in s:
             return s.get(focused.message_id)
         if self.focused_message_id is not None and self.focused_message_id in s:
             return s.get(self.focused_message_id)
