@@ -12,13 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from pathlib import Path
 
 import pytest
 from engine import llama_server  # noqa: F401
 from fake_ollama import FakeModel, FakeOllama, Reply, fake_ollama  # noqa: F401
 
-from tailrent_tui.agent.build import build_agent, close_agent
+from tailrent_tui.agent.build import close_agent
 from tailrent_tui.agent.loop import RequestStarted, TurnCallbacks
 from tailrent_tui.core.messages import Kind, MessageAdded, Note, UsageRecorded
 from tailrent_tui.models.errors import (
@@ -32,10 +31,8 @@ from tailrent_tui.models.errors import (
     StreamCut,
     StreamError,
 )
-from tailrent_tui.models.mock import MockModel
 from tailrent_tui.models.ollama import OllamaModel
 from tailrent_tui.models.openai import OpenAIModel
-from tailrent_tui.settings import Settings
 from tailrent_tui.store.sessions import SessionDir
 
 OLLAMA_MODEL = "llama3.2:latest"
@@ -228,7 +225,7 @@ async def test_done_reason_length_is_said(make_agent):
 
 
 @pytest.fixture
-def ollama_agent(make_agent, fake_ollama, monkeypatch):  # noqa: F811
+def ollama_agent(make_agent, fake_ollama, monkeypatch):
     """An agent on the fake Ollama, picked from its spec like the app does."""
     monkeypatch.setenv("OLLAMA_HOST", fake_ollama.url)
 
@@ -265,7 +262,9 @@ async def assert_retry_works(agent, fake, question: str) -> None:
 
 
 FAULTS = [
-    pytest.param(Reply(fault="status", status=500, error="CUDA error: out of memory"), ServerError, "out of memory", id="http-500"),
+    pytest.param(
+        Reply(fault="status", status=500, error="CUDA error: out of memory"), ServerError, "out of memory", id="http-500"
+    ),
     pytest.param(Reply(fault="status", status=503, error="server busy, please try again"), Busy, "busy", id="http-503"),
     pytest.param(
         Reply(content="The TTL is fifteen minutes.", fault="error_line", error="model runner has unexpectedly stopped"),
@@ -279,8 +278,8 @@ FAULTS = [
 ]
 
 
-@pytest.mark.parametrize("reply, kind, words", FAULTS)
-async def test_fault_keeps_the_message_and_a_retry_works(ollama_agent, fake_ollama, reply, kind, words):  # noqa: F811
+@pytest.mark.parametrize(("reply", "kind", "words"), FAULTS)
+async def test_fault_keeps_the_message_and_a_retry_works(ollama_agent, fake_ollama, reply, kind, words):
     agent = ollama_agent()
     question = "What is the TTL of refresh tokens?"
     fake_ollama.push(reply)
@@ -298,7 +297,7 @@ async def test_fault_keeps_the_message_and_a_retry_works(ollama_agent, fake_olla
     await assert_retry_works(agent, fake_ollama, question)
 
 
-async def test_stall_is_a_read_timeout_and_a_retry_works(ollama_agent, fake_ollama):  # noqa: F811
+async def test_stall_is_a_read_timeout_and_a_retry_works(ollama_agent, fake_ollama):
     agent = ollama_agent(request_timeout=0.5)
     question = "Summarize the auth module."
     fake_ollama.push(Reply(content="The auth module", fault="stall", lines_before_fault=1))
@@ -310,7 +309,7 @@ async def test_stall_is_a_read_timeout_and_a_retry_works(ollama_agent, fake_olla
     await assert_retry_works(agent, fake_ollama, question)
 
 
-async def test_unknown_model_says_how_to_pull_it_and_a_retry_works_once_pulled(ollama_agent, fake_ollama):  # noqa: F811
+async def test_unknown_model_says_how_to_pull_it_and_a_retry_works_once_pulled(ollama_agent, fake_ollama):
     agent = ollama_agent("qwen-ghost:7b")
     question = "Hello?"
     result = await agent.turn(question)
@@ -335,7 +334,7 @@ async def test_connection_refused_and_a_retry_once_the_server_answers(make_agent
         await assert_retry_works(agent, fake, question)
 
 
-async def test_tools_not_supported_retries_without_tools_and_says_so(ollama_agent, fake_ollama):  # noqa: F811
+async def test_tools_not_supported_retries_without_tools_and_says_so(ollama_agent, fake_ollama):
     fake_ollama.models["tiny:1b"] = FakeModel("tiny:1b", tools=False)
     agent = ollama_agent("tiny:1b")
     rec = Recorder()
@@ -351,7 +350,7 @@ async def test_tools_not_supported_retries_without_tools_and_says_so(ollama_agen
     assert len(fake_ollama.requests) == 3 and not fake_ollama.requests[2].get("tools")
 
 
-async def test_done_reason_length_from_ollama_is_said(ollama_agent, fake_ollama):  # noqa: F811
+async def test_done_reason_length_from_ollama_is_said(ollama_agent, fake_ollama):
     agent = ollama_agent()
     fake_ollama.push(Reply(content="An essay that stops mid", done_reason="length"))
     result = await agent.turn("Write an essay.")
@@ -360,7 +359,7 @@ async def test_done_reason_length_from_ollama_is_said(ollama_agent, fake_ollama)
     assert agent.session.usage[-1].done_reason == "length"
 
 
-async def test_cancel_mid_stream_keeps_the_partial_reply_marked(ollama_agent, fake_ollama):  # noqa: F811
+async def test_cancel_mid_stream_keeps_the_partial_reply_marked(ollama_agent, fake_ollama):
     agent = ollama_agent()
     question = "Explain the cache TTL."
     fake_ollama.push(Reply(content="The cache TTL is five minutes by default.", fault="stall", lines_before_fault=3))
@@ -406,7 +405,7 @@ async def test_cancel_mid_stream_keeps_the_partial_reply_marked(ollama_agent, fa
 
 
 @pytest.mark.engine
-async def test_engine_turns_record_server_usage_and_cache_reuse(make_agent, llama_server, monkeypatch):  # noqa: F811
+async def test_engine_turns_record_server_usage_and_cache_reuse(make_agent, llama_server, monkeypatch):
     # cl100k, so the tool schema is counted as JSON until the server's prompt shows it was left out
     # (the server's own tokenizer, `auto`, measures it at 0 from the start: tests/test_morning_after.py)
     agent = make_agent(

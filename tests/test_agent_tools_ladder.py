@@ -16,12 +16,11 @@ import pytest
 from fake_ollama import Reply, fake_ollama  # noqa: F401
 
 from tailrent_tui.agent import tools as tool_registry
-from tailrent_tui.agent.build import build_agent, close_agent
+from tailrent_tui.agent.build import close_agent
 from tailrent_tui.agent.loop import ApprovalRequest, TurnCallbacks
 from tailrent_tui.agent.tools import Tool, ToolSpec
 from tailrent_tui.core.messages import Folded, Kind
 from tailrent_tui.models.mock import MockModel
-from tailrent_tui.settings import Settings
 from tailrent_tui.store.sessions import SessionDir
 
 # -- fixtures -----------------------------------------------------------------------------
@@ -272,7 +271,7 @@ async def test_default_callbacks_deny(make_agent, workspace):
 # -- bad calls: a tool error back to the model, never a crash --------------------------------
 
 
-async def test_invalid_json_arguments_from_the_server(make_agent, fake_ollama, monkeypatch):  # noqa: F811
+async def test_invalid_json_arguments_from_the_server(make_agent, fake_ollama, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", fake_ollama.url)
     agent = make_agent(model="ollama:llama3.2:latest", window=4096)
     fake_ollama.push(

@@ -2,6 +2,7 @@
 
 import pytest
 
+from tailrent_tui.agent.tools.base import decode_output
 from tailrent_tui.core.messages import EventAdapter, Kind
 from tailrent_tui.core.rungs.fold import (
     FoldAborted,
@@ -11,7 +12,6 @@ from tailrent_tui.core.rungs.fold import (
     span_to_target,
 )
 from tailrent_tui.core.rungs.spill import MemorySpillStore, SpillStoreError, admit_tool_result, spill_message
-from tailrent_tui.agent.tools.base import decode_output
 from tailrent_tui.core.rungs.truncate import truncate_text
 from tailrent_tui.core.session import Session, SessionError, replay
 from tailrent_tui.core.summarize import LossySummarizer
@@ -52,7 +52,7 @@ def test_cl100k_counts_real_tokens_offline():
 
 
 def test_unknown_tokenizer_is_a_clear_error():
-    with pytest.raises(UnknownTokenizer, match="unknown tokenizer 'gpt9'.*cl100k, chars4"):
+    with pytest.raises(UnknownTokenizer, match=r"unknown tokenizer 'gpt9'.*cl100k, chars4"):
         get_counter("gpt9")
 
 
@@ -113,7 +113,7 @@ def test_truncate_announces_the_cut():
     assert t.was_cut and t.text.splitlines()[:3] == ["line 0", "line 1", "line 2"]
     assert "showing 3 of 10 lines" in t.cut and "narrow it" in t.cut
     assert truncate_text("short", max_lines=3).cut is None
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="max_lines"):
         truncate_text("x", max_lines=-1)
 
 
@@ -209,7 +209,7 @@ def test_fold_at_front_and_depth_of_a_fold_of_a_fold():
 
 def test_span_to_target_reaches_the_target_and_keeps_recent():
     s = make(window=1000)
-    for i in range(40):
+    for _ in range(40):
         s.add("user", "y" * 100)  # 25 tokens each
     span = span_to_target(s, 500, keep_recent=2)
     freed = sum(s.get(i).tokens for i in span)
@@ -296,6 +296,8 @@ def test_a_reply_that_repeats_a_pinned_decision_is_not_pinned_twice():
 
     s = make(decisions=DecisionDetector())
     d = s.add("user", "DECISION: keep refresh tokens in Redis with a 15 minute TTL because mobile cannot persist them")
-    echo = s.add("assistant", "DECISION: keep refresh tokens in Redis with a 15 minute TTL because mobile cannot persist them. OK")
+    echo = s.add(
+        "assistant", "DECISION: keep refresh tokens in Redis with a 15 minute TTL because mobile cannot persist them. OK"
+    )
     new = s.add("assistant", "DECISION: the queue retries 3 times because the broker drops 1% of messages")
     assert d.pinned and not echo.pinned and new.pinned

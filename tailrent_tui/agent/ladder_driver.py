@@ -99,7 +99,8 @@ class LadderDriver:
             return
         raise ContextOverflow(
             f"not sent: the context ({s.context_tokens:,} tokens) and the reply's {reserve:,} do not fit "
-            f"the {window:,}-token window" + (f" (the server's {s.window:,}, less our counting drift)" if window < s.window else ""),
+            f"the {window:,}-token window"
+            + (f" (the server's {s.window:,}, less our counting drift)" if window < s.window else ""),
             "unpin what no longer matters (u), spill or fold by hand (s, f), or lower max_reply_tokens",
         )
 
@@ -169,7 +170,9 @@ class LadderDriver:
         """The policy's budget check after each message."""
         return await self._policy_step(self.policy.after_add(self.state.session, self.policy_context()))
 
-    async def add_message(self, role: Any, content: str, *, pinned: bool = False, at: float | None = None, **fields: Any) -> Message:
+    async def add_message(
+        self, role: Any, content: str, *, pinned: bool = False, at: float | None = None, **fields: Any
+    ) -> Message:
         """Add a message and let the policy act on it: the path of every message a user, the demo or a trace adds."""
         m = self.state.session.add(role, content, pinned=pinned, at=at, **fields)
         await self.after_add()

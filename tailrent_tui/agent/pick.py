@@ -95,7 +95,9 @@ def pick_model(settings: Settings, *, probe_timeout: float = PROBE_TIMEOUT) -> t
                 raise BuildError(f"Ollama at {host} did not answer ({exc}); {CONNECT_HOW}") from None
             if not name:
                 raise BuildError(f"the Ollama server at {host} has no models: pull one, e.g. `ollama pull llama3.2`")
-        return OllamaModel(name, host=host, num_ctx=settings.window, keep_alive=settings.keep_alive, read_timeout=read_timeout), None
+        return OllamaModel(
+            name, host=host, num_ctx=settings.window, keep_alive=settings.keep_alive, read_timeout=read_timeout
+        ), None
     host = _ollama_host()
     try:
         if not _port_open(host, probe_timeout):

@@ -133,7 +133,9 @@ def build(state: AgentState, run_delegate: Delegate) -> dict[str, SessionTool]:
         except (OSError, ValueError) as exc:
             return error(str(exc))
         tokens = state.session.count(text)
-        return ToolOutcome(content=f'[memory {key}] stored ~{tokens:,} tokens; recall("{key}") reads it back', meta={"kind": "memory_pointer"})
+        return ToolOutcome(
+            content=f'[memory {key}] stored ~{tokens:,} tokens; recall("{key}") reads it back', meta={"kind": "memory_pointer"}
+        )
 
     async def recall(args: dict[str, Any]) -> ToolOutcome:
         if state.memory is None:

@@ -242,8 +242,15 @@ class SlotKeeper:
             outcome.level = "warning"
             return outcome
         ms = answer.timings.restore_ms if answer.timings else None
-        outcome.ok, outcome.file, outcome.tokens, outcome.bytes, outcome.ms = True, record.file, answer.n_restored, answer.n_read, ms
-        outcome.line = f"KV slot restored: {answer.n_restored:,} tokens from {record.file}" + (f" in {ms:.0f} ms" if ms is not None else "")
+        outcome.ok, outcome.file, outcome.tokens, outcome.bytes, outcome.ms = (
+            True,
+            record.file,
+            answer.n_restored,
+            answer.n_read,
+            ms,
+        )
+        took = f" in {ms:.0f} ms" if ms is not None else ""
+        outcome.line = f"KV slot restored: {answer.n_restored:,} tokens from {record.file}{took}"
         self._saved_hash = record.hash  # the file holds this prefix already
         self.restored = outcome
         return outcome
@@ -288,7 +295,8 @@ class SlotKeeper:
         except SlotError as exc:
             if exc.unsupported:
                 outcome.line = self._turn_off(
-                    f"the server cannot save slots ({exc}); start it with --slot-save-path DIR/ to keep the KV cache across restarts"
+                    f"the server cannot save slots ({exc}); "
+                    "start it with --slot-save-path DIR/ to keep the KV cache across restarts"
                 )
             else:
                 # a full disk answers 500 with the server's reason: one line, and carry on

@@ -10,6 +10,7 @@ slot and prices the first request (slots.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from tailrent_tui.agent.pick import BuildError, pick_model
 from tailrent_tui.agent.slots import SlotHost, on_resume, on_start
@@ -81,10 +82,8 @@ class ModelLink:
         s = self.state
         resolve = getattr(s.model, "resolve_name", None)
         if resolve is not None and not s.model.name:
-            try:
+            with contextlib.suppress(ModelError):  # the turn's own request reports the fault with its hint
                 await resolve()
-            except ModelError:
-                pass  # the turn's own request reports the fault with its hint
         if s.settings.window is not None:
             return
         try:

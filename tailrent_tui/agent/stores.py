@@ -126,6 +126,8 @@ class SessionStores:
             out = (s.workspace / Path(path).expanduser()).resolve()
             data_dir = resolve_data_dir(s.settings.data_dir).resolve()
             if out == data_dir or data_dir in out.parents:
-                raise ValueError(f"{out} is inside the data dir {data_dir}, where it could overwrite a session; give another path")
+                raise ValueError(
+                    f"{out} is inside the data dir {data_dir}, where it could overwrite a session; give another path"
+                )
             out.parent.mkdir(parents=True, exist_ok=True)
         return write_export(export_session(s.session_dir, "md" if fmt == "md" else "json"), out).resolve()

@@ -160,7 +160,12 @@ class ToolRunner:
             m = session.add("tool", result.content, kind=Kind(kind), tool=call.name, tool_call_id=call.id, autopin=False)
         else:
             m = admit_to_session(
-                session, call.name, result, spill_store=self.state.spill_store, threshold=settings.spill_threshold, tool_call_id=call.id
+                session,
+                call.name,
+                result,
+                spill_store=self.state.spill_store,
+                threshold=settings.spill_threshold,
+                tool_call_id=call.id,
             )
         cb.on_tool_result(m)
         await self.ladder.after_add()

@@ -148,7 +148,7 @@ class TurnLoop:
         if usage is not None and tools and not usage.tools_dropped:
             self._check_schema_sent(usage, cb)
         await self.ladder.after_add()
-        return reply, list(zip(tool_calls, calls)), usage
+        return reply, list(zip(tool_calls, calls, strict=True)), usage
 
     def _check_schema_sent(self, usage: Usage, cb: TurnCallbacks) -> None:
         """A server whose whole prompt is smaller than the tool schema we sent ignored the tools.
@@ -172,10 +172,8 @@ class TurnLoop:
             self.state.rent.rebase_head(session.head_tokens)
         writer = getattr(self.state.session_dir, "update_meta", None)
         if writer is not None:
-            try:
+            with contextlib.suppress(OSError):
                 writer(tool_schema_tokens=0)
-            except OSError:
-                pass
         session.note(msg, "warning")
         cb.on_notice(msg, "warning")
 

@@ -15,6 +15,7 @@ decisions file); it is a check, not a guard against a swap after it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from dataclasses import dataclass
@@ -175,7 +176,7 @@ def _lexical_parts(root: str | Path, real_root: Path, text: str) -> list[str]:
         )
     if not Path(os.path.normpath(real_root / text)).is_relative_to(real_root):
         raise WorkspaceEscape(f"refused path {text!r}: its '..' parts lead outside the workspace {real_root}")
-    return [part for part in Path(text).parts]
+    return list(Path(text).parts)
 
 
 def open_beneath(
@@ -260,10 +261,8 @@ def open_beneath(
             except FileNotFoundError:
                 if not make_dirs:
                     raise FileNotFoundError(f"no such directory: {shown(name)}") from None
-                try:
+                with contextlib.suppress(FileExistsError):
                     os.mkdir(name, 0o777, dir_fd=stack[-1][0])
-                except FileExistsError:
-                    pass
                 pending.append(name)
                 continue
             except OSError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -17,7 +17,9 @@ from tailrent_tui.commands._common import load_settings_or_fail
 @click.option("--model", "model", metavar="SPEC", help="mock, ollama, ollama:NAME, openai:URL or openai:URL#MODEL.")
 @click.option("--continue", "continue_", is_flag=True, help="Continue the last active session (default: a new one).")
 @click.option("--resume", "resume", metavar="ID", help="Continue the session with this id (or a unique prefix of it).")
-@click.option("--json", "as_json", is_flag=True, help="Print the reply with usage as the server reported it and the rent as predicted.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the reply with usage as the server reported it and the rent as predicted."
+)
 @click.pass_context
 def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, resume: str | None, as_json: bool) -> None:
     """Send PROMPT, print the reply. Every turn is recorded in a session.
@@ -47,7 +49,7 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
     if agent.notice:
         click.echo(agent.notice, err=True)
 
-    async def deny(request: ApprovalRequest) -> str:
+    async def deny(request: ApprovalRequest) -> Literal["deny"]:
         click.echo(f"[denied {request.tool}: `tailrent ask` cannot ask you; pass --yolo to allow]", err=True)
         return "deny"
 

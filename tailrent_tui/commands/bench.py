@@ -55,7 +55,7 @@ def format_table(result: BenchResult) -> str:
             rows.append(row)
         widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
         for j, r in enumerate(rows):
-            out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+            out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
             if j == 0:
                 out.append("  ".join("-" * w for w in widths))
         extras = []
@@ -105,7 +105,7 @@ def write_plot(result: BenchResult, path: Path) -> None:
         raise click.ClickException("--plot needs matplotlib: pip install 'tailrent[plot]'") from None
     n = len(result.traces)
     fig, axes = plt.subplots(n, 1, figsize=(10, 3.5 * n), squeeze=False)
-    for ax, t in zip(axes[:, 0], result.traces):
+    for ax, t in zip(axes[:, 0], result.traces, strict=True):
         for name, p in t.policies.items():
             ax.plot(range(1, len(p.context_series) + 1), p.context_series, label=name, linewidth=1)
         ax.axhline(t.window, color="grey", linestyle=":", linewidth=1, label="window")

@@ -15,7 +15,9 @@ import click
               help="The words the answer needs: --expect A B C, or --expect repeated; quote a phrase (\"15 minute\").")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def recall(ctx: click.Context, session_ref: str, question: str, more: tuple[str, ...], expect: tuple[str, ...], as_json: bool) -> None:
+def recall(
+    ctx: click.Context, session_ref: str, question: str, more: tuple[str, ...], expect: tuple[str, ...], as_json: bool
+) -> None:
     """Which expected words are visible in the context SESSION would send now.
 
     For each word: where it lives (pin, summary of depth n, pointer, live

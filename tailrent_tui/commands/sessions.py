@@ -9,6 +9,7 @@ its id or a unique prefix of it.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -87,12 +88,14 @@ def sessions(ctx: click.Context, as_json: bool) -> None:
     ]
     widths = [max(len(str(r[c])) for r in [header, *rows]) for c in range(len(header))]
     for r in [header, *rows]:
-        click.echo("  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip())
+        click.echo("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
 
 
 @sessions.command("repair")
 @click.argument("session_id", metavar="ID")
-@click.option("--apply", is_flag=True, help="Keep the original as journal.bak-<time>.jsonl and put the repaired copy in its place.")
+@click.option(
+    "--apply", is_flag=True, help="Keep the original as journal.bak-<time>.jsonl and put the repaired copy in its place."
+)
 @click.pass_context
 def repair(ctx: click.Context, session_id: str, apply: bool) -> None:
     """Write a repaired copy of a session's journal (journal.repaired.jsonl), skipping bad lines.
@@ -223,7 +226,7 @@ def export(ctx: click.Context, session_id: str, fmt: str, output: Path | None) -
         raise click.ClickException(str(exc)) from None
     if output is None:
         # bytes, so that a C or ASCII locale cannot garble or refuse non-ASCII text
-        stream = click.get_binary_stream("stdout")
+        stream = sys.stdout.buffer
         stream.write(text.encode("utf-8"))
         stream.flush()
         return

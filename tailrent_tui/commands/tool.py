@@ -28,7 +28,8 @@ from tailrent_tui.store.paths import resolve_data_dir
 @click.option(
     "--workspace",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
-    help="Workspace root the tool runs in (default: the group's --workspace, else the workspace setting, else the current directory).",
+    help="Workspace root the tool runs in "
+    "(default: the group's --workspace, else the workspace setting, else the current directory).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of the text.")
 @click.pass_context

@@ -120,21 +120,58 @@ _CAPITAL_STOP = frozenset(
 # Acronyms that chatter is full of and no summary needs to keep, and the
 # markers that label a message rather than say something in it.
 _CAPS_STOP = frozenset(
-    "DECISION SUMMARIZE NOTE TODO FIXME XXX OK PR PRS FYI LGTM WIP ASAP IMO IMHO AFAIK TBD BTW "
-    "TLDR TL DR AM PM AND OR THE IS IT IN ON TO OF NO YES ALL".split()
+    [
+        "DECISION",
+        "SUMMARIZE",
+        "NOTE",
+        "TODO",
+        "FIXME",
+        "XXX",
+        "OK",
+        "PR",
+        "PRS",
+        "FYI",
+        "LGTM",
+        "WIP",
+        "ASAP",
+        "IMO",
+        "IMHO",
+        "AFAIK",
+        "TBD",
+        "BTW",
+        "TLDR",
+        "TL",
+        "DR",
+        "AM",
+        "PM",
+        "AND",
+        "OR",
+        "THE",
+        "IS",
+        "IT",
+        "IN",
+        "ON",
+        "TO",
+        "OF",
+        "NO",
+        "YES",
+        "ALL",
+    ]
 )
 
 # Words that carry no content in a reason clause: the markers themselves and
 # function words. Negations stay content words on purpose: a reason that lost
 # its "can't" says the opposite.
 _REASON_STOP = frozenset(
-    (
-        "because since due so that given order owing the a an is are was were be been being it its "
-        "this these those of in on at by for with to from and or but as we our you your they their "
-        "he she his her i my me us them there here has have had do does did will would should could "
-        "can may might must shall just very really also then than such into onto about any some "
-        "which who what when where how if"
-    ).split()
+    [
+        "because", "since", "due", "so", "that", "given", "order", "owing", "the", "a", "an", "is", "are", "was",
+        "were", "be", "been", "being", "it", "its", "this", "these", "those", "of", "in", "on", "at", "by", "for",
+        "with", "to", "from", "and", "or", "but", "as", "we", "our", "you", "your", "they", "their", "he", "she",
+        "his", "her", "i", "my", "me", "us", "them", "there", "here", "has", "have", "had", "do", "does", "did",
+        "will", "would", "should", "could", "can", "may", "might", "must", "shall", "just", "very", "really",
+        "also", "then", "than", "such", "into", "onto", "about", "any", "some", "which", "who", "what", "when",
+        "where", "how", "if",
+    ]
 )
 
 _WORD_NUMBERS = (
@@ -235,7 +272,9 @@ _MONTH_DATE_RE = re.compile(
     r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
     r"(?:[ \u00a0]\d{1,2}(?:st|nd|rd|th)?)?(?:,?[ \u00a0]\d{4})?(?![\w-])"
 )
-_UUID_RE = re.compile(r"[0-9a-fA-F](?<![\w-].)[0-9a-fA-F]{7}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])")
+_UUID_RE = re.compile(
+    r"[0-9a-fA-F](?<![\w-].)[0-9a-fA-F]{7}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w-])"
+)
 # 7 to 40 hex digits; a digit and a letter among them (see _hex_id_ok).
 _SHA_RE = re.compile(r"[0-9a-f](?<![\w-].)[0-9a-f]{6,39}(?![\w-])")
 
@@ -275,7 +314,9 @@ _DOTTED_TAIL_RE = re.compile(r"(?:\.[A-Za-z_][\w-]*)+(?![\w/-]|\.\w)")
 
 _DIRS = "northeast|southeast|northwest|southwest|north|south|east|west|central"
 _REGION_DIR_RE = re.compile(rf"-(?:{_DIRS})(?:-\d[a-f]?|\d{{1,2}})(?![\w-])")
-_REGION_HEAD_RE = re.compile(r"(?:us|eu|ap|sa|ca|me|af|il|mx|cn|europe|asia|australia|northamerica|southamerica|africa)(?:-gov|-iso)?\Z")
+_REGION_HEAD_RE = re.compile(
+    r"(?:us|eu|ap|sa|ca|me|af|il|mx|cn|europe|asia|australia|northamerica|southamerica|africa)(?:-gov|-iso)?\Z"
+)
 _REGION_RE = re.compile(
     rf"(?:us|eu|ap|sa|ca|me|af|il|mx|cn)(?:-gov|-iso)?-(?:{_DIRS})-\d[a-f]?"
     rf"|(?:us|europe|asia|australia|northamerica|southamerica|me|africa)-(?:{_DIRS})\d{{1,2}}"
@@ -455,7 +496,7 @@ def _trim_path(text: str, start: int, end: int) -> int:
 
 
 def _has_extension(path: str) -> bool:
-    head, dot, ext = path.rpartition(".")
+    head, _, ext = path.rpartition(".")
     return bool(head) and ext.lower() in _EXTENSION_SET
 
 
@@ -484,7 +525,10 @@ def _reason_clauses(text: str) -> list[_Cand]:
             continue
         end_m = _CLAUSE_END_RE.search(text, m.end())
         end = end_m.start() if end_m else len(text)
-        clause = _FIRST_WORDS_RE.match(text, m.start(), end).group(0)
+        first = _FIRST_WORDS_RE.match(text, m.start(), end)
+        if first is None:
+            continue
+        clause = first.group(0)
         clause = clause.rstrip(" \t,:-–—.!?")
         if clause.count(")") > clause.count("("):
             clause = clause.rstrip(")")
@@ -566,7 +610,7 @@ def _ipv6_ok(text: str) -> bool:
     if "::" not in addr:
         return addr.count(":") == 7
     # a single colon at either end is punctuation ("key: value:"), not the address
-    return not (addr[0] == ":" and addr[:2] != "::" or addr[-1] == ":" and addr[-2:] != "::")
+    return not ((addr[0] == ":" and addr[:2] != "::") or (addr[-1] == ":" and addr[-2:] != "::"))
 
 
 def _hex_id_ok(text: str) -> bool:
@@ -746,7 +790,8 @@ def _atoms(text: str, initial_rule: bool) -> list[_Cand]:
                 cands.append(_Cand(m.start(), m.end(), kind, m.group(0)))
     cands.extend(_anchored_atoms(text))
     for m in _MONTH_DATE_RE.finditer(text):
-        if _starts_word(text, m.start(), "-") and not (initial_rule and _sentence_initial(text, m.start()) and m.group(0) == "May"):
+        sentence_may = initial_rule and _sentence_initial(text, m.start()) and m.group(0) == "May"
+        if _starts_word(text, m.start(), "-") and not sentence_may:
             cands.append(_Cand(m.start(), m.end(), "number", m.group(0)))
     cands.extend(_name_cands(text, initial_rule))
     # At a sentence start, a name with its number counts if the text shows the
@@ -1001,7 +1046,7 @@ def _rx(pattern: str) -> re.Pattern[str]:
 
 def _bounded(needle: str, hay: str, left: bool, right: bool, plural: bool = False) -> bool:
     pattern = re.escape(needle)
-    if left and needle[:1].isalnum() or left and needle[:1] == "_":
+    if (left and needle[:1].isalnum()) or (left and needle[:1] == "_"):
         pattern = r"(?<!\w)" + pattern
     if right and (needle[-1:].isalnum() or needle[-1:] == "_"):
         pattern += r"(?:e?s)?(?!\w)" if plural else r"(?!\w)"
@@ -1059,10 +1104,10 @@ def _present(fact: Fact, hay: _Haystack) -> bool:
             return digits in hay.norm and _rx(rf"(?<![\d.]){digits}(?!\d)").search(hay.norm) is not None
         return needle in hay.norm and _bounded(needle, hay.norm, left=True, right=True)
     if fact.kind == "code":
-        pattern = _code_pattern(needle)
-        if pattern is None:
+        code_re = _code_pattern(needle)
+        if code_re is None:
             return needle in hay.norm and _bounded(needle, hay.norm, left=True, right=True)
-        return _rx(pattern).search(hay.norm) is not None
+        return _rx(code_re).search(hay.norm) is not None
     if fact.kind == "version":
         bare = needle[1:] if re.match(r"v\d", needle) else needle
         return bare in hay.norm and _rx(r"(?<![\w.])v?" + re.escape(bare) + r"(?!\w|\.\d)").search(hay.norm) is not None

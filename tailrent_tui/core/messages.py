@@ -11,7 +11,7 @@ import os
 import time
 import uuid
 from enum import StrEnum
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -305,20 +305,18 @@ class Note(_Event):
 
 
 Event = Annotated[
-    Union[
-        MessageAdded,
-        Pinned,
-        Unpinned,
-        Spilled,
-        Folded,
-        FoldSkipped,
-        Unfolded,
-        InstructionsRead,
-        WatchAdded,
-        WatchRemoved,
-        UsageRecorded,
-        Note,
-    ],
+    MessageAdded
+    | Pinned
+    | Unpinned
+    | Spilled
+    | Folded
+    | FoldSkipped
+    | Unfolded
+    | InstructionsRead
+    | WatchAdded
+    | WatchRemoved
+    | UsageRecorded
+    | Note,
     Field(discriminator="type"),
 ]
 

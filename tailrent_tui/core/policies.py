@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
@@ -264,7 +264,7 @@ def reviewed(
             return record
         record = prepare_fold(
             session, record.span_ids, summary=verdict.text, summarizer_name="you (edited)",
-            guard=record.guard, position=position, header=header, trigger=record.trigger,
+            guard=cast(GuardMode, record.guard), position=position, header=header, trigger=record.trigger,
         )
 
 
@@ -383,7 +383,7 @@ class NonePolicy(Policy):
 class NaivePolicy(Policy):
     name = "naive"
     description = "the article's harness: over budget, fold the oldest 6 at index 0, once per add"
-    header = "[folded {n} messages]"
+    header: str | None = "[folded {n} messages]"
 
     def after_add(self, session: Session, ctx: PolicyContext) -> Plan:
         s = ctx.settings

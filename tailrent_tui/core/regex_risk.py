@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from re import _compiler, _parser  # type: ignore[attr-defined]
-from re import _constants as C
+from re import _constants as C  # type: ignore[attr-defined]
 from typing import Any
 
 _SAMPLE = [chr(c) for c in range(0x20, 0x300)] + ["\n", "\t"]
@@ -139,9 +139,9 @@ def _ambiguous(state: Any, body: Any, flags: int) -> bool:
 def _gives_back(items: Any) -> bool:
     """Whether a backtracking choice lies in `items` outside any possessive repeat or atomic group."""
     for op, av in items:
-        if op in _REPEATS and av[0] != av[1] or op is C.BRANCH:
+        if (op in _REPEATS and av[0] != av[1]) or op is C.BRANCH:
             return True
-        if op in _REPEATS and _gives_back(av[2]) or op is C.SUBPATTERN and _gives_back(av[-1]):
+        if (op in _REPEATS and _gives_back(av[2])) or (op is C.SUBPATTERN and _gives_back(av[-1])):
             return True
     return False
 

@@ -244,7 +244,7 @@ def context_items(session: Any) -> list[Item]:
 def shared_prefix(previous: Sequence[Item], current: Sequence[Item]) -> int:
     """Tokens of the longest run of leading items equal in both."""
     total = 0
-    for a, b in zip(previous, current):
+    for a, b in zip(previous, current, strict=False):  # the common prefix: the shorter one ends it
         if a != b:
             break
         total += b[1]

@@ -7,7 +7,7 @@ re-tokenizes the transcript.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -88,7 +88,7 @@ TOKENIZERS = ("cl100k", "chars4")
 SERVER_TOKENIZERS = ("auto", "server")
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_counter(name: str = "cl100k") -> TokenCounter:
     """The counter for a tokenizer name (`cl100k` or `chars4`; `auto` and `server` count
     like cl100k here); shared per name."""

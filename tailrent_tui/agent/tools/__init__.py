@@ -176,7 +176,7 @@ def parse_args(spec: ToolSpec, raw_args: str | dict[str, Any] | None) -> dict[st
             ) from None
         wrong = [e for e in errors if e["type"] != "missing"]
         if wrong:
-            name = wrong[0]["loc"][0]
+            name = str(wrong[0]["loc"][0])
             value = args[name]
             raise ToolError(
                 f"argument {name!r} of {spec.name} must be {properties[name].get('type')}, "

@@ -10,6 +10,7 @@ to `ToolOutcome.content` afterwards by the agent.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import stat
@@ -396,10 +397,8 @@ def replace_file(spot: Beneath, data: bytes, mode: int | None = None) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, spot.name, src_dir_fd=spot.dir_fd, dst_dir_fd=spot.dir_fd)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=spot.dir_fd)
-        except OSError:
-            pass
         raise
 
 

@@ -100,7 +100,11 @@ def _plan(spot: Beneath, args: dict[str, Any], ctx: ToolContext) -> tuple[bytes,
     )
     line = before.count("\n", 0, before.find(old)) + 1
     meta = {"path": shown, "diff": diff or too_large or "", "diff_cut": too_large, "line": line}
-    return after.encode("utf-8"), stat.S_IMODE(st.st_mode), outcome(f"edited {shown} at line {line}\n{diff or too_large}", meta=meta)
+    return (
+        after.encode("utf-8"),
+        stat.S_IMODE(st.st_mode),
+        outcome(f"edited {shown} at line {line}\n{diff or too_large}", meta=meta),
+    )
 
 
 def preview(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:

@@ -36,6 +36,8 @@ def _load_workspace():
     """tailrent_tui/agent/workspace.py, loaded from its file (this process has no site-packages)."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     spec = importlib.util.spec_from_file_location("_tailrent_workspace", os.path.join(here, "workspace.py"))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {here}/workspace.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses looks its module up
     spec.loader.exec_module(module)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import Field
@@ -61,7 +62,7 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     cap = ctx.caps.list_dir_max_entries
     total = 0
 
-    def counted(entries: os.ScandirIterator[os.DirEntry[str]]):
+    def counted(entries: Iterable[os.DirEntry[str]]):
         nonlocal total, hidden
         for entry in entries:
             if hidden_key is not None and entry.inode() == hidden_key[1]:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from tailrent_tui.core.messages import Folded, FoldRecord, FoldSkipped, Kind, Message, Unfolded
-from tailrent_tui.core.ports import ArchiveError, ArchivedFold, FoldArchive
+from tailrent_tui.core.ports import ArchivedFold, ArchiveError, FoldArchive
 from tailrent_tui.core.session import Session, SessionError
 from tailrent_tui.core.summarize import Summarizer
 
