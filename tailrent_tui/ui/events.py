@@ -1,6 +1,6 @@
-"""Messages the widgets post up to the app: what the user asked for.
+"""Messages the widgets post up to the session screen: what the user asked for.
 
-Widgets never call the agent; they say what happened and the app acts
+Widgets never call the agent; they say what happened and the screen acts
 (attributes down, messages up), so tests can record these with `message_hook`.
 """
 

@@ -28,6 +28,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message as TextualMessage
 from textual.notifications import SeverityLevel
+from textual.reactive import var
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header
@@ -122,6 +123,11 @@ class SessionScreen(Screen[None]):
     AUTO_FOCUS = "#input"
     BINDINGS: ClassVar[list[BindingType]] = list(BINDINGS)
 
+    #: a turn is running; the Footer's keys follow it (and the next one)
+    running: var[bool] = var(False, bindings=True)
+    #: the last turn failed, or was cancelled before its reply: ctrl+r and /retry send it again
+    retry_pending: var[bool] = var(False, bindings=True)
+
     class Ready(TextualMessage):
         """The screen is mounted, its notice said: the app may add its own (journal health, warnings)."""
 
@@ -138,9 +144,7 @@ class SessionScreen(Screen[None]):
         self.settings = settings
         self.clock = clock
         self.prompt_history = history
-        self.running = False
         self._pinging = False
-        self.retry_pending = False
         self.focused_message_id: str | None = None
         # what the agent reports, in order: the pump applies it (`apply_update`)
         self._queue: asyncio.Queue[Update] = asyncio.Queue()
@@ -396,7 +400,6 @@ class SessionScreen(Screen[None]):
     async def _turn_ended(self, result: TurnResult | None) -> None:
         await self.transcript.end_turn()
         self.running = False
-        self.refresh_bindings()
         if result is None:  # the turn failed on a bug, already reported
             await self._give_back_waiting("the turn failed")
             return
@@ -405,7 +408,6 @@ class SessionScreen(Screen[None]):
             self.retry_pending = self._owes_reply()
             if self.retry_pending:
                 await self.transcript.show_notice("your message is kept: ctrl+r or /retry sends it")
-            self.refresh_bindings()
             return
         error = result.error
         if error is not None:
@@ -445,7 +447,6 @@ class SessionScreen(Screen[None]):
         self.running = True
         self.retry_pending = False
         self._disarm_slot_save()
-        self.refresh_bindings()
         out = Outgoing(text) if isinstance(text, str) else text
         self._turn_worker = self.run_worker(self._turn(out), group="turn", name="turn", exit_on_error=False)
 
