@@ -506,3 +506,20 @@ async def test_ladder_folds_with_the_model_as_summarizer(make_agent):
     assert summary_requests
     assert agent.session.messages[0].content == DECISION and agent.session.messages[0].pinned
     assert agent.session.context_tokens <= trigger
+
+
+@pytest.mark.parametrize(
+    ("entry", "pinned"),
+    [
+        ({"text": "DECISION: keep port 8443 because the firewall allows it."}, True),
+        # ran to its token cap: a base model rambling on, not a decision to pin whole
+        ({"text": "DECISION: keep port 8443 because the firewall allows it. " * 20, "done_reason": "length"}, False),
+        # writes the chat template's own tokens: the same rambling
+        ({"text": "We decided to keep port 8443 because it is open.<|im_end|> <|im_start|>user We decided"}, False),
+    ],
+)
+async def test_a_runaway_reply_is_not_auto_pinned(make_agent, entry, pinned):
+    agent = make_agent([entry])
+    result = await agent.turn("Which port?", TurnCallbacks())
+    assert result.reply is not None and result.reply.pinned is pinned
+    assert result.reply.meta.get("truncated", False) is (entry.get("done_reason") == "length")

@@ -25,6 +25,7 @@ from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.tool_runner import ToolRunner
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.messages import Message, ToolCall
+from tailrent_tui.core.summarize import TEMPLATE_TOKEN
 from tailrent_tui.models.base import TextDelta, ThinkingDelta, ToolCallChunk, Usage
 from tailrent_tui.models.errors import ContextOverflow, ModelError, ToolsUnsupported
 
@@ -143,7 +144,14 @@ class TurnLoop:
                 result.notices.append(msg)
                 cb.on_notice(msg, "warning")
         tool_calls = [ToolCall(id=c.id or f"call_{i}", name=c.name, arguments=c.arguments) for i, c in enumerate(calls)]
-        reply = session.add("assistant", "".join(parts), tool_calls=tool_calls, meta=_call_errors(calls))
+        text = "".join(parts)
+        meta = _call_errors(calls)
+        # a reply that ran to its token cap, or that writes the chat template's own tokens (a base
+        # model rambling on), is no decision to pin whole: the user can still pin it by hand
+        runaway = (usage is not None and usage.truncated) or TEMPLATE_TOKEN.search(text) is not None
+        if usage is not None and usage.truncated:
+            meta["truncated"] = True
+        reply = session.add("assistant", text, tool_calls=tool_calls, meta=meta, autopin=not runaway)
         self.meter.record(predicted, usage)
         if usage is not None and tools and not usage.tools_dropped:
             self._check_schema_sent(usage, cb)
