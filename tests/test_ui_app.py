@@ -6,6 +6,7 @@ import json
 
 import pytest
 from textual.widgets import Markdown
+from ui_helpers import approve_preview, fill, make_agent, make_app, wait_until
 
 from tailrent_tui.core.messages import Kind
 from tailrent_tui.settings import Settings, load_settings
@@ -18,8 +19,6 @@ from tailrent_tui.ui.screens.spill_viewer import SpillViewer
 from tailrent_tui.ui.widgets.input import PromptInput
 from tailrent_tui.ui.widgets.message import MessageView
 from tailrent_tui.ui.widgets.notice import NoticeBar
-
-from ui_helpers import approve_preview, fill, make_agent, make_app, wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -446,7 +445,7 @@ async def test_theme_switch_is_remembered(tmp_path, config_dir):
         app.theme = "tailrent-light"
         await wait_until(pilot, lambda: (config_dir / "state.json").exists(), what="state saved")
     assert json.loads((config_dir / "state.json").read_text())["theme"] == "tailrent-light"
-    settings, sources = load_settings({})
+    settings, _ = load_settings({})
     assert settings.theme == "tailrent-light"
     app2 = make_app(make_agent(tmp_path, settings=settings))
     async with app2.run_test(size=(140, 40)):

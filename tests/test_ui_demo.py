@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from ui_helpers import FixedClock, wait_until
 
 from tailrent_tui.scenarios.article import WATCHLIST
 from tailrent_tui.ui.demo import build_demo
-
-from ui_helpers import FixedClock, wait_until
 
 
 @pytest.fixture(autouse=True)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 from textual.widgets import Static, TextArea
+from ui_helpers import fill, make_agent, make_app, wait_until
 
 from tailrent_tui.settings import Settings
 from tailrent_tui.ui.screens.fold_inspector import FoldInspector
 from tailrent_tui.ui.screens.fold_preview import FoldPreview
-
-from ui_helpers import fill, make_agent, make_app, wait_until
 
 
 @pytest.fixture(autouse=True)

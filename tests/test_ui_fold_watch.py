@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from ui_helpers import NOW, PAD, FixedClock, GatedModel, approve_preview, fill, make_agent, make_app, wait_until
 
 from tailrent_tui.core.messages import UsageRecorded
 from tailrent_tui.core.rent import RentModel, get_price_sheet
@@ -18,8 +19,6 @@ from tailrent_tui.models.mock import MockModel, ModelSummarizer
 from tailrent_tui.settings import Settings
 from tailrent_tui.ui.widgets.input import PromptInput
 from tailrent_tui.ui.widgets.tail_panel import duration
-
-from ui_helpers import NOW, PAD, FixedClock, GatedModel, approve_preview, fill, make_agent, make_app, wait_until
 
 ASK = "Where were we with the cache?" + PAD * 6  # longer than any message `fill` adds
 

@@ -14,9 +14,9 @@ from tailrent_tui.core.messages import Kind
 from tailrent_tui.settings import Settings
 from tailrent_tui.store.history import PromptHistory, history_path
 from tailrent_tui.ui.demo import build_demo
+from tailrent_tui.ui.screens.fold_preview import FoldPreview
 from tailrent_tui.ui.screens.history_search import HistorySearch
 from tailrent_tui.ui.widgets.completion_menu import CompletionMenu
-from tailrent_tui.ui.screens.fold_preview import FoldPreview
 from tailrent_tui.ui.widgets.input import CHIP_LINES, PromptInput
 from tailrent_tui.ui.widgets.message import MessageView
 

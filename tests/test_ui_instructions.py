@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from textual.widgets import OptionList
+from ui_helpers import FixedClock, make_app, wait_until
 
 from tailrent_tui.agent.loop import Agent
 from tailrent_tui.core.messages import Kind
@@ -14,13 +15,13 @@ from tailrent_tui.models.mock import MockModel
 from tailrent_tui.settings import Settings
 from tailrent_tui.ui.widgets.input import PromptInput
 
-from ui_helpers import FixedClock, make_app, wait_until
-
 
 async def test_pins_panel_shows_agents_md_and_follows_an_edit(tmp_path):
     (tmp_path / "AGENTS.md").write_text("Use tabs for indentation.\n")
     session = Session(counter=get_counter("chars4"), system="You are a test agent.", window=8192, clock=FixedClock(), id="t")
-    agent = Agent(session=session, model=MockModel(), settings=Settings(tokenizer="chars4"), workspace=tmp_path, instructions=True)
+    agent = Agent(
+        session=session, model=MockModel(), settings=Settings(tokenizer="chars4"), workspace=tmp_path, instructions=True
+    )
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         pins = app.sidebar.pins

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import errno
 
+from ui_helpers import wait_until
+
 from tailrent_tui.agent.build import build_agent
 from tailrent_tui.settings import Settings
 from tailrent_tui.store.journal import load_journal
 from tailrent_tui.ui.app import TailrentApp
-
-from ui_helpers import wait_until
 
 
 async def test_a_journal_write_failure_is_shown_kept_and_retried(tmp_path, monkeypatch):

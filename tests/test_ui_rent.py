@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator
 import pytest
 from rich.cells import cell_len
 from textual.widgets import Markdown, Static
+from ui_helpers import NOW, FixedClock, make_app, wait_until
+from ui_helpers import make_agent as bare_agent
 
 from tailrent_tui.core.messages import UsageRecorded
 from tailrent_tui.core.rent import context_items, conversation_usage
@@ -23,9 +25,6 @@ from tailrent_tui.store.sessions import SessionDir
 from tailrent_tui.ui.screens.help import HelpScreen
 from tailrent_tui.ui.widgets.input import PromptInput
 from tailrent_tui.ui.widgets.tail_panel import WORDS, duration
-
-from ui_helpers import NOW, FixedClock, make_app, wait_until
-from ui_helpers import make_agent as bare_agent
 
 LONG = "We went through the deployment notes again and nothing stood out. " * 24
 

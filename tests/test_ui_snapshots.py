@@ -9,13 +9,12 @@ from __future__ import annotations
 import time
 
 import pytest
+from ui_helpers import NOW, fill, make_agent, make_app
 
 from tailrent_tui.core.messages import UsageRecorded
 from tailrent_tui.core.rungs.fold import fold_span
 from tailrent_tui.core.summarize import LossySummarizer
 from tailrent_tui.settings import Settings
-
-from ui_helpers import NOW, fill, make_agent, make_app
 
 THEMES = ["tailrent-dark", "tailrent-light", "tailrent-contrast"]
 SIZE = (140, 40)
@@ -38,7 +37,9 @@ def scene(tmp_path, theme: str):
     s = agent.session
     fill(s, 10, tool_every=5, big=300)
     s.add_message(
-        s.make_message("user", "DECISION: refresh tokens live in Redis with a 15 minute TTL, because the mobile client cannot persist them."),
+        s.make_message(
+            "user", "DECISION: refresh tokens live in Redis with a 15 minute TTL, because the mobile client cannot persist them."
+        ),
         autopin=False,
     )
     decision = s.messages[-1].id

@@ -109,7 +109,7 @@ def load_theme_file(path: Path) -> Theme:
     try:
         theme = Theme(**checked.model_dump(exclude_unset=True) | {"name": checked.name})
         theme.to_color_system().generate()
-    except Exception as exc:  # noqa: BLE001 -- Textual raises several types for what it cannot use
+    except Exception as exc:
         raise ThemeFileError(f"{path}: {exc}; the theme is skipped") from None
     return theme
 

@@ -42,7 +42,9 @@ class ApprovalScreen(ModalScreen[Answer]):
 
     DEFAULT_CSS = """
     ApprovalScreen { align: center middle; }
-    ApprovalScreen > #frame { width: 90; max-width: 96%; height: auto; max-height: 90%; background: $surface; border: thick $warning; padding: 0 1; }
+    ApprovalScreen > #frame {
+        width: 90; max-width: 96%; height: auto; max-height: 90%; background: $surface; border: thick $warning; padding: 0 1;
+    }
     ApprovalScreen #question { text-style: bold; height: auto; }
     ApprovalScreen #command { height: auto; max-height: 8; background: $panel; padding: 0 1; }
     ApprovalScreen #arguments { height: auto; max-height: 8; color: $text-muted; }

@@ -96,7 +96,7 @@ class FoldInspector(ModalScreen[str | None]):
     DEFAULT_CSS = fold_css("FoldInspector", "$tail-summary")
 
     BINDINGS = [
-        Binding("escape,q", "dismiss", "Close", id="inspector.close", tooltip="Back to the transcript"),
+        Binding("escape,q", "close", "Close", id="inspector.close", tooltip="Back to the transcript"),
         Binding("u", "unfold", "Unfold", id="inspector.unfold",
                 tooltip="Undo this fold: its originals back in place of the summary, if they fit under the fold trigger"),
     ]
@@ -116,7 +116,7 @@ class FoldInspector(ModalScreen[str | None]):
             yield from fold_sides(f, self.originals, self.error)
             yield Footer()
 
-    def action_dismiss(self) -> None:  # type: ignore[override]
+    def action_close(self) -> None:
         self.dismiss(None)
 
     def action_unfold(self) -> None:

@@ -24,7 +24,8 @@ from tailrent_tui.ui.widgets.tail_panel import duration
 def preview_title(review: Review) -> str:
     f = review.record
     n = len(f.span_ids)
-    return f"fold preview · {n} message{'s' if n != 1 else ''} · {f.tokens_before:,} → {f.tokens_after:,} tokens · trigger {f.trigger}"
+    messages = f"{n} message{'s' if n != 1 else ''}"
+    return f"fold preview · {messages} · {f.tokens_before:,} → {f.tokens_after:,} tokens · trigger {f.trigger}"
 
 
 def cost_line(review: Review, reread: int | None, seconds: float | None) -> Content:

@@ -14,10 +14,12 @@ from tailrent_tui.ui.widgets.tail_panel import WORDS
 class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 90; max-width: 96%; height: 90%; background: $surface; border: thick $primary; padding: 0 1; }
+    HelpScreen > VerticalScroll {
+        width: 90; max-width: 96%; height: 90%; background: $surface; border: thick $primary; padding: 0 1;
+    }
     """
 
-    BINDINGS = [Binding("escape,q,f1", "dismiss", "Close", id="help.close", tooltip="Back")]
+    BINDINGS = [Binding("escape,q,f1", "close", "Close", id="help.close", tooltip="Back")]
 
     def __init__(self, keys: list[tuple[str, str, str]], slash_help: dict[str, str]) -> None:
         super().__init__()
@@ -55,5 +57,5 @@ class HelpScreen(ModalScreen[None]):
             + words + "\n"
         )
 
-    def action_dismiss(self) -> None:
+    def action_close(self) -> None:
         self.dismiss(None)

@@ -32,11 +32,13 @@ def report_content(report: ProbeReport) -> Content:
 class RecallScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     RecallScreen { align: center middle; }
-    RecallScreen > VerticalScroll { width: 90; max-width: 96%; height: auto; max-height: 90%; background: $surface; border: thick $accent; padding: 0 1; }
+    RecallScreen > VerticalScroll {
+        width: 90; max-width: 96%; height: auto; max-height: 90%; background: $surface; border: thick $accent; padding: 0 1;
+    }
     RecallScreen #report { height: auto; }
     """
 
-    BINDINGS = [Binding("escape,q", "dismiss", "Close", id="recall.close", tooltip="Back")]
+    BINDINGS = [Binding("escape,q", "close", "Close", id="recall.close", tooltip="Back")]
 
     def __init__(self, report: ProbeReport) -> None:
         super().__init__()
@@ -46,5 +48,5 @@ class RecallScreen(ModalScreen[None]):
         with VerticalScroll():
             yield Static(report_content(self.report), id="report")
 
-    def action_dismiss(self) -> None:
+    def action_close(self) -> None:
         self.dismiss(None)

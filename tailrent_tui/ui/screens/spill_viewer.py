@@ -31,7 +31,7 @@ class SpillViewer(ModalScreen[None]):
     SpillViewer TextArea { height: 1fr; border: none; }
     """
 
-    BINDINGS = [Binding("escape,q", "dismiss", "Close", id="spill_viewer.close", tooltip="Back to the transcript")]
+    BINDINGS = [Binding("escape,q", "close", "Close", id="spill_viewer.close", tooltip="Back to the transcript")]
 
     def __init__(self, spill: Spilled, text: str | None, error: str | None = None) -> None:
         super().__init__()
@@ -48,5 +48,5 @@ class SpillViewer(ModalScreen[None]):
                 yield TextArea(self.text or "", read_only=True, show_line_numbers=True, soft_wrap=False)
             yield Footer()
 
-    def action_dismiss(self) -> None:
+    def action_close(self) -> None:
         self.dismiss(None)

@@ -181,9 +181,7 @@ class MessageView(Widget, can_focus=True):
         self.add_class(*kind_classes(m).split())
         self._update_head()
         body = self.query_one(".body")
-        if isinstance(body, Markdown):
-            body.update(shown_body(m))
-        else:
+        if isinstance(body, (Markdown, Static)):
             body.update(shown_body(m))
 
     def set_selected(self, selected: bool) -> None:
@@ -230,9 +228,8 @@ class MessageView(Widget, can_focus=True):
             return
         if m.kind == Kind.spill_pointer and m.spill_id:
             self.post_message(SpillOpenRequested(m.spill_id))
-        elif m.kind == Kind.fold_summary:
-            if self.fold_no is not None:
-                self.post_message(FoldInspectRequested(self.fold_no))
+        elif m.kind == Kind.fold_summary and self.fold_no is not None:
+            self.post_message(FoldInspectRequested(self.fold_no))
 
     def action_toggle_span(self) -> None:
         if self.message is not None and not self.message.pinned:

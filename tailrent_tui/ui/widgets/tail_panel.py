@@ -161,13 +161,15 @@ class TailBar(Widget):
         total = max(1, f.window, sum(sizes))
         cells = [round(width * s / total) for s in sizes]
         # a non-empty part keeps at least one cell, so a small pin is still visible
-        cells = [max(1, c) if s > 0 else 0 for c, s in zip(cells, sizes)]
+        cells = [max(1, c) if s > 0 else 0 for c, s in zip(cells, sizes, strict=True)]
         while sum(cells) > width:
             biggest = cells.index(max(cells))
             cells[biggest] -= 1
         cells[-1] += width - sum(cells)
         parts = [
-            Content.from_markup(f"[${var}]$bar[/]", bar="█" * n) for (_label, var), n in zip(SEGMENTS, cells) if n > 0
+            Content.from_markup(f"[${var}]$bar[/]", bar="█" * n)
+            for (_label, var), n in zip(SEGMENTS, cells, strict=True)
+            if n > 0
         ]
         return Content("").join(parts)
 
@@ -205,7 +207,7 @@ def legend(f: TailFigures) -> Content:
     tokens = (f.system, f.pinned, f.summaries, f.pointers, f.live, f.free)
     cells = [
         Content.from_markup(f"[${var}]■[/] $cell", cell=f"{label:<10}{n:>7,}")
-        for (label, var), n in zip(SEGMENTS, tokens)
+        for (label, var), n in zip(SEGMENTS, tokens, strict=True)
     ]
     rows = [Content("  ").join(cells[i : i + 2]) for i in range(0, len(cells), 2)]
     return Content("\n").join(rows)

@@ -25,13 +25,13 @@ from tailrent_tui.core.messages import (
     Folded,
     FoldSkipped,
     InstructionsRead,
-    Unfolded,
     Kind,
     Message,
     MessageAdded,
     Pinned,
     Spilled,
     ToolCall,
+    Unfolded,
     Unpinned,
 )
 from tailrent_tui.core.session import Session
@@ -391,7 +391,8 @@ class Transcript(VerticalScroll, can_focus=False):
         if self.scroll_y <= 0 and self._first_index > 0:
             await self.load_earlier()
 
-    async def action_scroll_home(self) -> None:
+    # Textual awaits an action that is a coroutine; its base declares this one plain
+    async def action_scroll_home(self) -> None:  # type: ignore[override]
         await self.load_earlier()
         self.scroll_home(animate=False)
 
