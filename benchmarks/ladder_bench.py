@@ -30,45 +30,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from test_ladder_plans import _VOCABULARY  # noqa: E402
+
 from tailrent_tui.core.messages import Folded, UsageRecorded  # noqa: E402
 from tailrent_tui.scenarios.bench import run_bench  # noqa: E402
 from tailrent_tui.scenarios.traces import get_trace  # noqa: E402
 from tailrent_tui.store.sessions import find_session  # noqa: E402
 
 TAILRENT = str(Path(sys.executable).with_name("tailrent"))
-CHATTER = [
-    "we",
-    "looked",
-    "at",
-    "the",
-    "logs",
-    "and",
-    "talked",
-    "it",
-    "over",
-    "for",
-    "a",
-    "while",
-    "then",
-    "moved",
-    "on",
-    "to",
-    "other",
-    "things",
-    "like",
-    "reviewing",
-    "some",
-    "older",
-    "notes",
-    "about",
-    "flaky",
-    "checks",
-    "before",
-    "lunch",
-    "and",
-    "after",
-    "coffee",
-]
+CHATTER = _VOCABULARY  # the chatter of tests/test_ladder_plans.py: one list of filler words
 
 
 def parity() -> None:

@@ -30,7 +30,7 @@ from tailrent_tui.agent.loop import Agent
 from tailrent_tui.agent.pick import CONNECT_HOW as CONNECT_HOW
 from tailrent_tui.agent.pick import BuildError, pick_model
 from tailrent_tui.agent.session_tools import offered_tools
-from tailrent_tui.agent.slots import SlotKeeper
+from tailrent_tui.agent.slots import SlotKeeper, idle_words
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.guard import DecisionDetector
 from tailrent_tui.core.rent import RentModel, context_items, get_price_sheet
@@ -242,7 +242,7 @@ def _agent_for(
             cold_resume = True
             if idle >= 0:
                 session.note(
-                    f"resumed after {_duration(idle)} idle, past the cache TTL ({_duration(sheet.ttl_seconds)}): "
+                    f"resumed after {idle_words(idle)} idle, past the cache TTL ({idle_words(sheet.ttl_seconds)}): "
                     "unless a saved KV slot is restored, the next request rewrites the whole prefix",
                     "info",
                 )
@@ -274,16 +274,6 @@ def _agent_for(
 def embedded_slot_dir(session_path: Path) -> Path:
     """Where the embedded engine saves this session's KV slots."""
     return session_path / "slots"
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 172800:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
 
 
 def _tool_specs() -> list[ToolSpec]:

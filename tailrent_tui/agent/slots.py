@@ -385,12 +385,12 @@ def price_resume(agent: SlotHost, *, now: float | None = None) -> ResumePrice:
     if restored is None and last is not None and sheet is not None:
         idle = now - last
         if idle < 0:
-            why = f"the clock is {_ago(-idle)} behind the last request: cannot tell whether the cache is warm, counted cold"
+            why = f"the clock is {idle_words(-idle)} behind the last request: cannot tell whether the cache is warm, counted cold"
         elif idle < sheet.ttl_seconds:
             warm = True
-            why = f"idle {_ago(idle)}, inside its TTL of {_ago(sheet.ttl_seconds)}"
+            why = f"idle {idle_words(idle)}, inside its TTL of {idle_words(sheet.ttl_seconds)}"
         else:
-            why = f"idle {_ago(idle)}: the cache expired (its TTL is {_ago(sheet.ttl_seconds)})"
+            why = f"idle {idle_words(idle)}: the cache expired (its TTL is {idle_words(sheet.ttl_seconds)})"
     if restored is None and keeper is not None and keeper.restore_why:
         why = f"{why}; no slot restored: {keeper.restore_why}" if why else f"no slot restored: {keeper.restore_why}"
     rate = prompt_rate(session.usage, sheet) if sheet is not None else None
@@ -416,7 +416,8 @@ def warm_rent_after_restore(agent: SlotHost, now: float) -> None:
     rent._previous_at = now
 
 
-def _ago(seconds: float) -> str:
+def idle_words(seconds: float) -> str:
+    """An idle time as said: 45 s, 12 min, 1.5 h, 2.3 days."""
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:
