@@ -84,3 +84,27 @@ def test_old_journals_are_all_turns_and_summaries_are_not_the_conversation():
 )
 def test_durations_read_as_a_person_says_them(seconds, said):
     assert duration(seconds) == said
+
+
+async def test_a_local_engine_keeps_the_reply_it_wrote_so_the_next_turn_reads_only_the_new_message(tmp_path, monkeypatch):
+    """llama.cpp (and the mock, which copies it) keeps the tokens it generated in its KV cache:
+    the next request evaluates the new user message, not the reply again. The prediction must
+    say the same, or the Tail panel's 'evaluated' and the rent double-count every reply."""
+    from tailrent_tui.agent.build import build_agent, close_agent
+    from tailrent_tui.agent.loop import TurnCallbacks
+    from tailrent_tui.models.mock import MockModel
+    from tailrent_tui.settings import Settings
+
+    monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
+    settings = Settings(model="mock", data_dir=tmp_path / "data", workspace=tmp_path, tokenizer="chars4", fsync=False)
+    agent = build_agent(settings, async_writer=False, new=True)
+    agent.model = MockModel([{"text": "A long reply about the cache. " * 30}, {"text": "Short."}])
+    try:
+        await agent.turn("What about the cache?", TurnCallbacks())
+        await agent.turn("And the port?", TurnCallbacks())
+        second = [u for u in agent.session.usage if u.purpose == "turn"][-1]
+        assert second.evaluated_tokens is not None and second.evaluated_tokens < 40  # the server read the new message only
+        predicted, measured = second.predicted_evaluated, second.evaluated_tokens
+        assert abs(predicted - measured) <= 4, (predicted, measured)
+    finally:
+        close_agent(agent)

@@ -25,6 +25,7 @@ from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.tool_runner import ToolRunner
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.messages import Message, ToolCall
+from tailrent_tui.core.rent import context_item
 from tailrent_tui.core.summarize import TEMPLATE_TOKEN
 from tailrent_tui.models.base import TextDelta, ThinkingDelta, ToolCallChunk, Usage
 from tailrent_tui.models.errors import ContextOverflow, ModelError, ToolsUnsupported
@@ -152,6 +153,8 @@ class TurnLoop:
         if usage is not None and usage.truncated:
             meta["truncated"] = True
         reply = session.add("assistant", text, tool_calls=tool_calls, meta=meta, autopin=not runaway)
+        if self.state.rent is not None and usage is not None:
+            self.state.rent.generated(context_item(session, reply))
         self.meter.record(predicted, usage)
         if usage is not None and tools and not usage.tools_dropped:
             self._check_schema_sent(usage, cb)

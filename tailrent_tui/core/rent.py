@@ -238,7 +238,12 @@ def context_items(session: Any) -> list[Item]:
     their framing) are compared too, so a message spilled in place (same id, new
     content) breaks the prefix.
     """
-    return [(f"{m.id}#{m.kind.value}", session.sent_tokens(m)) for m in session.messages if not m.cut_off]
+    return [context_item(session, m) for m in session.messages if not m.cut_off]
+
+
+def context_item(session: Any, m: Any) -> Item:
+    """One message's (identity, tokens) item, as `context_items` makes them."""
+    return (f"{m.id}#{m.kind.value}", session.sent_tokens(m))
 
 
 def shared_prefix(previous: Sequence[Item], current: Sequence[Item]) -> int:
@@ -304,6 +309,13 @@ class RentModel:
         previous request's record so the next prefix still compares with it."""
         if self._previous:
             self._previous[0] = (HEAD_ID, head_tokens)
+
+    def generated(self, item: Item) -> None:
+        """The reply the engine just wrote: a local engine keeps the tokens it generated in its
+        KV cache, so the next request finds them cached (llama.cpp's `cache_n` counts them).
+        A priced API caches prompts only: there the reply is read as new on the next request."""
+        if self.sheet.local and self._previous is not None:
+            self._previous.append(item)
 
     def expire(self) -> None:
         """Forget the cache (the model was unloaded, the server restarted)."""
