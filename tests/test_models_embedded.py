@@ -117,6 +117,8 @@ def test_ask_runs_on_the_embedded_engine_and_keeps_its_slots_in_the_session(tmp_
     out = json.loads(proc.stdout)
     assert out["error"] is None and out["usage"][0]["cache_reported"]
     assert "Traceback" not in proc.stderr
+    # tailrent starts its engine with --jinja: if tools are dropped, the template is the reason said
+    assert "--jinja" not in proc.stderr and "its chat template has no place for tools" in proc.stderr
     session_dir = next(home.rglob(out["session"]))
     assert (session_dir / "slots").is_dir()
 

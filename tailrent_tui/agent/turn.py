@@ -173,9 +173,17 @@ class TurnLoop:
         # from ours by tens of percent, never by half
         if not schema or usage.prompt_tokens is None or usage.prompt_tokens >= schema // 2:
             return
+        from tailrent_tui.models.embedded import EmbeddedModel  # imports no engine until one starts
+
+        # tailrent runs its own engine with --jinja on: there the model's chat template is what drops them
+        why = (
+            "its chat template has no place for tools"
+            if isinstance(self.state.model, EmbeddedModel)
+            else "llama.cpp's server needs --jinja"
+        )
         msg = (
             f"{self.state.model.name or 'the server'} reported a {usage.prompt_tokens:,}-token prompt, smaller than the "
-            f"{schema:,}-token tool schema sent with it: it ignores tools (llama.cpp's server needs --jinja), "
+            f"{schema:,}-token tool schema sent with it: it ignores tools ({why}), "
             "so the model cannot call them. Rent predictions leave the schema out from now on."
         )
         session.tool_schema_tokens = 0
