@@ -40,13 +40,7 @@ def resolve_in_workspace(root: str | Path, path: str | Path) -> Path:
     """
     text = os.fspath(path)
     real_root = workspace_root(root)
-    if "\x00" in text:
-        raise WorkspaceEscape(f"refused path {text!r}: it contains a NUL byte")
-    if text.startswith("~"):
-        raise WorkspaceEscape(
-            f"refused path {text!r}: '~' (home directory) paths are outside the workspace "
-            f"{real_root}; use a path relative to the workspace"
-        )
+    _refuse_static(text, real_root)
     if os.path.isabs(text):
         lexical = Path(os.path.normpath(text))
         given_root = Path(os.path.normpath(os.path.abspath(os.fspath(root))))
@@ -155,8 +149,8 @@ def data_dir_refusal(text: str) -> str:
     )
 
 
-def _lexical_parts(root: str | Path, real_root: Path, text: str) -> list[str]:
-    """The path's components from the root, after the static checks (never touches the disk)."""
+def _refuse_static(text: str, real_root: Path) -> None:
+    """The refusals that need no disk: a NUL byte, a home-directory path."""
     if "\x00" in text:
         raise WorkspaceEscape(f"refused path {text!r}: it contains a NUL byte")
     if text.startswith("~"):
@@ -164,6 +158,11 @@ def _lexical_parts(root: str | Path, real_root: Path, text: str) -> list[str]:
             f"refused path {text!r}: '~' (home directory) paths are outside the workspace "
             f"{real_root}; use a path relative to the workspace"
         )
+
+
+def _lexical_parts(root: str | Path, real_root: Path, text: str) -> list[str]:
+    """The path's components from the root, after the static checks (never touches the disk)."""
+    _refuse_static(text, real_root)
     if os.path.isabs(text):
         lexical = Path(os.path.normpath(text))
         given_root = Path(os.path.normpath(os.path.abspath(os.fspath(root))))
