@@ -136,6 +136,19 @@ async def test_an_ls_session_approval_does_not_cover_a_compound_command(make_age
         "env ls",
         "kill -9 99999999",
         "python -c 'print(1)'",
+        # they run another command, or their arguments run code or write any file (the review's finds).
+        # This test RUNS each command once (the first answer allows it once): every one must be
+        # harmless if it runs, inside the workspace.
+        "uv run true",
+        "npm exec -c true",
+        "docker run --rm alpine true",
+        "git submodule foreach true",
+        "sed -n 1p notes.md",
+        "tar --to-command=cat -xf missing.tar",
+        "sort -o sorted.txt notes.md",
+        "curl -o fetched.txt http://127.0.0.1:9/",
+        "git diff --output=diff.txt",
+        "coproc true",
     ],
 )
 async def test_destructive_commands_get_no_session_offer(make_agent, workspace, command):
@@ -159,6 +172,8 @@ async def test_destructive_commands_get_no_session_offer(make_agent, workspace, 
         ("ls -la", "./ls"),
         ("python -m pytest -q", "python -c 'import os'"),
         ("python -m pytest -q", "python -m http.server"),
+        ("gh repo view me/x", "gh repo delete me/x --yes"),
+        ("kubectl get pods", "kubectl delete pods --all"),
     ],
 )
 async def test_an_approved_prefix_does_not_cover_another_program_or_subcommand(make_agent, approved, later):

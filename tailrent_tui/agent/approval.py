@@ -5,9 +5,11 @@ A command is covered only when it parses (shlex, punctuation mode) as a single
 simple command: no operator (`;`, `&&`, `|`, `&`), no redirection, no
 substitution or expansion (`$`, backticks, globs, braces), no comment, no
 newline, no leading variable assignment. Anything else is asked about again.
-Destructive commands (rm, mv, dd, sudo, git push --force, ...) and commands
-that run other commands (bash -c, env, xargs, python -c) get no session offer:
-only "allow once". Pure functions: no I/O, no Textual.
+Destructive commands (rm, mv, dd, sudo, git push --force, ...), commands that
+run other commands (bash -c, env, xargs, python -c, uv run, docker exec, git
+submodule foreach) and commands whose arguments can run code or write any file
+(sed, tar, rsync, awk, sort -o, curl -o, --output=) get no session offer: only
+"allow once". Pure functions: no I/O, no Textual.
 """
 
 from __future__ import annotations
@@ -44,8 +46,22 @@ DESTRUCTIVE_PROGRAMS = frozenset(
         "sh", "bash", "zsh", "dash", "ksh", "csh", "tcsh", "fish", "eval", "exec", "source", ".",
         "env", "xargs", "nohup", "timeout", "nice", "ionice", "time", "command", "builtin", "watch",
         "parallel", "ssh", "strace", "chroot", "unshare", "setsid", "stdbuf", "flock", "script", "busybox",
+        "coproc", "trap", "enable", "npx", "pnpx", "bunx",
+        # their arguments can run code or write any file (sed's `e` and `w`, tar's --to-command,
+        # rsync -e, awk's system()): no prefix of theirs is safe to approve whole
+        "sed", "tar", "rsync", "awk", "gawk", "mawk", "nawk", "vim", "vi", "nvim", "emacs", "less", "more",
     }
 )
+
+#: Subcommands that run another command (`uv run rm ...`, `docker run ...`, `git submodule foreach ...`):
+#: an approval of the subcommand would cover whatever follows it.
+_RUNNER_SUBCOMMANDS = frozenset({"run", "exec", "x", "dlx", "foreach", "bisect", "shell", "debug", "attach"})
+#: Programs whose second word is a noun and whose third is the action (`gh repo delete`): the
+#: prefix covers the action too, so approving `gh repo view` never covers `gh repo delete`.
+_NOUN_VERB_PROGRAMS = frozenset({"gh", "docker", "podman", "kubectl", "systemctl", "conda"})
+#: Programs whose -o (or -O) writes wherever it points (`sort -o ~/.bashrc`, `curl -o`, `wget -O`);
+#: elsewhere -o means something else (`grep -o`). Any program's --output=FILE is treated alike.
+_WRITES_WITH_O = frozenset({"sort", "shuf", "uniq", "curl", "wget"})
 
 _GIT_DESTRUCTIVE = frozenset({"reset", "clean", "checkout", "restore", "rebase", "filter-branch", "rm", "mv",
                               "update-ref", "reflog", "gc", "prune", "stash", "switch"})
@@ -113,6 +129,15 @@ def destructive(argv: list[str]) -> str | None:
         return "rsync --delete removes files"
     if program in _INTERPRETERS and any(a in ("-c", "-e", "-E", "--eval", "-p", "-r") for a in args[:2]):
         return f"{program} {args[0]} runs inline code"
+    if program in _SUBCOMMAND_PROGRAMS:
+        runner = next((a for a in args[:2] if a in _RUNNER_SUBCOMMANDS), None)
+        if runner is not None:
+            return f"{program} {runner} runs another command"
+    writes = [a for a in args if a.startswith(("--output", "--output-file", "--output-document"))]
+    if program in _WRITES_WITH_O:
+        writes += [a for a in args if a.startswith(("-o", "-O"))]
+    if writes:
+        return f"{program} {writes[0]} writes a file wherever it points"
     return None
 
 
@@ -121,6 +146,10 @@ def _prefix_of(argv: list[str]) -> tuple[str, ...] | None:
     if program in _SUBCOMMAND_PROGRAMS:
         if len(argv) < 2 or argv[1].startswith("-"):
             return None  # a global option first (git -C elsewhere ...): nothing stable to approve
+        if program in _NOUN_VERB_PROGRAMS:
+            if len(argv) < 3 or argv[2].startswith("-"):
+                return None
+            return (argv[0], argv[1], argv[2])
         return (argv[0], argv[1])
     if program in _INTERPRETERS:
         if len(argv) >= 3 and argv[1] == "-m":
@@ -156,4 +185,6 @@ def prefix_covers(prefix: tuple[str, ...], command: str) -> bool:
     argv = simple_argv(command.strip())
     if isinstance(argv, str) or destructive(argv):
         return False
-    return tuple(argv[: len(prefix)]) == prefix
+    # the command's own prefix, as the dialog would offer it, must be the approved one:
+    # approving `gh repo view` never covers `gh repo delete`
+    return _prefix_of(argv) == prefix
