@@ -242,3 +242,41 @@ async def test_a_local_sheet_never_pings(make_agent):
         await pilot.pause()
         assert not [u for u in agent.session.usage if u.purpose == "ping"]
         assert "keep" not in rent_shown(app)
+
+
+async def test_a_failed_ping_is_said_once_and_not_retried_every_second(make_agent):
+    """A server that refuses the ping: one note, no request a second later (the review saw
+    one failed request and one journaled warning per second until the cache expired)."""
+    from tailrent_tui.models.errors import ModelError
+    from tailrent_tui.settings import config_dir
+
+    config_dir().mkdir(parents=True, exist_ok=True)
+    (config_dir() / "prices.toml").write_text(PRICED, encoding="utf-8")
+    agent = make_agent(price_sheet="priced-test")
+    clock = FixedClock()
+    agent.session.clock = clock
+    app = make_app(agent, clock=clock)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await send(pilot, app, "hello")
+        sent = len(agent.model.requests)
+        real_stream = agent.model.stream
+
+        async def refused(*args, **kwargs):
+            agent.model.requests.append(args[0])
+            raise ModelError("the server is busy")
+            yield  # an async generator, as stream is
+
+        agent.model.stream = refused
+        clock.now += 280
+        for _ in range(5):  # five ticks of the one-second timer, all past the ping time
+            app.session_screen.keep_warm_tick()
+            await pilot.pause()
+            clock.now += 1
+        assert len(agent.model.requests) == sent + 1, "one ping tried, none retried"
+        notes = [n.text for n in agent.session.notes if "keep-warm ping failed" in n.text]
+        assert len(notes) == 1 and "no more pings in this pause" in notes[0]
+        agent.model.stream = real_stream
+        await send(pilot, app, "back")  # a new request: a new pause may ping again
+        clock.now += 280
+        app.session_screen.keep_warm_tick()
+        await wait_until(pilot, lambda: any(u.purpose == "ping" for u in agent.session.usage), what="a ping after the turn")

@@ -27,6 +27,8 @@ class UsageMeter:
         self.keep_warm: KeepWarm | None = KeepWarm(state.rent) if state.rent is not None else None
         #: the last conversation request as sent (messages, tools): a ping re-sends exactly this prefix
         self.last_sent: tuple[list[dict[str, Any]], list[dict[str, Any]] | None] | None = None
+        #: the pause (the time of the request it follows) whose ping failed: no more pings in it
+        self.failed_pause: float | None = None
 
     def predict(self) -> Any:
         rent, session = self.state.rent, self.state.session

@@ -204,6 +204,9 @@ class TurnLoop:
         now = session.clock() if now is None else now
         if meter.keep_warm is None or meter.last_sent is None or not meter.keep_warm.due(now):
             return False
+        pause = self.state.rent.last_at if self.state.rent is not None else None
+        if pause is not None and meter.failed_pause == pause:
+            return False  # one failure per pause is said once; the cache is left to expire
         wire, tools = meter.last_sent
         usage: Usage | None = None
         try:
@@ -212,7 +215,8 @@ class TurnLoop:
                 if isinstance(chunk, Usage):
                     usage = chunk
         except ModelError as exc:
-            session.note(f"keep-warm ping failed ({exc.message}): the cache may expire", "warning")
+            meter.failed_pause = pause
+            session.note(f"keep-warm ping failed ({exc.message}): no more pings in this pause, the cache may expire", "warning")
             return False
         predicted = meter.keep_warm.ping(now)
         meter.record(predicted, usage, "ping", at=now)

@@ -327,7 +327,7 @@ class SessionScreen(Screen[None]):
     def keep_warm_tick(self) -> None:
         """Once a second: send a keep-warm ping when the rule says one is due, never during a turn."""
         keep_warm = self.agent.keep_warm
-        if keep_warm is None or self.running or self._pinging or not keep_warm.due(self.clock()):
+        if keep_warm is None or self.busy or self._pinging or not keep_warm.due(self.clock()):
             return
         self._pinging = True
         self.run_worker(self._ping(), group="ping", name="keep-warm ping", exit_on_error=False)
@@ -447,6 +447,8 @@ class SessionScreen(Screen[None]):
         self.running = True
         self.retry_pending = False
         self._disarm_slot_save()
+        # a keep-warm ping in flight gives way: two requests at once would race for the cache
+        self.workers.cancel_group(self, "ping")
         out = Outgoing(text) if isinstance(text, str) else text
         self._turn_worker = self.run_worker(self._turn(out), group="turn", name="turn", exit_on_error=False)
 
