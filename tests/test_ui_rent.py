@@ -185,7 +185,8 @@ pings = true
 """
 
 
-async def test_keep_warm_pings_through_the_model_while_they_cost_less_than_a_rewrite(make_agent):
+def priced_app(make_agent):
+    """An agent on the priced test sheet (pings on), its fixed clock, and the app around it."""
     from tailrent_tui.settings import config_dir
 
     config_dir().mkdir(parents=True, exist_ok=True)
@@ -193,7 +194,11 @@ async def test_keep_warm_pings_through_the_model_while_they_cost_less_than_a_rew
     agent = make_agent(price_sheet="priced-test")
     clock = FixedClock()
     agent.session.clock = clock
-    app = make_app(agent, clock=clock)
+    return agent, clock, make_app(agent, clock=clock)
+
+
+async def test_keep_warm_pings_through_the_model_while_they_cost_less_than_a_rewrite(make_agent):
+    agent, clock, app = priced_app(make_agent)
 
     def pings():
         return [u for u in agent.session.usage if u.purpose == "ping"]
@@ -248,14 +253,8 @@ async def test_a_failed_ping_is_said_once_and_not_retried_every_second(make_agen
     """A server that refuses the ping: one note, no request a second later (the review saw
     one failed request and one journaled warning per second until the cache expired)."""
     from tailrent_tui.models.errors import ModelError
-    from tailrent_tui.settings import config_dir
 
-    config_dir().mkdir(parents=True, exist_ok=True)
-    (config_dir() / "prices.toml").write_text(PRICED, encoding="utf-8")
-    agent = make_agent(price_sheet="priced-test")
-    clock = FixedClock()
-    agent.session.clock = clock
-    app = make_app(agent, clock=clock)
+    agent, clock, app = priced_app(make_agent)
     async with app.run_test(size=(140, 45)) as pilot:
         await send(pilot, app, "hello")
         sent = len(agent.model.requests)
