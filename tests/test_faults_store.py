@@ -195,6 +195,57 @@ def test_close_session_never_skips_the_meta_update_silently(tmp_path):
     assert report.rescue is not None and report.rescue.lines == 1
 
 
+TURN_FAILS = textwrap.dedent(
+    """
+    import sys
+    from tailrent_tui.agent.ladder_driver import LadderDriver
+    from tailrent_tui.cli import cli
+
+    async def before_request(self, cb=None):
+        raise RuntimeError("the fold archive's index is corrupt")
+    LadderDriver.before_request = before_request
+    cli(args=sys.argv[1:], obj={})
+    """
+)
+# a user message whose journal line fits in a rescue file under 680 bytes, not in the journal after its header
+LONG_PROMPT = "DECISION: keep refresh tokens in redis because the TTL is 30 days. " + "Where do they live? " * 9
+
+
+@pytest.mark.fault("C1 ask on a full disk")
+@pytest.mark.parametrize(("limit", "as_json"), [(680, False), (680, True), (None, False)])
+def test_a_turn_that_fails_on_a_bug_still_says_where_the_turn_went(tmp_path, limit, as_json):
+    """Not a model error (the ladder raises before the request): one error line, no traceback, exit 1,
+    and the close report naming the rescue file when the disk is full too."""
+    r = subprocess.run(
+        [sys.executable, "-c", TURN_FAILS, "--workspace", str(tmp_path / "ws"), "ask", "--model", "mock",
+         *(["--json"] if as_json else []), LONG_PROMPT],
+        env=_env(tmp_path),
+        preexec_fn=_limited(limit) if limit else None,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 1, r.stderr
+    error_lines = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert len(error_lines) == 1 and "the turn failed: RuntimeError: the fold archive's index is corrupt" in error_lines[0]
+    (sd_path,) = (tmp_path / "data" / "sessions").iterdir()
+    if limit is None:
+        assert f"Your message is kept in session {sd_path.name}" in r.stderr
+        assert _messages(sd_path / "journal.jsonl") == [LONG_PROMPT]
+        return
+    (rescue,) = list((tmp_path / "data" / "rescue").iterdir())
+    assert str(rescue) in error_lines[0] and "1 change(s) could not be saved" in error_lines[0]
+    assert "Your message is kept" not in r.stderr
+    if as_json:
+        out = json.loads(r.stdout)
+        assert out["saved"] is False and out["reply"] is None and str(rescue) in out["error"]["message"]
+    # room again, and no bug: the next open appends the rescued message, then the turn goes on
+    again = _ask(tmp_path, "--continue", "And their TTL?")
+    assert again.returncode == 0, again.stderr
+    assert _messages(sd_path / "journal.jsonl")[:1] == [LONG_PROMPT] and not list((tmp_path / "data" / "rescue").iterdir())
+
+
 # -- the rescue file -----------------------------------------------------------------
 
 APP_RESCUE = textwrap.dedent(

@@ -28,8 +28,9 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
     unless --yolo is given, since there is nobody to ask.
     """
     from tailrent_tui.agent.build import BuildError, build_agent, close_agent
-    from tailrent_tui.agent.loop import ApprovalRequest, TurnCallbacks
+    from tailrent_tui.agent.loop import ApprovalRequest, TurnCallbacks, TurnResult
     from tailrent_tui.core.rent import conversation_usage
+    from tailrent_tui.models.errors import ModelError
 
     flags = dict(ctx.obj or {})
     if model:
@@ -61,6 +62,8 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
     )
 
     slot: dict[str, Any] = {}
+    # the session's messages before this turn: did the prompt get in before a failure?
+    known = {m.id for m in agent.session.messages}
 
     async def run() -> Any:
         try:
@@ -81,16 +84,28 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
                 agent.slots.close()
             await agent.model.aclose()
 
-    report = None
+    result: TurnResult | None = None
+    # what failed besides the journal, as (message, hint): a model error, a bug in a tool, the loop or a
+    # store, ctrl+c. Every failure ends the same way: one line, the close report, never a traceback
+    problem: tuple[str, str] | None = None
+    interrupted = False
     try:
         result = asyncio.run(run())
+    except KeyboardInterrupt:
+        interrupted, problem = True, ("interrupted", "")
+    except ModelError as exc:  # raised before the turn (a model that cannot start); the turn reports its own
+        problem = (exc.message, exc.hint)
+    except Exception as exc:
+        problem = (f"the turn failed: {type(exc).__name__}: {' '.join(str(exc).split())}".rstrip(": "), "")
     finally:
         report = close_agent(agent)
+    if result is not None and result.error is not None:
+        problem = (result.error.message, result.error.hint)
     session = agent.session
     # what the journal could not take: the turn is not saved, whatever the model said
     unsaved = report.message() if report is not None and not report.saved else None
     meta_warning = report.message() if report is not None and report.saved else None
-    notices = [text for text, _ in [*agent.start_lines, *agent.resume_lines]] + list(result.notices)
+    notices = [text for text, _ in [*agent.start_lines, *agent.resume_lines]] + (list(result.notices) if result else [])
     keeper = agent.slots
     if keeper is not None and keeper.restored is not None:
         slot["restore"] = keeper.restored.as_json()
@@ -99,7 +114,7 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
     if meta_warning:
         notices.append(meta_warning)
         click.echo(f"[warning] {meta_warning}", err=True)
-    usage = [u.model_dump(mode="json", exclude={"raw"}) for u in result.usage]
+    usage = [u.model_dump(mode="json", exclude={"raw"}) for u in result.usage] if result else []
     # the turn's own rent: a fold after the reply adds its summary's request later
     turns = conversation_usage(session.usage)
     last = turns[-1] if turns else None
@@ -113,13 +128,14 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
             else f"the turn is not saved in session {session.id} and could not be kept anywhere on disk; "
             "the reply printed here is all that is left of it: free some space before the next turn"
         )
-        error = {"message": unsaved, "hint": hint}
-    elif result.error is not None:
-        error = {"message": result.error.message, "hint": result.error.hint}
+        error = {"message": unsaved if problem is None else f"{problem[0]}; {unsaved}", "hint": hint}
+    elif problem is not None:
+        error = {"message": problem[0], "hint": problem[1]}
+    reply = result.reply if result is not None else None
     if as_json:
         out: dict[str, Any] = {
-            "session": session.id,
-            "reply": result.reply.content if result.reply else None,
+            "session": None if report is not None and report.discarded else session.id,
+            "reply": reply.content if reply else None,
             "saved": unsaved is None,
             "usage": usage,
             "rent": None
@@ -137,21 +153,31 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
             "error": error,
         }
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))
-    elif result.reply is not None and not streamed:
-        click.echo(result.reply.content)
+    elif reply is not None and not streamed:
+        click.echo(reply.content)
     elif streamed:
         click.echo()
+    if error is None:
+        return
     if unsaved is not None:
-        click.echo(f"error: {unsaved}", err=True)
-        sys.exit(1)
-    if result.error is not None:
-        hint = f"\nhint: {result.error.hint}" if result.error.hint else ""
-        click.echo(
-            f"error: {result.error.message}{hint}\nYour message is kept in session {session.id}; "
-            f"retry with `tailrent ask --continue ...` or open it with `tailrent --resume {session.id}`.",
-            err=True,
-        )
-        sys.exit(1)
-
+        # the close report: what the journal lacks and the rescue file that holds it
+        click.echo(f"error: {error['message']}", err=True)
+    else:
+        assert problem is not None
+        hint = f"\nhint: {problem[1]}" if problem[1] else ""
+        sent = any(m.role == "user" and m.id not in known for m in session.messages)
+        if report is not None and report.discarded:
+            kept = "Nothing was recorded: the session had no message yet."
+        elif sent:
+            kept = (
+                f"Your message is kept in session {session.id}; "
+                f"retry with `tailrent ask --continue ...` or open it with `tailrent --resume {session.id}`."
+            )
+        else:
+            kept = f"Your message was not sent; session {session.id} is as it was."
+        click.echo(f"error: {problem[0]}{hint}\n{kept}", err=True)
+    if interrupted:
+        raise click.Abort()
+    sys.exit(1)
 
 COMMANDS = [ask]
