@@ -213,19 +213,18 @@ def test_ask_as_a_real_process(home, ws):
 
 
 def test_with_no_model_asked_ollama_is_used_when_it_answers(fake_ollama, monkeypatch, tmp_path):
-    from tailrent_tui.agent.build import pick_model
+    from tailrent_tui.models.factory import open_model
     from tailrent_tui.models.mock import MockModel
     from tailrent_tui.models.ollama import OllamaModel
-    from tailrent_tui.settings import Settings
 
     monkeypatch.setenv("OLLAMA_HOST", fake_ollama.url)
-    model, notice = pick_model(Settings())
+    model, notice = open_model(None)
     assert isinstance(model, OllamaModel) and model.name and notice is None
 
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # the discard port: nothing listens
     # without the embedded engine (test_models_embedded.py has the case with it)
-    monkeypatch.setattr("tailrent_tui.agent.pick.engine_installed", lambda: False)
-    model, notice = pick_model(Settings())
+    monkeypatch.setattr("tailrent_tui.models.factory.engine_installed", lambda: False)
+    model, notice = open_model(None)
     assert isinstance(model, MockModel)
     assert "No model server answered at http://127.0.0.1:9" in notice and "--model" in notice
 

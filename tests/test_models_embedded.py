@@ -19,10 +19,11 @@ import pytest
 from engine import assemble_model_file, engine_cache_dir
 from ui_helpers import wait_until
 
-from tailrent_tui.agent.build import BuildError, aclose_agent, build_agent, pick_model
+from tailrent_tui.agent.build import aclose_agent, build_agent
 from tailrent_tui.models import MockModel, ModelSpec, TextDelta, Usage, parse_model_spec
 from tailrent_tui.models import embedded as embedded_mod
 from tailrent_tui.models.embedded import EmbeddedModel, EngineUnavailable
+from tailrent_tui.models.factory import CannotOpenModel, open_model
 from tailrent_tui.settings import Settings
 from tailrent_tui.ui.app import TailrentApp
 
@@ -38,20 +39,20 @@ def test_embedded_specs():
 
 
 def test_a_missing_model_file_is_a_one_line_build_error(tmp_path):
-    with pytest.raises(BuildError, match=r"^no model file at .*nope\.gguf; give the path of a \.gguf file"):
-        pick_model(Settings(model=f"embedded:{tmp_path / 'nope.gguf'}"))
+    with pytest.raises(CannotOpenModel, match=r"^no model file at .*nope\.gguf; give the path of a \.gguf file"):
+        open_model(f"embedded:{tmp_path / 'nope.gguf'}")
 
 
 def test_with_no_server_the_app_falls_back_to_the_embedded_engine_when_installed(monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", NOBODY)
-    monkeypatch.setattr("tailrent_tui.agent.pick.engine_installed", lambda: True)
-    model, notice = pick_model(Settings())
+    monkeypatch.setattr("tailrent_tui.models.factory.engine_installed", lambda: True)
+    model, notice = open_model(None)
     assert isinstance(model, EmbeddedModel) and model.engine is None  # started after the first frame
     assert notice.startswith(f"No model server answered at {NOBODY}: running on the embedded engine, {model.choice.label}")
     assert model.choice.about in notice and "--model ollama:NAME" in notice
 
-    monkeypatch.setattr("tailrent_tui.agent.pick.engine_installed", lambda: False)
-    model, notice = pick_model(Settings())
+    monkeypatch.setattr("tailrent_tui.models.factory.engine_installed", lambda: False)
+    model, notice = open_model(None)
     assert isinstance(model, MockModel) and "running on the mock model" in notice
 
 

@@ -14,7 +14,8 @@ import httpx
 import pytest
 from engine import N_CTX, llama_server  # noqa: F401
 
-from tailrent_tui.models import OpenAIModel, ReadTimeout, TextDelta, Usage, open_model
+from tailrent_tui.models import OpenAIModel, ReadTimeout, TextDelta, Usage
+from tailrent_tui.models.factory import open_model
 
 pytestmark = pytest.mark.engine
 
@@ -43,7 +44,8 @@ async def wait_until_idle(base: str, deadline: float = 20.0) -> bool:
 
 @pytest.fixture
 async def model(llama_server):
-    m = await open_model(f"openai:{llama_server}")
+    m, _ = open_model(f"openai:{llama_server}")
+    await m.resolve_name()
     yield m
     await m.aclose()
 

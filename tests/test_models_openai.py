@@ -29,9 +29,9 @@ from tailrent_tui.models import (
     ThinkingDelta,
     ToolCallChunk,
     Usage,
-    open_model,
 )
 from tailrent_tui.models.errors import ContextOverflow
+from tailrent_tui.models.factory import ModelOptions, open_model
 from tailrent_tui.models.openai import api_base, openai_messages
 
 
@@ -363,7 +363,8 @@ async def test_tools_unsupported_retries_without_tools(server, model):
 
 
 async def test_open_model_picks_the_first_model_and_sends_the_api_key(server):
-    model = await open_model(f"openai:{server.url}", env={"OPENAI_API_KEY": "sk-test-123"})
+    model, _ = open_model(f"openai:{server.url}", ModelOptions(env={"OPENAI_API_KEY": "sk-test-123"}))
+    await model.resolve_name()
     assert model.name == "qwen2.5-coder"
     assert await model.context_window() == 32768
     await collect(model)
@@ -372,7 +373,7 @@ async def test_open_model_picks_the_first_model_and_sends_the_api_key(server):
 
 
 async def test_tailrent_api_key_wins_over_openai_api_key(server):
-    model = await open_model(f"openai:{server.url}#other", env={"OPENAI_API_KEY": "a", "TAILRENT_API_KEY": "b"})
+    model, _ = open_model(f"openai:{server.url}#other", ModelOptions(env={"OPENAI_API_KEY": "a", "TAILRENT_API_KEY": "b"}))
     await collect(model)
     await model.aclose()
     assert model.name == "other"
@@ -381,7 +382,7 @@ async def test_tailrent_api_key_wins_over_openai_api_key(server):
 
 
 async def test_no_key_sends_no_authorization(server):
-    model = await open_model(f"openai:{server.url}", env={})
+    model, _ = open_model(f"openai:{server.url}", ModelOptions(env={}))
     await collect(model)
     await model.aclose()
     assert "Authorization" not in server.headers[-1]
@@ -389,12 +390,13 @@ async def test_no_key_sends_no_authorization(server):
 
 async def test_a_server_without_a_models_list_still_chats(server):
     server.models = None
-    model = await open_model(f"openai:{server.url}#named", env={})
+    model, _ = open_model(f"openai:{server.url}#named", ModelOptions(env={}))
     assert await model.context_window() is None
     assert isinstance((await collect(model))[-1], Usage)
     await model.aclose()
+    unnamed, _ = open_model(f"openai:{server.url}", ModelOptions(env={}))
     with pytest.raises(ModelNotFound, match="offers no models"):
-        await open_model(f"openai:{server.url}", env={})
+        await unnamed.resolve_name()
 
 
 async def test_a_request_the_server_refuses_as_too_large_is_fitted_to_a_smaller_window_on_retry(server, tmp_path):

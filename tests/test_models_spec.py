@@ -1,4 +1,4 @@
-"""Model spec strings, open_model and probe_default, against the fake Ollama on loopback."""
+"""Model spec strings and open_model (models/factory.py), against the fake Ollama on loopback."""
 
 from __future__ import annotations
 
@@ -10,16 +10,13 @@ import pytest
 from fake_ollama import FakeModel, FakeOllama, fake_ollama  # noqa: F401
 
 from tailrent_tui.models import (
-    ConnectionRefused,
     MockModel,
-    ModelNotFound,
     ModelSpec,
     OllamaModel,
     TextDelta,
-    open_model,
     parse_model_spec,
-    probe_default,
 )
+from tailrent_tui.models.factory import CannotOpenModel, ModelOptions, open_model
 
 
 @pytest.mark.parametrize(
@@ -65,7 +62,7 @@ def test_bad_specs_say_what_is_accepted(spec, message):
 async def test_open_mock_with_a_script(tmp_path):
     script = tmp_path / "s.jsonl"
     script.write_text(json.dumps({"text": "scripted"}) + "\n", encoding="utf-8")
-    model = await open_model(f"mock:{script}")
+    model, _ = open_model(f"mock:{script}")
     assert isinstance(model, MockModel)
     chunks = [c async for c in model.stream([{"role": "user", "content": "hi"}])]
     assert "".join(c.text for c in chunks if isinstance(c, TextDelta)) == "scripted"
@@ -73,7 +70,7 @@ async def test_open_mock_with_a_script(tmp_path):
 
 async def test_open_ollama_alone_takes_the_first_model_at_ollama_host():
     with FakeOllama([FakeModel("qwen3:8b"), FakeModel("llama3.2:latest")]) as fake:
-        model = await open_model("ollama", env={"OLLAMA_HOST": fake.url}, num_ctx=4096, keep_alive="2h")
+        model, _ = open_model("ollama", ModelOptions(env={"OLLAMA_HOST": fake.url}, window=4096, keep_alive="2h"))
         assert isinstance(model, OllamaModel)
         assert model.name == "qwen3:8b"
         [c async for c in model.stream([{"role": "user", "content": "hi"}])]
@@ -85,16 +82,16 @@ async def test_open_ollama_alone_takes_the_first_model_at_ollama_host():
 
 async def test_open_ollama_with_host_without_scheme(fake_ollama):
     host_port = fake_ollama.url.removeprefix("http://")
-    model = await open_model("ollama:llama3.2:latest", env={"OLLAMA_HOST": host_port})
+    model, _ = open_model("ollama:llama3.2:latest", ModelOptions(env={"OLLAMA_HOST": host_port}))
     assert model.base_url == fake_ollama.url
     assert await model.context_window() == 8192
     await model.aclose()
 
 
 async def test_open_ollama_without_models_says_to_pull_one():
-    with FakeOllama([]) as fake, pytest.raises(ModelNotFound) as err:
-        await open_model("ollama", env={"OLLAMA_HOST": fake.url})
-    assert "no models" in err.value.message and "ollama pull" in err.value.hint
+    with FakeOllama([]) as fake, pytest.raises(CannotOpenModel) as err:
+        open_model("ollama", ModelOptions(env={"OLLAMA_HOST": fake.url}))
+    assert str(err.value) == f"the Ollama server at {fake.url} has no models: pull one, e.g. `ollama pull llama3.2`"
 
 
 def closed_port() -> int:
@@ -104,25 +101,28 @@ def closed_port() -> int:
 
 
 async def test_open_ollama_when_nothing_listens():
-    with pytest.raises(ConnectionRefused):
-        await open_model("ollama", env={"OLLAMA_HOST": f"127.0.0.1:{closed_port()}"})
+    with pytest.raises(CannotOpenModel, match=r"^Ollama at http://127\.0\.0\.1:\d+ did not answer \(.*\); start Ollama"):
+        open_model("ollama", ModelOptions(env={"OLLAMA_HOST": f"127.0.0.1:{closed_port()}"}))
 
 
-async def test_probe_default_uses_ollama_when_it_answers(fake_ollama):
-    model, notice = await probe_default(env={"OLLAMA_HOST": fake_ollama.url})
+async def test_no_spec_uses_ollama_when_it_answers(fake_ollama):
+    model, notice = open_model(None, ModelOptions(env={"OLLAMA_HOST": fake_ollama.url}))
     assert isinstance(model, OllamaModel) and notice is None
     assert model.name == "llama3.2:latest"
     await model.aclose()
 
 
-async def test_probe_default_falls_back_to_the_mock_and_says_how_to_connect():
-    model, notice = await probe_default(env={"OLLAMA_HOST": f"127.0.0.1:{closed_port()}"})
+async def test_no_spec_falls_back_to_the_mock_and_says_how_to_connect(monkeypatch):
+    # without the embedded engine (test_models_embedded.py has the case with it)
+    monkeypatch.setattr("tailrent_tui.models.factory.engine_installed", lambda: False)
+    model, notice = open_model(None, ModelOptions(env={"OLLAMA_HOST": f"127.0.0.1:{closed_port()}"}))
     assert isinstance(model, MockModel)
     assert "mock" in notice and "--model ollama:NAME" in notice and "openai:URL" in notice
 
 
-async def test_probe_default_with_an_empty_ollama_runs_the_mock_and_says_why():
+async def test_no_spec_with_an_empty_ollama_runs_the_mock_and_says_why(monkeypatch):
+    monkeypatch.setattr("tailrent_tui.models.factory.engine_installed", lambda: False)
     with FakeOllama([]) as fake:
-        model, notice = await probe_default(env={"OLLAMA_HOST": fake.url})
+        model, notice = open_model(None, ModelOptions(env={"OLLAMA_HOST": fake.url}))
     assert isinstance(model, MockModel)
     assert "no models" in notice and "ollama pull" in notice

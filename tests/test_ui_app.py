@@ -422,7 +422,7 @@ async def test_start_with_no_server_shows_the_mock_notice(tmp_path, monkeypatch)
         port = s.getsockname()[1]
     monkeypatch.setenv("OLLAMA_HOST", f"http://127.0.0.1:{port}")
     # without the embedded engine (test_models_embedded.py has the case with it)
-    monkeypatch.setattr("tailrent_tui.agent.pick.engine_installed", lambda: False)
+    monkeypatch.setattr("tailrent_tui.models.factory.engine_installed", lambda: False)
     settings, _ = load_settings({"data_dir": tmp_path / "data", "workspace": tmp_path})
     agent = build_agent(settings, {})
     try:

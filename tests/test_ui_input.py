@@ -290,7 +290,7 @@ async def test_copy_puts_the_last_reply_and_a_message_on_the_clipboard(tmp_path)
 
 
 async def test_the_notice_speaks_the_apps_language_and_can_be_dismissed(tmp_path):
-    from tailrent_tui.agent.build import CONNECT_HOW
+    from tailrent_tui.models.factory import CONNECT_HOW
 
     app = make_app(make_agent(tmp_path, notice=f"No model server answered: to use a real model, {CONNECT_HOW}."))
     async with app.run_test(size=(140, 40)) as pilot:

@@ -2,11 +2,12 @@
 
 `build_agent` is synchronous so the app can call it before its event loop runs:
 it opens (or resumes) the session directory, takes its lock, replays the
-journal, and picks the model — the one asked for, else Ollama if it answers at
-OLLAMA_HOST within a short timeout, else the embedded engine when it is
-installed, else the mock, with a notice saying which and how to connect a real
-model. Model clients open their HTTP connections lazily, on the loop that uses
-them; the embedded engine starts on first use too (after the app's first frame).
+journal, and opens the model (`models.factory.open_model`) — the one asked for,
+else Ollama if it answers at OLLAMA_HOST within a short timeout, else the
+embedded engine when it is installed, else the mock, with a notice saying which
+and how to connect a real model. Model clients open their HTTP connections
+lazily, on the loop that uses them; the embedded engine starts on first use too
+(after the app's first frame).
 
 It also picks what counts tokens. With `tokenizer = "auto"`, a new session on
 a server that can count (llama.cpp) counts with the server's own tokenizer and
@@ -25,12 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from tailrent_tui.agent.loop import Agent
-
-# the model is picked in pick.py; its names stay importable from here, where callers found them
-from tailrent_tui.agent.pick import CONNECT_HOW as CONNECT_HOW
-from tailrent_tui.agent.pick import BuildError, pick_model
 from tailrent_tui.agent.session_tools import offered_tools
 from tailrent_tui.agent.slots import SlotKeeper, idle_words
+from tailrent_tui.agent.startup import model_options
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.guard import DecisionDetector
 from tailrent_tui.core.rent import RentModel, context_items, get_price_sheet
@@ -38,6 +36,7 @@ from tailrent_tui.core.session import Session
 from tailrent_tui.core.tokens import Framing, TokenCounter, UnknownTokenizer, get_counter
 from tailrent_tui.models.base import ChatModel, ToolSpec, WireMessage
 from tailrent_tui.models.embedded import EmbeddedModel
+from tailrent_tui.models.factory import CannotOpenModel, open_model
 from tailrent_tui.models.mock import MockExtractiveSummarizer, MockModel, ModelSummarizer
 from tailrent_tui.models.ollama import OllamaModel
 from tailrent_tui.models.openai import OpenAIModel
@@ -53,6 +52,10 @@ from tailrent_tui.store.sessions import (
     open_session,
     resolve_session,
 )
+
+
+class BuildError(RuntimeError):
+    """The agent could not be built (unknown session, bad model spec, a locked session); one line for the user."""
 
 
 def pick_summarizer(settings: Settings, model: ChatModel) -> Any:
@@ -144,7 +147,10 @@ def build_agent(
     workspace = Path(settings.workspace or os.getcwd()).resolve()
     if not workspace.is_dir():
         raise BuildError(f"workspace {workspace} is not a directory")
-    model, notice = pick_model(settings)
+    try:
+        model, notice = open_model(settings.model, model_options(settings))
+    except CannotOpenModel as exc:
+        raise BuildError(str(exc)) from None
     detector = decision_detector(settings)
     sd: SessionDir | None = None
     if not new:

@@ -1,5 +1,8 @@
 """The model, seen from the agent: loading it, learning its name and window, switching it.
 
+The model is opened by `models.factory.open_model`, with the options the settings
+give (`model_options`): by the build for a session's first model, by `switch_model` after.
+
 `start` runs once per model, after the app's first frame and before a turn's
 first request (a second caller waits for the first): it loads the model when
 it must (the embedded engine; a resumed Ollama model), asks the server for its
@@ -12,13 +15,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from tailrent_tui.agent.pick import BuildError, pick_model
 from tailrent_tui.agent.slots import SlotHost, on_resume, on_start
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.models.base import Preloadable
 from tailrent_tui.models.embedded import EmbeddedModel
 from tailrent_tui.models.errors import ModelError
+from tailrent_tui.models.factory import CannotOpenModel, ModelOptions, open_model
 from tailrent_tui.models.text import redact
+from tailrent_tui.settings import Settings
+
+
+def model_options(settings: Settings) -> ModelOptions:
+    """What the settings say about opening a model, besides its spec (`model`)."""
+    return ModelOptions(window=settings.window, keep_alive=settings.keep_alive, read_timeout=settings.request_timeout)
 
 
 class ModelLink:
@@ -105,8 +114,8 @@ class ModelLink:
         s = self.state
         settings = s.settings.model_copy(update={"model": spec})
         try:
-            model, _ = pick_model(settings)
-        except BuildError as exc:
+            model, _ = open_model(spec, model_options(settings))
+        except CannotOpenModel as exc:
             raise ValueError(str(exc)) from None
         if s.slots is not None:
             # the old server's slot, while it still holds this session: a switch back can restore it

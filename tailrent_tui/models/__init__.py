@@ -1,4 +1,6 @@
-"""Model backends: the ChatModel protocol, Ollama, OpenAI-compatible servers, the mock.
+"""Model backends: the ChatModel protocol, Ollama, OpenAI-compatible servers, the embedded engine, the mock.
+
+`open_model` (factory.py) is the one way to open one, from a spec or none.
 
 Everything here does network I/O (httpx) or stands in for it; ``core`` never imports it.
 
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
         StreamError,
         ToolsUnsupported,
     )
+    from .factory import CannotOpenModel, ModelOptions, open_model
     from .mock import (
         MockExtractiveSummarizer,
         MockLossySummarizer,
@@ -46,7 +49,7 @@ if TYPE_CHECKING:
     )
     from .ollama import OllamaModel, ollama_host
     from .openai import OpenAIModel
-    from .spec import ModelSpec, open_model, parse_model_spec, probe_default
+    from .spec import ModelSpec, parse_model_spec
 
 _EXPORTS = {
     "base": "ChatModel Chunk ModelInfo TextDelta ThinkingDelta ToolCallChunk ToolSpec Usage WireMessage",
@@ -55,7 +58,8 @@ _EXPORTS = {
     "mock": "MockExtractiveSummarizer MockLossySummarizer MockModel ModelSummarizer",
     "ollama": "OllamaModel ollama_host",
     "openai": "OpenAIModel",
-    "spec": "ModelSpec open_model parse_model_spec probe_default",
+    "spec": "ModelSpec parse_model_spec",
+    "factory": "CannotOpenModel ModelOptions open_model",
 }
 #: public name -> the submodule that defines it
 _HOMES = {name: home for home, names in _EXPORTS.items() for name in names.split()}
@@ -73,6 +77,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Busy",
     "Cancelled",
+    "CannotOpenModel",
     "ChatModel",
     "Chunk",
     "ConnectionRefused",
@@ -84,6 +89,7 @@ __all__ = [
     "ModelError",
     "ModelInfo",
     "ModelNotFound",
+    "ModelOptions",
     "ModelSpec",
     "ModelSummarizer",
     "OllamaModel",
@@ -103,5 +109,4 @@ __all__ = [
     "ollama_host",
     "open_model",
     "parse_model_spec",
-    "probe_default",
 ]

@@ -168,7 +168,7 @@ class OpenAIModel(HttpBackend):
     """A chat model behind an OpenAI-compatible server.
 
     ``model=None`` means the server's first model (from ``/v1/models``), looked up
-    by ``resolve_name()``; ``open_model`` does that before handing the model over.
+    by ``resolve_name()``: on the first request, or before it (the agent's start, the bench).
     """
 
     kind = "openai"

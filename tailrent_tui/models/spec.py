@@ -1,4 +1,4 @@
-"""Model spec strings, used by every command's ``--model``, and opening the model they name.
+"""Model spec strings, used by every command's ``--model`` (``factory.open_model`` opens the model one names).
 
 =====================  ===================================================
 ``mock``               the built-in mock model
@@ -14,20 +14,13 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict
 
-from .base import ChatModel
-from .errors import ModelError, ModelNotFound
-from .http import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT
-from .mock import MockModel
-from .ollama import DEFAULT_KEEP_ALIVE, OllamaModel, ollama_host
-from .openai import OpenAIModel, api_base, api_key_from_env
+from .openai import api_base
 from .text import redact
 
 SPEC_HELP = "mock, mock:PATH, ollama, ollama:NAME, openai:URL, openai:URL#MODEL, embedded or embedded:FILE.gguf"
@@ -91,93 +84,3 @@ def parse_model_spec(spec: str) -> ModelSpec:
             raise ValueError(f"model spec {shown!r}: {bad!r} is not a server URL, e.g. http://127.0.0.1:8080")
         return ModelSpec(kind="openai", url=url, name=model or None)
     raise ValueError(f"unknown model spec {shown!r}; use {SPEC_HELP}")
-
-
-async def open_model(
-    spec: str | ModelSpec,
-    *,
-    timeout: float = DEFAULT_CONNECT_TIMEOUT,
-    read_timeout: float | None = DEFAULT_READ_TIMEOUT,
-    num_ctx: int | None = None,
-    keep_alive: str | int = DEFAULT_KEEP_ALIVE,
-    mock_delay: float = 0.0,
-    env: Mapping[str, str] | None = None,
-) -> ChatModel:
-    """Open the model a spec names, ready to stream.
-
-    ``timeout`` is the connect timeout, ``read_timeout`` the longest silence
-    allowed while streaming. ``ollama`` alone asks the server for its models and
-    takes the first; ``openai:URL`` without ``#MODEL`` likewise. Raises
-    ``ModelError`` (e.g. ``ConnectionRefused``, ``ModelNotFound``) when the server
-    cannot provide the model, ``ValueError`` for a bad spec or mock script.
-    """
-    parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
-    env = os.environ if env is None else env
-    if parsed.kind == "mock":
-        return MockModel(parsed.script, delay=mock_delay)
-    if parsed.kind == "embedded":
-        from .embedded import EmbeddedModel
-
-        return EmbeddedModel(parsed.file, n_ctx=num_ctx, connect_timeout=timeout, read_timeout=read_timeout)
-    if parsed.kind == "ollama":
-        host = ollama_host(env.get("OLLAMA_HOST", ""))
-        model = OllamaModel(
-            parsed.name or "",
-            host=host,
-            num_ctx=num_ctx,
-            keep_alive=keep_alive,
-            connect_timeout=timeout,
-            read_timeout=read_timeout,
-        )
-        if not parsed.name:
-            try:
-                models = await model.list_models()
-            except ModelError:
-                await model.aclose()
-                raise
-            if not models:
-                await model.aclose()
-                raise ModelNotFound(
-                    "", f"the Ollama server at {host} has no models", "pull one, e.g. `ollama pull llama3.2`"
-                )
-            model.name = models[0].name
-        return model
-    server = OpenAIModel(
-        parsed.url or "",
-        parsed.name,
-        api_key=api_key_from_env(env),
-        connect_timeout=timeout,
-        read_timeout=read_timeout,
-    )
-    try:
-        await server.resolve_name()
-    except ModelError:
-        await server.aclose()
-        raise
-    return server
-
-
-async def probe_default(
-    timeout: float = 0.5, *, env: Mapping[str, str] | None = None
-) -> tuple[ChatModel, str | None]:
-    """The model to start with when none was asked for, and a notice for the user.
-
-    Ollama when it answers at ``OLLAMA_HOST`` within ``timeout`` seconds and has a
-    model; else the mock, with a notice that says why and how to connect a real one.
-    """
-    env = os.environ if env is None else env
-    host = ollama_host(env.get("OLLAMA_HOST", ""))
-    how = "start Ollama (`ollama serve`) and pass --model ollama:NAME, or --model openai:URL for llama.cpp, vLLM or LM Studio"
-    try:
-        async with httpx.AsyncClient(timeout=timeout) as client:
-            response = await client.get(f"{host}/api/version")
-        answered = response.status_code == 200
-    except httpx.HTTPError:
-        answered = False
-    if not answered:
-        return MockModel(), f"No model server answered at {host}: running on the mock model. To use a real model, {how}."
-    try:
-        # The short timeout was for the probe; the model gets the usual ones.
-        return await open_model("ollama", env=env), None
-    except ModelError as exc:
-        return MockModel(), f"Ollama at {host}: {exc.message} ({exc.hint}). Running on the mock model meanwhile."

@@ -536,9 +536,12 @@ async def _run_with_engine(
 
 async def _run_engine(trace, policies, engine_spec, summarizer, sheet, settings, progress, driver, request_timeout):
     from tailrent_tui.agent.build import framing_probes
+    from tailrent_tui.models.errors import ModelError
+    from tailrent_tui.models.factory import ModelOptions, open_model
     from tailrent_tui.models.http import DEFAULT_READ_TIMEOUT
     from tailrent_tui.models.mock import ModelSummarizer
-    from tailrent_tui.models.spec import open_model, parse_model_spec
+    from tailrent_tui.models.openai import OpenAIModel
+    from tailrent_tui.models.spec import parse_model_spec
     from tailrent_tui.models.tokenizer import TokenizerUnavailable, measure_framing
 
     spec = parse_model_spec(engine_spec)
@@ -548,7 +551,14 @@ async def _run_engine(trace, policies, engine_spec, summarizer, sheet, settings,
             "(openai:URL); it counts tokens with the server's /tokenize"
         )
     read_timeout = request_timeout or DEFAULT_READ_TIMEOUT
-    eng = _Engine(await open_model(spec, read_timeout=read_timeout))
+    model, _ = open_model(spec, ModelOptions(read_timeout=read_timeout))
+    assert isinstance(model, OpenAIModel)  # an openai: spec, checked above
+    try:
+        await model.resolve_name()  # a server with no model fails here, before any measure
+    except ModelError:
+        await model.aclose()
+        raise
+    eng = _Engine(model)
     # the tokenizer's own timeout is short already; a shorter request_timeout shortens it too
     counter = eng.model.server_tokenizer(timeout=min(10.0, read_timeout))
     try:

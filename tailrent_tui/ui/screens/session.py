@@ -291,7 +291,7 @@ class SessionScreen(Screen[None]):
 
     def show_agent_notice(self) -> None:
         """The agent's notice (the mock model, a server that did not answer), its advice said the app's way."""
-        from tailrent_tui.agent.build import CONNECT_HOW
+        from tailrent_tui.models.factory import CONNECT_HOW
 
         notice = self.agent.notice
         if notice:
