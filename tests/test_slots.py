@@ -363,6 +363,34 @@ def test_a_refused_restore_falls_back(home, fake):
     assert "re-reads" in out.stderr and out.stdout.strip() == "ok"
 
 
+@pytest.mark.parametrize("case", ["file removed", "refused", "another prompt", "no save path", "no endpoints", "none saved"])
+def test_why_no_slot_was_restored_is_said_once_on_a_resume(home, fake, tmp_path, monkeypatch, case):
+    """The reason is one line of its own (or the probe's), and the price line does not repeat it;
+    with nothing saved (no line of its own), the price line carries it."""
+    if case == "file removed":
+        fake.slot_dir = tmp_path / "slots"
+        fake.slot_dir.mkdir()
+        monkeypatch.setenv("TAILRENT_SLOT_DIR", str(fake.slot_dir))
+    fake.mode = {"no save path": "no-save-path", "no endpoints": "no-endpoints", "none saved": "disk-full"}.get(case, "ok")
+    first = json.loads(ask(home, fake, "--json", "One.").stdout)
+    if case == "file removed":
+        for f in fake.slot_dir.iterdir():
+            f.unlink()
+    elif case == "refused":
+        fake.mode = "refuse-restore"
+    elif case == "another prompt":
+        sd = find_session(home, first["session"])
+        sd.update_meta(slots=[r.model_copy(update={"hash": "0" * 16}) for r in sd.read_meta().slots])
+    elif case == "none saved":
+        fake.mode = "ok"
+    again = ask(home, fake, "--continue", "--json", "Two.")
+    why = json.loads(again.stdout)["slot"]["restore"]["message"]
+    assert why and not json.loads(again.stdout)["slot"]["restore"]["ok"]
+    saying = [line for line in again.stderr.splitlines() if why in line]
+    assert len(saying) == 1, again.stderr
+    assert len([line for line in again.stderr.splitlines() if "resume: the first request re-reads" in line]) == 1
+
+
 def test_without_slot_dir_the_files_are_recorded_and_cleanup_is_said_once(home, fake):
     first = json.loads(ask(home, fake, "--json", "One.").stdout)
     out = ask(home, fake, "--continue", "Two.")

@@ -371,8 +371,12 @@ class SlotKeeper:
 # -- the resume's price --------------------------------------------------------------
 
 
-def price_resume(agent: SlotHost, *, now: float | None = None) -> ResumePrice:
-    """What the first request after this resume will re-read, and what spares it."""
+def price_resume(agent: SlotHost, *, now: float | None = None, slot_why_said: bool = False) -> ResumePrice:
+    """What the first request after this resume will re-read, and what spares it.
+
+    Why no slot was restored joins the price's `why` unless its own line said it already
+    (`slot_why_said`): the user reads each reason once.
+    """
     session = agent.session
     now = time.time() if now is None else now
     rent = agent.rent
@@ -391,7 +395,7 @@ def price_resume(agent: SlotHost, *, now: float | None = None) -> ResumePrice:
             why = f"idle {idle_words(idle)}, inside its TTL of {idle_words(sheet.ttl_seconds)}"
         else:
             why = f"idle {idle_words(idle)}: the cache expired (its TTL is {idle_words(sheet.ttl_seconds)})"
-    if restored is None and keeper is not None and keeper.restore_why:
+    if restored is None and keeper is not None and keeper.restore_why and not slot_why_said:
         why = f"{why}; no slot restored: {keeper.restore_why}" if why else f"no slot restored: {keeper.restore_why}"
     rate = prompt_rate(session.usage, sheet) if sheet is not None else None
     return resume_price(
@@ -442,17 +446,20 @@ async def on_resume(agent: SlotHost) -> list[tuple[str, str]]:
     """Restore the slot (if any) and price the first request; (line, level) pairs to show, also noted in the session."""
     lines: list[tuple[str, str]] = []
     keeper: SlotKeeper | None = getattr(agent, "slots", None)
+    # slots off: the probe's line ("KV slots off for this session: ...") said why, on start
+    said = keeper is not None and keeper.state == "off"
     if keeper is not None:
         outcome = await asyncio.to_thread(keeper.restore)
         if outcome is not None:
             lines += [(extra, "warning") for extra in outcome.extra]
             if outcome.line and not outcome.ok and outcome.level == "warning":
                 lines.append((outcome.line, "warning"))
+                said = True
             if outcome.ok:
                 warm_rent_after_restore(agent, time.time())
                 agent.cold_resume = False  # the cache is warm again: no fold "at no extra cost" now
                 lines.append((outcome.line or "", "info"))
-    price = price_resume(agent)
+    price = price_resume(agent, slot_why_said=said)
     agent.resume_price = price
     lines.append((price.line(), "info"))
     for text, level in lines:
