@@ -2,16 +2,16 @@
 
 A call is approved here (`approved_run`: the user's word, asked through
 `TurnCallbacks.approve`, unless the session already allows it or --yolo), run
-(a workspace tool in a thread, cancelled by escape; a session tool on the
-loop), and its outcome admitted through the ladder: inline, spilled with a
-pointer, or — for run_shell's streamed output — a pointer to its raw spill.
+(run_shell and the session tools on the loop, the other workspace tools in a
+thread; escape cancels either), and its outcome admitted through the ladder:
+inline, spilled with a pointer, or — for run_shell's streamed output — a
+pointer to its raw spill.
 `!cmd`, `@path` and big pastes enter the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +21,7 @@ from tailrent_tui.agent.ladder import admit_to_session
 from tailrent_tui.agent.ladder_driver import LadderDriver
 from tailrent_tui.agent.session_tools import SessionTool, offered_tools
 from tailrent_tui.agent.state import AgentState
-from tailrent_tui.agent.tools import TOOLS, ToolContext, ToolError, ToolOutcome, parse_args, preview_tool, run_tool
+from tailrent_tui.agent.tools import TOOLS, ToolContext, ToolError, ToolOutcome, parse_args, preview_tool, run_tool_async
 from tailrent_tui.agent.tools.base import SpillBudget, error, outcome
 from tailrent_tui.core.messages import Kind, Message, ToolCall
 from tailrent_tui.core.rungs.spill import pointer_text
@@ -128,14 +128,8 @@ class ToolRunner:
         return await self.run_workspace_tool(call.name, call.arguments)
 
     async def run_workspace_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
-        """Run a workspace tool in a thread; cancelling (escape) tells the tool to kill what it started."""
-        cancel = threading.Event()
-        ctx = self.ctx.model_copy(update={"cancel": cancel})
-        try:
-            return await asyncio.to_thread(run_tool, name, arguments, ctx)
-        except asyncio.CancelledError:
-            cancel.set()
-            raise
+        """Run a workspace tool (see `run_tool_async`); cancelling it (escape) kills what it started."""
+        return await run_tool_async(name, arguments, self.ctx)
 
     # -- into the transcript ---------------------------------------------------------
 
@@ -209,4 +203,4 @@ class ToolRunner:
 
     async def attach_file(self, path: str) -> Message:
         """`@path` in a message: the file enters as read_file returns it (its line and byte caps), then rung 2."""
-        return await self._admit("read_file", await asyncio.to_thread(run_tool, "read_file", {"path": path}, self.ctx))
+        return await self._admit("read_file", await self.run_workspace_tool("read_file", {"path": path}))

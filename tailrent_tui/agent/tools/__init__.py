@@ -1,9 +1,10 @@
 """The tool registry: what the model is offered, and the one door every call goes through.
 
-`run_tool` never raises. Invalid JSON arguments, arguments that do not fit the
-tool's schema, an unknown tool, a path that leads out of the workspace and a
-tool that raises all come back as a `ToolOutcome(is_error=True)` whose content
-tells the model what went wrong, so a bad call costs one turn, never the session.
+`run_tool_async` (the agent's) and `run_tool` (`tailrent tool`'s) never raise.
+Invalid JSON arguments, arguments that do not fit the tool's schema, an unknown
+tool, a path that leads out of the workspace and a tool that raises all come
+back as a `ToolOutcome(is_error=True)` whose content tells the model what went
+wrong, so a bad call costs one turn, never the session.
 
 A tool's arguments are a `ToolArgs` model: the JSON schema the model is sent
 is derived from it (`ToolSpec.of`), and `parse_args` validates a call with it,
@@ -11,16 +12,24 @@ on every path (the agent's, `tailrent tool`'s) and for the schema's token count.
 The workspace tools register themselves here; the tools bound to one session
 (read_spill, search_history, remember, recall, delegate: agent/session_tools.py)
 are specs of the same kind, run on the event loop.
+
+A tool's `run` is a plain function (run in a worker thread, told of a cancel
+through `ToolContext.cancel`) or a coroutine function (run_shell: awaited on
+the event loop, cancelled as any task is). `run_tool` runs a coroutine tool
+with `asyncio.run`: one implementation on both paths.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import operator
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache, reduce
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError, create_model
 
@@ -48,6 +57,7 @@ from tailrent_tui.agent.tools.base import (
 from tailrent_tui.agent.workspace import WorkspaceEscape
 
 ToolFn = Callable[[dict[str, Any], ToolContext], ToolOutcome]
+AsyncToolFn = Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutcome]]
 
 __all__ = [
     "TOOLS",
@@ -62,6 +72,7 @@ __all__ = [
     "preview_tool",
     "register",
     "run_tool",
+    "run_tool_async",
     "tool_specs",
     "unregister",
 ]
@@ -69,19 +80,27 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Tool:
-    """A registered tool: its spec, how to run it, and optionally how to preview it."""
+    """A registered tool: its spec, how to run it, and optionally how to preview it.
+
+    `run_async` is set instead of `run` for a coroutine tool.
+    """
 
     spec: ToolSpec
-    run: ToolFn
+    run: ToolFn | None = None
+    run_async: AsyncToolFn | None = None
     preview: ToolFn | None = None
 
 
 TOOLS: dict[str, Tool] = {}
 
 
-def register(spec: ToolSpec, fn: ToolFn, *, preview: ToolFn | None = None) -> Tool:
-    """Offer a tool to the model. A later registration under the same name replaces it."""
-    tool = Tool(spec=spec, run=fn, preview=preview)
+def register(spec: ToolSpec, fn: ToolFn | AsyncToolFn, *, preview: ToolFn | None = None) -> Tool:
+    """Offer a tool to the model (`fn` a function or a coroutine function). A later
+    registration under the same name replaces it."""
+    if inspect.iscoroutinefunction(fn):
+        tool = Tool(spec=spec, run_async=fn, preview=preview)
+    else:
+        tool = Tool(spec=spec, run=cast(ToolFn, fn), preview=preview)
     TOOLS[spec.name] = tool
     return tool
 
@@ -189,29 +208,78 @@ def parse_args(spec: ToolSpec, raw_args: str | dict[str, Any] | None) -> dict[st
     return {name: getattr(checked, name) for name in checked.model_fields_set if getattr(checked, name) is not None}
 
 
+def _unknown(name: str) -> ToolOutcome:
+    return error(f"unknown tool {name!r}; the tools are: {', '.join(TOOLS)}")
+
+
+def _fault(name: str, exc: Exception) -> ToolOutcome:
+    if isinstance(exc, WorkspaceEscape | ToolError):
+        return error(str(exc))
+    # a tool's bug must cost one turn, never the session
+    return error(f"{name} failed: {type(exc).__name__}: {exc}")
+
+
+def _checked(name: str, result: object) -> ToolOutcome:
+    if not isinstance(result, ToolOutcome):
+        return error(f"{name} returned {type(result).__name__}, not a ToolOutcome")
+    return result
+
+
 def _call(name: str, raw_args: str | dict[str, Any] | None, ctx: ToolContext, preview: bool) -> ToolOutcome | None:
     tool = TOOLS.get(name)
     if tool is None:
-        return error(f"unknown tool {name!r}; the tools are: {', '.join(TOOLS)}")
+        return _unknown(name)
     fn = tool.preview if preview else tool.run
     if fn is None:
         return None
     try:
         args = parse_args(tool.spec, raw_args)
         result = fn(args, ctx)
-    except WorkspaceEscape as exc:
-        return error(str(exc))
-    except ToolError as exc:
-        return error(str(exc))
-    except Exception as exc:  # a tool's bug must cost one turn, never the session
-        return error(f"{name} failed: {type(exc).__name__}: {exc}")
-    if not isinstance(result, ToolOutcome):
-        return error(f"{name} returned {type(result).__name__}, not a ToolOutcome")
-    return result
+    except Exception as exc:
+        return _fault(name, exc)
+    return _checked(name, result)
+
+
+async def run_tool_async(name: str, raw_args: str | dict[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
+    """Run one tool call from the event loop: a coroutine tool awaited on it, a plain one in
+    a worker thread. Cancelling it (escape) cancels a coroutine tool, and sets `ctx.cancel`
+    for a plain one, which then stops what it started. Every fault comes back as an error
+    outcome, never an exception (a cancel is not a fault: it goes through)."""
+    tool = TOOLS.get(name)
+    if tool is None:
+        return _unknown(name)
+    try:
+        args = parse_args(tool.spec, raw_args)
+        if tool.run_async is not None:
+            result = await tool.run_async(args, ctx)
+        else:
+            assert tool.run is not None
+            cancel = threading.Event()
+            try:
+                result = await asyncio.to_thread(tool.run, args, ctx.model_copy(update={"cancel": cancel}))
+            except asyncio.CancelledError:
+                cancel.set()
+                raise
+    except Exception as exc:
+        return _fault(name, exc)
+    return _checked(name, result)
 
 
 def run_tool(name: str, raw_args: str | dict[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
-    """Run one tool call; every fault comes back as an error outcome, never an exception."""
+    """Run one tool call where no event loop runs (`tailrent tool`, a worker thread): a
+    coroutine tool through `asyncio.run(run_tool_async(...))`. Every fault comes back as an
+    error outcome, never an exception."""
+    tool = TOOLS.get(name)
+    if tool is not None and tool.run_async is not None:
+        done: list[ToolOutcome] = []
+
+        async def call() -> None:
+            # The outcome is not the task's result: asyncio.run reprs its task when it puts
+            # back the SIGINT handler, and the repr of a 10 MB outcome costs half a second.
+            done.append(await run_tool_async(name, raw_args, ctx))
+
+        asyncio.run(call())
+        return done[0]
     result = _call(name, raw_args, ctx, preview=False)
     assert result is not None
     return result

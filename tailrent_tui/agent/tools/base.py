@@ -157,7 +157,9 @@ class ToolContext(BaseModel):
         default=None, description="what is left of the session's spills_session_max_bytes (shared by every call)"
     )
     cancel: threading.Event | None = Field(
-        default=None, description="set when the call is cancelled (escape): the tool kills what it started"
+        default=None,
+        description="for a tool run in a worker thread: set when the call is cancelled (escape), "
+        "and the tool stops what it started (a coroutine tool is cancelled as its task is)",
     )
     data_dir: Path | None = Field(
         default_factory=resolve_data_dir,

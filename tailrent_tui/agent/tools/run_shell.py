@@ -11,20 +11,26 @@ build), and the cut line says how much was not kept; only past
 
 The command runs in its own session (process group): when the shell exits,
 its timeout passes or the call is cancelled, the whole group is killed, so no
-background process outlives the call (one that calls setsid itself escapes).
-The command's environment holds no API key tailrent knows about. The exit
-code is always reported, and `timed_out` is true only when the shell itself
-outran its timeout.
+background process outlives the call (one that calls setsid itself escapes, and
+once the shell has exited its output is read only until it has been quiet for
+a moment). The command's environment holds no API key tailrent knows about. The
+exit code is always reported, and `timed_out` is true only when the shell
+itself outran its timeout.
+
+The tool is a coroutine that the agent awaits on its event loop (`tailrent
+tool` runs the same one with `asyncio.run`): the shell's exit, its output and
+its timeout are events, nothing polls. Cancelling the call (escape, quit)
+kills the group at once and lets the CancelledError through: a cancelled call
+has no outcome.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
-import selectors
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -46,8 +52,6 @@ from tailrent_tui.agent.tools.base import (
 from tailrent_tui.agent.workspace import workspace_root
 from tailrent_tui.models.openai import API_KEY_VARIABLES
 
-_CHUNK = 256 * 1024
-_POLL = 0.1
 # After the shell exits and its group is killed, a process that left the group may
 # still hold the pipe open: stop reading once it has been quiet this long.
 _QUIET_AFTER_EXIT = 0.25
@@ -248,78 +252,116 @@ class _Keeper:
         )
 
 
-def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+class _Shell(asyncio.SubprocessProtocol):
+    """The call's side of the pipe: the output into the keeper as it comes, the shell's exit and the pipe's EOF."""
+
+    def __init__(self, keeper: _Keeper, loop: asyncio.AbstractEventLoop) -> None:
+        self.keeper = keeper
+        self.loop = loop
+        self.discard_max = keeper.ctx.caps.shell_discard_max_bytes
+        #: the shell itself exited (a background process may still hold the pipe)
+        self.exited: asyncio.Future[None] = loop.create_future()
+        #: every writer closed the pipe
+        self.eof: asyncio.Future[None] = loop.create_future()
+        #: the output dropped past the caps passed shell_discard_max_bytes (a runaway such as `yes`), or keeping it failed
+        self.stop: asyncio.Future[None] = loop.create_future()
+        self.fault: Exception | None = None
+        self.last_output = loop.time()
+        self.reading = True
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        if not self.reading:
+            return
+        assert isinstance(data, bytes)
+        self.last_output = self.loop.time()
+        try:
+            self.keeper.add(data)
+        except Exception as exc:  # run() raises it: a bug costs the call, never the loop
+            self.fault = exc
+        if self.fault is not None or self.keeper.not_kept > self.discard_max:
+            self.reading = False
+            self.stop.set_result(None)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if not self.eof.done():
+            self.eof.set_result(None)
+
+    def process_exited(self) -> None:
+        self.last_output = self.loop.time()  # what the shell wrote last may still be in the pipe
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+    async def quiet(self, deadline: float) -> None:
+        """After the shell exits: read until EOF, or until nothing came for _QUIET_AFTER_EXIT
+        (a process that left the group with setsid may hold the pipe), or the deadline."""
+        while not self.eof.done() and not self.stop.done():
+            left = min(self.last_output + _QUIET_AFTER_EXIT, deadline) - self.loop.time()
+            if left <= 0:
+                return
+            await asyncio.wait([self.eof, self.stop], timeout=left)
+
+
+async def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     command = args["command"]
     if not command.strip():
         raise ToolError("command is empty")
     if "\x00" in command:
         raise ToolError("command holds a NUL character; remove it")
     timeout = _timeout(args, ctx)
+    cwd = workspace_root(ctx.root)
 
-    proc = subprocess.Popen(
-        [*_shell(), command],
-        cwd=workspace_root(ctx.root),
+    loop = asyncio.get_running_loop()
+    keeper = _Keeper(ctx)
+    started = loop.time()
+    deadline = started + timeout
+    transport, shell = await loop.subprocess_exec(
+        lambda: _Shell(keeper, loop),
+        *_shell(),
+        command,
+        cwd=cwd,
         env=command_env(),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group, so a kill reaches every child
     )
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    keeper = _Keeper(ctx)
-    timed_out = cancelled = eof = runaway = False
+    pid = transport.get_pid()
+    timed_out = runaway = False
     background: int | None = 0
-    started = time.monotonic()
-    deadline = started + timeout
-
-    selector = selectors.DefaultSelector()
-    selector.register(fd, selectors.EVENT_READ)
     try:
-        while True:
-            if proc.poll() is not None:
-                # The shell is done: what it left running in the background goes with it.
-                # Its pipe then reaches EOF as soon as the buffered output is read.
-                background = _live_in_group(proc.pid)
-                if background != 0 and _kill_group(proc.pid) and background is None:
-                    background = -1
-                # A process that left the group (setsid) may still hold the pipe: stop once it is quiet.
-                while not eof and selector.select(_QUIET_AFTER_EXIT):
-                    chunk = os.read(fd, _CHUNK)
-                    if not chunk:
-                        break
-                    keeper.add(chunk)
-                break
-            now = time.monotonic()
-            if now >= deadline:
-                timed_out = True
-                break
-            if ctx.cancel is not None and ctx.cancel.is_set():
-                cancelled = True
-                break
-            wait = min(deadline - now, _POLL)
-            if eof:
-                time.sleep(wait)
-            elif selector.select(wait):
-                chunk = os.read(fd, _CHUNK)
-                if chunk:
-                    keeper.add(chunk)
-                    if keeper.not_kept > ctx.caps.shell_discard_max_bytes:
-                        runaway = True
-                        break
-                else:  # every writer closed the pipe; the shell may still run
-                    eof = True
-                    selector.unregister(fd)
+        try:
+            async with asyncio.timeout_at(deadline):
+                await asyncio.wait([shell.exited, shell.stop], return_when=asyncio.FIRST_COMPLETED)
+        except TimeoutError:
+            timed_out = True
+        if not timed_out and shell.stop.done():
+            runaway = shell.fault is None
+        elif not timed_out:
+            # The shell is done: what it left running in the background goes with it.
+            # Its pipe then reaches EOF as soon as the buffered output is read.
+            background = _live_in_group(pid)
+            if background != 0 and _kill_group(pid) and background is None:
+                background = -1
+            await shell.quiet(max(deadline, loop.time() + _QUIET_AFTER_EXIT))
+        if transport.get_returncode() is None:
+            _kill_group(pid)
+        shell.reading = False
+        await shell.exited
+    except asyncio.CancelledError:
+        # escape or quit: the whole group goes at once, and the call ends with no outcome
+        _kill_group(pid)
+        # the shell's exit is collected (a moment after the kill) while the loop still watches for it
+        await asyncio.wait([shell.exited], timeout=1.0)
+        raise
     finally:
-        if proc.returncode is None:
-            _kill_group(proc.pid)
-        selector.close()
-        proc.stdout.close()
+        shell.reading = False
+        transport.close()
         keeper.close()
-        proc.wait()
-    elapsed = time.monotonic() - started
+    if shell.fault is not None:
+        raise shell.fault
+    elapsed = loop.time() - started
 
-    code = proc.returncode
+    code = transport.get_returncode()
     text, binary = decode_output(keeper.head, truncated=keeper.total > keeper.cap)
     notes = []
     if code is not None and code < 0:
@@ -338,29 +380,22 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             f"; the command was killed after {fmt_bytes(keeper.not_kept)} past the caps "
             "(shell_discard_max_bytes)]"
         )
-    if timed_out or cancelled:
-        why = f"timed out after {timeout:g} s" if timed_out else "cancelled"
-        more = (
-            "; pass a larger timeout= or run it in the background with its output sent to a file"
-            if timed_out
-            else ""
-        )
+    if timed_out:
         cut = (
-            f"[run_shell: {why}; killed the process group (pid {proc.pid}); the output so far is above"
-            + (f" ({cut.strip('[]')})" if cut else "")
-            + f"{more}]"
+            f"[run_shell: timed out after {timeout:g} s; killed the process group (pid {pid}); the output so far "
+            "is above" + (f" ({cut.strip('[]')})" if cut else "")
+            + "; pass a larger timeout= or run it in the background with its output sent to a file]"
         )
     spilled = keeper.spill_name if keeper.spilled and keeper.error is None else None
     meta = {
         "exit_code": code,
         "timed_out": timed_out,
-        "cancelled": cancelled,
-        "killed": timed_out or cancelled or runaway,
+        "killed": timed_out or runaway,
         "background_killed": bool(background),
         "bytes": keeper.total,
         "not_kept": keeper.not_kept,
         "seconds": round(elapsed, 3),
-        "pid": proc.pid,
+        "pid": pid,
         "timeout": timeout,
     }
     return outcome(
@@ -369,6 +404,6 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         notes=notes,
         binary_bytes=len(keeper.head) if binary else None,
         meta=meta,
-        is_error=timed_out or cancelled,
+        is_error=timed_out,
         spilled_path=spilled,
     )
