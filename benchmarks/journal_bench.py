@@ -62,7 +62,8 @@ def write_journal(data: Path, events: int, seed: int = 7) -> tuple[Path, dict]:
 
     rng = random.Random(seed)
     sd = SessionDir.create(data, title="bench", tokenizer="chars4", system="You are a coding agent.", window=32768)
-    s, w = open_session(sd, fsync=False)
+    opened = open_session(sd, fsync=False)
+    s, w = opened.session, opened.writer
     spills = sd.spills()
     summarizer = LossySummarizer()
     words = [
@@ -110,7 +111,7 @@ def write_journal(data: Path, events: int, seed: int = 7) -> tuple[Path, dict]:
                 kind = "usage"
         counts[kind] = counts.get(kind, 0) + 1
         n += 1
-    close_session(s, w)
+    close_session(opened)
     return sd.path, {"events": w.saved, "mix": counts, "messages": len(s.messages), "folds": len(s.folds)}
 
 

@@ -33,7 +33,8 @@ def work_forever(sd: SessionDir, run: str, seed: int) -> None:
     rng = random.Random(seed)
     i = 0
     while True:
-        session, writer = open_session(sd, fsync=False)
+        opened = open_session(sd, fsync=False)
+        session = opened.session
         for _ in range(rng.randrange(3, 12)):
             i += 1
             step = rng.random()
@@ -51,7 +52,7 @@ def work_forever(sd: SessionDir, run: str, seed: int) -> None:
                     ev = fold_span(session, span, summarizer=LossySummarizer(), guard="off", archive=sd.archive())
                     if isinstance(ev, Folded):
                         say(f"{run} fold {ev.fold.fold_no}")
-        close_session(session, writer)
+        close_session(opened)
         if rng.random() < 0.3:
             repair_session(sd, apply=True)
             say(f"{run} repair")

@@ -177,14 +177,15 @@ def test_ask_says_when_meta_cannot_be_updated_after_a_saved_turn(tmp_path, exc):
 def test_close_session_never_skips_the_meta_update_silently(tmp_path):
     sd = SessionDir.create(tmp_path / "data", tokenizer="chars4", session_id="s1")
     meta_before = sd.meta_path.read_bytes()
-    session, writer = open_session(sd, fsync=False)
+    opened = open_session(sd, fsync=False)
+    session = opened.session
     session.add("user", "saved")
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
         resource.setrlimit(resource.RLIMIT_FSIZE, (sd.journal_path.stat().st_size + 200, hard))
         session.add("user", "not saved " * 30)
-        report = close_session(session, writer)
+        report = close_session(opened)
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
         signal.signal(signal.SIGXFSZ, previous)
@@ -365,10 +366,11 @@ REPAIR_KILLED = textwrap.dedent(
 
 def _damaged_session(tmp_path: Path) -> SessionDir:
     sd = SessionDir.create(tmp_path / "data", tokenizer="chars4", session_id="dmg")
-    session, writer = open_session(sd, fsync=False)
+    opened = open_session(sd, fsync=False)
+    session = opened.session
     for i in range(5):
         session.add("user", f"message {i}")
-    close_session(session, writer)
+    close_session(opened)
     lines = sd.journal_path.read_bytes().splitlines(keepends=True)
     lines.insert(3, b"not json at all\n")
     sd.journal_path.write_bytes(b"".join(lines))
@@ -425,8 +427,8 @@ def test_stale_temp_files_are_cleaned_on_the_next_open_and_nothing_else(tmp_path
     os.utime(old_style, (hours_ago, hours_ago))
     days_ago = time.time() - 3 * 86400
     os.utime(reused_pid, (days_ago, days_ago))
-    session, writer = open_session(sd, fsync=False)
-    close_session(session, writer)
+    opened = open_session(sd, fsync=False)
+    close_session(opened)
     assert not dead.exists() and not old_style.exists() and not reused_pid.exists()
     assert live.exists() and young_old_style.exists()
     assert all(p.exists() for p in not_ours)

@@ -82,17 +82,19 @@ def state(session) -> dict:
 def test_replayed_journal_equals_live_state(commands) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         sd = SessionDir.create(Path(tmp), tokenizer="chars4", system="system prompt", window=8192)
-        live, writer = open_session(sd, fsync=False)
+        opened = open_session(sd, fsync=False)
+        live, writer = opened.session, opened.writer
         for cmd in commands:
             run(live, sd, cmd)
-        close_session(live, writer)
+        close_session(opened)
         assert writer.pending == 0
 
-        replayed, w2 = open_session(sd, fsync=False)
+        reopened = open_session(sd, fsync=False)
+        replayed = reopened.session
         assert state(replayed) == state(live)
         for spill_id in live.spills:
             assert sd.spills().exists(spill_id) or live.spills[spill_id].location.startswith("mem://")
         for f in live.folds:
             archived = sd.archive().read_fold(f.fold_no)
             assert [m.id for m in archived.originals] == f.span_ids
-        close_session(replayed, w2)
+        close_session(reopened)

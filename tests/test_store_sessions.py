@@ -38,10 +38,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def make(data: Path, sid: str, *, title: str = "", n: int = 3, now: float = 1_800_000_000.0) -> SessionDir:
     sd = SessionDir.create(data, title=title, tokenizer="chars4", session_id=sid, now=now)
-    s, w = open_session(sd, fsync=False)
+    opened = open_session(sd, fsync=False)
+    s = opened.session
     for i in range(n):
         s.add("user", f"{title} message {i}", at=now + i)
-    close_session(s, w)
+    close_session(opened)
     return sd
 
 
@@ -56,11 +57,12 @@ def test_data_dir_precedence(monkeypatch, tmp_path: Path) -> None:
 def test_directories_are_0700_and_files_0600(tmp_path: Path) -> None:
     os.umask(0o022)
     sd = make(tmp_path, "perm", n=2)
-    s, w = open_session(sd)
+    opened = open_session(sd)
+    s = opened.session
     admit_tool_result(s, "grep", "hit\n" * 400, sd.spills(), threshold=10)
     fold_span(s, oldest_unpinned(s, 2), summarizer=LossySummarizer(), guard="off", archive=sd.archive())
     sd.memory().remember("plan", "ship friday")
-    close_session(s, w)
+    close_session(opened)
     for p in [sd.path, *sd.path.rglob("*")]:
         mode = stat.S_IMODE(p.stat().st_mode)
         assert mode == (0o700 if p.is_dir() else 0o600), f"{p}: {oct(mode)}"
@@ -68,7 +70,7 @@ def test_directories_are_0700_and_files_0600(tmp_path: Path) -> None:
 
 def test_second_process_is_refused_naming_the_first(tmp_path: Path) -> None:
     sd = make(tmp_path, "locked")
-    s, w = open_session(sd)
+    opened = open_session(sd)
     code = (
         "import sys\n"
         "from tailrent_tui.store.sessions import SessionDir, SessionLocked, open_session\n"
@@ -80,7 +82,7 @@ def test_second_process_is_refused_naming_the_first(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 3, r.stderr
     assert f"process {os.getpid()} on " in r.stdout
-    close_session(s, w)
+    close_session(opened)
     # once closed, another process may open it
     r2 = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r2.returncode == 0, r2.stdout + r2.stderr
@@ -98,9 +100,9 @@ def test_stale_lock_of_a_dead_process_is_taken_over_and_said(tmp_path: Path) -> 
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     dead_pid = int(r.stdout.strip())
     assert json.loads(sd.lock_path.read_text())["pid"] == dead_pid
-    s, w = open_session(sd)
-    assert any(f"process {dead_pid}" in m and "took over" in m for m in w.warnings)
-    close_session(s, w)
+    opened = open_session(sd)
+    assert any(f"process {dead_pid}" in m and "took over" in m for m in opened.warnings)
+    close_session(opened)
 
 
 def test_resume_by_prefix_continue_and_clear_errors(tmp_path: Path) -> None:
@@ -112,9 +114,10 @@ def test_resume_by_prefix_continue_and_clear_errors(tmp_path: Path) -> None:
         find_session(tmp_path, "alpha")
     with pytest.raises(SessionLookupError, match="no session 'zeta'"):
         find_session(tmp_path, "zeta")
-    s, w = open_session(beta)  # opening makes it the last active one
+    opened = open_session(beta)  # opening makes it the last active one
+    s = opened.session
     s.add("user", "good morning")
-    close_session(s, w)
+    close_session(opened)
     assert resolve_session(tmp_path, continue_=True).id == "beta-1"
     assert resolve_session(tmp_path, resume="alpha-2").id == "alpha-2"
     assert resolve_session(tmp_path) is None
@@ -124,11 +127,12 @@ def test_resume_by_prefix_continue_and_clear_errors(tmp_path: Path) -> None:
 
 def test_sessions_command_lists_counts(tmp_path: Path) -> None:
     sd = make(tmp_path, "listme", title="déjà vu", n=5)
-    s, w = open_session(sd)
+    opened = open_session(sd)
+    s = opened.session
     s.pin(s.messages[0].id)
     fold_span(s, oldest_unpinned(s, 2), summarizer=LossySummarizer(), guard="off", archive=sd.archive())
     expected = (len(s.messages), len(s.folds), len(s.pinned), s.context_tokens)
-    close_session(s, w)
+    close_session(opened)
     runner = CliRunner()
     r = runner.invoke(cli, ["--data-dir", str(tmp_path), "sessions", "--json"])
     assert r.exit_code == 0, r.output
@@ -146,10 +150,11 @@ def test_sessions_command_lists_counts(tmp_path: Path) -> None:
 
 def test_missing_and_altered_spill_files_give_clear_messages(tmp_path: Path) -> None:
     sd = make(tmp_path, "spilly", n=0)
-    s, w = open_session(sd)
+    opened = open_session(sd)
+    s = opened.session
     m1 = admit_tool_result(s, "grep", "alpha\n" * 500, sd.spills(), threshold=10)
     m2 = admit_tool_result(s, "read_file", "beta\n" * 500, sd.spills(), threshold=10)
-    close_session(s, w)
+    close_session(opened)
     store = sd.spills()
     assert store.read_spill(m1.spill_id) == "alpha\n" * 500
     store.path_for(m1.spill_id).unlink()
@@ -164,14 +169,16 @@ def test_missing_and_altered_spill_files_give_clear_messages(tmp_path: Path) -> 
     p2.write_bytes(b"{not json")
     assert spill_text_for_transcript(store, m2.spill_id).startswith("[spill altered]")
     # the session itself still opens: pointers stay in the transcript
-    s2, w2 = open_session(sd)
+    reopened = open_session(sd)
+    s2 = reopened.session
     assert [m.spill_id for m in s2.messages] == [m1.spill_id, m2.spill_id]
-    close_session(s2, w2)
+    close_session(reopened)
 
 
 def test_fold_does_not_happen_when_the_archive_cannot_be_written(tmp_path: Path) -> None:
     sd = make(tmp_path, "arch", n=4)
-    s, w = open_session(sd)
+    opened = open_session(sd)
+    s = opened.session
     before = [m.id for m in s.messages]
 
     class FullArchive(FileFoldArchive):
@@ -181,18 +188,19 @@ def test_fold_does_not_happen_when_the_archive_cannot_be_written(tmp_path: Path)
     with pytest.raises(FoldAborted):
         fold_span(s, oldest_unpinned(s, 2), summarizer=LossySummarizer(), guard="off", archive=FullArchive(sd.path / "archive"))
     assert [m.id for m in s.messages] == before and s.folds == []
-    close_session(s, w)
+    close_session(opened)
 
 
 def test_archive_search_history_and_inspect(tmp_path: Path) -> None:
     sd = make(tmp_path, "insp", n=0)
-    s, w = open_session(sd)
+    opened = open_session(sd)
+    s = opened.session
     s.add("user", "We chose Redis with a 15 minute TTL because the DB was slow.")
     s.add("assistant", "Noted. Next step: the login page.")
     s.add("user", "ok")
     originals = [m.model_dump(mode="json") for m in s.messages[:2]]
     fold_span(s, oldest_unpinned(s, 2), summarizer=LossySummarizer(words=3), guard="off", archive=sd.archive())
-    close_session(s, w)
+    close_session(opened)
     (hit,) = read_outside(s, sd.archive(), sd.spills(), sd.memory()).search("15 MINUTE")
     assert hit.startswith(f"fold #1 · user {originals[0]['id']}: ") and "15 minute TTL" in hit
 
@@ -223,16 +231,18 @@ def test_memory_entries(tmp_path: Path) -> None:
 def test_idle_seconds_since_last_request(tmp_path: Path) -> None:
     sd = make(tmp_path, "idle", n=1)
     assert idle_seconds(sd) is None
-    s, w = open_session(sd)
+    opened = open_session(sd)
+    s = opened.session
     s.emit(UsageRecorded(request_no=1, context_tokens=100, at=1_800_000_000.0))
-    close_session(s, w)
+    close_session(opened)
     assert idle_seconds(sd, now=1_800_000_600.0) == 600.0
-    assert idle_seconds(open_session(sd, lock=False)[0], now=1_800_003_600.0) == 3600.0
+    assert idle_seconds(open_session(sd, lock=False).session, now=1_800_003_600.0) == 3600.0
 
 
 def _build_export_session(data: Path) -> SessionDir:
     sd = make(data, "exp", title="Ünïcode ✓", n=0)
-    s, w = open_session(sd)
+    opened = open_session(sd)
+    s = opened.session
     a = s.add("user", "Bonjour — we pick Redis, 15 minutes. 日本語")
     s.add("assistant", "D'accord ✓")
     s.pin(a.id)
@@ -240,7 +250,7 @@ def _build_export_session(data: Path) -> SessionDir:
     s.add("user", "next")
     s.add("user", "and next")
     fold_span(s, oldest_unpinned(s, 2), summarizer=LossySummarizer(), guard="off", archive=sd.archive())
-    close_session(s, w)
+    close_session(opened)
     return sd
 
 
@@ -288,6 +298,7 @@ def test_repair_command_writes_copy_and_apply_swaps_it_in(tmp_path: Path) -> Non
     assert r.exit_code == 0, r.output
     (backup,) = sd.path.glob("journal.bak-*.jsonl")
     assert backup.read_bytes() == original
-    s, w = open_session(sd)
+    opened = open_session(sd)
+    s = opened.session
     assert len(s.messages) == 3
-    close_session(s, w)
+    close_session(opened)

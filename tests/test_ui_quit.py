@@ -47,12 +47,13 @@ def test_quitting_the_app_saves_and_releases_the_session(tmp_path: Path) -> None
     from tailrent_tui.store.sessions import SessionDir, open_session
 
     sd = SessionDir(data / "sessions" / session_id)
-    session, writer = open_session(sd, fsync=False)  # the lock is free again
+    opened = open_session(sd, fsync=False)  # the lock is free again
+    session, writer = opened.session, opened.writer
     try:
-        assert not any("took over" in w or "stale" in w for w in writer.warnings), writer.warnings
+        assert not any("took over" in w or "stale" in w for w in opened.warnings), opened.warnings
         assert [m.content for m in session.messages] == ["DECISION: written while the app runs, just before quitting"]
         meta = json.loads(sd.meta_path.read_text())
         assert meta["summary"]["messages"] == 1
     finally:
         writer.close()
-        writer.lock.release()
+        opened.lock.release()

@@ -42,10 +42,11 @@ from tailrent_tui.models.ollama import OllamaModel
 from tailrent_tui.models.openai import OpenAIModel
 from tailrent_tui.models.tokenizer import PROBE, ServerTokenizer, TokenizerUnavailable, measure_framing
 from tailrent_tui.settings import Settings, keep_alive_seconds, user_price_files
-from tailrent_tui.store.journal import JournalError, JournalWriter, Writer
+from tailrent_tui.store.journal import AsyncJournalWriter, JournalError, JournalWriter
 from tailrent_tui.store.paths import resolve_data_dir
 from tailrent_tui.store.sessions import (
     CloseReport,
+    OpenedSession,
     SessionDir,
     close_session_sync,
     last_request_at,
@@ -191,7 +192,7 @@ def build_agent(
         except LookupError as exc:
             raise BuildError(str(exc)) from None
     try:
-        session, writer = open_session(sd, decisions=detector, fsync=settings.fsync, async_writer=async_writer, counter=counter)
+        opened = open_session(sd, decisions=detector, fsync=settings.fsync, async_writer=async_writer, counter=counter)
     except (RuntimeError, JournalError, OSError) as exc:
         if created:
             shutil.rmtree(sd.path, ignore_errors=True)  # nothing of the user's is in it yet: no orphan
@@ -199,12 +200,12 @@ def build_agent(
             raise BuildError(f"cannot open session {sd.id} in {data_dir}: {_os_reason(exc)}") from None
         raise BuildError(str(exc)) from None
     if counting_warning:
-        writer.warnings.append(counting_warning)
+        opened.warnings.append(counting_warning)
     try:
-        return _agent_for(settings, sd, session, writer, model, workspace, notice)
+        return _agent_for(settings, opened, model, workspace, notice)
     except BaseException:
         # the lock is held from here on: a failed build must not leave the session looking open
-        close_session_sync(session, writer)
+        close_session_sync(opened)
         raise
 
 
@@ -216,13 +217,12 @@ def _os_reason(exc: OSError) -> str:
 
 def _agent_for(
     settings: Settings,
-    sd: SessionDir,
-    session: Session,
-    writer: Writer,
+    opened: OpenedSession,
     model: ChatModel,
     workspace: Path,
     notice: str | None,
 ) -> Agent:
+    session, sd = opened.session, opened.session_dir
     replayed_notes = len(session.notes)
     if isinstance(model, EmbeddedModel):
         # tailrent owns the engine, so its KV slots go in the session's directory: no setup
@@ -260,8 +260,9 @@ def _agent_for(
         spill_store=sd.spills(),
         archive=sd.archive(),
         memory=sd.memory(),
-        journal=writer,
+        journal=opened.writer,
         session_dir=sd,
+        opened=opened,
         summarizer=pick_summarizer(settings, model),
         notice=notice,
         rent=rent,
@@ -270,7 +271,7 @@ def _agent_for(
     agent.cold_resume = cold_resume
     agent.resumed = last is not None
     agent.slots = SlotKeeper(agent)
-    for warning in getattr(writer, "warnings", []):
+    for warning in opened.warnings:
         session.note(warning, "warning")
     # written before the app listens to the session: it shows them when it opens
     agent.startup_notes = session.notes[replayed_notes:]
@@ -304,8 +305,8 @@ def close_agent(agent: Agent) -> CloseReport | None:
     from tailrent_tui.store.sessions import close_session
 
     report = None
-    if isinstance(agent.journal, JournalWriter):
-        report = close_session(agent.session, agent.journal, discard_blank=True)
+    if agent.opened is not None and isinstance(agent.opened.writer, JournalWriter):
+        report = close_session(agent.opened, discard_blank=True)
     _close_counter(agent)
     return report
 
@@ -314,11 +315,11 @@ async def aclose_agent(agent: Agent) -> None:
     """The same for the app's async writer; closes the model's HTTP client too."""
     from tailrent_tui.store.sessions import close_session
 
-    journal = agent.journal
-    if journal is not None and hasattr(journal, "aclose"):
-        await journal.aclose()
-    if journal is not None:
-        close_session(agent.session, journal, discard_blank=True)
+    opened = agent.opened
+    if opened is not None:
+        if isinstance(opened.writer, AsyncJournalWriter):
+            await opened.writer.aclose()
+        close_session(opened, discard_blank=True)
     _close_counter(agent)
     await agent.model.aclose()
 

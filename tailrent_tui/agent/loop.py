@@ -59,6 +59,7 @@ from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import LossySummarizer, Summarizer
 from tailrent_tui.models.base import ChatModel
 from tailrent_tui.settings import Settings
+from tailrent_tui.store.sessions import OpenedSession
 
 __all__ = [
     "MAX_STEPS",
@@ -94,6 +95,7 @@ class Agent:
     memory: Any = _shared("memory")
     journal: Any = _shared("journal")
     session_dir: Any = _shared("session_dir")
+    opened: OpenedSession | None = _shared("opened", "the session as open_session gave it, closed at exit")
     summarizer: Any = _shared("summarizer")
     rent: Any = _shared("rent")
     is_sub: bool = _shared("is_sub")
@@ -120,6 +122,7 @@ class Agent:
         memory: Any = None,
         journal: Any = None,
         session_dir: Any = None,
+        opened: OpenedSession | None = None,
         summarizer: Summarizer | None = None,
         notice: str | None = None,
         rent: Any = None,
@@ -139,6 +142,7 @@ class Agent:
             memory=memory,
             journal=journal,
             session_dir=session_dir,
+            opened=opened,
             rent=rent,
             is_sub=is_sub,
             policy_settings=policy_settings,

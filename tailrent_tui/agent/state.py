@@ -21,6 +21,7 @@ from tailrent_tui.core.summarize import Review, Summarizer, Verdict
 from tailrent_tui.models.base import ChatModel
 from tailrent_tui.models.mock import ModelSummarizer
 from tailrent_tui.settings import Settings
+from tailrent_tui.store.sessions import OpenedSession
 
 
 @dataclass
@@ -35,6 +36,8 @@ class AgentState:
     memory: Any = None
     journal: Any = None
     session_dir: Any = None
+    #: the session as `open_session` gave it (journal, directory, lock): closed at exit; None for a sub-session
+    opened: OpenedSession | None = None
     rent: Any = None
     is_sub: bool = False
     #: the bench fixes every policy setting; the app derives them from its settings

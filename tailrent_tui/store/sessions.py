@@ -25,6 +25,7 @@ import re
 import shutil
 import socket
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -497,6 +498,19 @@ def idle_seconds(session: Session | SessionDir, now: float | None = None) -> flo
 # -- opening and closing --------------------------------------------------------
 
 
+@dataclass
+class OpenedSession:
+    """A session `open_session` opened: replayed, its writer attached, its lock held until `close_session`."""
+
+    session: Session
+    writer: Writer
+    session_dir: SessionDir
+    #: the flock that keeps other processes out; None when opened with `lock=False`
+    lock: SessionLock | None
+    #: what the user must be told once: a torn tail that was skipped, rescued lines appended, a stale lock taken over
+    warnings: list[str] = field(default_factory=list)
+
+
 def open_session(
     session_dir: SessionDir | Path,
     *,
@@ -506,14 +520,12 @@ def open_session(
     lock: bool = True,
     on_status: Any = None,
     counter: TokenCounter | None = None,
-) -> tuple[Session, Writer]:
-    """Lock the session, replay its journal, attach a writer; returns (session, writer).
+) -> OpenedSession:
+    """Lock the session, replay its journal, attach a writer; close it with `close_session`.
 
-    The writer carries `.lock` (release it with `close_session`) and
-    `.warnings`: what the user must be told once (a torn tail that was skipped,
-    a stale lock taken over). With `async_writer` the writer is an
-    `AsyncJournalWriter` (the app); else a `JournalWriter`. `counter` counts
-    the session's new text (see `SessionDir.new_session`).
+    With `async_writer` the writer is an `AsyncJournalWriter` (the app); else a
+    `JournalWriter`. `counter` counts the session's new text (see
+    `SessionDir.new_session`).
     """
     sd = session_dir if isinstance(session_dir, SessionDir) else SessionDir(Path(session_dir))
     held = sd.acquire_lock() if lock else None
@@ -534,14 +546,11 @@ def open_session(
         writer = AsyncJournalWriter(sd.journal_path, fsync=fsync, on_status=on_status)
     else:
         writer = JournalWriter(sd.journal_path, fsync=fsync)
-    writer.warnings.extend(result.warnings)
-    writer.warnings.extend(restored)
+    warnings = [*result.warnings, *restored]
     if held is not None and held.took_over:
-        writer.warnings.append(held.took_over)
-    writer.lock = held  # type: ignore[union-attr]
-    writer.session_dir = sd  # type: ignore[union-attr]
+        warnings.append(held.took_over)
     attach(session, writer)
-    return session, writer
+    return OpenedSession(session, writer, sd, held, warnings)
 
 
 def restore_rescued(sd: SessionDir, session: Session) -> tuple[list[str], bool]:
@@ -618,7 +627,7 @@ class CloseReport(BaseModel):
         return None
 
 
-def close_session(session: Session, writer: Writer, *, discard_blank: bool = False) -> CloseReport:
+def close_session(opened: OpenedSession, *, discard_blank: bool = False) -> CloseReport:
     """Flush (sync writer), close, cache the listing summary in meta, release the lock.
 
     Never raises for a failed write: the report says what could not be saved.
@@ -627,8 +636,8 @@ def close_session(session: Session, writer: Writer, *, discard_blank: bool = Fal
     and the report says so. For an AsyncJournalWriter, `await writer.aclose()` first.
     With `discard_blank` (the app, `ask`), a session where no message was sent is removed.
     """
+    session, writer, sd = opened.session, opened.writer, opened.session_dir
     report = CloseReport(journal=writer.path)
-    sd: SessionDir | None = getattr(writer, "session_dir", None)
     try:
         if isinstance(writer, JournalWriter):
             writer.flush()
@@ -640,21 +649,19 @@ def close_session(session: Session, writer: Writer, *, discard_blank: bool = Fal
         report.pending = writer.pending
         if report.pending:
             report.journal_error = str(writer.last_error) if writer.last_error else "not written"
-            data_dir = sd.path.parent.parent if sd is not None else None
-            report.rescue = rescue_unsaved(session.id or writer.path.parent.name, writer.unsaved_lines(), data_dir)
+            report.rescue = rescue_unsaved(session.id or sd.id, writer.unsaved_lines(), sd.path.parent.parent)
             report.meta_error = "meta.json was not updated (the journal is missing events)"
-        elif sd is not None:
+        else:
             try:
                 sd.update_meta(last_active=time.time(), summary=sd.summarize(session))
             except (OSError, SessionLookupError) as exc:
                 report.meta_error = f"meta.json could not be updated ({getattr(exc, 'strerror', None) or exc})"
     finally:
-        held: SessionLock | None = getattr(writer, "lock", None)
-        if held is not None:
+        if opened.lock is not None:
             # the kernel drops the flock when the process ends
             with contextlib.suppress(OSError):
-                held.release()
-    if discard_blank and sd is not None and session.blank and report.saved:
+                opened.lock.release()
+    if discard_blank and session.blank and report.saved:
         # a session exists once a message is sent: an app opened and closed, or an `ask`
         # that failed before its message, leaves nothing behind in `tailrent sessions`
         shutil.rmtree(sd.path, ignore_errors=True)
@@ -663,12 +670,12 @@ def close_session(session: Session, writer: Writer, *, discard_blank: bool = Fal
     return report
 
 
-def close_session_sync(session: Session, writer: Writer, *, discard_blank: bool = False) -> CloseReport:
+def close_session_sync(opened: OpenedSession, *, discard_blank: bool = False) -> CloseReport:
     """`close_session` for when no event loop runs (the app's has ended, or never started):
     an AsyncJournalWriter's queued lines are written the plain way first. The lock is
     released whatever happens."""
-    if isinstance(writer, AsyncJournalWriter):
+    if isinstance(opened.writer, AsyncJournalWriter):
         # what is left is still queued: close_session rescues it
         with contextlib.suppress(OSError):
-            writer.close_sync()
-    return close_session(session, writer, discard_blank=discard_blank)
+            opened.writer.close_sync()
+    return close_session(opened, discard_blank=discard_blank)

@@ -67,9 +67,8 @@ def close_agent_sync(agent: Any) -> None:
 
     from tailrent_tui.store.sessions import close_session_sync
 
-    journal = agent.journal
-    if journal is None:
+    if agent.opened is None:
         return
-    message = close_session_sync(agent.session, journal, discard_blank=True).message()
+    message = close_session_sync(agent.opened, discard_blank=True).message()
     if message:
         print(f"tailrent: {message}", file=sys.stderr)
