@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +23,7 @@ from fake_ollama import Reply, fake_ollama  # noqa: F401
 
 from tailrent_tui.cli import cli
 from tailrent_tui.core.messages import MessageAdded
-from tailrent_tui.store.sessions import find_session
+from tailrent_tui.store.sessions import SessionDir, find_session, session_dirs
 
 
 @pytest.fixture
@@ -96,6 +99,63 @@ def test_ask_continue_without_a_session_is_a_clear_error(home, ws):
     result = run("ask", "--model", "mock", "--continue", "Anyone?", ws=ws)
     assert result.exit_code == 1
     assert "no session to continue" in result.stderr
+
+
+def lock_holder(sd: SessionDir) -> int | None:
+    """The pid a session's lock file names (None: no file, empty, or half written)."""
+    try:
+        return json.loads(sd.lock_path.read_text())["pid"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def killed_app_session(home: Path, ws: Path) -> SessionDir:
+    """Start the real app (`tailrent`, on a pty), SIGKILL it once it holds its new session's lock: the blank session it leaves."""
+    before = {d.id for d in session_dirs(home)}
+    master, child_tty = pty.openpty()
+    app = subprocess.Popen(
+        [sys.executable, "-m", "tailrent_tui", "--workspace", str(ws), "--model", "mock"],
+        stdin=child_tty,
+        stdout=child_tty,
+        stderr=child_tty,
+        close_fds=True,
+    )
+    os.close(child_tty)
+    try:
+        deadline = time.monotonic() + 120  # the app's imports take 14 s on a loaded machine
+        while time.monotonic() < deadline and app.poll() is None:
+            new = [d for d in session_dirs(home) if d.id not in before]
+            if new and lock_holder(new[0]) == app.pid:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"the app took no session lock (exit code {app.poll()})")
+    finally:
+        app.send_signal(signal.SIGKILL)
+        app.wait(timeout=30)
+        os.close(master)
+    assert app.returncode == -signal.SIGKILL
+    return new[0]
+
+
+def test_continue_passes_over_a_blank_session_left_by_a_killed_app(home, ws):
+    assert run("ask", "--model", "mock", "Where do refresh tokens live?", ws=ws).exit_code == 0
+    (real,) = sessions(ws)
+    blank = killed_app_session(home, ws)
+    # the killed app's session is the newest, holds no message, and still names its dead holder
+    assert blank.read_meta().last_active > find_session(home, real["id"]).read_meta().last_active
+    assert not [e for e in blank.events() if isinstance(e, MessageAdded)]
+    dead = lock_holder(blank)
+    assert dead is not None
+
+    result = run("ask", "--model", "mock", "--continue", "And their TTL?", ws=ws)
+    assert result.exit_code == 0, result.output
+    users = [m.content for m in journal_messages(home, real["id"]) if m.role == "user"]
+    assert users == ["Where do refresh tokens live?", "And their TTL?"]
+    # said nothing about it, and left it as it was (not opened: its stale lock is not taken over)
+    assert blank.id not in result.stdout + result.stderr and "took over" not in result.stderr
+    assert not [e for e in blank.events() if isinstance(e, MessageAdded)]
+    assert lock_holder(blank) == dead
 
 
 def test_ask_json_has_session_reply_usage_and_rent(home, ws):

@@ -117,6 +117,11 @@ class SessionInfo(BaseModel):
     error: str | None = Field(default=None, description="why the counts are missing (an unreadable journal)")
     slots: list[SlotListing] = Field(default_factory=list, description="the session's KV slot files (sized when slot_dir is set)")
 
+    @property
+    def blank(self) -> bool:
+        """Readable and without a message or a fold: opened and left, or killed, before a message was sent."""
+        return self.error is None and self.messages == 0 and self.folds == 0
+
 
 class SessionDir:
     """A session's directory and the stores inside it."""
@@ -436,24 +441,34 @@ def list_sessions(data_dir: Path, slot_dir: Path | None = None) -> list[SessionI
             info = d.info(slot_dir)
         except SessionLookupError:
             continue
-        if info.error is None and info.messages == 0 and info.folds == 0:
-            continue  # blank: opened and left (or killed) before a message was sent
+        if info.blank:
+            continue
         infos.append(info)
     return sorted(infos, key=lambda i: i.last_active, reverse=True)
 
 
 def last_active(data_dir: Path) -> SessionDir | None:
-    """The most recently active session (for `--continue`), by meta last_active and journal mtime."""
-    best: tuple[float, SessionDir] | None = None
+    """The most recently active session (for `--continue`), by meta last_active and journal mtime.
+
+    A blank session is passed over, silently: a process killed before its first
+    message leaves one (a normal exit removes it), and it holds nothing to continue.
+    """
+    stamped: list[tuple[float, SessionDir]] = []
     for d in session_dirs(data_dir):
         try:
             meta = d.read_meta()
-            stamp = max(meta.last_active, d.journal_path.stat().st_mtime)
+            stamped.append((max(meta.last_active, d.journal_path.stat().st_mtime), d))
         except (SessionLookupError, OSError):
             continue
-        if best is None or stamp > best[0]:
-            best = (stamp, d)
-    return best[1] if best else None
+    # newest first; a stable sort keeps the directory order among equal stamps
+    for _, d in sorted(stamped, key=lambda item: item[0], reverse=True):
+        try:
+            if d.info().blank:  # the cached summary, or a replay (a killed process left none)
+                continue
+        except SessionLookupError:
+            continue
+        return d
+    return None
 
 
 def resolve_session(data_dir: Path, *, continue_: bool = False, resume: str | None = None) -> SessionDir | None:
