@@ -11,6 +11,20 @@ from tailrent_tui.models.mock import MockModel
 from tailrent_tui.settings import Settings
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--full-counts",
+        action="store_true",
+        help="run the stress tests (SIGKILL loops) at their full repetition counts; benchmarks/fault_bench.py passes it",
+    )
+
+
+@pytest.fixture
+def full_counts(request: pytest.FixtureRequest) -> bool:
+    """True when the run asked for the full repetition counts (the fault bench), else the suite's shorter ones."""
+    return bool(request.config.getoption("--full-counts"))
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """An empty workspace; a test module may override it with one that holds files."""
