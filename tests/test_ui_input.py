@@ -247,7 +247,9 @@ async def test_tab_enters_navigation_and_typing_returns_to_the_input(tmp_path):
 
 
 async def test_the_demo_focuses_its_input_and_space_pauses_only_while_it_is_empty(tmp_path):
-    app = build_demo(pinned=False, speed=8.0, clock=FixedClock(), workspace=tmp_path)
+    # at its own pace the demo is still playing when the keys land (at x8 it outran them to its end,
+    # and each key waited on the lines it drew)
+    app = build_demo(pinned=False, speed=1.0, clock=FixedClock(), workspace=tmp_path)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         assert isinstance(app.focused, PromptInput)
@@ -257,6 +259,7 @@ async def test_the_demo_focuses_its_input_and_space_pauses_only_while_it_is_empt
         app.prompt.value = ""
         await pilot.press("space")
         assert not app._unpaused.is_set()
+        assert not app.finished.is_set(), "the keys landed while the demo played"
 
 
 async def test_at_80_columns_the_sidebar_hides_itself_and_ctrl_b_shows_it(tmp_path):
