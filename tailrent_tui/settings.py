@@ -103,6 +103,11 @@ class Settings(BaseModel):
     )
     fold_trigger: float = Field(0.9, gt=0, le=1, description="Fold when the context passes this share of the window")
     fold_target: float = Field(0.35, gt=0, lt=1, description="A fold brings the context down to this share of the window")
+    resume_fold_target: float = Field(
+        0.15, gt=0, lt=1,
+        description="After the cache expired (a long pause), the first request folds down to this share of the window "
+        "(at most fold_target): the whole prefix is paid for again anyway",
+    )
     spill_threshold: int = Field(2000, ge=1, description="Tool results over this many tokens are spilled (rung 2)")
     caps: ToolCaps = Field(default_factory=ToolCaps, description="Rung 1: each tool's output cap")
     policy: Literal["none", "naive", "naive-pin", "autocompact", "ladder"] = Field(

@@ -18,12 +18,28 @@ from click.testing import CliRunner
 
 from tailrent_tui.agent.loop import SummaryEnded, SummaryStarted
 from tailrent_tui.cli import cli
+from tailrent_tui.core.guard import REPAIR_HEADING
 from tailrent_tui.core.messages import Folded, FoldSkipped, Kind, MessageAdded
-from tailrent_tui.core.policies import PolicyContext, PolicySettings, get_policy, run_plan
+from tailrent_tui.core.policies import (
+    LADDER_HEADER,
+    LadderPolicy,
+    PolicyContext,
+    PolicySettings,
+    choose_fold,
+    get_policy,
+    run_plan,
+)
 from tailrent_tui.core.rungs.spill import MemorySpillStore, spill_message
 from tailrent_tui.core.session import Session, SessionError
-from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer, Summarize, Summary, role_content
-from tailrent_tui.core.tokens import get_counter
+from tailrent_tui.core.summarize import (
+    ExtractiveSummarizer,
+    LossySummarizer,
+    Summarize,
+    Summary,
+    fit_budget,
+    role_content,
+)
+from tailrent_tui.core.tokens import Chars4Counter, get_counter
 from tailrent_tui.models.mock import MockModel, ModelSummarizer
 from tailrent_tui.scenarios.bench import run_bench
 from tailrent_tui.scenarios.traces import get_trace
@@ -110,6 +126,67 @@ def test_an_unusable_summary_is_refused_and_the_fold_says_who_wrote_it(case):
         assert f.summarizer in ("mock-extractive", "mock-lossy") and f.rejected and why in f.rejected
         assert f.tokens_after < f.tokens_before
     assert "5433" in s.visible_text() and "eu-west-2" in s.visible_text()
+
+
+def written_part(content: str) -> str:
+    """A fold summary's text as its writer wrote it: no header line, no facts the guard added."""
+    body = content.split("\n", 1)[1]
+    return body.split("\n" + REPAIR_HEADING, 1)[0]
+
+
+def test_no_summary_outgrows_its_budget():
+    """A summarizer that takes no budget (the bench's mocks) is held to the one a model gets
+    as max_tokens, the room the fold planned for its summary: its text is cut there at
+    whole lines, and the guard carries the facts the cut drops."""
+    policy, s, ctx = ladder_session()
+    s.add("user", FACTS)
+    fill_past_trigger(s, ctx)
+    budgets = []
+
+    def long_reply(request):
+        budgets.append(request.budget)
+        # the first 24 words of each message: shorter than the span, longer than a quarter of it
+        return Summary(
+            text="\n".join("- " + " ".join(role_content(m)[1].split()[:24]) for m in request.span), by="model:x"
+        )
+
+    events, _ = drive_with(policy.after_add(s, ctx), long_reply)
+    folds = [e.fold for e in events if isinstance(e, Folded)]
+    assert folds and len(folds) == len(budgets)
+    for f, budget in zip(folds, budgets, strict=True):
+        assert f.summarizer == "model:x" and f.rejected is None
+        assert "cut to fit its budget" in f.summary.content
+        assert s.count(written_part(f.summary.content)) <= budget
+    assert "5433" in s.visible_text() and "eu-west-2" in s.visible_text()
+
+
+def test_the_last_resort_is_cut_to_the_budget_and_the_guard_keeps_the_facts():
+    _, s, _ = ladder_session(window=200_000)
+    s.add("user", FACTS)
+    for i in range(300):
+        s.add("user" if i % 2 == 0 else "assistant", f"Step {i}: looked at the logs again and nothing new turned up there.")
+    span = list(s.messages)
+    failed = Summary(text="", by="model:x", error="the model could not summarize (timeout)")
+    record = choose_fold(
+        s, span, failed, guard="repair", position="in_place", header=LADDER_HEADER, trigger="test",
+        fallbacks=(LossySummarizer(),), budget=200,
+    )
+    assert record.summarizer == "mock-lossy" and "could not summarize" in record.rejected
+    assert 150 < s.count(written_part(record.summary.content)) <= 200  # cut to the budget, not far below it
+    assert "cut to fit its budget" in record.summary.content
+    assert "5433" in record.summary.content and "eu-west-2" in record.summary.content  # repaired by the guard
+
+
+def test_fit_budget_keeps_the_first_and_last_lines_and_says_what_it_cut():
+    text = "\n".join(f"- line {i}: something happened" for i in range(100))
+    count = Chars4Counter().count
+    cut = fit_budget(text, 120, count)
+    lines = cut.splitlines()
+    assert count(cut) <= 120
+    assert lines[0] == "- line 0: something happened" and lines[-1] == "- line 99: something happened"
+    marker = next(ln for ln in lines if "cut to fit its budget" in ln)
+    assert f"{100 - (len(lines) - 1):,} lines" in marker
+    assert fit_budget("- short", 120, count) == "- short"
 
 
 def test_a_summary_longer_than_its_span_is_refused():
@@ -354,18 +431,19 @@ async def test_a_summarizer_that_fails_is_replaced_and_the_fold_says_why(make_ag
     assert "5433" in agent.session.visible_text()
 
 
-def test_a_second_pass_is_applied_only_when_it_saves_a_real_share():
-    policy, s, ctx = ladder_session()
-    fill_past_trigger(s, ctx)
-
-    def nearly_as_long(request: Summarize) -> Summary:
-        # no loop, no template tokens: just barely shorter than its span
-        words = " ".join(role_content(m)[1] for m in request.span).split()
-        return Summary(text=" ".join(words[: int(len(words) * 0.93)]), by="model:x")
-
-    events, requests = drive_with(policy.after_add(s, ctx), nearly_as_long)
-    folds = [e.fold for e in events if isinstance(e, Folded)]
-    assert folds and folds[0].summarizer == "model:x"  # the first pass only has to shrink
-    assert len(requests) >= 2  # a second pass was asked for: the first left the context above the target
-    for f in folds[1:]:
-        assert f.tokens_after <= 0.9 * f.tokens_before and f.rejected and "model:x" in f.rejected
+def test_a_later_pass_is_applied_only_when_it_saves_a_real_share():
+    # A later pass toward the target must save `min_gain` of its span: a summary that is
+    # barely shorter (no loop, no template tokens) is refused there, though the first pass
+    # (min_gain 0) would take it.
+    _, s, _ = ladder_session(window=200_000)
+    for i in range(8):
+        s.add("user" if i % 2 == 0 else "assistant", prose(i))
+    span = list(s.messages)
+    words = " ".join(role_content(m)[1] for m in span).split()
+    nearly_as_long = Summary(text=" ".join(words[: int(len(words) * 0.93)]), by="model:x")
+    fold = dict(guard="repair", position="in_place", header=LADDER_HEADER, trigger="test")
+    first = choose_fold(s, span, nearly_as_long, **fold, min_gain=0.0)
+    assert first.summarizer == "model:x" and first.rejected is None
+    later = choose_fold(s, span, nearly_as_long, **fold, min_gain=LadderPolicy.min_gain)
+    assert later.summarizer != "model:x" and "model:x" in later.rejected
+    assert later.tokens_after <= (1 - LadderPolicy.min_gain) * later.tokens_before

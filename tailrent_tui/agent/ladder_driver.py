@@ -82,6 +82,7 @@ class LadderDriver:
                 window=window,
                 fold_trigger=s.settings.fold_trigger,
                 fold_target=s.settings.fold_target,
+                resume_fold_target=s.settings.resume_fold_target,
                 spill_threshold=s.settings.spill_threshold,
                 guard=s.settings.guard,
                 # room for the reply, and for what the server counts beyond our count

@@ -21,8 +21,10 @@ whether the cache expired (a resume after an idle gap):
 - `ladder`: decisions pinned on arrival; past `fold_trigger x window`, first
   re-spill big inline tool results, then if still over, one fold in place down
   to `fold_target x window` with guard "repair". At a resume after the cache
-  expired (the whole context is rewritten anyway) it folds down to the target
-  if it is above it, so the rewrite is small and the fold costs nothing extra.
+  expired (the whole context is rewritten anyway) it folds down to
+  `resume_fold_target x window` (15%, at most the fold target), so the rewrite
+  is small, the turns after it read a small prefix, and the fold costs nothing
+  extra.
 
 Policies are plans (DESIGN.md): a policy never calls a summarizer and never
 awaits. Each step (`after_add`, `before_request`, `fold_by_hand`) is a
@@ -75,6 +77,7 @@ from tailrent_tui.core.summarize import (
     Summary,
     Verdict,
     check_summary,
+    fit_budget,
 )
 
 #: A policy step: yields Summarize requests (sent Summary answers) and, when the
@@ -92,6 +95,11 @@ class PolicySettings(BaseModel):
     window: int = Field(default=32768, gt=0)
     fold_trigger: float = Field(default=0.9, gt=0, le=1)
     fold_target: float = Field(default=0.35, gt=0, le=1)
+    resume_fold_target: float = Field(
+        default=0.15, gt=0, le=1,
+        description="at a resume after the cache expired, the ladder folds down to this share of the window "
+        "(at most fold_target): the whole prefix is rewritten anyway, so the fold costs no extra re-evaluation",
+    )
     spill_threshold: int | None = Field(
         default=None, ge=0, description="tokens per tool result; None: 1/16 of the window"
     )
@@ -127,6 +135,10 @@ class PolicySettings(BaseModel):
     @property
     def target_tokens(self) -> int:
         return int(self.window * self.fold_target)
+
+    @property
+    def resume_tokens(self) -> int:
+        return int(self.window * min(self.resume_fold_target, self.fold_target))
 
     @property
     def respill_tokens(self) -> int:
@@ -206,6 +218,7 @@ def choose_fold(
     trigger: str,
     fallbacks: tuple[Summarizer, ...] = FALLBACKS,
     min_gain: float = 0.0,
+    budget: int | None = None,
 ) -> FoldRecord:
     """The guarded fold of `span` with the first summary that is usable and shrinks it.
 
@@ -214,6 +227,13 @@ def choose_fold(
     and the record says whose text it is and why. When none shrinks, the last
     one tried comes back: the caller applies only folds that shrink.
     `min_gain` is the share of the span a summary must save to count as shrinking it.
+    `budget` is the summary's room (the model's max_tokens, planned with the span
+    so that one fold reaches its target). A reply that ended on its own but
+    counts past it (a summarizer that takes no budget, as the bench's do, or a
+    server that counts differently) is cut to it at whole lines (`fit_budget`),
+    as a model told its budget would have kept within it; so is the last
+    resort's text, the guard carrying the facts it drops. The careful
+    extractive fallback only has to shrink the span.
     """
     ids = [m.id for m in span]
     span_tokens = sum(m.tokens for m in span)
@@ -226,6 +246,10 @@ def choose_fold(
 
     reasons: list[str] = []
     why = check_summary(reply, span_tokens=span_tokens, count=session.count, span=span)
+    if why is None and budget is not None:
+        fitted = fit_budget(reply.text, budget, session.count)
+        if fitted != reply.text:
+            reply = Summary(text=fitted, by=reply.by)
     record = None
     if why is None:
         record = fold_with(reply.text, reply.by, None)
@@ -236,7 +260,10 @@ def choose_fold(
     for fallback in fallbacks:
         if fallback.name == reply.by and record is not None:
             continue  # its text was just tried
-        record = fold_with(fallback.summarize(span), fallback.name, "; ".join(reasons))
+        text = fallback.summarize(span)
+        if budget is not None and isinstance(fallback, LossySummarizer):
+            text = fit_budget(text, budget, session.count)  # the last resort: cut, the guard carries the facts
+        record = fold_with(text, fallback.name, "; ".join(reasons))
         if shrinks(record, min_gain):
             return record
         reasons.append(f"{fallback.name}'s was not smaller either")
@@ -353,6 +380,7 @@ class Policy:
         reply = yield from ask_summary(ctx, span)
         record = choose_fold(
             session, span, reply, guard=self.guard_for(ctx), position="in_place", header=LADDER_HEADER, trigger=trigger,
+            budget=ctx.settings.summary_budget(sum(m.tokens for m in span)),
         )
         if record.tokens_after >= record.tokens_before:
             skip_fold(session, _would_grow(record), trigger)
@@ -550,15 +578,18 @@ class LadderPolicy(Policy):
         return choose_fold(
             session, span, reply, guard=self.guard_for(ctx), position=self.position,
             header=self.header, trigger=trigger, fallbacks=fallbacks, min_gain=gain,
+            budget=ctx.settings.summary_budget(sum(m.tokens for m in span)),
         )
 
-    def _shrink(self, session: Session, ctx: PolicyContext, limit: int, trigger: str):
-        """Past `limit`: re-spill big inline results, then if still past it, fold to the target."""
+    def _shrink(self, session: Session, ctx: PolicyContext, limit: int, trigger: str, target: int | None = None):
+        """Past `limit`: re-spill big inline results, then if still past it, fold to the
+        target (the fold target unless told another)."""
         if session.context_tokens <= limit:
             return
-        self.respill(session, ctx, ctx.settings.target_tokens)
+        target = ctx.settings.target_tokens if target is None else target
+        self.respill(session, ctx, target)
         if session.context_tokens > limit:
-            yield from self._fold_to(session, ctx, ctx.settings.target_tokens, trigger)
+            yield from self._fold_to(session, ctx, target, trigger)
 
     def _fit(self, session: Session, ctx: PolicyContext):
         """Make the request fit the window with room for the reply, or leave it to the caller to refuse.
@@ -587,9 +618,12 @@ class LadderPolicy(Policy):
 
     def _before_request(self, session: Session, ctx: PolicyContext, expired: bool):
         if expired:
-            # The cache is gone: the whole context is rewritten on this request
-            # anyway, so a fold now costs no extra re-evaluation and shrinks the rewrite.
-            yield from self._shrink(session, ctx, ctx.settings.target_tokens, "ladder: resume after the cache expired")
+            # The cache is gone: the whole context is rewritten on this request anyway,
+            # so a fold now costs no extra re-evaluation. It goes deeper than a fold at the
+            # trigger (the resume target): every token kept is written again now and read
+            # on every turn after; pins, pointers and the guard's facts stay either way.
+            resume = ctx.settings.resume_tokens
+            yield from self._shrink(session, ctx, resume, "ladder: resume after the cache expired", target=resume)
         yield from self._fit(session, ctx)
 
 

@@ -223,3 +223,34 @@ def check_summary(summary: Summary, *, span_tokens: int, count: Any, span: Seque
     if tokens >= span_tokens:
         return f"it was not shorter than its span ({tokens:,} >= {span_tokens:,} tokens)"
     return None
+
+
+def fit_budget(text: str, budget: int, count: Any) -> str:
+    """`text` cut so it counts at most `budget` tokens, with a marker in the middle
+    saying how much was cut: the first and the last lines stay (where the span
+    began and what it led to). Whole lines when there are several, else words.
+    What the cut drops of facts, the guard finds."""
+    if count(text) <= budget:
+        return text
+    lines = text.splitlines()
+    by_lines = len(lines) > 2
+    units = lines if by_lines else text.split()
+    unit = "line" if by_lines else "word"
+    joiner = "\n" if by_lines else " "
+
+    def cut(keep: int) -> str:
+        head, tail = keep - keep // 2, keep // 2
+        dropped = len(units) - keep
+        marker = f"[... {dropped:,} {unit}{'s' if dropped != 1 else ''} of this summary cut to fit its budget ...]"
+        if by_lines:
+            marker = "- " + marker
+        return joiner.join([*units[:head], marker, *(units[len(units) - tail :] if tail else [])])
+
+    lo, hi = 0, len(units) - 1  # the most units that fit lies in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(cut(mid)) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return cut(lo)

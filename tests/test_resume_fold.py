@@ -1,0 +1,117 @@
+"""A resume after the cache expired folds deeper (`resume_fold_target`): the whole prefix is
+paid for again anyway, so the first request of the morning carries pins, a summary and the
+last exchange, not yesterday's whole tail — through the policy, and through the real app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from ui_helpers import wait_until
+
+from tailrent_tui.agent.build import build_agent, close_agent
+from tailrent_tui.core.messages import Folded, Kind
+from tailrent_tui.core.policies import PolicyContext, PolicySettings, get_policy, run_plan
+from tailrent_tui.core.rungs.spill import MemorySpillStore
+from tailrent_tui.core.session import Session
+from tailrent_tui.core.summarize import LossySummarizer
+from tailrent_tui.core.tokens import get_counter
+from tailrent_tui.settings import Settings
+from tailrent_tui.store.sessions import last_active
+from tailrent_tui.ui.app import TailrentApp
+from tailrent_tui.ui.launch import close_agent_sync
+
+TWO_HOURS = 7200.0
+WINDOW = 4096
+APP_WINDOW = 16384  # its 15% is above the head (system prompt and tool schemas), which no fold can take
+DECISION = "DECISION: keep the refresh-token TTL at 15 minutes because the auth proxy caches for 16."
+
+
+def chatter(i: int, parts: int = 6) -> str:
+    return f"Turn {i}: " + " ".join(f"looked at module {i}.{k} and its tests, nothing stood out there" for k in range(parts))
+
+
+def ladder(window: int = WINDOW, **settings):
+    policy = get_policy("ladder")
+    s = Session(counter=get_counter("chars4"), system="sys", window=window, decisions=policy.decision_detector())
+    ctx = PolicyContext(spill_store=MemorySpillStore(), settings=PolicySettings(window=window, **settings))
+    return policy, s, ctx
+
+
+def test_an_expired_cache_folds_down_to_the_resume_target_and_keeps_pins_and_facts():
+    policy, s, ctx = ladder()
+    s.add("user", DECISION)
+    s.add("user", "The API listens on port 8443 in eu-west-2.")
+    for i in range(12):
+        s.add("user" if i % 2 == 0 else "assistant", chatter(i))
+    before = s.context_tokens
+    assert ctx.settings.resume_tokens < before < ctx.settings.trigger_tokens
+
+    assert run_plan(policy.before_request(s, ctx, expired=False), LossySummarizer()) == []
+    assert s.context_tokens == before  # a warm cache: below the trigger nothing folds
+
+    events = run_plan(policy.before_request(s, ctx, expired=True), LossySummarizer())
+    folds = [e.fold for e in events if isinstance(e, Folded)]
+    assert folds and all(f.trigger == "ladder: resume after the cache expired" for f in folds)
+    assert s.context_tokens <= ctx.settings.resume_tokens == int(WINDOW * 0.15)
+    assert s.messages[0].content == DECISION and s.messages[0].pinned
+    assert "8443" in s.visible_text() and "eu-west-2" in s.visible_text()
+
+
+@pytest.mark.parametrize(("resume", "target", "expected"), [(0.15, 0.35, 0.15), (0.5, 0.35, 0.35), (0.05, 0.35, 0.05)])
+def test_the_resume_target_is_at_most_the_fold_target(resume, target, expected):
+    settings = PolicySettings(window=10_000, resume_fold_target=resume, fold_target=target)
+    assert settings.resume_tokens == int(10_000 * expected)
+
+
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch) -> Settings:
+    monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return Settings(
+        model="mock", data_dir=tmp_path / "data", workspace=ws, fsync=False, price_sheet="local",
+        tokenizer="chars4", window=APP_WINDOW,
+    )
+
+
+def test_the_morning_after_in_the_app_starts_from_a_small_context(settings):
+    agent = build_agent(settings, async_writer=False, new=True)
+    agent.session.clock = lambda: time.time() - TWO_HOURS
+
+    async def yesterday() -> None:
+        for text in ["The API listens on port 8443 because 443 is taken.", *(chatter(i, 20) for i in range(16))]:
+            result = await agent.turn(text, None)
+            assert result.error is None
+
+    try:
+        asyncio.run(yesterday())
+        evening = agent.session.context_tokens
+    finally:
+        close_agent(agent)
+    resume_tokens = int(APP_WINDOW * settings.resume_fold_target)
+    assert evening > 2 * resume_tokens and not agent.session.folds
+
+    agent = build_agent(settings, {"continue_": True})
+    assert agent.cold_resume
+    app = TailrentApp(agent, settings)
+
+    async def morning() -> None:
+        async with app.run_test(size=(140, 40)) as pilot:
+            await pilot.press(*"which port?", "enter")
+            await wait_until(pilot, lambda: not app.running and agent.session.folds, what="the reply after the resume fold")
+            await pilot.press("ctrl+q")
+
+    asyncio.run(morning())
+    close_agent_sync(agent)
+
+    sd = last_active(settings.data_dir)
+    folds = [e.fold for e in sd.events() if isinstance(e, Folded)]
+    assert folds and all(f.trigger == "ladder: resume after the cache expired" for f in folds)
+    # the request went out with the folded context: at most the resume target, then the question
+    assert folds[-1].context_after <= resume_tokens
+    assert "8443" in agent.session.visible_text()
+    assert any(m.kind is Kind.fold_summary for m in agent.session.messages)
