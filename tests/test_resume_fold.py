@@ -107,6 +107,11 @@ def test_the_morning_after_in_the_app_starts_from_a_small_context(settings):
 
     asyncio.run(morning())
     close_agent_sync(agent)
+    # said up front: the first request re-reads the folded context, not yesterday's
+    price = agent.resume_price
+    assert price is not None and price.saver == "fold" and price.context_tokens == evening
+    assert price.to_read == resume_tokens
+    assert any("the ladder folds the" in n.text and f"to about {resume_tokens:,}" in n.text for n in agent.session.notes)
 
     sd = last_active(settings.data_dir)
     folds = [e.fold for e in sd.events() if isinstance(e, Folded)]

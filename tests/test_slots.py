@@ -105,6 +105,19 @@ def test_resume_price_says_tokens_seconds_dollars_and_what_spares_them():
     )
     assert cold.to_read == 8000 and cold.seconds == pytest.approx(16.0)
     assert cold.line() == "resume: the first request re-reads 8,000 of 8,000 context tokens (~16 s); idle 9 h"
+    folded = resume_price(
+        context_tokens=8000, restored_tokens=None, warm=False, why="idle 9 h", tokens_per_second=500,
+        rate_measured=True, fold_to=1200,
+    )
+    assert folded.saver == "fold" and folded.to_read == 1200 and folded.seconds == pytest.approx(2.4)
+    assert folded.line() == (
+        "resume: the cache is cold, so the ladder folds the 8,000-token context to about 1,200 "
+        "(resume_fold_target) and the first request re-reads that (~2.4 s); idle 9 h"
+    )
+    # a fold is no saver when a slot was restored or the cache is warm
+    assert resume_price(
+        context_tokens=8000, restored_tokens=7990, warm=False, why="", tokens_per_second=500, rate_measured=True, fold_to=1200
+    ).saver == "slot"
     slot = resume_price(context_tokens=8000, restored_tokens=7990, warm=False, why="", tokens_per_second=500, rate_measured=True)
     assert slot.to_read == 10 and slot.saver == "slot" and "a restored KV slot spares 7,990 tokens (~16 s)" in slot.line()
     priced = resume_price(

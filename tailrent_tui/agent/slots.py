@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tailrent_tui.agent.wire import wire_messages
+from tailrent_tui.core.policies import Policy, PolicyContext
 from tailrent_tui.core.rent import HEAD_ID, context_items, prompt_rate
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.slots import (
@@ -59,6 +60,11 @@ class SlotHost(Protocol):
     start_lines: list[tuple[str, str]]
 
     def offered_tools(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def policy(self) -> Policy: ...
+
+    def policy_context(self) -> PolicyContext: ...
 
 
 @dataclass
@@ -398,7 +404,9 @@ def price_resume(agent: SlotHost, *, now: float | None = None, slot_why_said: bo
     if restored is None and keeper is not None and keeper.restore_why and not slot_why_said:
         why = f"{why}; no slot restored: {keeper.restore_why}" if why else f"no slot restored: {keeper.restore_why}"
     rate = prompt_rate(session.usage, sheet) if sheet is not None else None
+    cold = restored is None and not warm and last is not None
     return resume_price(
+        fold_to=agent.policy.cold_resume_tokens(session, agent.policy_context()) if cold else None,
         context_tokens=session.context_tokens,
         restored_tokens=restored.tokens if restored is not None else None,
         warm=warm,

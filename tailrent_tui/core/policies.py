@@ -363,6 +363,11 @@ class Policy:
         """Before each model request; `expired` says the cache is gone (a resume after an idle gap)."""
         return finished()
 
+    def cold_resume_tokens(self, session: Session, ctx: PolicyContext) -> int | None:
+        """About how many tokens the first request carries after a resume whose cache
+        expired, when this policy folds before it; None when it does not fold then."""
+        return None
+
     def fold_by_hand(self, session: Session, ctx: PolicyContext, span_ids: list[str] | None, trigger: str = "manual") -> Plan:
         """The user's fold (`f`, `/fold`): the given span, else down to the fold target,
         else everything foldable. It is applied only if it shrinks the context."""
@@ -615,6 +620,12 @@ class LadderPolicy(Policy):
 
     def before_request(self, session: Session, ctx: PolicyContext, *, expired: bool) -> Plan:
         return _captured(session, self._before_request(session, ctx, expired))
+
+    def cold_resume_tokens(self, session: Session, ctx: PolicyContext) -> int | None:
+        resume = ctx.settings.resume_tokens
+        if session.context_tokens <= resume:
+            return None
+        return max(resume, session.head_tokens)  # no fold takes the head
 
     def _before_request(self, session: Session, ctx: PolicyContext, expired: bool):
         if expired:

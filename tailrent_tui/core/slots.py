@@ -153,7 +153,7 @@ def cleanup_plan(
 
 # -- the resume's price (issue 14, item 6) -----------------------------------------------------
 
-Saver = Literal["slot", "warm", "none"]
+Saver = Literal["slot", "warm", "fold", "none"]
 
 
 class ResumePrice(BaseModel):
@@ -172,7 +172,13 @@ class ResumePrice(BaseModel):
     full_usd: float | None = None
 
     def line(self) -> str:
-        head = f"resume: the first request re-reads {self.to_read:,} of {self.context_tokens:,} context tokens"
+        if self.saver == "fold":
+            head = (
+                f"resume: the cache is cold, so the ladder folds the {self.context_tokens:,}-token context "
+                f"to about {self.to_read:,} (resume_fold_target) and the first request re-reads that"
+            )
+        else:
+            head = f"resume: the first request re-reads {self.to_read:,} of {self.context_tokens:,} context tokens"
         cost = []
         if self.seconds is not None:
             cost.append(f"~{_secs(self.seconds)}" + ("" if self.rate_measured else " at the sheet's speed"))
@@ -213,16 +219,21 @@ def resume_price(
     input_per_mtok: float = 0.0,
     write_multiplier: float = 1.0,
     read_multiplier: float = 1.0,
+    fold_to: int | None = None,
 ) -> ResumePrice:
     """The first request's price after a resume: spared by a restored slot (the tokens it
-    restored), or by a cache still warm, else the whole context is re-read."""
+    restored), or by a cache still warm, else the whole context is re-read, or what the
+    policy folds it to first (`fold_to`: the ladder at a cold resume)."""
     spared = 0
     saver: Saver = "none"
+    to_read = context_tokens
     if restored_tokens is not None:
         spared, saver = min(restored_tokens, context_tokens), "slot"
+        to_read = context_tokens - spared
     elif warm:
-        spared, saver = context_tokens, "warm"
-    to_read = context_tokens - spared
+        spared, saver, to_read = context_tokens, "warm", 0
+    elif fold_to is not None and fold_to < context_tokens:
+        saver, to_read = "fold", fold_to
     seconds = to_read / tokens_per_second if tokens_per_second else None
     saved_seconds = spared / tokens_per_second if tokens_per_second else None
     usd = full_usd = None
