@@ -9,7 +9,8 @@ from one table (`ui/actions.py`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -50,7 +51,7 @@ class TailrentApp(App[None]):
         settings: Settings,
         *,
         clock: Callable[[], float] = time.time,
-        theme_dirs: list[Path] | None = None,
+        theme_dirs: Sequence[Traversable] | None = None,
         remember_theme: Callable[[str, Any], None] | None = None,
         history: PromptHistory | None = None,
     ) -> None:
@@ -145,7 +146,7 @@ class TailrentApp(App[None]):
         self.theme_variables = variables
         return variables
 
-    def _register_themes(self, theme_dirs: list[Path] | None) -> None:
+    def _register_themes(self, theme_dirs: Sequence[Traversable] | None) -> None:
         if theme_dirs is None:
             from tailrent_tui.settings import config_dir
 

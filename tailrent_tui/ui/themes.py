@@ -1,8 +1,9 @@
 """Theme files: TOML tables turned into Textual themes.
 
-The packaged themes (`themes/` in the source tree, `tailrent_tui/_themes` in a
-wheel) load first, then any `*.toml` in `<config_dir>/themes/`, so a user file
-with the same name overrides a packaged one. Each file is checked against
+The packaged themes (`themes/` in the source tree, which the wheel carries as
+`tailrent_tui/_themes`, read with importlib.resources) load first, then any
+`*.toml` in `<config_dir>/themes/`, so a user file with the same name overrides
+a packaged one. Each file is checked against
 `ThemeFile` before Textual sees it: a bad color, `dark = "yes"` or an unknown
 key skips that file with a notice, and the app starts with the others. Panel colors come from the theme:
 Textual's own variables plus the ladder's (`CUSTOM_VARIABLES`).
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Annotated
 
@@ -42,10 +45,14 @@ class ThemeFileError(ValueError):
     """A theme file that cannot be used; the message names the file and the key."""
 
 
-def packaged_theme_dirs() -> list[Path]:
-    """Where the shipped themes live: the wheel's copy, else the source tree's."""
-    here = Path(__file__).resolve().parent.parent
-    return [d for d in (here / "_themes", here.parent / "themes") if d.is_dir()]
+def packaged_theme_dirs() -> list[Traversable]:
+    """Where the shipped themes live: the package's `_themes` (an installed wheel, even a zipped one),
+    else the source tree's `themes/` (a checkout, an editable install)."""
+    packaged = resources.files("tailrent_tui") / "_themes"
+    if packaged.is_dir():
+        return [packaged]
+    source = Path(__file__).resolve().parents[2] / "themes"
+    return [source] if source.is_dir() else []
 
 
 def _color(value: str) -> str:
@@ -92,13 +99,13 @@ class ThemeFile(BaseModel):
     variables: Annotated[dict[str, StrictStr], AfterValidator(_variables)] = Field(default_factory=dict)
 
 
-def load_theme_file(path: Path) -> Theme:
+def load_theme_file(path: Traversable) -> Theme:
     """One theme from a TOML file. Raises ThemeFileError naming the file and the bad key."""
     try:
         data = tomllib.loads(path.read_bytes().decode("utf-8"))
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ThemeFileError(f"{path}: cannot read theme ({exc})") from None
-    data.setdefault("name", path.stem)
+    data.setdefault("name", path.name.removesuffix(".toml"))
     try:
         checked = ThemeFile.model_validate(data)
     except ValidationError as exc:
@@ -114,7 +121,7 @@ def load_theme_file(path: Path) -> Theme:
     return theme
 
 
-def load_themes(dirs: Iterable[Path]) -> tuple[list[Theme], list[str]]:
+def load_themes(dirs: Iterable[Traversable]) -> tuple[list[Theme], list[str]]:
     """Every theme in these directories, in order (later ones override), and the errors.
 
     A bad user file must not stop the app: it is skipped and reported.
@@ -124,7 +131,7 @@ def load_themes(dirs: Iterable[Path]) -> tuple[list[Theme], list[str]]:
     for directory in dirs:
         if not directory.is_dir():
             continue
-        for path in sorted(directory.glob("*.toml")):
+        for path in sorted((p for p in directory.iterdir() if p.name.endswith(".toml")), key=lambda p: p.name):
             try:
                 theme = load_theme_file(path)
             except ThemeFileError as exc:
