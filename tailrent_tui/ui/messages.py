@@ -1,10 +1,10 @@
 """What the agent reports to the screen, typed: one small dataclass per kind.
 
 The turn worker, the session's listener and the fold's progress put these on
-one queue; the session screen's pump applies them in order (`SessionScreen._apply`),
-so a reply and the event that finishes it can never cross. Consecutive
-`ReplyText`s are joined into one write: the Markdown re-renders once per
-batch, not per token.
+one queue; the session screen's pump applies them in order
+(`TurnFeed.apply_update`, `ui/screens/session_turn.py`), so a reply and the
+event that finishes it can never cross. Consecutive `ReplyText`s are joined
+into one write: the Markdown re-renders once per batch, not per token.
 
 The agent's own progress records (`RequestStarted`, `SummaryStarted`,
 `SummaryEnded`) travel on the same queue as they are.

@@ -1,0 +1,79 @@
+"""The session screen's clocks: the keep-warm ping, the cache countdown, the KV slot's save when idle.
+
+Once a second the Tail panel asks how long the cache has left and what the
+keep-warm rule says, and `keep_warm_tick` sends a ping when one is due (never
+during a turn or a fold). After a turn, the llama.cpp slot is saved once the
+session has stayed idle for `slot_save_idle` seconds.
+"""
+
+from __future__ import annotations
+
+from tailrent_tui.core.keepwarm import KeepWarmStatus
+from tailrent_tui.ui.screens.session_base import SessionBase
+
+
+class RentClocks(SessionBase):
+    """The keep-warm ping, the cache countdown and the KV slot's idle save (part of `SessionScreen`)."""
+
+    def keep_warm_status(self) -> KeepWarmStatus | None:
+        """The keep-warm rule's decision now, for the Tail panel (None without a rent model)."""
+        keep_warm = self.agent.keep_warm
+        return keep_warm.status(self.clock()) if keep_warm is not None else None
+
+    def keep_warm_tick(self) -> None:
+        """Once a second: send a keep-warm ping when the rule says one is due, never during a turn."""
+        keep_warm = self.agent.keep_warm
+        if keep_warm is None or self.busy or self._pinging or not keep_warm.due(self.clock()):
+            return
+        self._pinging = True
+        self.run_worker(self._ping(), group="ping", name="keep-warm ping", exit_on_error=False)
+
+    async def _ping(self) -> None:
+        try:
+            await self.agent.ping(self.clock())
+        finally:
+            self._pinging = False
+
+    def cache_seconds_left(self) -> float | None:
+        rent = self.agent.rent
+        if rent is None:
+            return None
+        expires = rent.cache_expires_at
+        if expires is None:
+            main = [u for u in self.session.usage if u.sub_session is None]
+            if not main:
+                return None
+            sheet = rent.sheet
+            expires = main[-1].at + sheet.ttl_seconds
+        return expires - self.clock()
+
+    # -- the KV slot (llama.cpp) ----------------------------------------------------
+
+    def _arm_slot_save(self) -> None:
+        """After a turn: save the slot once the session has stayed idle for `slot_save_idle` seconds."""
+        self._disarm_slot_save()
+        keeper = self.agent.slots
+        if keeper is None or keeper.state != "on":
+            return
+        self._slot_timer = self.set_timer(self.settings.slot_save_idle, self._save_slot_idle, name="slot save")
+
+    def _disarm_slot_save(self) -> None:
+        timer = self._slot_timer
+        if timer is not None:
+            timer.stop()
+        self._slot_timer = None
+
+    def _save_slot_idle(self) -> None:
+        self._slot_timer = None
+        keeper = self.agent.slots
+        if keeper is None or self.busy:
+            return
+
+        async def save() -> None:
+            outcome = await keeper.save(f"idle {self.settings.slot_save_idle:g} s")
+            if outcome is None or not outcome.line:
+                return
+            text = "; ".join([outcome.line, *outcome.extra])
+            self.notify(text, severity="information" if outcome.ok else "warning", timeout=6 if outcome.ok else 10)
+
+        self.run_worker(save(), group="slot", name="save the KV slot", exit_on_error=False)

@@ -1,0 +1,291 @@
+"""The ladder's actions on the session screen: pin, unpin, spill, fold, unfold, inspect, watch, recall.
+
+The same methods answer a key (`action_pin`...), a slash command
+(`_slash_pin`...; the table is `ui/actions.py`), the palette and the panels
+(a spill or a fold clicked). A fold by hand runs in a worker (`start_fold`),
+never beside a turn; the fold itself happens in the agent
+(`agent/ladder_driver.py`), and its preview comes back here (`review_fold`)
+when `fold_preview` asks for one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+
+from tailrent_tui.core.messages import FoldSkipped, Message
+from tailrent_tui.core.ports import ArchiveError
+from tailrent_tui.core.session import SessionError
+from tailrent_tui.core.summarize import Review, Verdict
+from tailrent_tui.ui.events import FoldInspectRequested, SpillOpenRequested
+from tailrent_tui.ui.screens.fold_inspector import FoldInspector
+from tailrent_tui.ui.screens.fold_preview import FoldPreview
+from tailrent_tui.ui.screens.recall import RecallScreen
+from tailrent_tui.ui.screens.session_turn import TurnFeed
+from tailrent_tui.ui.screens.spill_viewer import SpillViewer
+from tailrent_tui.ui.widgets.folds_panel import FoldsPanel
+from tailrent_tui.ui.widgets.message import MessageView
+
+
+class LadderActions(TurnFeed):
+    """What the user does to the context by hand (part of `SessionScreen`)."""
+
+    # -- the actions ---------------------------------------------------------------
+
+    def target_message(self, message_id: str | None = None, *, fallback_last: bool = False) -> Message | None:
+        """The message an action applies to: the given id, the focused one, or (for commands) the last."""
+        s = self.session
+        if message_id is not None:
+            if message_id in s:
+                return s.get(message_id)
+            self.notify(f"no message with id {message_id}", severity="error")
+            return None
+        focused = self.focused
+        if isinstance(focused, MessageView) and focused.message_id is not None and focused.message_id in s:
+            return s.get(focused.message_id)
+        if self.focused_message_id is not None and self.focused_message_id in s:
+            return s.get(self.focused_message_id)
+        if fallback_last and s.messages:
+            return s.messages[-1]
+        self.notify("focus a message first (tab, then up/down)", severity="warning")
+        return None
+
+    def pin(self, message_id: str | None = None, *, fallback_last: bool = False) -> bool:
+        m = self.target_message(message_id, fallback_last=fallback_last)
+        if m is None:
+            return False
+        if m.pinned:
+            self.notify("already pinned")
+            return True
+        try:
+            self.agent.pin(m.id)
+        except (SessionError, OSError) as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        return True
+
+    def unpin(self, message_id: str | None = None, *, fallback_last: bool = False) -> bool:
+        m = self.target_message(message_id, fallback_last=fallback_last)
+        if m is None:
+            return False
+        if not m.pinned:
+            self.notify("not pinned")
+            return True
+        try:
+            self.agent.unpin(m.id)
+        except (SessionError, OSError) as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        return True
+
+    def spill(self, message_id: str | None = None, *, fallback_last: bool = False) -> bool:
+        m = self.target_message(message_id, fallback_last=fallback_last)
+        if m is None:
+            return False
+        try:
+            self.agent.spill(m.id)
+        except (SessionError, OSError) as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        return True
+
+    def start_fold(self, span_ids: list[str] | None = None) -> bool:
+        """Fold by hand in a worker, unless the agent is busy: two plans must never edit the session at once."""
+        if self.busy:
+            self.notify("a reply or a fold is running: fold when it ends, or press escape to cancel it", severity="warning")
+            return False
+        self._fold_worker = self.run_worker(self._fold_by_hand(span_ids), group="fold", name="fold", exit_on_error=False)
+        return True
+
+    async def _fold_by_hand(self, span_ids: list[str] | None) -> None:
+        try:
+            await self.fold(span_ids)
+        finally:
+            self._fold_worker = None
+        await self._send_waiting()
+
+    async def fold(self, span_ids: list[str] | None = None) -> None:
+        """Fold a span (the given ids, else the marked ones, else down to the fold target)."""
+        if span_ids is None:
+            span_ids = self.transcript.selected_ids or None
+        try:
+            result = await self.agent.fold(span_ids)
+        except Exception as exc:  # SessionError (a pin in the span), FoldAborted (archive), a summarizer's failure
+            self.notify(f"fold failed: {exc}", severity="error")
+            return
+        if isinstance(result, FoldSkipped):
+            self.notify(result.reason, severity="warning")
+
+    def fold_no_of(self, message_id: str) -> int | None:
+        for f in self.session.folds:
+            if f.summary.id == message_id:
+                return f.fold_no
+        return None
+
+    def inspect(self, fold_no: int | None) -> bool:
+        folds = {f.fold_no: f for f in self.session.folds}
+        if not folds:
+            self.notify("no folds yet", severity="warning")
+            return False
+        if fold_no is None:
+            focused = self.focused
+            if isinstance(focused, MessageView) and focused.message is not None:
+                fold_no = self.fold_no_of(focused.message.id)
+            elif isinstance(focused, FoldsPanel) and focused.highlighted_option is not None:
+                fold_no = int(focused.highlighted_option.id or 0)
+        if fold_no is None:
+            fold_no = max(folds)
+        record = folds.get(fold_no)
+        if record is None:
+            self.notify(f"no fold #{fold_no}", severity="error")
+            return False
+        originals, error = None, None
+        try:
+            originals = self.agent.fold_originals(fold_no)
+        except ArchiveError as exc:
+            error = f"the originals cannot be shown: {exc}"
+        def closed(result: str | None) -> None:
+            if result == "unfold":
+                self.unfold(fold_no)
+
+        self.app.push_screen(FoldInspector(record, originals, error), callback=closed)
+        return True
+
+    def unfold(self, fold_no: int) -> bool:
+        """Undo a fold (`/unfold N`, `u` in the inspector); a one-line reason when it cannot be."""
+        if self.busy:
+            self.notify("a reply or a fold is running: unfold when it ends, or press escape to cancel it", severity="warning")
+            return False
+        try:
+            event = self.agent.unfold(fold_no)
+        except (SessionError, ArchiveError) as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        n = len(event.originals)
+        self.notify(f"fold #{fold_no} undone: its {n} original message{'s' if n != 1 else ''} are back in the context")
+        return True
+
+    async def review_fold(self, review: Review) -> Verdict:
+        """Show a fold before it applies (the agent's reviewer); the preview's answer goes back to the plan."""
+        done: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
+        reread, seconds = self.agent.reread_after(review.record)
+
+        def answered(verdict: Verdict | None) -> None:
+            if not done.done():
+                done.set_result(verdict if verdict is not None else Verdict(apply=False))
+
+        self.app.push_screen(FoldPreview(review, reread=reread, seconds=seconds), callback=answered)
+        try:
+            return await done
+        except asyncio.CancelledError:
+            # the fold was cancelled under the preview (escape, quit): close it
+            if isinstance(self.app.screen, FoldPreview):
+                self.app.screen.dismiss(Verdict(apply=False))
+            raise
+
+    def open_spill(self, spill_id: str) -> bool:
+        spilled = self.session.spills.get(spill_id)
+        if spilled is None:
+            self.notify(f"no spill {spill_id}", severity="error")
+            return False
+        text, error = None, None
+        try:
+            text = self.agent.spill_text(spill_id)
+        except (OSError, KeyError, ValueError) as exc:
+            error = f"spill {spill_id} cannot be read: {exc}"
+        self.app.push_screen(SpillViewer(spilled, text, error))
+        return True
+
+    # -- keys and the palette (`action_<id>`), slash commands (`_slash_<name>`), the panels --------------
+
+    def action_pin(self) -> None:
+        self.pin()
+
+    def action_unpin(self) -> None:
+        self.unpin()
+
+    def action_spill(self) -> None:
+        self.spill()
+
+    def action_fold(self) -> None:
+        self.start_fold()
+
+    def action_inspect(self) -> None:
+        self.inspect(None)
+
+    async def _slash_pin(self, rest: str) -> bool:
+        return self.pin(rest or None, fallback_last=True)
+
+    async def _slash_unpin(self, rest: str) -> bool:
+        return self.unpin(rest or None, fallback_last=True)
+
+    async def _slash_spill(self, rest: str) -> bool:
+        return self.spill(rest or None, fallback_last=True)
+
+    async def _slash_fold(self, rest: str) -> bool:
+        ids = rest.split() or None
+        if ids:
+            missing = [i for i in ids if i not in self.session]
+            if missing:
+                self.notify(f"no message with id {missing[0]}", severity="error")
+                return False
+        return self.start_fold(ids)
+
+    async def _slash_inspect(self, rest: str) -> bool:
+        if rest:
+            if not rest.isdigit():
+                self.notify("/inspect takes a fold number", severity="error")
+                return False
+            return self.inspect(int(rest))
+        return self.inspect(None)
+
+    async def _slash_unfold(self, rest: str) -> bool:
+        if not rest.strip().lstrip("#").isdigit():
+            self.notify("/unfold takes a fold number (the Folds panel lists them)", severity="error")
+            return False
+        return self.unfold(int(rest.strip().lstrip("#")))
+
+    async def _slash_watch(self, rest: str) -> bool:
+        if not rest:
+            self.notify("/watch WORD: name the word to watch", severity="error")
+            return False
+        try:
+            added = self.agent.watch(rest)
+        except (SessionError, ValueError) as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        self.notify(f"watching {rest!r}: it counts as a fact in every fold" if added else f"already watching {rest!r}")
+        return True
+
+    async def _slash_recall(self, rest: str) -> bool:
+        try:
+            words = shlex.split(rest)
+        except ValueError:
+            words = rest.split()
+        question_words: list[str] = []
+        expect: list[str] = []
+        target = question_words
+        for w in words:
+            if w == "--expect":
+                target = expect
+                continue
+            target.append(w)
+        question = " ".join(question_words)
+        if not question and not expect:
+            self.notify("/recall QUESTION [--expect WORD ...]", severity="error")
+            return False
+        try:
+            report, unreadable = self.agent.recall(question, expect)
+        except (ValueError, SessionError) as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        for reason in unreadable:
+            self.notify(f"not searched: {reason}", severity="warning")
+        self.app.push_screen(RecallScreen(report))
+        return True
+
+    def on_spill_open_requested(self, event: SpillOpenRequested) -> None:
+        self.open_spill(event.spill_id)
+
+    def on_fold_inspect_requested(self, event: FoldInspectRequested) -> None:
+        self.inspect(event.fold_no)
