@@ -46,6 +46,26 @@ def test_the_prices_by_hand():
     assert price.max_pings == 11
 
 
+def test_an_expiry_the_policy_folds_first_is_priced_by_what_it_writes():
+    # the ladder folds the 100,000-token prefix to 20,000 at a cold resume: the expiry writes
+    # 20,000 x $3e-6 x 1.25 = $0.075 and spares the $0.03 warm read, so it adds $0.045, and
+    # the rule buys after one ping (1 x 0.030015 <= 0.045 < 2 x 0.030015)
+    price = ping_price(SHEET, 100_000, rewrite_tokens=20_000)
+    assert price is not None and price.rewrite_tokens == 20_000
+    assert price.rewrite_usd == pytest.approx(0.075) and price.expiry_usd == pytest.approx(0.045)
+    assert price.max_pings == 1
+    # never more than the prefix; a fold to nothing still pays no less than zero
+    assert ping_price(SHEET, 100_000, rewrite_tokens=500_000).max_pings == 11
+    assert ping_price(SHEET, 100_000, rewrite_tokens=0).max_pings == 0
+    rent = RentModel(SHEET)
+    rent.request(PREFIX, head_tokens=0, at=0.0)
+    warm = KeepWarm(rent, rewrite_tokens=lambda: 20_000)
+    assert [r.at for r in warm.replay_until(1000.0)] == [280.0]
+    (pause,) = warm.pauses
+    assert pause.expired and pause.expiry_usd == pytest.approx(0.045)
+    assert pause_ratio(pause) <= 2
+
+
 def test_a_pause_inside_the_ttl_needs_no_decision():
     rent, warm = started()
     assert warm.replay_until(250.0) == []

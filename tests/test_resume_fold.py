@@ -23,6 +23,7 @@ from tailrent_tui.settings import Settings
 from tailrent_tui.store.sessions import last_active
 from tailrent_tui.ui.app import TailrentApp
 from tailrent_tui.ui.launch import close_agent_sync
+from tailrent_tui.ui.widgets.tail_panel import keep_warm_lines
 
 TWO_HOURS = 7200.0
 WINDOW = 4096
@@ -120,3 +121,18 @@ def test_the_morning_after_in_the_app_starts_from_a_small_context(settings):
     assert folds[-1].context_after <= resume_tokens
     assert "8443" in agent.session.visible_text()
     assert any(m.kind is Kind.fold_summary for m in agent.session.messages)
+
+
+def test_the_agents_keep_warm_prices_an_expiry_by_what_the_ladder_would_fold_to(make_agent):
+    agent = make_agent(window=WINDOW, price_sheet="anthropic-5m")
+    agent.session.add("user", DECISION)
+    for i in range(12):
+        agent.session.add("user" if i % 2 == 0 else "assistant", chatter(i))
+    agent.rent.request_session(agent.session, at=agent.session.clock())
+    price = agent.keep_warm.price()
+    resume = agent.policy_context().settings.resume_tokens
+    assert price is not None and price.prefix_tokens > resume
+    assert price.rewrite_tokens == max(resume, agent.session.head_tokens) < price.prefix_tokens
+    lines = keep_warm_lines(agent.keep_warm.status(agent.session.clock()))
+    assert any(f"(folded to {price.rewrite_tokens:,})" in line for line in lines)
+    assert all(len(line) <= 46 for line in lines)

@@ -155,6 +155,9 @@ class Agent:
         self.meter = UsageMeter(self.state)
         self.stores = SessionStores(self.state, instructions=instructions)
         self.ladder = LadderDriver(self.state, self.meter, self.stores)
+        if self.meter.keep_warm is not None:
+            # what an expiry costs is the policy's to say: the ladder folds at a cold resume
+            self.meter.keep_warm.rewrite_tokens = lambda: self.policy.cold_resume_tokens(self.session, self.policy_context())
         self.tools = ToolRunner(self.state, self.ladder)
         self.tools.extra_tools = session_tools.build(self.state, self.delegate)
         self.link = ModelLink(self.state, self)

@@ -6,9 +6,12 @@ last touched. Two ways through a pause:
 - **rent**: a keep-warm ping just before the cache would expire (the cached
   prefix read again plus one output token, `RentModel.ping`) refreshes it for
   another `ttl`. Each ping costs `ping_usd` = prefix x read rate + one output token.
-- **buy**: let it expire. The resume then writes the prefix again instead of
-  reading it: it adds `expiry_usd` = prefix x (write rate - read rate), a
-  rewrite less the read that a warm resume pays anyway.
+- **buy**: let it expire. The resume then writes instead of reading: it adds
+  `expiry_usd` = rewrite x write rate - prefix x read rate, what the cold
+  resume writes less the read that a warm resume pays anyway. What it writes
+  is the policy's to say (`Policy.cold_resume_tokens`): the whole prefix, or
+  for the ladder what it folds the context to first, since a cold cache makes
+  that fold free. An expiry that costs the policy less is bought sooner.
 
 Nobody knows how long the pause will be, so the rule is the deterministic
 ski-rental one: send ping k+1 only if k+1 pings cost no more than one expiry,
@@ -32,7 +35,7 @@ must say `pings = true` for the rule to run. The bench replays pauses with
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -44,23 +47,30 @@ class PingPrice(BaseModel):
     """What a ping and an expiry cost for a cached prefix of `prefix_tokens`."""
 
     prefix_tokens: int
+    rewrite_tokens: int = Field(description="what a cold resume writes: the prefix, or what the policy folds it to first")
     ping_usd: float = Field(description="one ping: the prefix at the read rate and one output token")
-    rewrite_usd: float = Field(description="the prefix written again at the resume")
+    rewrite_usd: float = Field(description="what a cold resume writes, at the write rate")
     expiry_usd: float = Field(description="what an expiry adds: the rewrite less the read a warm resume pays")
     max_pings: int = Field(description="pings the rule sends in one pause before it lets the cache expire")
 
 
-def ping_price(sheet: PriceSheet, prefix_tokens: int) -> PingPrice | None:
-    """The prices the rule weighs, or None when the sheet cannot ping or nothing is cached."""
+def ping_price(sheet: PriceSheet, prefix_tokens: int, rewrite_tokens: int | None = None) -> PingPrice | None:
+    """The prices the rule weighs, or None when the sheet cannot ping or nothing is cached.
+
+    `rewrite_tokens` is what a cold resume would write (None: the whole prefix)."""
     if not sheet.pings or sheet.local or prefix_tokens <= 0 or math.isinf(sheet.ttl_seconds):
         return None
+    written = prefix_tokens if rewrite_tokens is None else max(0, min(rewrite_tokens, prefix_tokens))
     per_token = sheet.input_per_mtok / 1_000_000
     ping = prefix_tokens * per_token * sheet.cache_read_multiplier + sheet.output_per_mtok / 1_000_000
-    rewrite = prefix_tokens * per_token * sheet.cache_write_multiplier
+    rewrite = written * per_token * sheet.cache_write_multiplier
     expiry = max(0.0, rewrite - prefix_tokens * per_token * sheet.cache_read_multiplier)
     # k pings are allowed while k x ping <= expiry (a hair of slack for float rounding)
     max_pings = int(expiry / ping * (1 + 1e-12)) if ping > 0 else 0
-    return PingPrice(prefix_tokens=prefix_tokens, ping_usd=ping, rewrite_usd=rewrite, expiry_usd=expiry, max_pings=max_pings)
+    return PingPrice(
+        prefix_tokens=prefix_tokens, rewrite_tokens=written, ping_usd=ping, rewrite_usd=rewrite, expiry_usd=expiry,
+        max_pings=max_pings,
+    )
 
 
 class PauseOutcome(BaseModel):
@@ -162,8 +172,10 @@ class KeepWarm:
     this pause are the trailing pings of its history.
     """
 
-    def __init__(self, rent: RentModel) -> None:
+    def __init__(self, rent: RentModel, rewrite_tokens: Callable[[], int | None] | None = None) -> None:
         self.rent = rent
+        #: what a cold resume would write now (the policy's `cold_resume_tokens`); None: the prefix
+        self.rewrite_tokens = rewrite_tokens
         self.pauses: list[PauseOutcome] = []
 
     @property
@@ -181,7 +193,8 @@ class KeepWarm:
         return self.rent.last_at, pings[::-1]
 
     def price(self) -> PingPrice | None:
-        return ping_price(self.sheet, self.rent.prefix_tokens)
+        rewrite = self.rewrite_tokens() if self.rewrite_tokens is not None else None
+        return ping_price(self.sheet, self.rent.prefix_tokens, rewrite)
 
     def next_ping_at(self) -> float | None:
         """When the rule sends its next ping, or None if it sends no more in this pause."""

@@ -252,7 +252,7 @@ class CoreDriver:
 
     def __init__(self, session: Session, policy: Policy, ctx: PolicyContext, summarizer: Summarizer, rent: RentModel) -> None:
         self.session, self.policy, self.ctx, self.summarizer, self.rent = session, policy, ctx, summarizer, rent
-        self.warm = KeepWarm(rent)
+        self.warm = KeepWarm(rent, rewrite_tokens=lambda: policy.cold_resume_tokens(session, ctx))
 
     async def add(self, role: Any, content: str, *, pinned: bool, at: float) -> Message:
         m = self.session.add(role, content, pinned=pinned, at=at)
