@@ -249,7 +249,7 @@ def _agent_for(
             if idle >= 0:
                 session.note(
                     f"resumed after {idle_words(idle)} idle, past the cache TTL ({idle_words(sheet.ttl_seconds)}): "
-                    "unless a saved KV slot is restored, the next request rewrites the whole prefix",
+                    "unless a saved KV slot is restored, the next request writes the prefix again (see the resume line)",
                     "info",
                 )
     agent = Agent(

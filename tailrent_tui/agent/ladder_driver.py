@@ -201,7 +201,7 @@ class LadderDriver:
         cold = self.state.cold_resume
         expired = self._cache_expired()
         if expired and not cold:
-            msg = "the cache expired while you were away: this request rewrites the whole prefix"
+            msg = "the cache expired while you were away: this request writes the prefix again"
             self.state.session.note(msg, "info")
             if cb is not None:
                 cb.on_notice(msg, "info")
