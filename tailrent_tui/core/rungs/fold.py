@@ -46,25 +46,25 @@ def span_to_target(session: Session, target_tokens: int, *, keep_recent: int = 2
     when raw messages are not enough keeps the fold of a fold rare. The last
     `keep_recent` messages are never taken (the turn in flight).
     """
-    msgs = session.messages
-    limit = max(0, len(msgs) - keep_recent)
+    msgs = session.messages[: max(0, len(session.messages) - keep_recent)]
     excess = session.context_tokens - target_tokens
     kept = 1.0 - summary_share
     framing = session.framing
+    summary = Kind.fold_summary
     chosen: list[int] = []
     freed = 0.0
     for include_summaries in (False, True):
         if freed >= excess:
             break
-        for i in range(limit):
-            m = msgs[i]
-            if m.pinned or (m.kind is Kind.fold_summary) != include_summaries or m.cut_off:
+        for i, m in enumerate(msgs):
+            if m.pinned or (m.kind is summary) is not include_summaries or m.cut_off:
                 continue
             chosen.append(i)
             freed += (m.tokens + framing.message(m.role)) * kept
             if freed >= excess:
                 break
-    return [msgs[i].id for i in sorted(chosen)]
+    chosen.sort()  # summaries were taken after the raw messages
+    return [msgs[i].id for i in chosen]
 
 
 def oldest_unpinned(session: Session, count: int) -> list[str]:
@@ -130,14 +130,16 @@ def fold_span(
     ids = list(dict.fromkeys(span_ids))
     if not ids:
         return skip_fold(session, nothing_reason(session), trigger)
+    if summary is None and summarizer is None:
+        raise ValueError("fold_span needs a summarizer or a summary text")
+    span = span_messages(session, ids)
     if summary is None:
-        if summarizer is None:
-            raise ValueError("fold_span needs a summarizer or a summary text")
-        summary = summarizer.summarize(span_messages(session, ids))
+        assert summarizer is not None
+        summary = summarizer.summarize(span)
         summarizer_name = summarizer_name or summarizer.name
-    record = prepare_fold(
-        session, ids, summary=summary, summarizer_name=summarizer_name or "", guard=guard,
-        position=position, header=header, trigger=trigger,
+    record = _prepare(
+        session, span, summary=summary, summarizer_name=summarizer_name or "", guard=guard,
+        position=position, header=header, trigger=trigger, rejected=None,
     )
     return apply_fold(session, record, archive)
 
@@ -180,7 +182,25 @@ def prepare_fold(
     The caller sees the summary's size (`tokens_after`) against the span's
     (`tokens_before`) before deciding to apply it with `apply_fold`.
     """
-    span = span_messages(session, span_ids)
+    return _prepare(
+        session, span_messages(session, span_ids), summary=summary, summarizer_name=summarizer_name, guard=guard,
+        position=position, header=header, trigger=trigger, rejected=rejected,
+    )
+
+
+def _prepare(
+    session: Session,
+    span: list[Message],
+    *,
+    summary: str,
+    summarizer_name: str,
+    guard: GuardMode,
+    position: Position,
+    header: str | None,
+    trigger: str,
+    rejected: str | None,
+) -> FoldRecord:
+    """prepare_fold of the span's messages (`span_messages`)."""
     if not span:
         raise SessionError("nothing to fold: the span holds only replies that were cut off, which are not in the context")
     ids = {m.id for m in span}
