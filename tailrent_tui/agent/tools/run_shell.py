@@ -13,7 +13,7 @@ The command runs in its own session (process group): when the shell exits,
 its timeout passes or the call is cancelled, the whole group is killed, so no
 background process outlives the call (one that calls setsid itself escapes, and
 once the shell has exited its output is read only until it has been quiet for
-a moment). The command's environment holds no API key tailrent knows about. The
+a moment, or the timeout has passed). The command's environment holds no API key tailrent knows about. The
 exit code is always reported, and `timed_out` is true only when the shell
 itself outran its timeout.
 
@@ -314,6 +314,9 @@ async def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     keeper = _Keeper(ctx)
     started = loop.time()
     deadline = started + timeout
+    # A protocol of our own rather than create_subprocess_exec: its Process.wait() also waits
+    # for the pipe to close, which a background child holding it would put off; _Shell hears
+    # the shell's exit itself.
     transport, shell = await loop.subprocess_exec(
         lambda: _Shell(keeper, loop),
         *_shell(),
