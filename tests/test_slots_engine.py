@@ -104,7 +104,9 @@ def test_a_saved_slot_survives_a_restart_and_a_removed_one_falls_back(tmp_path):
     assert cold["usage"][0]["evaluated_tokens"] >= 0.9 * cold["usage"][0]["prompt_tokens"], "falls back to a full read"
     # inside the TTL a live server may still hold the prefix: the line says so, and what a restart costs
     assert cold["resume"]["saver"] in ("none", "warm") and cold["slot"]["save"]["ok"]
-    assert "no slot restored: the slot file" in cold["resume"]["why"]
+    # why, said once: its own line, not again in the resume's price line
+    why = cold["slot"]["restore"]["message"]
+    assert why.startswith("the slot file") and len([line for line in stderr.splitlines() if why in line]) == 1, stderr
     assert f"if the server was restarted, all {cold['resume']['context_tokens']:,}" in stderr or cold["resume"]["saver"] == "none"
     print(
         f"\ncontext {context} tokens: restored slot evaluated {usage['evaluated_tokens']} "
