@@ -180,4 +180,5 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
         raise click.Abort()
     sys.exit(1)
 
+
 COMMANDS = [ask]
