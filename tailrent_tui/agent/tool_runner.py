@@ -194,7 +194,16 @@ class ToolRunner:
     async def shell(self, command: str) -> Message:
         """`!cmd`: run a shell command in the workspace; its output enters through the ladder."""
         self.state.session.add("user", f"!{command}", autopin=False, meta={"shell": True})
-        return await self._admit("run_shell", await self.run_workspace_tool("run_shell", {"command": command}))
+        try:
+            outcome = await self.run_workspace_tool("run_shell", {"command": command})
+        except asyncio.CancelledError:
+            # escape: the model is told it has no output, rather than a command left hanging
+            self.state.session.add(
+                "user", f"[!{command} was cancelled before it finished; its processes were killed]",
+                autopin=False, meta={"shell": True},
+            )
+            raise
+        return await self._admit("run_shell", outcome)
 
     async def attach_paste(self, label: str, text: str) -> Message:
         """A big paste, sent beside a message: it enters as a tool's output does (spilled with a pointer

@@ -80,6 +80,8 @@ class SessionBase(Screen[None]):
         self._queue: asyncio.Queue[Update] = asyncio.Queue()
         self._turn_worker: Worker[None] | None = None
         self._fold_worker: Worker[None] | None = None
+        #: a `!cmd` running: escape cancels it (its process group is killed)
+        self._shell_worker: Worker[None] | None = None
         self._waiting: list[Outgoing] = []
         # RentClocks'
         self._pinging = False

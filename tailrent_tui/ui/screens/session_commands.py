@@ -8,6 +8,7 @@ retry, help) are here.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from textual.binding import Binding
@@ -134,8 +135,11 @@ class SessionCommands(LadderActions):
         async def run() -> None:
             try:
                 await self.agent.shell(command)
+            except asyncio.CancelledError:
+                self.notify(f"!{command} cancelled: its processes were killed", severity="warning")
+                raise
             except Exception as exc:  # the command's failure is the user's to read, not a crash
                 self.notify(f"!{command} failed: {exc}", severity="error")
 
-        self.run_worker(run(), group="shell", exit_on_error=False)
+        self._shell_worker = self.run_worker(run(), group="shell", exit_on_error=False)
         return True

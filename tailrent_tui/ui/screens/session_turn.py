@@ -203,7 +203,7 @@ class TurnFeed(RentClocks):
 
     def action_cancel_reply(self) -> None:
         # what runs says "escape cancels": that comes first; with nothing running, escape goes back to the input
-        worker = self._turn_worker if self.running else self._fold_worker
+        worker = self._turn_worker if self.running else (self._fold_worker or self._shell_worker)
         if worker is None or worker.is_finished:
             self.prompt.focus()
             return

@@ -1,0 +1,34 @@
+"""`!cmd` in the app: escape stops it, as it stops a reply — the command's process group is
+killed at once, the app stays usable, and the model is told the command has no output."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from test_faults_tools_shell import SLOW_THEN_MARK, _group_alive, _group_gone_within, _pids_written
+from ui_helpers import make_agent, make_app, wait_until
+
+from tailrent_tui.settings import Settings
+
+
+async def test_escape_stops_a_running_shell_command(tmp_path):
+    agent = make_agent(tmp_path, script=[{"text": "ok"}], settings=Settings(tokenizer="chars4"))
+    app = make_app(agent)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press(*f"!{SLOW_THEN_MARK}", "enter")
+        (pgid,) = await _pids_written(tmp_path, "shell.pid")
+        assert _group_alive(pgid)
+        pressed = time.monotonic()
+        await pilot.press("escape")
+        assert not await _group_gone_within(pgid, 1.0), "the command outlived escape"
+        assert time.monotonic() - pressed < 2
+        await wait_until(
+            pilot, lambda: any("was cancelled before it finished" in m.content for m in agent.session.messages),
+            what="the cancelled line for the model",
+        )
+        # the app takes the next message as usual
+        await pilot.press(*"hello", "enter")
+        await wait_until(pilot, lambda: agent.session.messages[-1].content == "ok", what="the reply after")
+    await asyncio.sleep(0.1)
+    assert not (tmp_path / "marker").exists()
