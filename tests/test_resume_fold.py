@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 
 import pytest
+from test_resume_cold import settings  # noqa: F401 (the fixture app_settings builds on)
 from ui_helpers import wait_until
 
 from tailrent_tui.agent.build import build_agent, close_agent
@@ -69,17 +69,13 @@ def test_the_resume_target_is_at_most_the_fold_target(resume, target, expected):
 
 
 @pytest.fixture
-def settings(tmp_path: Path, monkeypatch) -> Settings:
-    monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return Settings(
-        model="mock", data_dir=tmp_path / "data", workspace=ws, fsync=False, price_sheet="local",
-        tokenizer="chars4", window=APP_WINDOW,
-    )
+def app_settings(settings) -> Settings:
+    """test_resume_cold's settings (mock model, local sheet, chars4, a tmp data dir), with a bigger window."""
+    return settings.model_copy(update={"window": APP_WINDOW})
 
 
-def test_the_morning_after_in_the_app_starts_from_a_small_context(settings):
+def test_the_morning_after_in_the_app_starts_from_a_small_context(app_settings):
+    settings = app_settings
     agent = build_agent(settings, async_writer=False, new=True)
     agent.session.clock = lambda: time.time() - TWO_HOURS
 
