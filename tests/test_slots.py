@@ -157,7 +157,7 @@ def test_resume_price_says_tokens_seconds_dollars_and_what_spares_them():
 class FakeLlama:
     """What a llama.cpp server answers, and what it was asked."""
 
-    mode: str = "ok"  # ok, no-endpoints, no-save-path, disk-full, refuse-restore
+    mode: str = "ok"  # ok, no-endpoints, no-save-path, disk-full, refuse-restore, empty-slot
     model: str = "gemma-3-270m.gguf"
     slot_dir: Path | None = None
     bodies: list[dict[str, Any]] = field(default_factory=list)
@@ -194,7 +194,7 @@ class FakeLlama:
                 return 200, {
                     "id_slot": 0,
                     "filename": name,
-                    "n_saved": self.slot_tokens,
+                    "n_saved": 0 if self.mode == "empty-slot" else self.slot_tokens,
                     "n_written": 1000,
                     "timings": {"save_ms": 1.5},
                 }
@@ -352,6 +352,7 @@ def test_another_prompt_or_another_model_is_not_restored(home, fake):
         ("no-endpoints", "KV slots off for this session: "),
         ("no-save-path", "start it with --slot-save-path DIR/"),
         ("disk-full", "KV slot not saved (end of ask): failed to write slot file: No space left on device; carrying on"),
+        ("empty-slot", "KV slot not saved (end of ask): the server's slot held no tokens"),
     ],
 )
 def test_servers_without_slots_and_failed_saves_are_one_line_and_the_turn_goes_on(home, fake, mode, said):
@@ -366,6 +367,8 @@ def test_servers_without_slots_and_failed_saves_are_one_line_and_the_turn_goes_o
     assert len([line for line in again.stderr.splitlines() if said.replace("(end of ask)", "") in line]) <= 1
     if mode == "no-endpoints":
         assert all("id_slot" not in b for b in fake.bodies)
+    if mode == "empty-slot":  # nothing recorded, so nothing restored: a file of an empty slot holds no prefix
+        assert not [a for a in fake.actions if a[0] == "restore"]
 
 
 def test_a_refused_restore_falls_back(home, fake):

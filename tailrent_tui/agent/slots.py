@@ -310,6 +310,15 @@ class SlotKeeper:
             outcome.level = "warning"
             return outcome
         ms = answer.timings.save_ms if answer.timings else (time.perf_counter() - started) * 1000
+        if answer.n_saved <= 0:
+            # the slot held nothing (the server restarted, or another client took the slot since our
+            # last request): a file of it would claim a prefix it does not hold
+            outcome.line = (
+                f"KV slot not saved ({reason}): the server's slot held no tokens (restarted, or another client used it); "
+                "the next resume re-reads the whole context"
+            )
+            outcome.level = "warning"
+            return outcome
         record = plan.record.model_copy(update={"tokens": answer.n_saved, "bytes": answer.n_written})
         outcome.ok, outcome.tokens, outcome.bytes, outcome.ms = True, answer.n_saved, answer.n_written, ms
         outcome.line = f"KV slot saved ({reason}): {answer.n_saved:,} tokens, {answer.n_written / MB:.1f} MB in {ms:.0f} ms"
