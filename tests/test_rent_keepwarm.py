@@ -66,6 +66,24 @@ def test_an_expiry_the_policy_folds_first_is_priced_by_what_it_writes():
     assert pause_ratio(pause) <= 2
 
 
+def test_the_price_is_fixed_when_the_pause_begins():
+    # the session changing mid-pause (a !cmd's output, a setting) must not make the pings
+    # already sent cost more than the expiry they were weighed against
+    rent = RentModel(SHEET)
+    rent.request(PREFIX, head_tokens=0, at=0.0)
+    rewrite: list[int | None] = [None]
+    warm = KeepWarm(rent, rewrite_tokens=lambda: rewrite[0])
+    first = warm.price()
+    for at in (280.0, 560.0, 840.0):
+        rent.ping(at)
+    rewrite[0] = 20_000
+    assert warm.price() == first and warm.price().max_pings == 11
+    assert warm.next_ping_at() == 840.0 + 280.0
+    # the next pause is priced afresh
+    rent.request(PREFIX, head_tokens=0, at=900.0)
+    assert warm.price().rewrite_tokens == 20_000 and warm.price().max_pings == 1
+
+
 def test_a_pause_inside_the_ttl_needs_no_decision():
     rent, warm = started()
     assert warm.replay_until(250.0) == []

@@ -62,6 +62,36 @@ def test_an_expired_cache_folds_down_to_the_resume_target_and_keeps_pins_and_fac
     assert "8443" in s.visible_text() and "eu-west-2" in s.visible_text()
 
 
+def _big_last_message(s: Session) -> None:
+    for i in range(6):
+        s.add("user" if i % 2 == 0 else "assistant", chatter(i))
+    s.add("user", chatter(99, 60))  # no fold takes the turn in flight
+
+
+def _explicit_pins(s: Session) -> None:
+    for i in range(14):
+        s.add("user", f"note {i}: " + "keep this exactly " * 10, pinned=True)
+    for i in range(10):
+        s.add("user" if i % 2 == 0 else "assistant", chatter(i))
+
+
+def _plain(s: Session) -> None:
+    for i in range(12):
+        s.add("user" if i % 2 == 0 else "assistant", chatter(i))
+
+
+@pytest.mark.parametrize("build", [_plain, _big_last_message, _explicit_pins])
+def test_what_a_cold_resume_will_send_is_said_before_it_folds(build):
+    """The estimate the resume line and keep-warm use: never below what the fold leaves
+    (pins, the last messages and a summary stay), and not far above it."""
+    policy, s, ctx = ladder()
+    build(s)
+    estimate = policy.cold_resume_tokens(s, ctx)
+    run_plan(policy.before_request(s, ctx, expired=True), LossySummarizer())
+    assert estimate is not None and s.folds
+    assert s.context_tokens <= estimate <= max(ctx.settings.resume_tokens, 1.25 * s.context_tokens)
+
+
 @pytest.mark.parametrize(("resume", "target", "expected"), [(0.15, 0.35, 0.15), (0.5, 0.35, 0.35), (0.05, 0.35, 0.05)])
 def test_the_resume_target_is_at_most_the_fold_target(resume, target, expected):
     settings = PolicySettings(window=10_000, resume_fold_target=resume, fold_target=target)
@@ -104,11 +134,6 @@ def test_the_morning_after_in_the_app_starts_from_a_small_context(app_settings):
 
     asyncio.run(morning())
     close_agent_sync(agent)
-    # said up front: the first request re-reads the folded context, not yesterday's
-    price = agent.resume_price
-    assert price is not None and price.saver == "fold" and price.context_tokens == evening
-    assert price.to_read == resume_tokens
-    assert any("the ladder folds the" in n.text and f"to about {resume_tokens:,}" in n.text for n in agent.session.notes)
 
     sd = last_active(settings.data_dir)
     folds = [e.fold for e in sd.events() if isinstance(e, Folded)]
@@ -117,6 +142,12 @@ def test_the_morning_after_in_the_app_starts_from_a_small_context(app_settings):
     assert folds[-1].context_after <= resume_tokens
     assert "8443" in agent.session.visible_text()
     assert any(m.kind is Kind.fold_summary for m in agent.session.messages)
+    # said up front: the first request re-reads the folded context, not yesterday's
+    price = agent.resume_price
+    assert price is not None and price.saver == "fold" and price.context_tokens == evening
+    # about what the fold left: never less, not far more
+    assert folds[-1].context_after <= price.to_read <= 1.25 * max(resume_tokens, folds[-1].context_after)
+    assert any("the ladder folds the" in n.text and f"to about {price.to_read:,}" in n.text for n in agent.session.notes)
 
 
 def test_the_agents_keep_warm_prices_an_expiry_by_what_the_ladder_would_fold_to(make_agent):
@@ -128,7 +159,8 @@ def test_the_agents_keep_warm_prices_an_expiry_by_what_the_ladder_would_fold_to(
     price = agent.keep_warm.price()
     resume = agent.policy_context().settings.resume_tokens
     assert price is not None and price.prefix_tokens > resume
-    assert price.rewrite_tokens == max(resume, agent.session.head_tokens) < price.prefix_tokens
+    assert price.rewrite_tokens == agent.policy.cold_resume_tokens(agent.session, agent.policy_context())
+    assert resume <= price.rewrite_tokens < price.prefix_tokens
     lines = keep_warm_lines(agent.keep_warm.status(agent.session.clock()))
     assert any(f"(folded to {price.rewrite_tokens:,})" in line for line in lines)
     assert all(len(line) <= 46 for line in lines)

@@ -32,3 +32,16 @@ async def test_escape_stops_a_running_shell_command(tmp_path):
         await wait_until(pilot, lambda: agent.session.messages[-1].content == "ok", what="the reply after")
     await asyncio.sleep(0.1)
     assert not (tmp_path / "marker").exists()
+
+
+async def test_a_second_command_waits_for_the_first_so_escape_reaches_it(tmp_path):
+    agent = make_agent(tmp_path, script=[{"text": "ok"}], settings=Settings(tokenizer="chars4"))
+    app = make_app(agent)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press(*f"!{SLOW_THEN_MARK}", "enter")
+        (pgid,) = await _pids_written(tmp_path, "shell.pid")
+        await pilot.press(*"!echo second > second.txt", "enter")
+        await pilot.pause(0.5)
+        assert not (tmp_path / "second.txt").exists()  # refused while the first runs
+        await pilot.press("escape")
+        assert not await _group_gone_within(pgid, 1.0), "the first command outlived escape"

@@ -177,6 +177,9 @@ class KeepWarm:
         #: what a cold resume would write now (the policy's `cold_resume_tokens`); None: the prefix
         self.rewrite_tokens = rewrite_tokens
         self.pauses: list[PauseOutcome] = []
+        #: the price taken when the pause began: a session that changes mid-pause (a `!cmd`, a
+        #: setting) must not make the pings already sent cost more than the expiry they avoid
+        self._priced: tuple[float | None, int, PingPrice | None] | None = None
 
     @property
     def sheet(self) -> PriceSheet:
@@ -193,8 +196,15 @@ class KeepWarm:
         return self.rent.last_at, pings[::-1]
 
     def price(self) -> PingPrice | None:
+        """The prices for this pause, fixed when it began (its last request and prefix)."""
+        start, _ = self._pause()
+        prefix = self.rent.prefix_tokens
+        if self._priced is not None and self._priced[:2] == (start, prefix):
+            return self._priced[2]
         rewrite = self.rewrite_tokens() if self.rewrite_tokens is not None else None
-        return ping_price(self.sheet, self.rent.prefix_tokens, rewrite)
+        price = ping_price(self.sheet, prefix, rewrite)
+        self._priced = (start, prefix, price)
+        return price
 
     def next_ping_at(self) -> float | None:
         """When the rule sends its next ping, or None if it sends no more in this pause."""

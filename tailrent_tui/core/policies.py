@@ -622,10 +622,22 @@ class LadderPolicy(Policy):
         return _captured(session, self._before_request(session, ctx, expired))
 
     def cold_resume_tokens(self, session: Session, ctx: PolicyContext) -> int | None:
+        context = session.context_tokens
         resume = ctx.settings.resume_tokens
-        if session.context_tokens <= resume:
+        if context <= resume:
             return None
-        return max(resume, session.head_tokens)  # no fold takes the head
+        # no fold takes the head, a pin or the last keep_recent messages; what it takes
+        # leaves a summary of about its budget behind
+        keep = ctx.settings.keep_recent
+        recent = session.messages[-keep:] if keep else []
+        recent_ids = {m.id for m in recent}
+        kept = session.head_tokens + sum(m.tokens for m in recent)
+        kept += sum(m.tokens for m in session.messages if m.pinned and m.id not in recent_ids)
+        foldable = context - kept
+        if foldable <= 0:
+            return None
+        after = max(resume, kept + ctx.settings.summary_budget(foldable))
+        return after if after < context else None
 
     def _before_request(self, session: Session, ctx: PolicyContext, expired: bool):
         if expired:

@@ -228,22 +228,27 @@ def check_summary(summary: Summary, *, span_tokens: int, count: Any, span: Seque
 def fit_budget(text: str, budget: int, count: Any) -> str:
     """`text` cut so it counts at most `budget` tokens, with a marker in the middle
     saying how much was cut: the first and the last lines stay (where the span
-    began and what it led to). Whole lines when there are several, else words.
-    What the cut drops of facts, the guard finds."""
+    began and what it led to). Whole lines when that keeps at least two of them,
+    else words (a long first paragraph, one unbroken line). What the cut drops
+    of facts, the guard finds. Empty when not even the marker fits."""
     if count(text) <= budget:
         return text
     lines = text.splitlines()
-    by_lines = len(lines) > 2
-    units = lines if by_lines else text.split()
-    unit = "line" if by_lines else "word"
-    joiner = "\n" if by_lines else " "
+    if len(lines) > 2:
+        kept, cut = _fit_units(lines, "line", "\n", "- ", budget, count)
+        if kept >= 2:
+            return cut
+    kept, cut = _fit_units(text.split(), "word", " ", "", budget, count)
+    return cut if count(cut) <= budget else ""
+
+
+def _fit_units(units: list[str], unit: str, joiner: str, prefix: str, budget: int, count: Any) -> tuple[int, str]:
+    """The most of `units` (the first half and the last half) that fit with the marker: (how many, the text)."""
 
     def cut(keep: int) -> str:
         head, tail = keep - keep // 2, keep // 2
         dropped = len(units) - keep
-        marker = f"[... {dropped:,} {unit}{'s' if dropped != 1 else ''} of this summary cut to fit its budget ...]"
-        if by_lines:
-            marker = "- " + marker
+        marker = f"{prefix}[... {dropped:,} {unit}{'s' if dropped != 1 else ''} of this summary cut to fit its budget ...]"
         return joiner.join([*units[:head], marker, *(units[len(units) - tail :] if tail else [])])
 
     lo, hi = 0, len(units) - 1  # the most units that fit lies in [lo, hi]
@@ -253,4 +258,4 @@ def fit_budget(text: str, budget: int, count: Any) -> str:
             lo = mid
         else:
             hi = mid - 1
-    return cut(lo)
+    return lo, cut(lo)

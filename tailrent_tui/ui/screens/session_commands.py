@@ -131,6 +131,9 @@ class SessionCommands(LadderActions):
         if self.busy:
             self.notify("a reply or a fold is running: wait, or press escape to cancel it", severity="warning")
             return False
+        if self._shell_worker is not None and not self._shell_worker.is_finished:
+            self.notify("a command is running: wait, or press escape to stop it", severity="warning")
+            return False
 
         async def run() -> None:
             try:
