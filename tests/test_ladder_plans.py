@@ -447,3 +447,20 @@ def test_a_later_pass_is_applied_only_when_it_saves_a_real_share():
     later = choose_fold(s, span, nearly_as_long, **fold, min_gain=LadderPolicy.min_gain)
     assert later.summarizer != "model:x" and "model:x" in later.rejected
     assert later.tokens_after <= (1 - LadderPolicy.min_gain) * later.tokens_before
+
+
+def test_a_summarizer_refused_once_is_not_asked_again_in_the_same_fold():
+    # gemma3-270m runs to its budget every time: each refused request costs tens of seconds
+    # on a small machine, so the later passes of one fold go straight to the fallbacks
+    policy, s, ctx = ladder_session()
+    i = 0
+    while s.context_tokens <= ctx.settings.trigger_tokens:
+        s.add("user", FACTS.replace("5433", str(6000 + i)))
+        i += 1
+    cut = Summary(text="- we decided to", by="model:x", truncated=True)
+    events, requests = drive_with(policy.after_add(s, ctx), lambda r: cut)
+    folds = [e.fold for e in events if isinstance(e, Folded)]
+    assert len(folds) >= 2, "the dense facts take more than one pass"
+    assert len(requests) == 1
+    assert all("model:x" in f.rejected for f in folds)
+    assert any("not asked again in this fold" in f.rejected for f in folds[1:])

@@ -399,6 +399,15 @@ class Policy:
         apply_fold(session, approved, ctx.archive)
 
 
+def _refused_in_this_fold(reply: Summary, session: Session, span: list[Message]) -> Summary | None:
+    """The answer to give instead of asking the same summarizer again in this fold, when its
+    summary was refused (None: it was usable, ask again)."""
+    why = check_summary(reply, span_tokens=sum(m.tokens for m in span), count=session.count, span=span)
+    if why is None:
+        return None
+    return Summary(text="", by=reply.by, error=f"not asked again in this fold: its first summary was refused ({why})")
+
+
 def _would_grow(record: FoldRecord, min_gain: float = 0.0) -> str:
     smaller = f"at least {min_gain:.0%} smaller" if min_gain else "smaller"
     return (
@@ -537,8 +546,18 @@ class LadderPolicy(Policy):
         When no careful summary shrinks the span, its big messages are spilled
         (rung 2 loses nothing); only then does the lossy summary, with the
         guard carrying the facts, get a turn, over the span or a longer one.
+        A summarizer whose summary was refused is not asked again in the same
+        fold: on a small local model each refused request is tens of seconds,
+        and the fallbacks write the later passes.
         """
         keep = ctx.settings.keep_recent
+        refused: Summary | None = None
+
+        def summary_of(span: list[Message]):
+            if refused is not None:
+                return refused
+            return (yield from ask_summary(ctx, span))
+
         for pass_no in range(self.max_passes):
             # the first pass must only shrink; a later one is a refinement toward the
             # target, worth its summary request only if it saves a real share
@@ -548,7 +567,8 @@ class LadderPolicy(Policy):
                 skip_fold(session, nothing_reason(session), trigger)
                 return
             span = span_messages(session, span_ids)
-            reply = yield from ask_summary(ctx, span)
+            reply = yield from summary_of(span)
+            refused = refused or _refused_in_this_fold(reply, session, span)
             record = self._choose(session, ctx, span, reply, trigger, FALLBACKS[:1], gain)
             if not shrinks(record, gain):
                 content = [m for m in span if m.kind in (Kind.chat, Kind.tool_result)]
@@ -558,7 +578,7 @@ class LadderPolicy(Policy):
             if not shrinks(record, gain):
                 wider = [m for m in session.messages[: max(0, len(session.messages) - keep)] if not m.pinned]
                 if len(wider) > len(span):
-                    reply = yield from ask_summary(ctx, wider)
+                    reply = yield from summary_of(wider)
                     record = self._choose(session, ctx, wider, reply, trigger, FALLBACKS, gain)
             if not shrinks(record, gain):
                 skip_fold(session, _would_grow(record, gain), trigger)
