@@ -441,7 +441,7 @@ def list_sessions(data_dir: Path, slot_dir: Path | None = None) -> list[SessionI
             info = d.info(slot_dir)
         except SessionLookupError:
             continue
-        if info.blank:
+        if info.blank and not rescue_files(d):
             continue
         infos.append(info)
     return sorted(infos, key=lambda i: i.last_active, reverse=True)
@@ -463,7 +463,9 @@ def last_active(data_dir: Path) -> SessionDir | None:
     # newest first; a stable sort keeps the directory order among equal stamps
     for _, d in sorted(stamped, key=lambda item: item[0], reverse=True):
         try:
-            if d.info().blank:  # the cached summary, or a replay (a killed process left none)
+            # the cached summary, or a replay (a killed process left none); a session whose
+            # first message waits in a rescue file (a full disk) is not blank
+            if d.info().blank and not rescue_files(d):
                 continue
         except SessionLookupError:
             continue
@@ -568,6 +570,13 @@ def open_session(
     return OpenedSession(session, writer, sd, held, warnings)
 
 
+def rescue_files(sd: SessionDir) -> list[Path]:
+    """The session's rescue files (what an earlier close could not write), oldest first."""
+    pattern = re.compile(rf"^unsaved-{re.escape(sd.id)}-\d{{8}}T\d{{6}}-\d+\.jsonl$")
+    dirs = (sd.path.parent.parent / RESCUE_DIR, state_rescue_dir())
+    return sorted((p for d in dirs if d.is_dir() for p in d.iterdir() if pattern.match(p.name)), key=lambda p: p.name)
+
+
 def restore_rescued(sd: SessionDir, session: Session) -> tuple[list[str], bool]:
     """Append the lines an earlier close could not save (its rescue files) to the journal.
 
@@ -579,9 +588,7 @@ def restore_rescued(sd: SessionDir, session: Session) -> tuple[list[str], bool]:
     `session` no longer matches the journal (a refused event or a failed
     write), in which case the caller replays again.
     """
-    pattern = re.compile(rf"^unsaved-{re.escape(sd.id)}-\d{{8}}T\d{{6}}-\d+\.jsonl$")
-    dirs = (sd.path.parent.parent / RESCUE_DIR, state_rescue_dir())
-    found = sorted((p for d in dirs if d.is_dir() for p in d.iterdir() if pattern.match(p.name)), key=lambda p: p.name)
+    found = rescue_files(sd)
     notes: list[str] = []
     for path in found:
         try:
