@@ -162,5 +162,5 @@ def test_the_agents_keep_warm_prices_an_expiry_by_what_the_ladder_would_fold_to(
     assert price.rewrite_tokens == agent.policy.cold_resume_tokens(agent.session, agent.policy_context())
     assert resume <= price.rewrite_tokens < price.prefix_tokens
     lines = keep_warm_lines(agent.keep_warm.status(agent.session.clock()))
-    assert any(f"(folded to {price.rewrite_tokens:,})" in line for line in lines)
-    assert all(len(line) <= 46 for line in lines)
+    assert any(f"a rewrite of {price.rewrite_tokens:,} would add ${price.expiry_usd:,.4f}" in line for line in lines)
+    assert all(len(line) <= 42 for line in lines)  # the panel's width, as the app draws it at 160 columns

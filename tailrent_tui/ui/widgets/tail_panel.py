@@ -243,7 +243,7 @@ def keep_warm_lines(w: KeepWarmStatus | None) -> list[str]:
         return []
     add = f"a rewrite would add ${w.price.expiry_usd:,.4f}"
     if w.price.rewrite_tokens < w.price.prefix_tokens:  # the ladder folds first at a cold resume
-        add = f"{add} (folded to {_tok(w.price.rewrite_tokens)})"
+        add = f"a rewrite of {_tok(w.price.rewrite_tokens)} would add ${w.price.expiry_usd:,.4f}"
     if w.state == "warm":
         first = clock_text(w.next_ping_at) if w.next_ping_at is not None else "–"
         return [f"keep-warm: first ping at {first}", f"up to {w.price.max_pings} pings, ${w.price.ping_usd:,.4f} each",
