@@ -12,13 +12,19 @@ from ui_helpers import make_agent, make_app, wait_until
 from tailrent_tui.settings import Settings
 
 
-async def test_escape_stops_a_running_shell_command(tmp_path):
+async def test_escape_stops_a_running_shell_command_and_a_second_one_waits(tmp_path):
     agent = make_agent(tmp_path, script=[{"text": "ok"}], settings=Settings(tokenizer="chars4"))
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press(*f"!{SLOW_THEN_MARK}", "enter")
         (pgid,) = await _pids_written(tmp_path, "shell.pid")
         assert _group_alive(pgid)
+        # a second command waits for the first (refused with a notice), so escape reaches the one running
+        await pilot.press(*"!echo second > second.txt", "enter")
+        await pilot.pause(0.5)
+        assert not (tmp_path / "second.txt").exists()
+        assert app.prompt.text == "!echo second > second.txt"  # refused, not lost
+        app.prompt.clear()
         pressed = time.monotonic()
         await pilot.press("escape")
         assert not await _group_gone_within(pgid, 1.0), "the command outlived escape"
@@ -33,15 +39,3 @@ async def test_escape_stops_a_running_shell_command(tmp_path):
     await asyncio.sleep(0.1)
     assert not (tmp_path / "marker").exists()
 
-
-async def test_a_second_command_waits_for_the_first_so_escape_reaches_it(tmp_path):
-    agent = make_agent(tmp_path, script=[{"text": "ok"}], settings=Settings(tokenizer="chars4"))
-    app = make_app(agent)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await pilot.press(*f"!{SLOW_THEN_MARK}", "enter")
-        (pgid,) = await _pids_written(tmp_path, "shell.pid")
-        await pilot.press(*"!echo second > second.txt", "enter")
-        await pilot.pause(0.5)
-        assert not (tmp_path / "second.txt").exists()  # refused while the first runs
-        await pilot.press("escape")
-        assert not await _group_gone_within(pgid, 1.0), "the first command outlived escape"
