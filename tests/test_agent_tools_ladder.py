@@ -323,13 +323,14 @@ async def test_a_tool_that_raises_is_a_tool_error(make_agent, monkeypatch):
     assert answer.content.startswith("error:") and "disk on fire" in answer.content
 
 
-async def test_a_session_tool_that_raises_is_a_tool_error(make_agent):
+async def test_a_session_tool_that_raises_is_a_tool_error(make_agent, monkeypatch):
     agent = make_agent([calls(call("search_history", query="TTL")), "ok"])
 
-    async def broken(args):
+    async def broken(args, ctx):
         raise RuntimeError("index corrupted")
 
-    agent.extra_tools["search_history"].run = broken
+    spec = tool_registry.TOOLS["search_history"].spec
+    monkeypatch.setitem(tool_registry.TOOLS, "search_history", Tool(spec=spec, run_async=broken))
     result = await agent.turn("Search.")
     assert result.error is None and result.reply.content == "ok"
     (answer,) = tool_messages(agent)

@@ -17,6 +17,7 @@ from tailrent_tui.agent.tools import (
     ToolContext,
     ToolOutcome,
     ToolSpec,
+    offered_tools,
     parse_args,
     preview_tool,
     register,
@@ -25,6 +26,7 @@ from tailrent_tui.agent.tools import (
     unregister,
 )
 from tailrent_tui.agent.workspace import WorkspaceEscape, resolve_in_workspace
+from tailrent_tui.models.base import wire_tools
 
 
 def make_ctx(root: Path, **caps) -> ToolContext:
@@ -537,7 +539,7 @@ def test_specs_are_offered_and_approval_marked() -> None:
     approval = {s.name for s in tool_specs() if s.needs_approval}
     assert {"run_shell", "write_file", "edit_file"} <= approval
     assert not approval & {"read_file", "list_dir", "grep"}
-    entry = TOOLS["grep"].spec.to_openai()
+    (entry,) = wire_tools([TOOLS["grep"].spec.to_wire()])
     assert entry["type"] == "function" and entry["function"]["parameters"]["required"] == ["pattern"]
 
 
@@ -611,6 +613,31 @@ def test_registered_tools_run_like_builtins(ws: Path) -> None:
 
 
 # ---------------------------------------------------------------- tailrent tool
+
+
+def test_one_registry_holds_every_tool_a_request_offers(ws: Path) -> None:
+    from tailrent_tui.commands.tool import tool
+
+    offered = [t["name"] for t in offered_tools()]
+    assert offered == list(TOOLS), "every offered tool is in the registry, in its order"
+    assert offered[-5:] == ["read_spill", "search_history", "remember", "recall", "delegate"]
+    assert offered_tools(sub=True) == [t for t in offered_tools() if t["name"] != "delegate"]
+    # where no session is open, a session tool says so in one line, through the same door
+    for name, args in [
+        ("read_spill", '{"id": "abc"}'),
+        ("search_history", '{"query": "TTL"}'),
+        ("remember", '{"key": "k", "text": "t"}'),
+        ("recall", '{"key": "k"}'),
+        ("delegate", '{"task": "list the files"}'),
+    ]:
+        result = CliRunner().invoke(tool, [name, args, "--workspace", str(ws)])
+        assert result.exit_code == 1, result.output
+        assert result.output.startswith(f"error: {name} works inside a session"), result.output
+        assert result.output.count("\n") == 1
+    # the arguments are checked first, as for every tool
+    wrong = CliRunner().invoke(tool, ["read_spill", '{"id": 3}', "--workspace", str(ws)])
+    assert wrong.exit_code == 1 and "argument 'id' of read_spill must be string" in wrong.output
+
 
 
 @pytest.fixture

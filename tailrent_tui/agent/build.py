@@ -26,15 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from tailrent_tui.agent.loop import Agent
-from tailrent_tui.agent.session_tools import offered_tools
 from tailrent_tui.agent.slots import SlotKeeper, idle_words
 from tailrent_tui.agent.startup import model_options
+from tailrent_tui.agent.tools import offered_tools
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.guard import DecisionDetector
 from tailrent_tui.core.rent import RentModel, context_items, get_price_sheet
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.tokens import Framing, TokenCounter, UnknownTokenizer, get_counter
-from tailrent_tui.models.base import ChatModel, ToolSpec, WireMessage
+from tailrent_tui.models.base import ChatModel, WireMessage
 from tailrent_tui.models.embedded import EmbeddedModel
 from tailrent_tui.models.factory import CannotOpenModel, open_model
 from tailrent_tui.models.mock import MockExtractiveSummarizer, MockModel, ModelSummarizer
@@ -107,7 +107,7 @@ def pick_counting(settings: Settings, model: ChatModel) -> Counting:
     if name == "auto" and isinstance(model, OpenAIModel) and not isinstance(model, EmbeddedModel):
         server = model.server_tokenizer()
         try:
-            framing, schema = measure_framing(server, framing_probes(), system=settings.system_prompt, tools=_tool_specs())
+            framing, schema = measure_framing(server, framing_probes(), system=settings.system_prompt, tools=offered_tools())
             return Counting(server, server.name, framing, schema)
         except TokenizerUnavailable:
             server.close()  # not llama.cpp (or too old to render its template): count like cl100k
@@ -283,18 +283,13 @@ def embedded_slot_dir(session_path: Path) -> Path:
     return session_path / "slots"
 
 
-def _tool_specs() -> list[ToolSpec]:
-    """The tools every request offers (the agent's `offered_tools`), before any session exists."""
-    return offered_tools()
-
-
 def tool_schema_tokens(tokenizer: str) -> int:
     """Tokens of the tool schema sent with every request (part of the head), as JSON."""
     import json
 
     from tailrent_tui.models.base import wire_tools
 
-    return get_counter(tokenizer).count(json.dumps(wire_tools(_tool_specs())))
+    return get_counter(tokenizer).count(json.dumps(wire_tools(offered_tools())))
 
 
 def close_agent(agent: Agent) -> CloseReport | None:

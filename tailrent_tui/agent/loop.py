@@ -15,7 +15,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tailrent_tui.agent import session_tools
 from tailrent_tui.agent.events import (
     Approval,
     ApprovalRequest,
@@ -159,7 +158,7 @@ class Agent:
             # what an expiry costs is the policy's to say: the ladder folds at a cold resume
             self.meter.keep_warm.rewrite_tokens = lambda: self.policy.cold_resume_tokens(self.session, self.policy_context())
         self.tools = ToolRunner(self.state, self.ladder)
-        self.tools.extra_tools = session_tools.build(self.state, self.delegate)
+        self.tools.bind_session(self.delegate)
         self.link = ModelLink(self.state, self)
         # through a lambda: a test may replace `request_options` on one agent
         self.turns = TurnLoop(
@@ -172,10 +171,6 @@ class Agent:
     @property
     def tool_ctx(self) -> ToolContext:
         return self.tools.ctx
-
-    @property
-    def extra_tools(self) -> dict[str, session_tools.SessionTool]:
-        return self.tools.extra_tools
 
     @property
     def allowed_prefixes(self) -> set[str]:

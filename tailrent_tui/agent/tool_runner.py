@@ -2,8 +2,9 @@
 
 A call is approved here (`approved_run`: the user's word, asked through
 `TurnCallbacks.approve`, unless the session already allows it or --yolo), run
-(run_shell and the session tools on the loop, the other workspace tools in a
-thread; escape cancels either), and its outcome admitted through the ladder:
+through the one registry's door (`run_tool_async`: run_shell and the session
+tools on the loop, the other workspace tools in a thread; escape cancels
+either), and its outcome admitted through the ladder:
 inline, spilled with a pointer, or — for run_shell's streamed output — a
 pointer to its raw spill.
 `!cmd`, `@path` and big pastes enter the same way.
@@ -19,10 +20,10 @@ from tailrent_tui.agent.approval import ShellOffer, prefix_covers, shell_offer
 from tailrent_tui.agent.events import ApprovalRequest, TurnCallbacks
 from tailrent_tui.agent.ladder import admit_to_session
 from tailrent_tui.agent.ladder_driver import LadderDriver
-from tailrent_tui.agent.session_tools import SessionTool, offered_tools
 from tailrent_tui.agent.state import AgentState
-from tailrent_tui.agent.tools import TOOLS, ToolContext, ToolError, ToolOutcome, parse_args, preview_tool, run_tool_async
+from tailrent_tui.agent.tools import TOOLS, ToolContext, ToolOutcome, offered_tools, preview_tool, run_tool_async
 from tailrent_tui.agent.tools.base import SpillBudget, error, outcome
+from tailrent_tui.agent.tools.session import Delegate, SessionBinding
 from tailrent_tui.core.messages import Kind, Message, ToolCall
 from tailrent_tui.core.rungs.spill import pointer_text
 from tailrent_tui.models.base import ToolCallChunk
@@ -52,8 +53,6 @@ class ToolRunner:
         self.allowed_prefixes: set[str] = set()
         #: run_shell prefixes approved for the session; each covers one simple command (agent/approval.py)
         self.allowed_shell_prefixes: set[tuple[str, ...]] = set()
-        #: the session tools (read_spill, search_history, remember, recall, delegate), bound by the agent
-        self.extra_tools: dict[str, SessionTool] = {}
         #: the callbacks of the turn running now: a delegate's sub-turn asks the user through them
         self.cb: TurnCallbacks | None = None
         store = state.spill_store
@@ -69,6 +68,11 @@ class ToolRunner:
             spill_budget=budget,
             data_dir=resolve_data_dir(state.settings.data_dir),
         )
+
+    def bind_session(self, delegate: Delegate) -> None:
+        """Give the session tools (read_spill, search_history, remember, recall, delegate) this
+        session's stores and its way of delegating (rung 3)."""
+        self.ctx = self.ctx.model_copy(update={"session": SessionBinding(self.state, delegate)})
 
     def offered_tools(self) -> list[dict[str, Any]]:
         return offered_tools(sub=self.state.is_sub)
@@ -93,19 +97,9 @@ class ToolRunner:
         return ApprovalRequest(call.name, dict(call.arguments), offer.shown, diff, offer.allows), offer
 
     async def approved_run(self, call: ToolCall, cb: TurnCallbacks) -> ToolOutcome:
-        """Run a call once it may run: a session tool at once, a workspace tool that needs
-        approval after the user's word (with its diff, for the writes)."""
-        if call.name in self.extra_tools:
-            self.cb = cb
-            tool = self.extra_tools[call.name]
-            try:
-                args = parse_args(tool.spec, call.arguments)
-            except ToolError as exc:
-                return error(str(exc))
-            try:
-                return await tool.run(args)
-            except Exception as exc:  # a tool's bug must cost one turn, never the session
-                return error(f"{call.name} failed: {type(exc).__name__}: {exc}")
+        """Run a call once it may run: at once, or, for a tool that needs approval, after
+        the user's word (with its diff, for the writes)."""
+        self.cb = cb
         if call.name not in TOOLS:
             names = ", ".join(t["name"] for t in self.offered_tools())
             return error(f"unknown tool {call.name!r}; the tools are: {names}")
@@ -125,10 +119,10 @@ class ToolRunner:
                     self.allowed_shell_prefixes.add(offer.prefix)
                 elif offer is None:
                     self.allowed_prefixes.add(call.name)
-        return await self.run_workspace_tool(call.name, call.arguments)
+        return await self.run_tool(call.name, call.arguments)
 
-    async def run_workspace_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
-        """Run a workspace tool (see `run_tool_async`); cancelling it (escape) kills what it started."""
+    async def run_tool(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Run a tool (see `run_tool_async`); cancelling it (escape) kills what it started."""
         return await run_tool_async(name, arguments, self.ctx)
 
     # -- into the transcript ---------------------------------------------------------
@@ -195,7 +189,7 @@ class ToolRunner:
         """`!cmd`: run a shell command in the workspace; its output enters through the ladder."""
         self.state.session.add("user", f"!{command}", autopin=False, meta={"shell": True})
         try:
-            outcome = await self.run_workspace_tool("run_shell", {"command": command})
+            outcome = await self.run_tool("run_shell", {"command": command})
         except asyncio.CancelledError:
             # escape: the model is told it has no output, rather than a command left hanging
             self.state.session.add(
@@ -212,4 +206,4 @@ class ToolRunner:
 
     async def attach_file(self, path: str) -> Message:
         """`@path` in a message: the file enters as read_file returns it (its line and byte caps), then rung 2."""
-        return await self._admit("read_file", await self.run_workspace_tool("read_file", {"path": path}))
+        return await self._admit("read_file", await self.run_tool("read_file", {"path": path}))

@@ -9,9 +9,10 @@ wrong, so a bad call costs one turn, never the session.
 A tool's arguments are a `ToolArgs` model: the JSON schema the model is sent
 is derived from it (`ToolSpec.of`), and `parse_args` validates a call with it,
 on every path (the agent's, `tailrent tool`'s) and for the schema's token count.
-The workspace tools register themselves here; the tools bound to one session
-(read_spill, search_history, remember, recall, delegate: agent/session_tools.py)
-are specs of the same kind, run on the event loop.
+Every tool is registered here: the workspace tools, then the session tools
+(read_spill, search_history, remember, recall, delegate: agent/tools/session.py),
+which run against the session the agent binds in `ToolContext.session`.
+`offered_tools` is the list every request sends and `build` counts.
 
 A tool's `run` is a plain function (run in a worker thread, told of a cancel
 through `ToolContext.cancel`) or a coroutine function (run_shell: awaited on
@@ -39,6 +40,7 @@ from tailrent_tui.agent.tools import (
     list_dir,
     read_file,
     run_shell,
+    session,
     write_file,
 )
 from tailrent_tui.agent.tools.base import (
@@ -68,6 +70,7 @@ __all__ = [
     "ToolError",
     "ToolOutcome",
     "ToolSpec",
+    "offered_tools",
     "parse_args",
     "preview_tool",
     "register",
@@ -112,6 +115,14 @@ def unregister(name: str) -> None:
 
 for _module in (read_file, list_dir, grep, run_shell, write_file, edit_file):
     register(_module.SPEC, _module.run, preview=getattr(_module, "preview", None))
+for _spec, _run in session.TOOLS:
+    register(_spec, _run)
+
+
+def offered_tools(*, sub: bool = False) -> list[dict[str, Any]]:
+    """What every request offers, as the wire sends it, in registration order: the agent
+    sends it and `build` counts its tokens. A sub-session is not offered delegate."""
+    return [tool.spec.to_wire() for tool in TOOLS.values() if not sub or tool.spec.in_sub_session]
 
 
 def tool_specs(exclude: Iterable[str] = ()) -> list[ToolSpec]:

@@ -96,29 +96,28 @@ class ToolSpec(BaseModel):
     needs_approval: bool = Field(
         default=False, description="The app asks the user before running it (unless --yolo)"
     )
+    in_sub_session: bool = Field(
+        default=True, description="Offered to a delegate's sub-session too (delegate itself is not: rung 3 goes one level deep)"
+    )
     arguments: type[ToolArgs] | None = Field(
         default=None, exclude=True, repr=False,
         description="the model that validates a call's arguments, `parameters` derived from it (see `of`)",
     )
 
     @classmethod
-    def of(cls, name: str, description: str, arguments: type[ToolArgs], *, needs_approval: bool = False) -> ToolSpec:
+    def of(
+        cls, name: str, description: str, arguments: type[ToolArgs], *, needs_approval: bool = False,
+        in_sub_session: bool = True,
+    ) -> ToolSpec:
         """A tool whose arguments are a ToolArgs model: its schema is derived, never written by hand."""
         return cls(
             name=name, description=description, parameters=arguments.tool_schema(),
-            needs_approval=needs_approval, arguments=arguments,
+            needs_approval=needs_approval, in_sub_session=in_sub_session, arguments=arguments,
         )
 
-    def to_openai(self) -> dict[str, Any]:
-        """The tool entry for an OpenAI-compatible or Ollama `tools` list."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
+    def to_wire(self) -> dict[str, Any]:
+        """The neutral entry a request's `tools` list carries (each backend turns it into its own)."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
 
 class SpillBudget:
@@ -165,6 +164,12 @@ class ToolContext(BaseModel):
         default_factory=resolve_data_dir,
         description="tailrent's data dir (the session transcripts): the file tools refuse it "
         "when it lies inside the workspace",
+    )
+    session: Any = Field(
+        default=None,
+        description="the session the session tools (read_spill, search_history, remember, recall, "
+        "delegate) run against: a `SessionBinding` (agent/tools/session.py) the agent sets; "
+        "None where no session is open (`tailrent tool`)",
     )
 
 
