@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
+
+# The suite starts a few hundred real `tailrent` processes. With
+# PYTHONDONTWRITEBYTECODE set (some sandboxes and CI images set it) each one
+# compiled the whole package from source again, a third of a second apiece:
+# the package is compiled once here and the children read the cache.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 from tailrent_tui.agent.build import build_agent, close_agent
 from tailrent_tui.models.mock import MockModel

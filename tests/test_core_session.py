@@ -150,6 +150,62 @@ def test_unwritable_spill_store_keeps_the_result_inline_and_says_so():
     assert any("spill failed" in n.text and "read-only" in n.text for n in s.notes)
 
 
+class CountingCounter:
+    """cl100k, keeping the texts it was asked to count."""
+
+    name = "cl100k"
+
+    def __init__(self):
+        self.inner = get_counter("cl100k")
+        self.texts = []
+
+    def count(self, text):
+        self.texts.append(text)
+        return self.inner.count(text)
+
+
+def grep_lines(n):
+    return "".join(f"src/billing/retry_{i}.py:{i * 7}: backoff = min(cap, base * 2 ** attempt)  # shard {i}\n" for i in range(n))
+
+
+def test_a_result_far_over_the_threshold_is_tokenized_only_as_far_as_its_head():
+    counter = CountingCounter()
+    s, store = make(counter=counter), MemorySpillStore()
+    output = grep_lines(3000)  # ~280 KB, ~90,000 tokens
+    m = admit_tool_result(s, "grep", output, store, threshold=1500)
+    assert m.kind == Kind.spill_pointer and store.read_spill(m.spill_id) == output, "the whole is spilled"
+    tokenized = sum(len(t) for t in counter.texts)
+    assert tokenized < 6 * 1500 + len(m.content), "the head and the pointer, not the 280 KB"
+    exact = get_counter("cl100k").count(output)
+    estimate = s.spills[m.spill_id].tokens_before
+    assert abs(estimate - exact) / exact < 0.05, (estimate, exact)
+    assert f"~{estimate:,} tokens" in m.content
+
+
+def test_a_result_whose_head_is_under_the_threshold_is_counted_whole():
+    counter = CountingCounter()
+    s, store = make(counter=counter), MemorySpillStore()
+    # the head is one long run of one character (a few tokens), the tail is dense
+    output = "=" * 9000 + "\n" + grep_lines(300)
+    exact = get_counter("cl100k").count(output)
+    m = admit_tool_result(s, "grep", output, store, threshold=1500)
+    assert m.kind == Kind.spill_pointer
+    assert s.spills[m.spill_id].tokens_before == exact
+    # just over the threshold and short: counted once, whole
+    counter.texts.clear()
+    near = grep_lines(60)
+    n = admit_tool_result(s, "grep", near, store, threshold=get_counter("cl100k").count(near) - 1)
+    assert n.kind == Kind.spill_pointer and counter.texts[0] == near
+
+
+def test_an_estimated_result_that_cannot_be_spilled_enters_counted_whole():
+    s = make(counter=get_counter("cl100k"))
+    output = grep_lines(3000)
+    m = admit_tool_result(s, "grep", output, BrokenStore(), threshold=1500)
+    assert m.kind == Kind.tool_result and m.content == output
+    assert m.tokens == get_counter("cl100k").count(output), "inline, so it is counted exactly"
+
+
 def test_manual_spill_replaces_content_with_a_pointer():
     s, store = make(), MemorySpillStore()
     m = s.add("user", "long " * 100)

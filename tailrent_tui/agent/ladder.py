@@ -7,11 +7,9 @@ big ones go to the spill store and enter as a compact pointer.
 
 from __future__ import annotations
 
-import time
-
 from tailrent_tui.agent.tools.base import ToolOutcome
-from tailrent_tui.core.messages import Message, new_spill_id
-from tailrent_tui.core.rungs.spill import SpillStore, admit_tool_result, pointer_text
+from tailrent_tui.core.messages import Message
+from tailrent_tui.core.rungs.spill import SpillStore, admit_tool_result
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.tokens import TokenCounter
 
@@ -31,14 +29,10 @@ def admit_tool_output(
     counter: TokenCounter,
     threshold: int,
 ) -> str:
-    """What the model would receive for this outcome after the ladder (no session needed)."""
-    text = tool_text(tool_name, outcome)
-    tokens = counter.count(text)
-    if tokens <= threshold:
-        return text
-    spill_id = new_spill_id()
-    spill_store.write_spill(spill_id, tool_name, text, time.time())
-    return pointer_text(tool_name, tokens, spill_id, text)
+    """What the model would receive for this outcome after the ladder, where no session is
+    open (`tailrent tool`): rung 2 as a session applies it, in a throwaway session."""
+    scratch = Session(counter=counter)
+    return admit_tool_result(scratch, tool_name, tool_text(tool_name, outcome), spill_store, threshold=threshold).content
 
 
 def admit_to_session(

@@ -19,6 +19,11 @@ from tailrent_tui.core.ports import SpillStoreError as SpillStoreError
 from tailrent_tui.core.session import Session, SessionError
 
 PREVIEW_CHARS = 120
+#: the head probed of a long result: this many characters per threshold token (cl100k
+#: reads English at about 4 characters a token, code at about 3)
+PROBE_CHARS_PER_TOKEN = 6
+#: the head must be this far over the threshold: a cut can split a token or two
+PROBE_MARGIN = 16
 
 
 class MemorySpillStore(SpillStore):
@@ -36,6 +41,31 @@ class MemorySpillStore(SpillStore):
             return self.items[spill_id][1]
         except KeyError:
             raise SpillMissing(f"spill {spill_id} is not in the store (kept in memory)") from None
+
+
+def measure_for_spill(session: Session, content: str, threshold: int) -> tuple[int, bool]:
+    """A tool result's tokens, and whether the count is exact.
+
+    A result far over the threshold is spilled whatever its exact size, so it
+    is tokenized only as far as the threshold: its head (about six
+    characters per threshold token, cut at a line or a word) is counted, and
+    when the head alone is over, the whole is estimated from the head's
+    characters per token (the pointer says "~N tokens"). The rest is never
+    tokenized: a 10 MB output costs what its first few KB do, with the server's
+    tokenizer too. A counter that costs nothing (chars4) counts the whole.
+    """
+    probe = threshold * PROBE_CHARS_PER_TOKEN
+    if getattr(session.counter, "cheap", False) or len(content) <= probe + probe // 2:
+        return session.count(content), True
+    cut = content.rfind("\n", probe // 2, probe)
+    if cut < 0:
+        cut = content.rfind(" ", probe // 2, probe)
+    if cut <= 0:
+        cut = probe
+    head = session.count(content[:cut])
+    if head > threshold + PROBE_MARGIN:
+        return max(head, round(head * len(content) / cut)), False
+    return session.count(content), True
 
 
 def pointer_text(tool: str, tokens: int, spill_id: str, content: str) -> str:
@@ -103,12 +133,13 @@ def admit_tool_result(
 ) -> Message:
     """Add a tool result through rung 2: inline if small, else spilled with a pointer.
 
-    The result is counted once; if it is over `threshold` tokens the content
-    goes to the store first, and the message enters as a pointer. If the store
-    cannot write, the full result enters inline and a note says why, so the
-    content is never lost.
+    The result is counted once (only its head when it is far over the
+    threshold: `measure_for_spill`); if it is over `threshold` tokens the
+    content goes to the store first, and the message enters as a pointer. If
+    the store cannot write, the full result enters inline, counted whole, and a
+    note says why, so the content is never lost.
     """
-    tokens = session.count(content)
+    tokens, exact = measure_for_spill(session, content, threshold)
     if tokens <= threshold:
         m = session.make_message(
             "tool", content, kind=Kind.tool_result, tool=tool, tool_call_id=tool_call_id, at=at, tokens=tokens
@@ -119,6 +150,8 @@ def admit_tool_result(
     try:
         location = store.write_spill(spill_id, tool, content, stamp)
     except OSError as exc:
+        if not exact:
+            tokens = session.count(content)
         session.note(f"spill failed ({exc}); the {tool} result stays inline ({tokens:,} tokens)", "error")
         m = session.make_message(
             "tool", content, kind=Kind.tool_result, tool=tool, tool_call_id=tool_call_id, at=at, tokens=tokens
