@@ -3,6 +3,12 @@
 Every field documents itself (`tailrent config` prints each value, its
 description, and where it came from). A bad value is an error naming the key
 and the file (or variable, or flag) it came from.
+
+The layers are merged here (`load_settings`) and the merged values validated
+once by the `Settings` model. pydantic-settings was weighed for the merge and
+not adopted: it builds the model from its sources without recording which
+source gave each value, and both `tailrent config`'s provenance column and the
+errors that name the file, variable or flag need exactly that.
 """
 
 from __future__ import annotations
