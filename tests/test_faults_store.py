@@ -196,6 +196,25 @@ def test_close_session_never_skips_the_meta_update_silently(tmp_path):
     assert report.rescue is not None and report.rescue.lines == 1
 
 
+@pytest.mark.fault("C1 ask on a full disk")
+@pytest.mark.parametrize("fsync", [False, True])
+def test_a_journal_that_does_not_close_cleanly_is_said(tmp_path, fsync):
+    sd = SessionDir.create(tmp_path / "data", tokenizer="chars4", session_id="s1")
+    opened = open_session(sd, fsync=fsync)
+    opened.session.add("user", "saved")
+    fd = opened.writer._fd
+    assert fd is not None
+    os.close(fd)  # closed behind the writer's back: its own close fails (EBADF), as NFS can fail a close
+    report = close_session(opened)
+    line = report.message() or ""
+    assert report.saved and "closing journal.jsonl failed" in line
+    if fsync:
+        assert "every line was fsynced before it" in line
+    else:
+        assert "fsync is off, so the last lines may not be on disk" in line
+    assert "saved" in sd.journal_path.read_text()
+
+
 TURN_FAILS = textwrap.dedent(
     """
     import sys

@@ -631,6 +631,7 @@ class CloseReport(BaseModel):
     rescue: RescueOutcome | None = None
     meta_error: str | None = Field(None, description="why meta.json's last_active and listing summary were not updated")
     discarded: bool = Field(False, description="the session was blank (no message sent) and its directory removed")
+    close_error: str | None = Field(None, description="the journal's file did not close cleanly (the writer's line)")
 
     @property
     def saved(self) -> bool:
@@ -638,15 +639,18 @@ class CloseReport(BaseModel):
         return self.pending == 0
 
     def message(self) -> str | None:
-        """One line for the terminal: what was lost from the journal, else what meta.json missed, else None."""
+        """One line for the terminal: what was lost from the journal, else what meta.json missed,
+        else a failed close, else None (a failed close is added to the others)."""
+        noticed = self.close_error or ""
         if self.rescue is not None:
-            return unsaved_message(self.pending, self.journal, self.journal_error, self.rescue)
+            lost = unsaved_message(self.pending, self.journal, self.journal_error, self.rescue)
+            return f"{lost} ({noticed})" if noticed else lost
         if self.meta_error is not None:
             return (
                 f"every change is saved in {self.journal}, but {self.meta_error}; "
-                "`tailrent sessions` reads the journal instead, nothing to do"
+                "`tailrent sessions` reads the journal instead, nothing to do" + (f" ({noticed})" if noticed else "")
             )
-        return None
+        return noticed or None
 
 
 def close_session(opened: OpenedSession, *, discard_blank: bool = False) -> CloseReport:
@@ -663,11 +667,8 @@ def close_session(opened: OpenedSession, *, discard_blank: bool = False) -> Clos
     try:
         if isinstance(writer, JournalWriter):
             writer.flush()
-        try:
-            writer.close()
-        except OSError as exc:
-            # the lines are written and fsynced by then: a failed close loses nothing
-            writer.warnings.append(f"{writer.path.name}: closing failed ({exc})")
+        writer.close()
+        report.close_error = writer.close_error
         report.pending = writer.pending
         if report.pending:
             report.journal_error = str(writer.last_error) if writer.last_error else "not written"
