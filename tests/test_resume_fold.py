@@ -104,8 +104,8 @@ def app_settings(settings) -> Settings:
     return settings.model_copy(update={"window": APP_WINDOW})
 
 
-def test_the_morning_after_in_the_app_starts_from_a_small_context(app_settings):
-    settings = app_settings
+def _yesterday(settings: Settings) -> int:
+    """A session left two hours ago, past the local sheet's TTL: its context's tokens."""
     agent = build_agent(settings, async_writer=False, new=True)
     agent.session.clock = lambda: time.time() - TWO_HOURS
 
@@ -116,11 +116,16 @@ def test_the_morning_after_in_the_app_starts_from_a_small_context(app_settings):
 
     try:
         asyncio.run(yesterday())
-        evening = agent.session.context_tokens
+        return agent.session.context_tokens
     finally:
         close_agent(agent)
+
+
+def test_the_morning_after_in_the_app_starts_from_a_small_context(app_settings):
+    settings = app_settings
+    evening = _yesterday(settings)
     resume_tokens = int(APP_WINDOW * settings.resume_fold_target)
-    assert evening > 2 * resume_tokens and not agent.session.folds
+    assert evening > 2 * resume_tokens
 
     agent = build_agent(settings, {"continue_": True})
     assert agent.cold_resume
@@ -148,6 +153,34 @@ def test_the_morning_after_in_the_app_starts_from_a_small_context(app_settings):
     # about what the fold left: never less, not far more
     assert folds[-1].context_after <= price.to_read <= 1.25 * max(resume_tokens, folds[-1].context_after)
     assert any("the ladder folds the" in n.text and f"to about {price.to_read:,}" in n.text for n in agent.session.notes)
+
+
+def test_a_resume_fold_shown_first_is_promised_as_a_proposal_and_can_be_cancelled(app_settings):
+    from tailrent_tui.ui.screens.fold_preview import FoldPreview
+
+    settings = app_settings.model_copy(update={"fold_preview": "always"})
+    evening = _yesterday(settings)
+    agent = build_agent(settings, {"continue_": True})
+    app = TailrentApp(agent, settings)
+
+    async def morning() -> None:
+        async with app.run_test(size=(140, 40)) as pilot:
+            await pilot.press(*"which port?", "enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, FoldPreview), what="the resume fold's preview")
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: not app.running and len(agent.session.usage) > 17, what="the reply")
+            await pilot.press("ctrl+q")
+
+    asyncio.run(morning())
+    close_agent_sync(agent)
+    price = agent.resume_price
+    assert price is not None and price.saver == "fold" and price.fold_reviewed
+    line = next(n.text for n in agent.session.notes if "the cache is cold" in n.text)
+    assert f"will propose folding the {evening:,}-token context to about {price.to_read:,}" in line
+    assert "(resume_fold_target; you review it first); the first request re-reads what you keep" in line
+    # cancelled: nothing folded, and the message went out with what the other rungs left
+    assert not agent.session.folds
+    assert agent.session.usage[-1].context_tokens == agent.session.context_tokens - agent.session.messages[-1].tokens
 
 
 def test_the_agents_keep_warm_prices_an_expiry_by_what_the_ladder_would_fold_to(make_agent):

@@ -414,8 +414,10 @@ def price_resume(agent: SlotHost, *, now: float | None = None, slot_why_said: bo
         why = f"{why}; no slot restored: {keeper.restore_why}" if why else f"no slot restored: {keeper.restore_why}"
     rate = prompt_rate(session.usage, sheet) if sheet is not None else None
     cold = restored is None and not warm and last is not None
+    ctx = agent.policy_context()
     return resume_price(
-        fold_to=agent.policy.cold_resume_tokens(session, agent.policy_context()) if cold else None,
+        fold_to=agent.policy.cold_resume_tokens(session, ctx) if cold else None,
+        fold_reviewed=ctx.settings.fold_preview == "always",
         context_tokens=session.context_tokens,
         restored_tokens=restored.tokens if restored is not None else None,
         warm=warm,

@@ -166,13 +166,20 @@ class ResumePrice(BaseModel):
     saved_seconds: float | None = None
     usd: float | None = Field(None, description="dollars, with a priced sheet")
     saver: Saver = "none"
+    fold_reviewed: bool = Field(False, description="the resume fold is shown for approval first (fold_preview = always)")
     why: str = Field("", description="why nothing saves it, or what might")
     rate_measured: bool = False
     full_seconds: float | None = Field(None, description="the whole context at the measured rate: what a cold cache costs")
     full_usd: float | None = None
 
     def line(self) -> str:
-        if self.saver == "fold":
+        if self.saver == "fold" and self.fold_reviewed:
+            head = (
+                f"resume: the cache is cold, so the ladder will propose folding the {self.context_tokens:,}-token "
+                f"context to about {self.to_read:,} (resume_fold_target; you review it first); the first request "
+                "re-reads what you keep"
+            )
+        elif self.saver == "fold":
             head = (
                 f"resume: the cache is cold, so the ladder folds the {self.context_tokens:,}-token context "
                 f"to about {self.to_read:,} (resume_fold_target) and the first request re-reads that"
@@ -220,10 +227,12 @@ def resume_price(
     write_multiplier: float = 1.0,
     read_multiplier: float = 1.0,
     fold_to: int | None = None,
+    fold_reviewed: bool = False,
 ) -> ResumePrice:
     """The first request's price after a resume: spared by a restored slot (the tokens it
     restored), or by a cache still warm, else the whole context is re-read, or what the
-    policy folds it to first (`fold_to`: the ladder at a cold resume)."""
+    policy folds it to first (`fold_to`: the ladder at a cold resume; `fold_reviewed`: that
+    fold is shown to the user first, who may cancel it)."""
     spared = 0
     saver: Saver = "none"
     to_read = context_tokens
@@ -241,6 +250,7 @@ def resume_price(
         usd = (to_read * input_per_mtok * write_multiplier + spared * input_per_mtok * read_multiplier) / 1_000_000
         full_usd = context_tokens * input_per_mtok * write_multiplier / 1_000_000
     return ResumePrice(
+        fold_reviewed=fold_reviewed and saver == "fold",
         full_seconds=context_tokens / tokens_per_second if tokens_per_second else None,
         full_usd=full_usd,
         context_tokens=context_tokens,
