@@ -183,6 +183,29 @@ def test_a_resume_fold_shown_first_is_promised_as_a_proposal_and_can_be_cancelle
     assert agent.session.usage[-1].context_tokens == agent.session.context_tokens - agent.session.messages[-1].tokens
 
 
+def test_a_resume_fold_the_model_writes_counts_the_summary_in_its_time(app_settings):
+    settings = app_settings.model_copy(update={"summarizer": "model"})
+    _yesterday(settings)
+    agent = build_agent(settings, {"continue_": True})
+    try:
+        asyncio.run(agent.start())
+        price = agent.resume_price
+        fold = agent.policy.cold_resume_fold(agent.session, agent.policy_context())
+        assert price is not None and price.saver == "fold" and fold is not None
+        assert price.summary_tokens == fold.summary_tokens > 0
+        # the mock times no reply: the writing is said, not guessed; the span's reading is counted
+        assert price.summary_seconds is None
+        assert price.seconds == pytest.approx((price.to_read + fold.span_tokens) / settings_rate(agent))
+        line = next(n.text for n in agent.session.notes if "the cache is cold" in n.text)
+        assert f"plus writing a summary of up to {fold.summary_tokens:,} tokens" in line
+    finally:
+        close_agent(agent)
+
+
+def settings_rate(agent) -> float:
+    return agent.rent.sheet.eval_tokens_per_second
+
+
 def test_the_agents_keep_warm_prices_an_expiry_by_what_the_ladder_would_fold_to(make_agent):
     agent = make_agent(window=WINDOW, price_sheet="anthropic-5m")
     agent.session.add("user", DECISION)

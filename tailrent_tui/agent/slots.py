@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.policies import Policy, PolicyContext
-from tailrent_tui.core.rent import HEAD_ID, context_items, prompt_rate
+from tailrent_tui.core.rent import HEAD_ID, context_items, generation_rate, prompt_rate
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.slots import (
     ResumePrice,
@@ -38,6 +38,7 @@ from tailrent_tui.core.slots import (
     resume_price,
     slot_file_name,
 )
+from tailrent_tui.models.mock import ModelSummarizer
 from tailrent_tui.models.openai import OpenAIModel, rendered_prompt
 from tailrent_tui.models.slots import SlotClient, SlotError
 from tailrent_tui.models.text import redact
@@ -57,6 +58,7 @@ class SlotHost(Protocol):
     slots: Any
     cold_resume: bool
     resume_price: Any
+    summarizer: Any
     start_lines: list[tuple[str, str]]
 
     def offered_tools(self) -> list[dict[str, Any]]: ...
@@ -415,9 +417,15 @@ def price_resume(agent: SlotHost, *, now: float | None = None, slot_why_said: bo
     rate = prompt_rate(session.usage, sheet) if sheet is not None else None
     cold = restored is None and not warm and last is not None
     ctx = agent.policy_context()
+    fold = agent.policy.cold_resume_fold(session, ctx) if cold else None
+    # a model summarizer reads the span and writes the summary before the first request
+    by_model = fold is not None and isinstance(agent.summarizer, ModelSummarizer)
     return resume_price(
-        fold_to=agent.policy.cold_resume_tokens(session, ctx) if cold else None,
+        fold_to=fold.after if fold is not None else None,
         fold_reviewed=ctx.settings.fold_preview == "always",
+        summary_read=fold.span_tokens if by_model and fold is not None else 0,
+        summary_write=fold.summary_tokens if by_model and fold is not None else 0,
+        gen_tokens_per_second=generation_rate(session.usage),
         context_tokens=session.context_tokens,
         restored_tokens=restored.tokens if restored is not None else None,
         warm=warm,

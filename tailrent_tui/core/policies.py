@@ -89,6 +89,18 @@ class UnknownPolicy(ValueError):
     """A policy name this build does not know."""
 
 
+@dataclass(frozen=True)
+class ResumeFold:
+    """What a policy's fold at a cold resume is expected to do (`Policy.cold_resume_fold`)."""
+
+    #: about how many tokens the context holds after it: what the first request re-reads
+    after: int
+    #: about how many tokens the fold takes: what a model summarizer reads first
+    span_tokens: int
+    #: the summary's budget: at most what a model summarizer writes
+    summary_tokens: int
+
+
 class PolicySettings(BaseModel):
     """Budget settings shared by all policies (DESIGN.md, "The context window")."""
 
@@ -363,10 +375,16 @@ class Policy:
         """Before each model request; `expired` says the cache is gone (a resume after an idle gap)."""
         return finished()
 
+    def cold_resume_fold(self, session: Session, ctx: PolicyContext) -> ResumeFold | None:
+        """What this policy's fold before the first request after a resume whose cache
+        expired is expected to do; None when it does not fold then."""
+        return None
+
     def cold_resume_tokens(self, session: Session, ctx: PolicyContext) -> int | None:
         """About how many tokens the first request carries after a resume whose cache
         expired, when this policy folds before it; None when it does not fold then."""
-        return None
+        fold = self.cold_resume_fold(session, ctx)
+        return fold.after if fold is not None else None
 
     def fold_by_hand(self, session: Session, ctx: PolicyContext, span_ids: list[str] | None, trigger: str = "manual") -> Plan:
         """The user's fold (`f`, `/fold`): the given span, else down to the fold target,
@@ -641,7 +659,7 @@ class LadderPolicy(Policy):
     def before_request(self, session: Session, ctx: PolicyContext, *, expired: bool) -> Plan:
         return _captured(session, self._before_request(session, ctx, expired))
 
-    def cold_resume_tokens(self, session: Session, ctx: PolicyContext) -> int | None:
+    def cold_resume_fold(self, session: Session, ctx: PolicyContext) -> ResumeFold | None:
         context = session.context_tokens
         resume = ctx.settings.resume_tokens
         if context <= resume:
@@ -656,8 +674,9 @@ class LadderPolicy(Policy):
         foldable = context - kept
         if foldable <= 0:
             return None
-        after = max(resume, kept + ctx.settings.summary_budget(foldable))
-        return after if after < context else None
+        budget = ctx.settings.summary_budget(foldable)
+        after = max(resume, kept + budget)
+        return ResumeFold(after=after, span_tokens=foldable, summary_tokens=budget) if after < context else None
 
     def _before_request(self, session: Session, ctx: PolicyContext, expired: bool):
         if expired:

@@ -461,3 +461,13 @@ def prompt_rate(usage: Sequence[UsageRecorded], sheet: PriceSheet) -> PromptRate
     if sheet.eval_tokens_per_second:
         return PromptRate(tokens_per_second=sheet.eval_tokens_per_second, measured=False)
     return None
+
+
+def generation_rate(usage: Sequence[UsageRecorded]) -> float | None:
+    """Output tokens per second as the server timed them, for the latest timed model; None
+    before any timed reply (the sheets do not guess it)."""
+    timed = [u for u in usage if u.generation_ms and u.output_tokens]
+    if not timed:
+        return None
+    same = [u for u in timed if u.model == timed[-1].model]
+    return sum(u.output_tokens or 0 for u in same) / (sum(u.generation_ms or 0.0 for u in same) / 1000)

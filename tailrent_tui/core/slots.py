@@ -167,6 +167,10 @@ class ResumePrice(BaseModel):
     usd: float | None = Field(None, description="dollars, with a priced sheet")
     saver: Saver = "none"
     fold_reviewed: bool = Field(False, description="the resume fold is shown for approval first (fold_preview = always)")
+    summary_tokens: int = Field(0, description="the resume fold's summary the model writes first: at most this many tokens")
+    summary_seconds: float | None = Field(
+        None, description="reading the span and writing that summary, in `seconds` (None: the writing's speed is not known yet)"
+    )
     why: str = Field("", description="why nothing saves it, or what might")
     rate_measured: bool = False
     full_seconds: float | None = Field(None, description="the whole context at the measured rate: what a cold cache costs")
@@ -188,7 +192,12 @@ class ResumePrice(BaseModel):
             head = f"resume: the first request re-reads {self.to_read:,} of {self.context_tokens:,} context tokens"
         cost = []
         if self.seconds is not None:
-            cost.append(f"~{_secs(self.seconds)}" + ("" if self.rate_measured else " at the sheet's speed"))
+            with_summary = ""
+            if self.summary_tokens and self.summary_seconds is not None:
+                with_summary = " with the summary"
+            elif self.summary_tokens:
+                with_summary = f" plus writing a summary of up to {self.summary_tokens:,} tokens"
+            cost.append(f"~{_secs(self.seconds)}" + ("" if self.rate_measured else " at the sheet's speed") + with_summary)
         if self.usd is not None:
             cost.append(f"${self.usd:,.4f}")
         if cost:
@@ -228,11 +237,16 @@ def resume_price(
     read_multiplier: float = 1.0,
     fold_to: int | None = None,
     fold_reviewed: bool = False,
+    summary_read: int = 0,
+    summary_write: int = 0,
+    gen_tokens_per_second: float | None = None,
 ) -> ResumePrice:
     """The first request's price after a resume: spared by a restored slot (the tokens it
     restored), or by a cache still warm, else the whole context is re-read, or what the
     policy folds it to first (`fold_to`: the ladder at a cold resume; `fold_reviewed`: that
-    fold is shown to the user first, who may cancel it)."""
+    fold is shown to the user first, who may cancel it). A fold whose summary the model writes
+    costs time first: reading its span (`summary_read` tokens, at the prompt rate) and writing
+    up to `summary_write` tokens (at `gen_tokens_per_second`, when it was measured)."""
     spared = 0
     saver: Saver = "none"
     to_read = context_tokens
@@ -244,6 +258,15 @@ def resume_price(
     elif fold_to is not None and fold_to < context_tokens:
         saver, to_read = "fold", fold_to
     seconds = to_read / tokens_per_second if tokens_per_second else None
+    summary_seconds = None
+    if saver != "fold":
+        summary_read = summary_write = 0
+    if seconds is not None and tokens_per_second and summary_write:
+        if gen_tokens_per_second:
+            summary_seconds = summary_read / tokens_per_second + summary_write / gen_tokens_per_second
+            seconds += summary_seconds
+        else:
+            seconds += summary_read / tokens_per_second
     saved_seconds = spared / tokens_per_second if tokens_per_second else None
     usd = full_usd = None
     if input_per_mtok > 0:
@@ -251,6 +274,8 @@ def resume_price(
         full_usd = context_tokens * input_per_mtok * write_multiplier / 1_000_000
     return ResumePrice(
         fold_reviewed=fold_reviewed and saver == "fold",
+        summary_tokens=summary_write,
+        summary_seconds=summary_seconds,
         full_seconds=context_tokens / tokens_per_second if tokens_per_second else None,
         full_usd=full_usd,
         context_tokens=context_tokens,
