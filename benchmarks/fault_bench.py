@@ -45,7 +45,8 @@ def main() -> None:
         progress = io.StringIO()
         with contextlib.redirect_stdout(progress):  # pytest's dots stay out of the table
             code = pytest.main(
-                ["-q", "-m", "fault", "--full-counts", "-p", "no:cacheprovider", "-p", "no:warnings",
+                # -n 0: in this process, where the plugin sees each test's class (not in xdist's workers)
+                ["-q", "-n", "0", "-m", "fault", "--full-counts", "-p", "no:cacheprovider", "-p", "no:warnings",
                  f"--junitxml={junit}", "tests"],
                 plugins=[plugin],
             )
