@@ -376,3 +376,17 @@ def test_the_tokenizer_ranks_are_cached_and_a_bad_cache_is_rebuilt(tmp_path, mon
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
     (tmp_path / "file").write_text("not a directory")
     assert TiktokenCounter().count(text) == first.count(text), "a cache that cannot be written is left alone"
+
+
+def test_the_tokenizer_loads_without_its_cache_when_tiktokens_registry_changes(tmp_path, monkeypatch):
+    import tiktoken.registry
+
+    from tailrent_tui.core.tokens import TiktokenCounter
+
+    def gone():
+        raise AttributeError("_find_constructors was renamed")
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(tiktoken.registry, "_find_constructors", gone)
+    assert TiktokenCounter().count("retry backoff") == get_counter("cl100k").count("retry backoff")
+    assert not (tmp_path / "tailrent").exists(), "no cache without the registry"

@@ -7,6 +7,7 @@ re-tokenizes the transcript.
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import os
 from functools import cache
@@ -60,14 +61,19 @@ def _load_encoding(encoding: str) -> Any:
     import importlib
 
     import tiktoken
-    import tiktoken.registry
 
-    tiktoken.registry._find_constructors()
-    constructor = (tiktoken.registry.ENCODING_CONSTRUCTORS or {}).get(encoding)
-    plugin = getattr(importlib.import_module(constructor.__module__), "__file__", None) if constructor else None
-    if constructor is None or plugin is None:
+    try:
+        # tiktoken's registry of encoding plugins is not public: when it changes, no cache
+        import tiktoken.registry
+
+        tiktoken.registry._find_constructors()
+        constructor = (tiktoken.registry.ENCODING_CONSTRUCTORS or {}).get(encoding)
+        plugin = getattr(importlib.import_module(constructor.__module__), "__file__", None) if constructor else None
+        st = Path(plugin).stat() if plugin else None
+    except Exception:
+        constructor = st = None
+    if constructor is None or st is None:
         return tiktoken.get_encoding(encoding)
-    st = Path(plugin).stat()
     cached = _ranks_cache_dir() / f"{encoding}-{tiktoken.__version__}-{st.st_size}-{st.st_mtime_ns}.marshal"
     try:
         params = marshal.loads(cached.read_bytes())
@@ -76,13 +82,14 @@ def _load_encoding(encoding: str) -> Any:
     except (OSError, EOFError, ValueError, TypeError):
         pass
     params = constructor()
+    tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
         tmp.write_bytes(marshal.dumps(params))
         os.replace(tmp, cached)
     except (OSError, ValueError):
-        pass
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)  # a half-written cache (a full disk) is not left behind
     return tiktoken.Encoding(**params)
 
 
