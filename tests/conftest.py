@@ -65,7 +65,10 @@ async def make_agent(tmp_path: Path, workspace: Path, monkeypatch):
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With pytest-xdist's `--dist loadgroup`, the engine tests share one worker: one
-    llama.cpp engine at a time on the machine, its threads not fighting a second one."""
+    llama.cpp engine at a time on the machine, its threads not fighting a second one. They
+    are collected first, so that their worker starts on them while the others share the rest
+    (last, they made a tail of minutes with one worker busy)."""
     for item in items:
         if item.get_closest_marker("engine") is not None:
             item.add_marker(pytest.mark.xdist_group("engine"))
+    items.sort(key=lambda item: item.get_closest_marker("engine") is None)
