@@ -464,3 +464,32 @@ def test_a_summarizer_refused_once_is_not_asked_again_in_the_same_fold():
     assert len(requests) == 1
     assert all("model:x" in f.rejected for f in folds)
     assert any("not asked again in this fold" in f.rejected for f in folds[1:])
+
+
+def test_fold_placement_after_puts_the_summary_after_the_kept_messages():
+    """`fold_placement = "after"`: the span leaves, and the summary follows the messages the fold
+    keeps, so an engine that shifts KV keeps their cache; in place it takes the span's first position."""
+    from tailrent_tui.core.messages import Kind
+    from tailrent_tui.core.policies import PolicyContext, PolicySettings, get_policy, run_plan
+    from tailrent_tui.core.rungs.fold import MemoryFoldArchive
+    from tailrent_tui.core.session import Session
+    from tailrent_tui.core.summarize import ExtractiveSummarizer
+
+    for placement in ("in_place", "after"):
+        s = Session(window=2048)
+        ctx = PolicyContext(archive=MemoryFoldArchive(), settings=PolicySettings(window=2048, fold_placement=placement))
+        policy = get_policy("ladder")
+        for i in range(40):
+            s.add("user", f"note {i}: the ingestion pipeline reads the queue and writes batches to the store " * 3)
+            run_plan(policy.after_add(s, ctx), ExtractiveSummarizer())
+            if s.folds:
+                break
+        assert s.folds, "the context passed the trigger and folded"
+        kinds = [m.kind for m in s.messages]
+        where = kinds.index(Kind.fold_summary)
+        if placement == "in_place":
+            assert where == 0
+        else:
+            assert where == len(kinds) - 1 - kinds[::-1].index(Kind.fold_summary)
+            assert all(k is Kind.chat for k in kinds[:where]), "the kept messages stay ahead of the summary"
+            assert where > 0

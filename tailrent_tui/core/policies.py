@@ -131,6 +131,12 @@ class PolicySettings(BaseModel):
     summary_share: float = Field(
         default=0.25, gt=0, le=1, description="a summary's token budget as a share of its span"
     )
+    fold_placement: Literal["in_place", "after"] = Field(
+        default="in_place",
+        description="where the ladder puts a fold's summary: in the span's place (a prefix cache keeps what is "
+        "before it), or after the kept messages (an engine that shifts KV keeps them too); the agent sets it "
+        "from the engine it detected",
+    )
     fold_preview: Literal["manual", "always", "never"] = Field(
         default="never",
         description="which folds are shown for review before they apply: the user's (f, /fold), every one, or none",
@@ -342,6 +348,10 @@ class Policy:
     def guard_for(self, ctx: PolicyContext) -> GuardMode:
         return ctx.settings.guard or self.guard
 
+    def placement(self, ctx: PolicyContext) -> Position:
+        """Where this policy's folds put their summary (the baselines: their harness's place)."""
+        return self.position
+
     def admit_tool(
         self,
         session: Session,
@@ -402,13 +412,16 @@ class Policy:
         span = span_messages(session, span_ids)
         reply = yield from ask_summary(ctx, span)
         record = choose_fold(
-            session, span, reply, guard=self.guard_for(ctx), position="in_place", header=LADDER_HEADER, trigger=trigger,
+            session, span, reply, guard=self.guard_for(ctx), position=ctx.settings.fold_placement, header=LADDER_HEADER,
+            trigger=trigger,
             budget=ctx.settings.summary_budget(sum(m.tokens for m in span)),
         )
         if record.tokens_after >= record.tokens_before:
             skip_fold(session, _would_grow(record), trigger)
             return
-        approved = yield from reviewed(session, ctx, record, span, manual=True, position="in_place", header=LADDER_HEADER)
+        approved = yield from reviewed(
+            session, ctx, record, span, manual=True, position=ctx.settings.fold_placement, header=LADDER_HEADER
+        )
         if approved is None:
             return  # cancelled in its preview: nothing happened
         if approved.tokens_after >= approved.tokens_before:
@@ -512,6 +525,10 @@ class LadderPolicy(Policy):
     guard: GuardMode = "repair"
     position: Position = "in_place"
     header = LADDER_HEADER
+
+    def placement(self, ctx: PolicyContext) -> Position:
+        return ctx.settings.fold_placement
+
     #: folds allowed in one step when a summary comes out bigger than hoped
     max_passes = 3
     #: a second or third pass must save this share of its span: one that saves a few
@@ -603,7 +620,7 @@ class LadderPolicy(Policy):
                 return
             approved = yield from reviewed(
                 session, ctx, record, span_messages(session, record.span_ids), manual=False,
-                position=self.position, header=self.header,
+                position=self.placement(ctx), header=self.header,
             )
             if approved is None:
                 skip_fold(session, "the fold was cancelled in its preview", trigger)
@@ -619,7 +636,7 @@ class LadderPolicy(Policy):
         self, session: Session, ctx: PolicyContext, span: list[Message], reply: Summary, trigger: str, fallbacks, gain: float,
     ) -> FoldRecord:
         return choose_fold(
-            session, span, reply, guard=self.guard_for(ctx), position=self.position,
+            session, span, reply, guard=self.guard_for(ctx), position=self.placement(ctx),
             header=self.header, trigger=trigger, fallbacks=fallbacks, min_gain=gain,
             budget=ctx.settings.summary_budget(sum(m.tokens for m in span)),
         )

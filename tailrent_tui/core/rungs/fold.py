@@ -24,7 +24,11 @@ from tailrent_tui.core.session import Session, SessionError
 from tailrent_tui.core.summarize import Summarizer
 
 GuardMode = Literal["repair", "report", "off"]
-Position = Literal["in_place", "front"]
+Position = Literal["in_place", "front", "after"]
+"""Where a fold's summary goes: where its span began (`in_place`, the prefix before it stays
+cached), at index 0 (`front`, the article's harness), or after the messages the fold keeps
+(`after`: an engine that shifts KV, llama.cpp with `n_cache_reuse`, keeps the kept messages'
+cache; the summary says which turns it replaces)."""
 
 
 class FoldAborted(RuntimeError):
@@ -238,6 +242,8 @@ def _prepare(
 
     if position == "front":
         position_index = 0
+    elif position == "after":
+        position_index = len(session.messages) - len(span)
     else:
         # the summary takes the place of the span's first message, so the
         # prefix before it (and its cache) is left untouched
