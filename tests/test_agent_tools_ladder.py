@@ -244,7 +244,10 @@ async def test_prefix_approval_covers_the_same_command_for_the_session(make_agen
     await agent.turn("Run echo again, then pwd.", TurnCallbacks(approve=approver))
 
     # asked for `echo` once, then again only for another command (`pwd`)
-    assert [(a.tool, a.command_prefix) for a in approver.asked] == [("run_shell", "echo"), ("run_shell", "pwd")]
+    assert [(a.tool, a.command_prefix) for a in approver.asked] == [
+        ("run_shell", "`echo` (read-only)"),
+        ("run_shell", "`pwd` (read-only)"),
+    ]
     first, second, third = tool_messages(agent)
     assert "first" in first.content and "second" in second.content
     assert third.content.startswith("error:") and "denied" in third.content

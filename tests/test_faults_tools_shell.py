@@ -201,7 +201,7 @@ async def test_an_approved_prefix_still_covers_its_simple_commands(make_agent, w
     await agent.turn("One.", TurnCallbacks(approve=approver))
     await agent.turn("Two.", TurnCallbacks(approve=approver))
     assert len(approver.asked) == 1
-    assert approver.asked[0].command_prefix == "ls"
+    assert approver.asked[0].command_prefix == "`ls` (read-only)"
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from tailrent_tui.agent.approval import ShellOffer, prefix_covers, shell_offer
+from tailrent_tui.agent.approval import ShellOffer, offer_covers, shell_offer
 from tailrent_tui.agent.events import ApprovalRequest, TurnCallbacks
 from tailrent_tui.agent.ladder import admit_to_session
 from tailrent_tui.agent.ladder_driver import LadderDriver
@@ -51,7 +51,8 @@ class ToolRunner:
         self.state = state
         self.ladder = ladder
         self.allowed_prefixes: set[str] = set()
-        #: run_shell prefixes approved for the session; each covers one simple command (agent/approval.py)
+        #: run_shell approvals for the session (ShellOffer.prefix): a read-only program or subcommand under
+        #: its flag allowlist, or one exact command line (agent/approval.py)
         self.allowed_shell_prefixes: set[tuple[str, ...]] = set()
         #: the callbacks of the turn running now: a delegate's sub-turn asks the user through them
         self.cb: TurnCallbacks | None = None
@@ -86,14 +87,14 @@ class ToolRunner:
     def _session_approved(self, call: ToolCall) -> bool:
         if call.name == "run_shell":
             command = str(call.arguments.get("command", ""))
-            return any(prefix_covers(prefix, command) for prefix in self.allowed_shell_prefixes)
+            return any(offer_covers(prefix, command, self.state.workspace) for prefix in self.allowed_shell_prefixes)
         return call.name in self.allowed_prefixes
 
     def _approval_request(self, call: ToolCall, diff: str | None) -> tuple[ApprovalRequest, ShellOffer | None]:
         if call.name != "run_shell":
             allows = f"'Allow for the session' runs every later {call.name} call without asking."
             return ApprovalRequest(call.name, dict(call.arguments), call.name, diff, allows), None
-        offer = shell_offer(str(call.arguments.get("command", "")))
+        offer = shell_offer(str(call.arguments.get("command", "")), self.state.workspace)
         return ApprovalRequest(call.name, dict(call.arguments), offer.shown, diff, offer.allows), offer
 
     async def approved_run(self, call: ToolCall, cb: TurnCallbacks) -> ToolOutcome:

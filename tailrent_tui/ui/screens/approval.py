@@ -1,8 +1,9 @@
 """Approval of a tool call that changes things: allow once, allow this prefix for the session, deny.
 
-The dialog says exactly what "allow for the session" covers (for run_shell: one
-simple command with that prefix, agent/approval.py); a destructive or compound
-command gets no such button, only "allow once", and the dialog says why.
+The dialog says exactly what "allow for the session" covers and why (for
+run_shell: a read-only program under its flag allowlist, or this exact command
+line, agent/approval.py); any other command gets no such button, only "allow
+once", and the dialog says why.
 
 `edit_file` (and `write_file` when the agent can preview it) shows its diff,
 added lines in the success color, removed ones in the error color.
@@ -93,10 +94,10 @@ class ApprovalScreen(ModalScreen[Answer]):
                 with VerticalScroll(id="diff"):
                     yield Static(diff_content(self.diff))
             with Horizontal(id="buttons"):
-                yield Button("Allow once [a]", id="once", variant="primary")
+                yield Button(Content("Allow once [a]"), id="once", variant="primary")  # Content: [a] is no markup
                 if self.command_prefix is not None:
-                    yield Button(f"Allow `{self.command_prefix}` for the session [p]", id="prefix")
-                yield Button("Deny [d]", id="deny", variant="error")
+                    yield Button(Content(f"Allow {self.command_prefix} for the session [p]"), id="prefix")
+                yield Button(Content("Deny [d]"), id="deny", variant="error")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # no session approval is offered for this call
