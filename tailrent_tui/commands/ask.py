@@ -10,6 +10,7 @@ from typing import Any, Literal
 import click
 
 from tailrent_tui.commands._common import load_settings_or_fail
+from tailrent_tui.text import storable
 
 
 @click.command()
@@ -39,6 +40,8 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
     # `tailrent --resume ID ask ...` and `tailrent ask --resume ID ...` alike
     resume = resume or flags.get("resume")
     settings = load_settings_or_fail(flags)
+    # argv bytes that are not UTF-8 arrive as surrogate escapes, which no journal line holds
+    prompt = storable(prompt)
     if not prompt.strip():
         raise click.UsageError("the prompt is empty")
     try:

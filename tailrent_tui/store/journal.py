@@ -38,10 +38,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from tailrent_tui.core.messages import Event, EventAdapter
 from tailrent_tui.core.session import Session, SessionError
 from tailrent_tui.store.paths import FILE_MODE, write_file_atomic
+from tailrent_tui.text import storable_value
 
 JOURNAL_NAME = "journal.jsonl"
 JOURNAL_VERSION = 1
@@ -101,8 +103,16 @@ def header_line(session_id: str, created: float | None = None) -> bytes:
 
 
 def event_line(event: Event) -> bytes:
-    """The whole journal line for an event, newline included."""
-    return EventAdapter.dump_json(event) + b"\n"
+    """The whole journal line for an event, newline included.
+
+    Text that no UTF-8 line can hold (a surrogate escape from argv or a file name that
+    slipped past its boundary) is stored decoded with U+FFFD (`text.storable`), never
+    dropped with an error after the caller was told it was kept."""
+    try:
+        return EventAdapter.dump_json(event) + b"\n"
+    except PydanticSerializationError:
+        data = storable_value(EventAdapter.dump_python(event, mode="json", warnings=False))
+        return EventAdapter.dump_json(EventAdapter.validate_python(data)) + b"\n"
 
 
 def _parse_header(path: Path, raw: bytes) -> JournalHeader:

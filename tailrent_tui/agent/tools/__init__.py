@@ -57,6 +57,7 @@ from tailrent_tui.agent.tools.base import (
     error,
 )
 from tailrent_tui.agent.workspace import WorkspaceEscape
+from tailrent_tui.text import storable, storable_value
 
 ToolFn = Callable[[dict[str, Any], ToolContext], ToolOutcome]
 AsyncToolFn = Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutcome]]
@@ -225,14 +226,20 @@ def _unknown(name: str) -> ToolOutcome:
 
 def _fault(name: str, exc: Exception) -> ToolOutcome:
     if isinstance(exc, WorkspaceEscape | ToolError):
-        return error(str(exc))
+        return error(storable(str(exc)))
     # a tool's bug must cost one turn, never the session
-    return error(f"{name} failed: {type(exc).__name__}: {exc}")
+    return error(storable(f"{name} failed: {type(exc).__name__}: {exc}"))
 
 
 def _checked(name: str, result: object) -> ToolOutcome:
     if not isinstance(result, ToolOutcome):
         return error(f"{name} returned {type(result).__name__}, not a ToolOutcome")
+    # bytes are data: a file name that is not UTF-8 (os.listdir's surrogate escapes) is kept as U+FFFD,
+    # so the result can be journaled and shown
+    clean = storable(result.content)
+    meta = storable_value(result.meta)
+    if clean is not result.content or meta != result.meta:
+        result = result.model_copy(update={"content": clean, "meta": meta, "cut": storable(result.cut or "") or None})
     return result
 
 
