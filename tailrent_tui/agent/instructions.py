@@ -11,13 +11,22 @@ Pins have a budget (`pin_share` of the window), and instructions are pins:
 together they may hold at most half of it, so pinned decisions keep the other
 half. A longer file is cut at a line boundary, and the cut is said in the text
 the model reads (rung 1: truncate at the source).
+
+The files are opened the way the tools open files (`open_beneath`, then
+`open_regular`): a symlink that leads out of the workspace, a FIFO, a device,
+a file with a second hard link is refused, never read into the context (a cloned
+repository's `AGENTS.md -> ~/.ssh/id_rsa` or `/proc/self/environ` would be sent
+to the model and journaled). A refusal is one warning line in the transcript
+naming the file, said once until the file changes.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tailrent_tui.agent.workspace import FileRefused, WorkspaceEscape, open_beneath, open_regular, refusal
 from tailrent_tui.core.session import Session
 
 FILES = ("AGENTS.md", "TAILRENT.md")
@@ -33,6 +42,8 @@ class InstructionsWatcher:
 
     workspace: Path
     seen: dict[str, tuple[int, int] | None] = field(default_factory=dict)
+    #: the refusal said for each file, so it is said once until it changes
+    refused: dict[str, str] = field(default_factory=dict)
 
     def refresh(self, session: Session) -> list[str]:
         """Bring the session's instructions in line with the files; returns the names that changed."""
@@ -40,13 +51,19 @@ class InstructionsWatcher:
         budget = int(session.pin_budget * PIN_BUDGET_SHARE)
         current = session.instructions
         for name in FILES:
-            path = self.workspace / name
-            stamp = _stamp(path)
+            stamp, why = _stamp(self.workspace, name)
+            if why is not None:
+                if self.refused.get(name) != why:
+                    self.refused[name] = why
+                    session.note(f"{name} not read: {why}", "warning")
+                stamp = None
+            else:
+                self.refused.pop(name, None)
             if name in self.seen and self.seen[name] == stamp and (stamp is None) == (name not in current):
                 budget -= current[name].tokens if name in current else 0
                 continue
             self.seen[name] = stamp
-            text = None if stamp is None else _read(path)
+            text = None if stamp is None else _read(self.workspace, name)
             if text is not None:
                 text = _capped(session, name, text, max(0, budget))
                 budget -= session.count(text)
@@ -55,19 +72,34 @@ class InstructionsWatcher:
         return changed
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
+def _why(exc: Exception) -> str:
+    return " ".join(str(exc).split()) + "; project instructions are read only from regular files inside the workspace"
+
+
+def _stamp(workspace: Path, name: str) -> tuple[tuple[int, int] | None, str | None]:
+    """(mtime, size) of the file `name` as the tools would open it, and why it is refused (or None)."""
     try:
-        st = path.stat()
+        with open_beneath(workspace, name) as spot:
+            if spot.st is None:
+                return None, None
+            why = refusal(spot.st, spot.shown, "instructions")
+            if why is not None:
+                return None, why + "; project instructions are read only from regular files inside the workspace"
+            return (spot.st.st_mtime_ns, spot.st.st_size), None
+    except WorkspaceEscape as exc:
+        return None, _why(exc)
     except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size) if path.is_file() else None
+        return None, None
 
 
-def _read(path: Path) -> str | None:
+def _read(workspace: Path, name: str) -> str | None:
+    """The file's text, opened beneath the workspace (no way out, no special file), at most MAX_BYTES."""
     try:
-        with path.open("rb") as f:
+        with open_beneath(workspace, name) as spot:
+            fd, _ = open_regular(spot, "instructions")
+        with os.fdopen(fd, "rb") as f:
             data = f.read(MAX_BYTES)
-    except OSError:
+    except (OSError, WorkspaceEscape, FileRefused):
         return None
     text = data.decode("utf-8", "replace").strip()
     return text or None
