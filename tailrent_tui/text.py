@@ -63,3 +63,13 @@ def _picture(match: re.Match[str]) -> str:
 def visible(text: str) -> str:
     """``text`` as a terminal may print it: control and escape characters shown, never acted on."""
     return _CONTROL.sub(_picture, storable(text))
+
+
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def json_visible(text: str) -> str:
+    """JSON text (``json.dumps(..., ensure_ascii=False)``) with the characters a terminal may act on and
+    JSON leaves raw (DEL, the C1 controls, bidirectional overrides) written as ``\\uXXXX``: the same data,
+    safe to print. JSON already escapes the C0 controls, ESC among them."""
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", storable(text))

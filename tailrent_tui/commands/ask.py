@@ -10,7 +10,7 @@ from typing import Any, Literal
 import click
 
 from tailrent_tui.commands._common import load_settings_or_fail
-from tailrent_tui.text import storable
+from tailrent_tui.text import json_visible, storable, visible
 
 
 @click.command()
@@ -59,8 +59,8 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
 
     streamed = not as_json and sys.stdout.isatty()
     cb = TurnCallbacks(
-        on_text=(lambda t: click.echo(t, nl=False)) if streamed else (lambda t: None),
-        on_notice=lambda text, level: click.echo(f"[{level}] {text}", err=True),
+        on_text=(lambda t: click.echo(visible(t), nl=False)) if streamed else (lambda t: None),
+        on_notice=lambda text, level: click.echo(visible(f"[{level}] {text}"), err=True),
         approve=deny,
     )
 
@@ -155,9 +155,9 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
             "slot": slot or None,
             "error": error,
         }
-        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        click.echo(json_visible(json.dumps(out, indent=2, ensure_ascii=False)))
     elif reply is not None and not streamed:
-        click.echo(reply.content)
+        click.echo(visible(reply.content))
     elif streamed:
         click.echo()
     if error is None:

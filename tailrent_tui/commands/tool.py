@@ -20,6 +20,7 @@ from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.tokens import get_counter
 from tailrent_tui.settings import SettingsError, load_settings
 from tailrent_tui.store.paths import resolve_data_dir
+from tailrent_tui.text import json_visible, visible
 
 
 @click.command("tool")
@@ -53,21 +54,18 @@ def tool(ctx: click.Context, name: str, json_args: str, workspace: Path | None, 
         threshold=settings.spill_threshold,
     )
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "tool": name,
-                    "is_error": outcome.is_error,
-                    "content": content,
-                    "cut": outcome.cut,
-                    "binary": outcome.binary,
-                    "meta": outcome.meta,
-                },
-                ensure_ascii=False,
-            )
-        )
+        doc = {
+            "tool": name,
+            "is_error": outcome.is_error,
+            "content": content,
+            "cut": outcome.cut,
+            "binary": outcome.binary,
+            "meta": outcome.meta,
+        }
+        click.echo(json_visible(json.dumps(doc, ensure_ascii=False)))
     else:
-        click.echo(content)
+        # what the model receives, as text: a control or escape sequence in a file is shown, never acted on
+        click.echo(visible(content))
     if outcome.is_error:
         ctx.exit(1)
 

@@ -30,6 +30,7 @@ from tailrent_tui.core.messages import (
 )
 from tailrent_tui.store.paths import write_file_atomic
 from tailrent_tui.store.sessions import SessionDir
+from tailrent_tui.text import json_visible, visible
 
 Format = Literal["md", "json"]
 PIN = "📌"
@@ -137,7 +138,7 @@ def export_json(sd: SessionDir) -> str:
         "transcript": entries,
         "fold_log": [e for e in entries if e["entry"] == "fold"],
     }
-    return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    return json_visible(json.dumps(doc, ensure_ascii=False, indent=2)) + "\n"
 
 
 def _fence(text: str) -> str:
@@ -213,7 +214,8 @@ def export_markdown(sd: SessionDir) -> str:
                 f"{e['context_before']:,} -> {e['context_after']:,} | {e['depth']} | {lost} |"
             )
         lines.append("")
-    return "\n".join(lines)
+    # read with cat or a pager: a control or escape sequence from the model or a file is shown, never acted on
+    return visible("\n".join(lines))
 
 
 def export_session(sd: SessionDir, fmt: Format) -> str:

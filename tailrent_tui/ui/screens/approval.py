@@ -21,6 +21,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from tailrent_tui.text import json_visible, visible
+
 Answer = Literal["once", "prefix", "deny"]
 
 
@@ -82,17 +84,17 @@ class ApprovalScreen(ModalScreen[Answer]):
             yield Static(f"The model wants to run {self.tool}. Allow it?", id="question", markup=False)
             if self.tool == "run_shell" and isinstance(self.arguments.get("command"), str):
                 # the command as the shell reads it: a newline shows as a new line, not as \n in JSON
-                yield Static(self.arguments["command"][:2000], id="command", markup=False)
+                yield Static(visible(self.arguments["command"][:2000]), id="command", markup=False)
                 shown = {k: v for k, v in self.arguments.items() if k != "command"}
             else:
                 shown = {k: v for k, v in self.arguments.items() if not (self.diff and k in ("old", "new", "content"))}
             if shown:
-                yield Static(json.dumps(shown, indent=2, ensure_ascii=False)[:2000], id="arguments", markup=False)
+                yield Static(json_visible(json.dumps(shown, indent=2, ensure_ascii=False)[:2000]), id="arguments", markup=False)
             if self.allows:
                 yield Static(self.allows, id="allows", markup=False)
             if self.diff:
                 with VerticalScroll(id="diff"):
-                    yield Static(diff_content(self.diff))
+                    yield Static(diff_content(visible(self.diff)))
             with Horizontal(id="buttons"):
                 yield Button(Content("Allow once [a]"), id="once", variant="primary")  # Content: [a] is no markup
                 if self.command_prefix is not None:

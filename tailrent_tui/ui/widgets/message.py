@@ -16,6 +16,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from tailrent_tui.core.messages import Kind, Message
+from tailrent_tui.text import visible
 from tailrent_tui.ui.events import (
     FoldInspectRequested,
     MessageFocused,
@@ -58,7 +59,8 @@ def shown_body(m: Message) -> str:
         if len(lines) > BODY_LINES:
             more = len(lines) - BODY_LINES
             text = "\n".join(lines[:BODY_LINES]) + f"\n… {more:,} more lines in the session"
-    return text
+    # model text, tool output, file contents: a control or escape sequence is shown, never sent to the terminal
+    return visible(text)
 
 
 def _args(arguments: dict) -> str:

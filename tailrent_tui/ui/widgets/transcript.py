@@ -35,6 +35,7 @@ from tailrent_tui.core.messages import (
     Unpinned,
 )
 from tailrent_tui.core.session import Session
+from tailrent_tui.text import visible
 from tailrent_tui.ui.widgets.message import MessageView, estimate_lines
 from tailrent_tui.ui.widgets.reply import ReplyView, elapsed
 
@@ -264,10 +265,10 @@ class Transcript(VerticalScroll, can_focus=False):
 
     async def reply_text(self, delta: str) -> None:
         reply = await self.begin_reply()
-        await reply.write(delta)
+        await reply.write(visible(delta))
 
     async def reply_thinking(self, delta: str) -> None:
-        (await self.begin_reply()).thinking(delta)
+        (await self.begin_reply()).thinking(visible(delta))
 
     async def reply_tool_call(self, call: ToolCall) -> None:
         (await self.begin_reply()).tool_call(call)
@@ -302,7 +303,7 @@ class Transcript(VerticalScroll, can_focus=False):
 
     async def show_queued(self, text: str, when: str) -> None:
         """A message sent while the agent is busy: shown below everything, until it is sent or given back."""
-        line = Static(f"queued, sent {when}: {text}", classes="queued", markup=False)
+        line = Static(visible(f"queued, sent {when}: {text}"), classes="queued", markup=False)
         self._queued.append(line)
         await self.mount(line)
 
@@ -320,7 +321,7 @@ class Transcript(VerticalScroll, can_focus=False):
             await self.remove_children(lines)
 
     async def show_turn_error(self, text: str) -> None:
-        await self.mount(Static(text, classes="turn-error", markup=False), before=self._first_queued())
+        await self.mount(Static(visible(text), classes="turn-error", markup=False), before=self._first_queued())
 
     async def show_notice(self, text: str) -> bool:
         """A notice line in the transcript; False (nothing shown) when it was one of the last few shown.
@@ -330,7 +331,7 @@ class Transcript(VerticalScroll, can_focus=False):
         if text in self._recent_notices:
             return False
         self._recent_notices = [*self._recent_notices[-2:], text]
-        await self.mount(Static(text, classes="turn-notice", markup=False), before=self._first_queued())
+        await self.mount(Static(visible(text), classes="turn-notice", markup=False), before=self._first_queued())
         return True
 
     # -- pruning and loading back ---------------------------------------------
