@@ -66,7 +66,7 @@ def test_tool_prints_a_files_escapes_as_visible_text(tmp_path, as_json):
 
 @pytest.mark.fault("terminal escapes")
 @pytest.mark.parametrize("as_json", [False, True])
-def test_ask_prints_a_replys_escapes_as_visible_text(tmp_path, fake_ollama, as_json):  # noqa: F811
+def test_ask_prints_a_replys_escapes_as_visible_text(tmp_path, fake_ollama, as_json):
     ws = tmp_path / "ws"
     ws.mkdir()
     fake_ollama.push(Reply(content="".join(HOSTILE) + " done"))
