@@ -89,6 +89,9 @@ def sessions(ctx: click.Context, as_json: bool) -> None:
     widths = [max(len(str(r[c])) for r in [header, *rows]) for c in range(len(header))]
     for r in [header, *rows]:
         click.echo("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+    for i in infos:
+        if i.note:
+            click.echo(f"note: {i.id}: {i.note}", err=True)
 
 
 @sessions.command("repair")
@@ -106,7 +109,7 @@ def repair(ctx: click.Context, session_id: str, apply: bool) -> None:
     sd = _find(ctx, session_id)
     try:
         out = repair_session(sd, apply=apply)
-    except (JournalError, SessionLocked, OSError) as exc:
+    except (JournalError, SessionLocked, SessionLookupError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     if out.skipped:
         click.echo(f"skipped {len(out.skipped)} line(s) of {out.journal}:")
@@ -120,6 +123,12 @@ def repair(ctx: click.Context, session_id: str, apply: bool) -> None:
     else:
         click.echo(f"wrote {out.repaired}; the original is unchanged.")
         click.echo(f"to use it: tailrent sessions repair {sd.id} --apply  (the original is kept as journal.bak-<time>.jsonl)")
+    if out.meta_problem is not None:
+        if out.applied:
+            kept = f" (the damaged one is kept as {out.meta_backup})" if out.meta_backup else ""
+            click.echo(f"{out.meta_problem}: rebuilt it from the journal{kept}")
+        else:
+            click.echo(f"{out.meta_problem}: wrote {out.meta_repaired}, rebuilt from the journal; --apply puts it in place")
 
 
 def fold_views(sd: SessionDir) -> list[dict[str, Any]]:

@@ -205,7 +205,10 @@ def load_journal(path: Path, *, save_torn: bool = True) -> LoadResult:
 def _read(path: Path, save_torn: bool, on_event: Callable[[int, Event], Any]) -> LoadResult:
     """The loader proper: calls `on_event(line_no, event)` for each event in order."""
     if not path.exists():
-        raise JournalError(f"{path}: no journal here")
+        raise JournalError(
+            f"{path}: no journal here: the session's transcript is gone (the rest of its directory is left as it "
+            "is); restore journal.jsonl from a backup, or start a new session"
+        )
     header: JournalHeader | None = None
     suspect: tuple[int, str] | None = None  # a bad line that only a torn marker may excuse
     healed: list[int] = []

@@ -5,6 +5,10 @@ keeping every line that loads and replays and listing the ones it skipped;
 the original is not touched. With `apply=True` the original is kept as
 `journal.bak-<time>.jsonl` (never deleted) and the repaired copy replaces it
 in one atomic rename.
+
+A damaged meta.json (missing, empty, cut, another session's) is rebuilt from the
+journal the same way: `meta.repaired.json` beside it, and with `apply=True` the
+damaged file kept as `meta.json.bak-<time>` and the rebuilt one put in its place.
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ class RepairOutcome(BaseModel):
     skipped: list[tuple[int, str]]
     applied: bool = False
     backup: Path | None = None
+    meta_problem: str | None = None
+    """what was wrong with meta.json; None when it was fine"""
+    meta_repaired: Path | None = None
+    meta_backup: Path | None = None
 
 
 def repair_session(sd: SessionDir, *, apply: bool = False) -> RepairOutcome:
@@ -50,10 +58,30 @@ def repair_session(sd: SessionDir, *, apply: bool = False) -> RepairOutcome:
             outcome.applied = True
             outcome.backup = backup
             outcome.repaired = sd.journal_path
+        _repair_meta(sd, outcome, apply=apply)
     finally:
         if lock is not None:
             lock.release()
     return outcome
+
+
+def _repair_meta(sd: SessionDir, outcome: RepairOutcome, *, apply: bool) -> None:
+    """meta.json rebuilt from the (repaired) journal when it is damaged: beside it, or in its place."""
+    meta, problem = sd.read_meta_file()
+    if meta is not None:
+        return
+    outcome.meta_problem = problem
+    rebuilt = sd.read_meta()  # from the journal (SessionLookupError when it cannot be)
+    data = rebuilt.model_dump_json(indent=2).encode("utf-8")
+    if not apply:
+        outcome.meta_repaired = sd.path / "meta.repaired.json"
+        write_file_atomic(outcome.meta_repaired, data)
+        return
+    if sd.meta_path.exists():
+        outcome.meta_backup = sd.path / f"meta.json.bak-{time.strftime('%Y%m%dT%H%M%S')}"
+        _keep_backup(sd.meta_path, outcome.meta_backup)
+    write_file_atomic(sd.meta_path, data)
+    outcome.meta_repaired = sd.meta_path
 
 
 def _keep_backup(journal: Path, backup: Path) -> None:

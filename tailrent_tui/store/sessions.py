@@ -115,6 +115,7 @@ class SessionInfo(BaseModel):
     context_tokens: int | None = None
     path: Path
     error: str | None = Field(default=None, description="why the counts are missing (an unreadable journal)")
+    note: str | None = Field(default=None, description="what was damaged and rebuilt (meta.json from the journal)")
     slots: list[SlotListing] = Field(default_factory=list, description="the session's KV slot files (sized when slot_dir is set)")
 
     @property
@@ -128,6 +129,8 @@ class SessionDir:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        #: set by read_meta when meta.json was damaged and the meta was rebuilt from the journal
+        self.meta_note: str | None = None
 
     @property
     def id(self) -> str:
@@ -207,13 +210,67 @@ class SessionDir:
             raise
         return sd
 
-    def read_meta(self) -> SessionMeta:
+    def read_meta_file(self) -> tuple[SessionMeta | None, str | None]:
+        """meta.json as it is on disk, or None and what is wrong with it (one line)."""
         try:
-            return SessionMeta.model_validate(json.loads(self.meta_path.read_bytes().decode("utf-8")))
+            raw = self.meta_path.read_bytes()
         except FileNotFoundError:
-            raise SessionLookupError(f"{self.path} is not a tailrent session (no meta.json)") from None
+            return None, "meta.json is missing"
+        except OSError as exc:
+            return None, f"meta.json cannot be read ({exc.strerror or exc})"
+        try:
+            meta = SessionMeta.model_validate(json.loads(raw.decode("utf-8")))
         except (ValueError, ValidationError) as exc:
-            raise SessionLookupError(f"{self.meta_path} is not valid ({type(exc).__name__}: {exc})") from None
+            why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else " ".join(str(exc).split())
+            return None, f"meta.json is not valid ({type(exc).__name__}: {why[:120]})"
+        if meta.id != self.id:
+            return None, f"meta.json belongs to another session ({meta.id})"
+        return meta, None
+
+    def read_meta(self) -> SessionMeta:
+        """The session's meta; when meta.json is damaged (missing, empty, cut, another session's), rebuilt
+        from the journal, with `meta_note` saying so. SessionLookupError when neither can be read."""
+        meta, problem = self.read_meta_file()
+        if meta is not None:
+            self.meta_note = None
+            return meta
+        rebuilt = self._meta_from_journal()
+        if rebuilt is None:
+            if not self.journal_path.exists() and problem == "meta.json is missing":
+                raise SessionLookupError(f"{self.path} is not a tailrent session (no meta.json, no journal)")
+            raise SessionLookupError(
+                f"session {self.id}: {problem}, and its journal cannot rebuild it; "
+                f"`tailrent sessions repair {self.id}` says what is left"
+            )
+        self.meta_note = (
+            f"{problem}; rebuilt from the journal (model, window and system prompt come from your settings): "
+            f"`tailrent sessions repair {self.id} --apply` writes it back"
+        )
+        return rebuilt
+
+    def _meta_from_journal(self) -> SessionMeta | None:
+        """What the journal says of the session: its id, when it began, its title (the first message)."""
+        try:
+            with self.journal_path.open("rb") as f:
+                first = f.readline(1 << 16)
+            header = json.loads(first)
+            if not isinstance(header, dict) or header.get("journal") != "tailrent":
+                return None
+            created = float(header.get("created") or self.journal_path.stat().st_mtime)
+            mtime = self.journal_path.stat().st_mtime
+        except (OSError, ValueError, TypeError):
+            return None
+        title = ""
+        try:
+            for event in self.events():
+                message = getattr(event, "message", None)
+                if message is not None and message.role == "user" and message.kind == Kind.chat:
+                    line = " ".join(message.content.strip().split())
+                    title = line[:60] + ("…" if len(line) > 60 else "")
+                    break
+        except Exception:  # the title is a nicety: a journal that cannot be read is said where it is read
+            title = ""
+        return SessionMeta(id=self.id, title=title, created=created, last_active=mtime)
 
     def write_meta(self, meta: SessionMeta) -> None:
         write_file_atomic(self.meta_path, meta.model_dump_json(indent=2).encode("utf-8"))
@@ -285,6 +342,7 @@ class SessionDir:
                 last_active=meta.last_active,
                 path=self.path,
                 error=f"no journal ({exc.strerror})",
+                note=self.meta_note,
                 slots=slots,
             )
         summary = meta.summary if meta.summary and meta.summary.journal_bytes == size else None
@@ -306,6 +364,7 @@ class SessionDir:
             context_tokens=summary.context_tokens if summary else None,
             path=self.path,
             error=error,
+            note=self.meta_note,
             slots=slots,
         )
 
@@ -411,7 +470,10 @@ def session_dirs(data_dir: Path) -> list[SessionDir]:
     root = sessions_root(data_dir)
     if not root.is_dir():
         return []
-    return [SessionDir(p) for p in sorted(root.iterdir()) if (p / "meta.json").is_file()]
+    # a session whose meta.json is lost is still listed from its journal
+    return [
+        SessionDir(p) for p in sorted(root.iterdir()) if (p / "meta.json").is_file() or (p / JOURNAL_NAME).is_file()
+    ]
 
 
 def find_session(data_dir: Path, ref: str) -> SessionDir:
@@ -480,7 +542,9 @@ def resolve_session(data_dir: Path, *, continue_: bool = False, resume: str | No
     if continue_:
         found = last_active(data_dir)
         if found is None:
-            raise SessionLookupError(f"no session to continue in {sessions_root(data_dir)}")
+            raise SessionLookupError(
+                f"no session to continue in {sessions_root(data_dir)}; start a new session: leave out --continue"
+            )
         return found
     return None
 
