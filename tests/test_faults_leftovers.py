@@ -274,8 +274,9 @@ def _swap_after_listing(monkeypatch, swap) -> None:
     listed = grep_tool._files_under
 
     def files_under(*args):
-        yield from listed(*args)
+        listing = listed(*args)
         swap()
+        return listing
 
     monkeypatch.setattr(grep_tool, "_files_under", files_under)
 
