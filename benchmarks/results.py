@@ -58,6 +58,7 @@ BENCHES: list[tuple[str, str, list[str]]] = [
         [PY, "benchmarks/bench_policies.py", "--traces", "article", "--prices", "local", "--engine", "--no-json"],
     ),
     ("shell", "run_shell streaming 1 GB into a spill: extra peak RSS (issue 7)", [PY, "benchmarks/shell_spill_bench.py"]),
+    ("grep", "grep by ripgrep: a catastrophic pattern and this repository (issue 24)", [PY, "benchmarks/grep_bench.py"]),
     ("guard", "Fact guard speed (issue 8)", [PY, "benchmarks/guard_bench.py"]),
     (
         "ladder",

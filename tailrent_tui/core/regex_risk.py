@@ -71,9 +71,10 @@ def _sub(state: Any, items: list[Any]) -> Any:
 
 def _compiled(state: Any, items: list[Any], flags: int) -> re.Pattern[str] | None:
     try:
-        return _compiler.compile(_sub(state, items), flags)
+        compiled: re.Pattern[str] = _compiler.compile(_sub(state, items), flags)
     except (re.error, TypeError, ValueError, IndexError, KeyError):  # a fragment that cannot stand alone: no verdict
         return None
+    return compiled
 
 
 def _witness(state: Any, items: Any, flags: int, depth: int = 0) -> str | None:
