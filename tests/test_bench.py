@@ -75,6 +75,7 @@ def test_bad_options_are_clear(tmp_path):
 
 
 @pytest.mark.engine
+@pytest.mark.slow
 def test_engine_measures_what_we_predict(llama_server):
     records = [{"trace": "tiny", "window": 3000, "system": "You are a terse assistant for a migration."}]
     for i in range(6):
@@ -95,6 +96,7 @@ def test_engine_measures_what_we_predict(llama_server):
 
 
 @pytest.mark.engine
+@pytest.mark.slow
 def test_engine_model_writes_the_summaries_and_the_prediction_still_agrees(llama_server):
     records = [{"trace": "tiny-folds", "window": 1200, "system": "You are a terse assistant for a migration."}]
     for i in range(6):

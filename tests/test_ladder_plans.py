@@ -330,7 +330,7 @@ def test_ask_with_500_token_messages_in_a_2048_window_never_grows_a_fold_nor_pas
     assert len(texts) >= 24
 
 
-@pytest.mark.parametrize("trace", ["article", "migration-week"])
+@pytest.mark.parametrize("trace", ["article", pytest.param("migration-week", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("summarizer", ["mock-lossy", "mock-extractive"])
 def test_bench_agent_driver_equals_core_driver(trace, summarizer):
     t = get_trace(trace)

@@ -207,6 +207,7 @@ def error_figures(errors: list[float]) -> dict[str, float]:
 
 
 @pytest.mark.engine
+@pytest.mark.slow
 @pytest.mark.timeout(900)  # about a minute on an idle machine; the engine shares two cores with everyone
 def test_the_morning_after_on_llama_cpp(tmp_path, llama_server, monkeypatch):
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))

@@ -59,6 +59,7 @@ def ask(env: dict[str, str], ws: Path, url: str, *args: str) -> tuple[dict[str, 
     return json.loads(proc.stdout), proc.stderr
 
 
+@pytest.mark.slow
 def test_a_saved_slot_survives_a_restart_and_a_removed_one_falls_back(tmp_path):
     pytest.importorskip("xllamacpp")
     slot_dir = tmp_path / "slots"
