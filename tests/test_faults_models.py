@@ -338,7 +338,6 @@ async def test_ollama_null_durations_are_unknown_and_arguments_as_text_are_parse
 
 INFO_ODD = {
     "/api/show a list": ("/api/show", [], "context_window"),
-    "/api/show capabilities a number": ("/api/show", {"capabilities": 5}, "supports_tools"),
     "/api/show nested deep": ("/api/show", ("[" * 100_000 + "]" * 100_000).encode(), "context_window"),
     "/api/ps a list": ("/api/ps", [], "context_window"),
     "/api/ps models a string": ("/api/ps", {"models": "llama"}, "context_window"),

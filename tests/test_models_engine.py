@@ -74,7 +74,6 @@ async def test_models_endpoint_gives_the_window(model):
     assert info.name == model.name
     assert info.context_length == N_CTX
     assert await model.context_window() == N_CTX
-    assert await model.supports_tools() is None
 
 
 async def test_kv_cache_reuse_on_append_and_none_after_a_new_first_message(model):

@@ -7,13 +7,11 @@ import json
 
 import pytest
 
-from tailrent_tui.core.summarize import check_summary
+from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer, check_summary
 from tailrent_tui.core.tokens import chars4
 from tailrent_tui.models import (
     Busy,
     ChatModel,
-    MockExtractiveSummarizer,
-    MockLossySummarizer,
     MockModel,
     ModelSummarizer,
     StreamCut,
@@ -172,7 +170,6 @@ async def test_mock_reports_its_window_and_models():
     mock = MockModel(window=8192)
     assert await mock.context_window() == 8192
     assert [m.name for m in await mock.list_models()] == ["mock"]
-    assert await mock.supports_tools() is True
 
 
 # -- summarizers ------------------------------------------------------------------------
@@ -185,7 +182,7 @@ DECISION = (
 
 
 def test_lossy_summarizer_keeps_the_first_twelve_words_like_the_article():
-    summary = MockLossySummarizer().summarize(
+    summary = LossySummarizer().summarize(
         [
             {"role": "user", "content": DECISION},
             {"role": "assistant", "content": "Turn 3: done, no issues found."},
@@ -200,7 +197,7 @@ def test_lossy_summarizer_keeps_the_first_twelve_words_like_the_article():
 
 
 def test_lossy_summarizer_splits_on_single_spaces_only():
-    summary = MockLossySummarizer().summarize(
+    summary = LossySummarizer().summarize(
         [{"role": "tool", "content": "a\nb  c d e f g h i j k l m  \n"}, {"role": "user", "content": "end \n"}]
     )
     # "a\nb" is one word, runs of spaces give no empty words, and only the end is trimmed.
@@ -215,7 +212,7 @@ def test_extractive_summarizer_keeps_facts_verbatim_and_shortens_the_rest():
         {"role": "assistant", "content": filler + " The config lives in src/auth/tokens.py now."},
         {"role": "tool", "content": tool},
     ]
-    summary = MockExtractiveSummarizer().summarize(messages)
+    summary = ExtractiveSummarizer().summarize(messages)
     lines = summary.split("\n")
     assert lines[0] == f"- user: {DECISION}"
     assert "src/auth/tokens.py" in lines[1] and filler not in lines[1]

@@ -207,16 +207,6 @@ async def test_explicit_num_ctx_wins_and_skips_show(fake_ollama):
     assert fake_ollama.requests[-1]["options"]["num_ctx"] == 4096
 
 
-async def test_capabilities_say_whether_tools_are_supported():
-    with FakeOllama([FakeModel("tools:latest"), FakeModel("plain:latest", tools=False)]) as fake:
-        answers = []
-        for name in ("tools:latest", "plain:latest"):
-            client = OllamaModel(name, host=fake.url)
-            answers.append(await client.supports_tools())
-            await client.aclose()
-    assert answers == [True, False]
-
-
 async def test_list_models_version_and_running(fake_ollama, model):
     names = [m.name for m in await model.list_models()]
     assert names == [MODEL]
@@ -275,7 +265,6 @@ async def test_unknown_model_404_says_how_to_pull_it(fake_ollama):
     await client.aclose()
     assert "qwen3:8b" in err.value.message
     assert "ollama pull qwen3:8b" in err.value.hint
-    assert not err.value.retryable
 
 
 async def test_unknown_model_is_also_caught_by_show(fake_ollama):
@@ -296,7 +285,6 @@ async def test_tools_unsupported_retries_without_tools_and_says_so():
         again = await collect(client, tools=[GREP])
         assert again[-1].tools_dropped
         assert "tools" not in fake.requests[-1] and len(fake.requests) == 3
-        assert await client.supports_tools() is False
         await client.aclose()
 
 

@@ -33,11 +33,12 @@ from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.guard import DecisionDetector
 from tailrent_tui.core.rent import RentModel, context_items, get_price_sheet
 from tailrent_tui.core.session import Session
+from tailrent_tui.core.summarize import ExtractiveSummarizer
 from tailrent_tui.core.tokens import Framing, TokenCounter, UnknownTokenizer, get_counter
 from tailrent_tui.models.base import ChatModel, WireMessage
 from tailrent_tui.models.embedded import EmbeddedModel
 from tailrent_tui.models.factory import CannotOpenModel, open_model
-from tailrent_tui.models.mock import MockExtractiveSummarizer, MockModel, ModelSummarizer
+from tailrent_tui.models.mock import MockModel, ModelSummarizer
 from tailrent_tui.models.ollama import OllamaModel
 from tailrent_tui.models.openai import OpenAIModel
 from tailrent_tui.models.tokenizer import PROBE, ServerTokenizer, TokenizerUnavailable, measure_framing
@@ -69,7 +70,7 @@ def pick_summarizer(settings: Settings, model: ChatModel) -> Any:
         from tailrent_tui.core.summarize import LossySummarizer
 
         return LossySummarizer()
-    return MockExtractiveSummarizer()
+    return ExtractiveSummarizer()
 
 
 def decision_detector(settings: Settings) -> DecisionDetector | None:

@@ -41,12 +41,7 @@ if TYPE_CHECKING:
         ToolsUnsupported,
     )
     from .factory import CannotOpenModel, ModelOptions, open_model
-    from .mock import (
-        MockExtractiveSummarizer,
-        MockLossySummarizer,
-        MockModel,
-        ModelSummarizer,
-    )
+    from .mock import MockModel, ModelSummarizer
     from .ollama import OllamaModel, ollama_host
     from .openai import OpenAIModel
     from .spec import ModelSpec, parse_model_spec
@@ -55,7 +50,7 @@ _EXPORTS = {
     "base": "ChatModel Chunk ModelInfo TextDelta ThinkingDelta ToolCallChunk ToolSpec Usage WireMessage",
     "errors": "Busy Cancelled ConnectionRefused MalformedChunk MalformedResponse ModelError ModelNotFound "
     "ReadTimeout ServerError ServerUnavailable StreamCut StreamError ToolsUnsupported",
-    "mock": "MockExtractiveSummarizer MockLossySummarizer MockModel ModelSummarizer",
+    "mock": "MockModel ModelSummarizer",
     "ollama": "OllamaModel ollama_host",
     "openai": "OpenAIModel",
     "spec": "ModelSpec parse_model_spec",
@@ -83,8 +78,6 @@ __all__ = [
     "ConnectionRefused",
     "MalformedChunk",
     "MalformedResponse",
-    "MockExtractiveSummarizer",
-    "MockLossySummarizer",
     "MockModel",
     "ModelError",
     "ModelInfo",

@@ -180,10 +180,6 @@ class ChatModel(Protocol):
         """The window the model runs with, in tokens, when the backend can tell."""
         ...
 
-    async def supports_tools(self) -> bool | None:
-        """Whether the model accepts tools; ``None`` when the backend cannot tell."""
-        ...
-
     async def aclose(self) -> None: ...
 
 

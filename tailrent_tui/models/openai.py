@@ -291,9 +291,6 @@ class OpenAIModel(HttpBackend):
         except ValidationError as exc:
             raise MalformedResponse.invalid(f"{root}/props", exc) from None
 
-    async def supports_tools(self) -> bool | None:
-        return False if self.tools_dropped else None
-
     # -- chat ------------------------------------------------------------------------
 
     async def _stream_once(
