@@ -23,6 +23,7 @@ COMMAND_MODULES = {
     "demo": "demo",
     "export": "sessions",
     "inspect": "sessions",
+    "mcp": "mcp",
     "recall": "recall",
     "replay": "replay",
     "sessions": "sessions",

@@ -93,6 +93,85 @@ class SettingsError(ValueError):
     """A setting with a bad value; the message names the key and its source."""
 
 
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+
+
+class McpServer(BaseModel):
+    """One MCP server: a command run on stdio (`command`, `args`, `env`, `cwd`) or a streamable-HTTP `url`."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    command: str | None = Field(None, description="stdio: the program to run")
+    args: list[str] = Field(default_factory=list, description="stdio: its arguments")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="stdio: extra environment variables; ${VAR} takes one from tailrent's environment"
+    )
+    cwd: Path | None = Field(None, description="stdio: its working directory (unset: the workspace)")
+    url: str | None = Field(None, description="streamable HTTP: the endpoint (http:// or https://)")
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description='HTTP headers, each from the environment: {Authorization = "Bearer ${API_TOKEN}"}; '
+        "a value written in clear is refused",
+    )
+    trust: bool = Field(False, description="Run this server's tools without asking (default: every call asks)")
+    enabled: bool = Field(True, description="false: configured but not started")
+    timeout: float = Field(120.0, gt=0, description="Seconds one tool call may take before it is abandoned")
+
+    @field_validator("headers")
+    @classmethod
+    def _headers_from_env(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, value in v.items():
+            if not _ENV_REF.search(value):
+                raise ValueError(
+                    f"header {name!r} is written in clear: put the value in an environment variable and write "
+                    f'"${{VAR}}" (e.g. {name} = "Bearer ${{API_TOKEN}}")'
+                )
+        return v
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"https?://[^/\s]+", v):
+            raise ValueError(f"url {v!r} is not an http:// or https:// address")
+        return v
+
+    @property
+    def transport(self) -> Literal["stdio", "http"]:
+        return "http" if self.url else "stdio"
+
+
+class McpSettings(BaseModel):
+    """The `[mcp]` group: tool servers and how their results are capped."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    servers: dict[str, McpServer] = Field(default_factory=dict, description="[mcp.servers.NAME] tables")
+    project_file: bool = Field(
+        False, description="Also start the servers of the workspace's .mcp.json (the JSON shape other agents use)"
+    )
+    startup_timeout: float = Field(15.0, gt=0, description="Seconds a server may take to start and list its tools")
+    max_result_bytes: int = Field(
+        1024 * 1024, ge=1024, description="Rung 1: a tool result keeps at most this many bytes (text and structured alike)"
+    )
+    max_message_bytes: int = Field(
+        64 * 1024 * 1024, ge=64 * 1024,
+        description="A stdio message longer than this is dropped unread (the call it answered fails)",
+    )
+
+    @field_validator("servers")
+    @classmethod
+    def _servers(cls, v: dict[str, McpServer]) -> dict[str, McpServer]:
+        for name, server in v.items():
+            if not _SERVER_NAME.fullmatch(name) or "__" in name:
+                raise ValueError(
+                    f"server name {name!r}: use letters, digits, - and _ (not __, which separates it from a tool's name)"
+                )
+            if (server.command is None) == (server.url is None):
+                raise ValueError(f"server {name!r}: give either command (stdio) or url (streamable HTTP)")
+        return v
+
+
 class Settings(BaseModel):
     """tailrent's settings. Sources, lowest first: defaults, config.toml, TAILRENT_* env, flags."""
 
@@ -209,6 +288,9 @@ class Settings(BaseModel):
     )
     slot_total_mb: int = Field(
         4096, ge=1, description="tailrent's slot files may use this many MB in slot_dir in all; the oldest go first"
+    )
+    mcp: McpSettings = Field(
+        default_factory=McpSettings, description="MCP tool servers ([mcp.servers.NAME]) and the .mcp.json opt-in"
     )
 
     @field_validator("decision_patterns")
@@ -343,7 +425,7 @@ def _read_state(path: Path) -> dict[str, Any]:
 def _coerce_env(name: str, raw: str) -> Any:
     field = Settings.model_fields[name]
     ann = str(field.annotation)
-    if name in ("caps", "keymap", "decision_patterns"):
+    if name in ("caps", "keymap", "decision_patterns", "mcp"):
         try:
             return json.loads(raw)
         except json.JSONDecodeError as exc:

@@ -272,11 +272,30 @@ def _agent_for(
     agent.cold_resume = cold_resume
     agent.resumed = last is not None
     agent.slots = SlotKeeper(agent)
+    agent.mcp = mcp_hub(settings, workspace, session)
     for warning in opened.warnings:
         session.note(warning, "warning")
     # written before the app listens to the session: it shows them when it opens
     agent.startup_notes = session.notes[replayed_notes:]
     return agent
+
+
+def mcp_hub(settings: Settings, workspace: Path, session: Session) -> Any:
+    """The session's MCP servers (not started: the app starts them after its first frame); None without any."""
+    if not settings.mcp.servers and not settings.mcp.project_file:
+        return None
+    from tailrent_tui.agent.mcp import hub_for
+    from tailrent_tui.settings import config_file
+
+    hub = hub_for(settings, {"mcp": str(config_file())}, workspace, session)
+    return hub if hub else None
+
+
+def stop_mcp_now(agent: Agent) -> None:
+    """After the loop has ended (quit, a crash): kill any MCP server still running."""
+    hub = getattr(agent, "mcp", None)
+    if hub is not None:
+        hub.kill_now()
 
 
 def embedded_slot_dir(session_path: Path) -> Path:
@@ -304,6 +323,7 @@ def close_agent(agent: Agent) -> CloseReport | None:
     if agent.opened is not None and isinstance(agent.opened.writer, JournalWriter):
         report = close_session(agent.opened, discard_blank=True)
     _close_counter(agent)
+    stop_mcp_now(agent)
     return report
 
 
@@ -311,6 +331,8 @@ async def aclose_agent(agent: Agent) -> None:
     """The same for the app's async writer; closes the model's HTTP client too."""
     from tailrent_tui.store.sessions import close_session
 
+    if agent.mcp is not None:
+        await agent.mcp.aclose()
     opened = agent.opened
     if opened is not None:
         if isinstance(opened.writer, AsyncJournalWriter):

@@ -149,6 +149,8 @@ class Agent:
         )
         self.sub_tokens = 0
         self.sub_sessions: list[str] = []
+        #: the session's MCP servers (agent/mcp): build_agent sets it when any is configured
+        self.mcp: Any = None
         #: notes written while the session was built, before the app listened to it (build_agent sets them)
         self.startup_notes: list[Any] = []
         self.meter = UsageMeter(self.state)

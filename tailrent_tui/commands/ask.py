@@ -74,6 +74,12 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
             await agent.start()
             for text, level in [*agent.start_lines, *agent.resume_lines]:
                 click.echo(f"[{level}] {text}", err=True)
+            if agent.mcp is not None:
+                # nobody watches a first frame here: the turn waits for the servers (each bounded)
+                await agent.mcp.start()
+                await agent.mcp.wait_ready()
+                for line in agent.mcp.failures():
+                    click.echo(f"[warning] mcp: {line}", err=True)
             result = await agent.turn(prompt, cb)
             if agent.slots is not None:
                 saved = await agent.slots.save("end of ask")
@@ -85,6 +91,8 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
         finally:
             if agent.slots is not None:
                 agent.slots.close()
+            if agent.mcp is not None:
+                await agent.mcp.aclose()
             await agent.model.aclose()
 
     result: TurnResult | None = None

@@ -83,6 +83,8 @@ ACTIONS: tuple[Action, ...] = (
         "export", "/export [md|json] [PATH]", "write the session to a file (in its session directory unless PATH)", "format")),
     Action("copy", slash=_slash("copy", "/copy", "copy the last reply to the clipboard (OSC 52)")),
     Action("theme", slash=_slash("theme", "/theme NAME", "switch the theme", "theme", needs_arg=True)),
+    Action("mcp", slash=_slash(
+        "mcp", "/mcp [disable|enable NAME]", "list the MCP servers and their tools; disable one for this session", "text")),
     Action("history", slash=_slash("history", "/history", "search what you typed before (also ctrl+s)")),
     Action("sidebar", "toggle_sidebar", "ctrl+b", "Sidebar", "Show or hide the Tail, Spills, Pins, Folds panels",
            ("Toggle the sidebar", "The Tail, Spills, Pins and Folds panels")),

@@ -32,6 +32,7 @@ def launch(flags: dict[str, Any]) -> None:
         save_slot_on_quit(agent)
         close_agent_sync(agent)
         stop_embedded_engine(agent)
+        stop_mcp_servers(agent)
     if app.return_code:
         raise SystemExit(app.return_code)  # a crash: Textual has printed what happened
 
@@ -45,6 +46,13 @@ def save_slot_on_quit(agent: Any) -> None:
     line = save_slot_at_exit(agent, "quit")
     if line:
         print(f"tailrent: {line}", file=sys.stderr)
+
+
+def stop_mcp_servers(agent: Any) -> None:
+    """Kill any MCP server the app's loop did not stop (its worker stops them on a normal quit)."""
+    from tailrent_tui.agent.build import stop_mcp_now
+
+    stop_mcp_now(agent)
 
 
 def stop_embedded_engine(agent: Any) -> None:

@@ -76,6 +76,9 @@ class SessionAgent(Protocol):
         """Tokens spent by delegated sub-sessions."""
     @property
     def preload_seconds(self) -> float | None: ...
+    @property
+    def mcp(self) -> Any:
+        """The session's MCP servers (agent/mcp `McpHub`), None when none is configured."""
 
     # set by the session screen while it is mounted
     on_summary: Callable[[SummaryProgress], None] | None

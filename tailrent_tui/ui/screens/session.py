@@ -117,6 +117,7 @@ class SessionScreen(SessionCommands, LadderActions, TurnFeed, RentClocks):
         self.post_message(self.Ready())
         self.focus_at_start()
         self.call_after_refresh(self._start_agent)
+        self.call_after_refresh(self.start_mcp)
 
     def _start_agent(self) -> None:
         """After the first frame: load the model when it needs it (the embedded engine, a resumed

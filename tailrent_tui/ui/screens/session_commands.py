@@ -89,6 +89,40 @@ class SessionCommands(LadderActions):
         self.app.theme = rest
         return True
 
+    def start_mcp(self) -> None:
+        """After the first frame: start the MCP servers in the background; they stop when the worker
+        does (quit, or the app's end), and each says how it went in one note."""
+        hub = self.agent.mcp
+        if hub is None:
+            return
+        self.sidebar.mcp_tokens = hub.schema_tokens
+
+        async def run() -> None:
+            try:
+                await hub.start()
+                await asyncio.Event().wait()
+            finally:
+                await hub.aclose()
+
+        self.run_worker(run(), group="mcp", name="mcp servers", exit_on_error=False)
+
+    async def _slash_mcp(self, rest: str) -> bool:
+        """`/mcp`: the servers, their state and tools; `/mcp disable NAME`, `/mcp enable NAME`."""
+        hub = self.agent.mcp
+        if hub is None:
+            self.notify("no MCP server is configured: add [mcp.servers.NAME] to config.toml (see the README)")
+            return True
+        verb, _, name = rest.partition(" ")
+        if verb in ("disable", "enable") and name.strip():
+            # the hub says what changed in the session's notes (the transcript, the journal)
+            await hub.disable(name.strip()) if verb == "disable" else hub.enable(name.strip())
+            return True
+        if verb:
+            self.notify("/mcp lists the servers; /mcp disable NAME, /mcp enable NAME", severity="error")
+            return False
+        self.notify("\n".join(hub.lines()) or "no MCP server", title="MCP servers", timeout=30)
+        return True
+
     async def _slash_history(self, rest: str) -> bool:
         self.prompt.action_search_history()
         return True

@@ -61,6 +61,8 @@ class Sidebar(VerticalScroll, can_focus=False):
         self.price_sheet = price_sheet
         self.clock = clock
         self.delegate_tokens: Callable[[], int] = lambda: 0
+        #: schema tokens of each MCP server's tools, counted apart in the Tail panel (the screen sets it)
+        self.mcp_tokens: Callable[[], dict[str, int]] = dict
         self._dirty = {"tail", "spills", "pins", "folds"}
         samples = [u.context_tokens for u in conversation_usage(session.usage)][-60:]
         self.tail = TailPanel(samples=samples, id="tail")
@@ -115,6 +117,7 @@ class Sidebar(VerticalScroll, can_focus=False):
                     fold_trigger=self.fold_trigger,
                     fold_target=self.fold_target,
                     delegate_tokens=self.delegate_tokens(),
+                    mcp_tokens=self.mcp_tokens(),
                 )
             )
         if "spills" in dirty:

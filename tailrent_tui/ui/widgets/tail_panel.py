@@ -95,6 +95,7 @@ class TailFigures(BaseModel):
     predicted_context: int | None = None
     predicted_cached: int | None = None
     delegate_tokens: int = 0
+    mcp_tokens: dict[str, int] = {}
 
     @property
     def free(self) -> int:
@@ -106,7 +107,8 @@ class TailFigures(BaseModel):
 
 
 def tail_figures(
-    session: Session, *, sheet: PriceSheet, fold_trigger: float, fold_target: float, delegate_tokens: int = 0
+    session: Session, *, sheet: PriceSheet, fold_trigger: float, fold_target: float, delegate_tokens: int = 0,
+    mcp_tokens: dict[str, int] | None = None,
 ) -> TailFigures:
     t = session.totals
     turns = conversation_usage(session.usage)
@@ -142,6 +144,7 @@ def tail_figures(
         predicted_context=last.context_tokens if last else None,
         predicted_cached=last.predicted_cached if last else None,
         delegate_tokens=delegate_tokens,
+        mcp_tokens=mcp_tokens or {},
     )
 
 
@@ -222,7 +225,18 @@ def figures_text(f: TailFigures) -> Content:
         lines.append(Content(f"fold trigger at {f.trigger_tokens:,}: {to_go:,} to go"))
     else:
         lines.append(Content.from_markup("[$error]past the fold trigger by $n[/]", n=f"{-to_go:,}"))
+    lines += [Content(line) for line in mcp_lines(f.mcp_tokens)]
     return Content("\n").join(lines)
+
+
+def mcp_lines(tokens: dict[str, int], width: int = 44) -> list[str]:
+    """The MCP tools' schema tokens, part of `system` and re-sent with every request, counted apart."""
+    if not tokens:
+        return []
+    per = " · ".join(f"{name} {n:,}" for name, n in sorted(tokens.items(), key=lambda kv: -kv[1]))
+    if len(per) > width:
+        per = per[: width - 1] + "…"
+    return [f"of system, mcp tools: {sum(tokens.values()):,} each request", per]
 
 
 def _rent_row(label: str, tail: str, cost: str) -> str:
