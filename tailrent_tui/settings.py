@@ -117,6 +117,9 @@ class McpServer(BaseModel):
     trust: bool = Field(False, description="Run this server's tools without asking (default: every call asks)")
     enabled: bool = Field(True, description="false: configured but not started")
     timeout: float = Field(120.0, gt=0, description="Seconds one tool call may take before it is abandoned")
+    startup_timeout: float | None = Field(
+        None, gt=0, description="Seconds this server may take to start and list its tools; unset = mcp.startup_timeout"
+    )
 
     @field_validator("headers")
     @classmethod

@@ -26,9 +26,12 @@ import os
 import sys
 from contextlib import asynccontextmanager
 
-from mcp.server.mcpserver import MCPServer
-from mcp.types import EmbeddedResource, ImageContent, TextContent, TextResourceContents
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, EmbeddedResource, ImageContent, TextContent, TextResourceContents
 
+#: the real stdout, kept before the SDK diverts fd 1 to stderr
+WIRE = os.dup(1)
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4).decode()
 
 
@@ -48,23 +51,31 @@ def build(modes: set[str], name: str) -> MCPServer:
     def echo(text: str) -> str:
         """Echo the text back."""
         if "errors" in modes:
-            raise RuntimeError(f"refused: {text}")
+            raise ToolError(f"refused: {text}")
         return text
 
     @app.tool()
-    def big(kb: int) -> str:
+    async def big(kb: int) -> str:
         """Return about kb kilobytes of numbered lines."""
         if "huge_line" in modes:
-            sys.stdout.flush()
-            chunk = "x" * 1024 * 1024
-            out = sys.stdout.buffer
-            out.write(b'{"jsonrpc":"2.0","id":99,"result":{"content":[{"type":"text","text":"')
-            for _ in range(kb // 1024):
-                out.write(chunk.encode())
-            out.write(b'"}]}}\n')
-            out.flush()
+            # one raw line of kb KB, written a megabyte at a time (never built), and no other answer
+            # (to the wire itself: the SDK diverts fd 1 to stderr while it serves)
+            os.write(WIRE, b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"')
+            chunk = b"x" * (1024 * 1024)
+            for _ in range(max(1, kb // 1024)):
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(WIRE, view):]
+            os.write(WIRE, b'"}]}}\n')
+            await asyncio.Event().wait()
         lines = [f"line {i:06d} of the big result" for i in range(kb * 1024 // 32)]
         return "\n".join(lines)
+
+    @app.tool()
+    def auth_header(ctx: Context) -> str:
+        """The Authorization header this call came with (HTTP only)."""
+        request = ctx.request_context.request
+        return str(request.headers.get("authorization")) if request is not None else "no request"
 
     @app.tool()
     async def slow(seconds: float) -> str:
@@ -86,6 +97,11 @@ def build(modes: set[str], name: str) -> MCPServer:
     def resource() -> list[EmbeddedResource]:
         """Return an embedded text resource."""
         return [EmbeddedResource(resource=TextResourceContents(uri="file:///notes.txt", text="the notes"))]
+
+    @app.tool()
+    def rows(n: int) -> CallToolResult:
+        """Return n rows as structured content only (no text block)."""
+        return CallToolResult(content=[], structured_content={"rows": [{"id": i, "name": f"row {i}"} for i in range(n)]})
 
     @app.tool()
     def fail(text: str) -> str:

@@ -105,7 +105,8 @@ class McpHub:
 
     async def wait_ready(self, timeout: float | None = None) -> None:
         """Until every started server is ready, failed or off (`ask`, `mcp list`)."""
-        limit = timeout if timeout is not None else self.settings.startup_timeout + 5
+        slowest = max([link.startup_timeout for link in self.links.values()], default=0.0)
+        limit = timeout if timeout is not None else slowest + 5
 
         async def settled() -> None:
             while any(link.state in ("starting", "restarting") for link in self.links.values() if link.config.enabled):

@@ -69,6 +69,14 @@ class ServerLink:
         self._pending: set[asyncio.Future[int]] = set()
 
     @property
+    def startup_timeout(self) -> float:
+        return self.config.startup_timeout or self.settings.startup_timeout
+
+    @property
+    def _timeout_key(self) -> str:
+        return f"mcp.servers.{self.name}.startup_timeout" if self.config.startup_timeout else "mcp.startup_timeout"
+
+    @property
     def transport(self) -> str:
         return self.config.transport
 
@@ -110,17 +118,18 @@ class ServerLink:
         try:
             async with AsyncExitStack() as stack:
                 session = await self._open(stack, launch)
-                tools = await asyncio.wait_for(self._initialize(session), self.settings.startup_timeout)
+                try:
+                    tools = await asyncio.wait_for(self._initialize(session), self.startup_timeout)
+                except TimeoutError:
+                    return (
+                        f"did not answer initialize and tools/list within {self.startup_timeout:g} s "
+                        f"({self._timeout_key})" + self._stderr_hint()
+                    )
                 self.session, self.tools, self.tools_seen = session, tools, True
                 self._set("ready", None)
                 await self._wake.wait()
                 self.session = None
                 return self._gone_why()
-        except TimeoutError:
-            return (
-                f"did not answer initialize and tools/list within {self.settings.startup_timeout:g} s "
-                "(mcp.startup_timeout)" + self._stderr_hint()
-            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # whatever the server does, the session goes on: one line
