@@ -265,7 +265,7 @@ def test_config_errors_are_one_line_naming_the_key(tmp_path: Path, monkeypatch) 
     assert message.startswith(f"{cfg}: mcp.servers.api.headers:")
     assert "header 'Authorization' is written in clear" in message and "${VAR}" in message
     cfg.write_text('[mcp.servers.both]\ncommand = "x"\nurl = "http://127.0.0.1:1/mcp"\n')
-    with pytest.raises(SettingsError, match="give either command .stdio. or url"):
+    with pytest.raises(SettingsError, match=r"give either command \(stdio\) or url"):
         load_settings()
     cfg.write_text('[mcp.servers."a__b"]\ncommand = "x"\n')
     with pytest.raises(SettingsError, match="not __"):
