@@ -97,14 +97,14 @@ class SessionCommands(LadderActions):
             return
         self.sidebar.mcp_tokens = hub.schema_tokens
 
-        async def run() -> None:
-            try:
-                await hub.start()
-                await asyncio.Event().wait()
-            finally:
-                await hub.aclose()
+        self.run_worker(hub.start(), group="mcp", name="mcp servers", exit_on_error=False)
 
-        self.run_worker(run(), group="mcp", name="mcp servers", exit_on_error=False)
+    async def on_unmount(self) -> None:
+        """Stop the MCP servers while the loop still runs (quit, or the app's end); launch kills
+        any survivor after the loop."""
+        hub = self.agent.mcp
+        if hub is not None and hub.started:
+            await hub.aclose()
 
     async def _slash_mcp(self, rest: str) -> bool:
         """`/mcp`: the servers, their state and tools; `/mcp disable NAME`, `/mcp enable NAME`."""
@@ -114,8 +114,9 @@ class SessionCommands(LadderActions):
             return True
         verb, _, name = rest.partition(" ")
         if verb in ("disable", "enable") and name.strip():
-            # the hub says what changed in the session's notes (the transcript, the journal)
-            await hub.disable(name.strip()) if verb == "disable" else hub.enable(name.strip())
+            # the hub notes what changed in the session (the journal); said here too
+            line = await hub.disable(name.strip()) if verb == "disable" else hub.enable(name.strip())
+            self.notify(line, title="MCP", timeout=12)
             return True
         if verb:
             self.notify("/mcp lists the servers; /mcp disable NAME, /mcp enable NAME", severity="error")
