@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from textual import events, on
 from textual.binding import Binding
 
 from tailrent_tui.ui.actions import BINDINGS, SLASH_HELP, SlashCommand
@@ -99,9 +100,10 @@ class SessionCommands(LadderActions):
 
         self.run_worker(hub.start(), group="mcp", name="mcp servers", exit_on_error=False)
 
-    async def on_unmount(self) -> None:
-        """Stop the MCP servers while the loop still runs (quit, or the app's end); launch kills
-        any survivor after the loop."""
+    @on(events.Unmount)
+    async def stop_mcp(self) -> None:
+        """Stop the MCP servers while the loop still runs (quit, or the app's end), beside the
+        screen's own `on_unmount`; launch kills any survivor after the loop."""
         hub = self.agent.mcp
         if hub is not None and hub.started:
             await hub.aclose()
