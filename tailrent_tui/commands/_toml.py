@@ -26,7 +26,15 @@ def toml_value(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
     if isinstance(value, list):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        # an inline table (mcp.servers): an unset key is left out, as TOML has no null
+        return "{" + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items() if v is not None) + "}"
     raise TypeError(f"no TOML literal for {type(value).__name__}")
+
+
+def toml_key(key: str) -> str:
+    bare = key.replace("_", "").replace("-", "").isalnum() and key.isascii()
+    return key if bare else toml_value(key)
 
 
 def _comment(text: str, width: int = 96) -> list[str]:
@@ -59,8 +67,7 @@ def settings_toml(values: dict[str, Any], source: dict[str, str], path: str) -> 
         if not table and key in UNSET_EXAMPLES:
             out.append(f"# {UNSET_EXAMPLES[key]}")
         for sub, value in table.items():
-            bare = sub.replace("_", "").replace("-", "").isalnum() and sub.isascii()
-            name = sub if bare else toml_value(sub)
+            name = toml_key(sub)
             out.append(f"# {name} =" if value is None else f"{name} = {toml_value(value)}")
         out.append("")
     return "\n".join(out)
