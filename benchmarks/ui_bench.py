@@ -173,7 +173,7 @@ async def fold_watch(folds: int = 5, presses: int = 10) -> tuple[list[float], li
     from ui_helpers import GatedModel, fill, make_agent, make_app
 
     from tailrent_tui.agent.loop import SummaryStarted
-    from tailrent_tui.models.mock import ModelSummarizer
+    from tailrent_tui.models.summarizer import ModelSummarizer
 
     tmp = Path(tempfile.mkdtemp())
     os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")

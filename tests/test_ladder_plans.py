@@ -40,7 +40,8 @@ from tailrent_tui.core.summarize import (
     role_content,
 )
 from tailrent_tui.core.tokens import Chars4Counter, get_counter
-from tailrent_tui.models.mock import MockModel, ModelSummarizer
+from tailrent_tui.models.mock import MockModel
+from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.scenarios.bench import run_bench
 from tailrent_tui.scenarios.traces import get_trace
 from tailrent_tui.store.sessions import find_session
@@ -271,7 +272,7 @@ async def test_escape_during_a_model_summary_applies_no_fold(make_agent):
     gate = asyncio.Event()
 
     class SlowSummarizer(ModelSummarizer):
-        async def asummarize(self, messages, budget=None):
+        async def asummarize(self, messages, budget=None, context=None):
             await gate.wait()
             return Summary(text="- short", by=self.name)
 

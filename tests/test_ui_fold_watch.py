@@ -15,7 +15,8 @@ from ui_helpers import NOW, PAD, FixedClock, GatedModel, approve_preview, fill, 
 from tailrent_tui.core.messages import UsageRecorded
 from tailrent_tui.core.rent import RentModel, get_price_sheet
 from tailrent_tui.models.errors import ConnectionRefused
-from tailrent_tui.models.mock import MockModel, ModelSummarizer
+from tailrent_tui.models.mock import MockModel
+from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.settings import Settings
 from tailrent_tui.ui.widgets.input import PromptInput
 from tailrent_tui.ui.widgets.tail_panel import duration

@@ -38,9 +38,10 @@ from tailrent_tui.core.tokens import Framing, TokenCounter, UnknownTokenizer, ge
 from tailrent_tui.models.base import ChatModel, WireMessage
 from tailrent_tui.models.embedded import EmbeddedModel
 from tailrent_tui.models.factory import CannotOpenModel, open_model
-from tailrent_tui.models.mock import MockModel, ModelSummarizer
+from tailrent_tui.models.mock import MockModel
 from tailrent_tui.models.ollama import OllamaModel
 from tailrent_tui.models.openai import OpenAIModel
+from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.models.tokenizer import PROBE, ServerTokenizer, TokenizerUnavailable, measure_framing
 from tailrent_tui.settings import Settings, keep_alive_seconds, user_price_files
 from tailrent_tui.store.journal import AsyncJournalWriter, JournalError, JournalWriter

@@ -12,19 +12,21 @@ the reply's room) lives here too.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from tailrent_tui.agent.events import SummaryEnded, SummaryStarted, TurnCallbacks, noop
 from tailrent_tui.agent.meter import UsageMeter
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.stores import SessionStores
+from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.messages import Event, Folded, FoldRecord, FoldSkipped, Message, Unfolded
 from tailrent_tui.core.policies import Plan, Policy, PolicyContext, PolicySettings, get_policy
-from tailrent_tui.core.rent import aside_rent, context_items, prompt_rate
+from tailrent_tui.core.rent import Item, aside_rent, context_items, prompt_rate
 from tailrent_tui.core.rungs.fold import unfold
 from tailrent_tui.core.summarize import Review, Summarize, Summary, Verdict
 from tailrent_tui.models.errors import ContextOverflow, ModelError
-from tailrent_tui.models.mock import ModelSummarizer
+from tailrent_tui.models.summarizer import ModelSummarizer, SummaryContext, aligned_messages
 
 #: after the server refuses a request as too large, the ladder budgets with this much less of the window
 OVERFLOW_SHRINK = 0.85
@@ -39,6 +41,9 @@ class LadderDriver:
         self.stores = stores
         self._policy: Policy | None = None
         self.window_scale = 1.0
+        #: the tools and options a turn's request sends (the agent sets them): a summary request sends the same
+        self.offered_tools: Callable[[], list[dict[str, Any]]] | None = None
+        self.request_options: Callable[[], dict[str, Any]] | None = None
 
     @property
     def policy(self) -> Policy:
@@ -146,19 +151,65 @@ class LadderDriver:
     async def summary_for(self, request: Summarize) -> Summary:
         summarizer = self.state.summarizer
         if isinstance(summarizer, ModelSummarizer):
+            session = self.state.session
+            context, items = self.summary_context(request, summarizer)
+            at = session.clock()
             try:
-                summary = await summarizer.asummarize(request.span, request.budget)
+                summary = await summarizer.asummarize(request.span, request.budget, context=context)
             except ModelError as exc:
                 return Summary(text="", by=summarizer.name, error=f"the model could not summarize ({exc.message})")
-            # journaled like a turn's request, so it is counted and survives a resume, but
-            # priced aside: it has its own prefix and leaves the conversation's cache as it was
-            session = self.state.session
-            sent = sum(session.count(m["content"]) for m in summarizer.request_messages(request.span))
             usage = summarizer.last_usage
-            sheet = getattr(self.state.rent, "sheet", None)
-            self.meter.record(aside_rent(sent, usage.output_tokens if usage else 0, sheet), usage, "summary")
+            output = usage.output_tokens if usage and usage.output_tokens else 0
+            rent = self.state.rent
+            if context is not None and rent is not None:
+                # journaled like a turn's request, so it is counted and survives a resume; priced as
+                # what it is: the conversation's cached prefix read again, then the instruction
+                predicted = rent.request(items, session.head_tokens, at, output)
+            else:
+                # a request of its own (no conversation to align with, or the cache is cold):
+                # all of it read, and the conversation's cache left as it was
+                sent = sum(session.count(m["content"]) for m in summarizer.request_messages(request.span))
+                predicted = aside_rent(sent, output, getattr(rent, "sheet", None))
+            self.meter.record(predicted, usage, "summary")
             return summary
         return Summary(text=summarizer.summarize(request.span), by=summarizer.name)
+
+    def summary_context(self, request: Summarize, summarizer: ModelSummarizer) -> tuple[SummaryContext | None, list[Item]]:
+        """The conversation as the next request would send it, with the span's positions in it,
+        and its rent items with the summary instruction last; (None, []) when a request of the
+        span on its own reads fewer tokens (the cache is cold: the context would be read whole).
+
+        Its messages are `wire_messages` of the session, its tools and options the turn's: the
+        same tokens as the last request, so an engine that kept its KV reads only the instruction.
+        """
+        session = self.state.session
+        visible = [m for m in session.messages if not m.cut_off]
+        offset = 1 if session.system else 0
+        ids = {m.id for m in request.span}
+        positions = tuple(i + offset for i, m in enumerate(visible) if m.id in ids)
+        if not positions:
+            return None, []
+        tools = self.offered_tools() if self.offered_tools is not None else None
+        context = SummaryContext(
+            messages=wire_messages(session), positions=positions, tools=tools or None,
+            options=self.request_options() if self.request_options is not None else {},
+        )
+        items = context_items(session)
+        instruction = aligned_messages(context, request.budget)[-1]
+        tokens = session.sent_tokens(session.make_message("user", instruction["content"]))
+        if context.messages[-1]["role"] == "user" and items:
+            # appended to the last user message: that message is read again with it
+            key, _ = items[-1]
+            items[-1] = (key + "+summary-request", tokens)
+        else:
+            items.append(("__summary_request__", tokens))
+        rent = self.state.rent
+        if rent is not None:
+            whole, cached, _ = rent.predict(items, session.head_tokens, session.clock())
+            alone = sum(session.count(m["content"]) for m in summarizer.request_messages(request.span))
+            if whole - cached > alone:
+                return None, []
+        return context, items
 
     async def _policy_step(self, plan: Plan) -> list[Event]:
         try:

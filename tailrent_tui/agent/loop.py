@@ -161,6 +161,9 @@ class Agent:
             self.meter.keep_warm.rewrite_tokens = lambda: self.policy.cold_resume_tokens(self.session, self.policy_context())
         self.tools = ToolRunner(self.state, self.ladder)
         self.tools.bind_session(self.delegate)
+        # a summary request sends what a turn's request sends: its tools and options
+        self.ladder.offered_tools = self.tools.offered_tools
+        self.ladder.request_options = lambda: self.request_options()
         self.link = ModelLink(self.state, self)
         # through a lambda: a test may replace `request_options` on one agent
         self.turns = TurnLoop(

@@ -38,9 +38,9 @@ from tailrent_tui.core.slots import (
     resume_price,
     slot_file_name,
 )
-from tailrent_tui.models.mock import ModelSummarizer
 from tailrent_tui.models.openai import OpenAIModel, rendered_prompt
 from tailrent_tui.models.slots import SlotClient, SlotError
+from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.models.text import redact
 from tailrent_tui.store.slots import delete_slot_files, scan_slot_dir
 

@@ -19,7 +19,7 @@ from tailrent_tui.core.rungs.spill import SpillStore
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import Review, Summarizer, Verdict
 from tailrent_tui.models.base import ChatModel
-from tailrent_tui.models.mock import ModelSummarizer
+from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.settings import Settings
 from tailrent_tui.store.sessions import OpenedSession
 

@@ -3,7 +3,7 @@
 A policy never calls a summarizer: it yields a `Summarize` request (the span
 and a token budget) and is handed back a `Summary`. Core's synchronous driver
 answers with one of the summarizers below; the agent's asynchronous driver may
-ask a model first (models/mock.py `ModelSummarizer`). Either way the policy
+ask a model first (models/summarizer.py `ModelSummarizer`). Either way the policy
 checks the text with `check_summary` and, if it is unusable, falls back to the
 extractive summarizer here, saying why.
 

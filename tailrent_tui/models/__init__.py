@@ -41,16 +41,18 @@ if TYPE_CHECKING:
         ToolsUnsupported,
     )
     from .factory import CannotOpenModel, ModelOptions, open_model
-    from .mock import MockModel, ModelSummarizer
+    from .mock import MockModel
     from .ollama import OllamaModel, ollama_host
     from .openai import OpenAIModel
     from .spec import ModelSpec, parse_model_spec
+    from .summarizer import ModelSummarizer
 
 _EXPORTS = {
     "base": "ChatModel Chunk ModelInfo TextDelta ThinkingDelta ToolCallChunk ToolSpec Usage WireMessage",
     "errors": "Busy Cancelled ConnectionRefused MalformedChunk MalformedResponse ModelError ModelNotFound "
     "ReadTimeout ServerError ServerUnavailable StreamCut StreamError ToolsUnsupported",
-    "mock": "MockModel ModelSummarizer",
+    "mock": "MockModel",
+    "summarizer": "ModelSummarizer",
     "ollama": "OllamaModel ollama_host",
     "openai": "OpenAIModel",
     "spec": "ModelSpec parse_model_spec",

@@ -34,11 +34,9 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from tailrent_tui.core.summarize import Summary, role_content
 from tailrent_tui.core.tokens import chars4
 
 from .base import (
-    ChatModel,
     Chunk,
     ModelInfo,
     TextDelta,
@@ -301,61 +299,3 @@ class MockModel:
 
     def _split(self, text: str) -> list[str]:
         return [text[i : i + self.chunk_size] for i in range(0, len(text), self.chunk_size)]
-
-
-# -- the model as a summarizer ----------------------------------------------------------
-
-SUMMARY_PROMPT = (
-    "You compress part of a coding session so that it can leave the context window. "
-    "Write a short summary as a list of bullet points. Keep verbatim every number with "
-    "its unit, every name (people, services, libraries, functions), every file path and "
-    "command, every decision and the reason given for it (keep the 'because'). Drop "
-    "greetings, repetition and tool output that was only looked at. Do not add anything "
-    "that is not in the conversation. Answer with the summary only."
-)
-
-
-class ModelSummarizer:
-    """Summarizes a span through a ``ChatModel`` with a prompt that asks to keep facts.
-
-    Keeps what the model keeps; the fact guard checks the result. Loses what the
-    model drops, which is why the guard exists.
-    """
-
-    def __init__(self, model: ChatModel, *, prompt: str = SUMMARY_PROMPT, options: Mapping[str, Any] | None = None):
-        self.model = model
-        self.prompt = prompt
-        self.options = dict(options) if options is not None else {"temperature": 0}
-        self.last_usage: Usage | None = None
-
-    @property
-    def name(self) -> str:
-        # read each time: a server names its model only once asked (resolve_name, the first reply)
-        return f"model:{self.model.name or 'the server model'}"
-
-    def request_messages(self, messages: Sequence[Any]) -> list[WireMessage]:
-        transcript = "\n\n".join("[{}] {}".format(*role_content(m)) for m in messages)
-        return [
-            {"role": "system", "content": self.prompt},
-            {"role": "user", "content": f"Summarize this part of the conversation:\n\n{transcript}"},
-        ]
-
-    async def asummarize(self, messages: Sequence[Any], budget: int | None = None) -> Summary:
-        """The model's summary of `messages`, capped at `budget` tokens (max_tokens).
-
-        A server error is raised (the caller falls back); what the model wrote is
-        returned as it is, marked truncated when it stopped at the budget, for
-        core's `check_summary` to judge.
-        """
-        options = dict(self.options)
-        if budget is not None:
-            options["max_tokens"] = budget
-        parts = []
-        self.last_usage = None
-        async for chunk in self.model.stream(self.request_messages(messages), options=options):
-            if isinstance(chunk, TextDelta):
-                parts.append(chunk.text)
-            elif isinstance(chunk, Usage):
-                self.last_usage = chunk
-        truncated = self.last_usage is not None and self.last_usage.truncated
-        return Summary(text="".join(parts).strip(), by=self.name, truncated=truncated)

@@ -539,9 +539,9 @@ async def _run_engine(trace, policies, engine_spec, summarizer, sheet, settings,
     from tailrent_tui.models.errors import ModelError
     from tailrent_tui.models.factory import ModelOptions, open_model
     from tailrent_tui.models.http import DEFAULT_READ_TIMEOUT
-    from tailrent_tui.models.mock import ModelSummarizer
     from tailrent_tui.models.openai import OpenAIModel
     from tailrent_tui.models.spec import parse_model_spec
+    from tailrent_tui.models.summarizer import ModelSummarizer
     from tailrent_tui.models.tokenizer import TokenizerUnavailable, measure_framing
 
     spec = parse_model_spec(engine_spec)
