@@ -237,6 +237,13 @@ class Settings(BaseModel):
         description="Show a fold before it applies (Enter applies, e edits the summary, escape cancels): "
         "manual = your folds (f, /fold); always = the policy's too; never",
     )
+    fold_placement: Literal["auto", "in_place", "after"] = Field(
+        "auto",
+        description="Where a fold puts its summary: in place (where the span was: the cache before it stays), or after "
+        "the kept messages (llama.cpp shifts their KV, asked with n_cache_reuse: the request after a fold reads the "
+        "summary and the new message only); auto = after on llama.cpp with a model whose KV can shift, confirmed at the "
+        "first fold, else in place",
+    )
     pin_share: float = Field(
         0.4, gt=0, le=1, description="Pins may hold this share of the window; past it auto-pinning stops and asks you to unpin"
     )

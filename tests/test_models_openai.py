@@ -52,6 +52,8 @@ class ScriptedServer:
             "object": "list",
             "data": [{"id": "qwen2.5-coder", "object": "model", "max_model_len": 32768}],
         }
+        #: llama.cpp's /props, when the server plays llama.cpp
+        self.props: dict[str, Any] | None = None
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -72,6 +74,8 @@ class ScriptedServer:
                 server.headers.append(dict(self.headers))
                 if self.path == "/v1/models" and server.models is not None:
                     self._send(200, json.dumps(server.models).encode(), "application/json")
+                elif self.path == "/props" and server.props is not None:
+                    self._send(200, json.dumps(server.props).encode(), "application/json")
                 else:
                     self._send(404, b'{"error": {"message": "File Not Found"}}', "application/json")
 
@@ -360,6 +364,17 @@ async def test_tools_unsupported_retries_without_tools(server, model):
     chunks = await collect(model, tools=[GREP])
     assert chunks[-1].tools_dropped and model.tools_dropped
     assert ["tools" in r for r in server.requests] == [True, False]
+
+
+async def test_a_server_that_refuses_n_cache_reuse_gets_the_request_again_without_it(server, model):
+    model.cache_reuse = 64
+    server.script.append(Scripted(status=400, body={"error": {"message": "unknown field: n_cache_reuse"}}))
+    chunks = await collect(model)
+    assert [r.get("n_cache_reuse") for r in server.requests] == [64, None]
+    assert isinstance(chunks[0], TextDelta) and model.cache_reuse is None
+    assert model.cache_reuse_refused == "unknown field: n_cache_reuse"
+    await collect(model)
+    assert "n_cache_reuse" not in server.requests[-1]
 
 
 async def test_open_model_picks_the_first_model_and_sends_the_api_key(server):

@@ -3,6 +3,7 @@ conversation's own context, so an engine that kept its KV reads only the instruc
 
 from __future__ import annotations
 
+import itertools
 import random
 
 from tailrent_tui.core.messages import Kind
@@ -51,7 +52,7 @@ class AlternatingModel(MockModel):
 
     async def stream(self, messages, *, tools=None, options=None):
         roles = [m["role"] for m in messages if m["role"] != "system"]
-        if any(a == b == "user" for a, b in zip(roles, roles[1:], strict=False)):
+        if any(a == b == "user" for a, b in itertools.pairwise(roles)):
             raise ServerError(500, "Conversation roles must alternate user/assistant/user/assistant/...")
         async for chunk in super().stream(messages, tools=tools, options=options):
             yield chunk

@@ -86,7 +86,7 @@ async def test_a_priced_sheet_shows_dollars(make_agent):
         assert "tok/s" not in shown
 
 
-async def test_a_model_written_fold_is_a_summary_request_that_leaves_the_rent_alone(make_agent):
+async def test_a_model_written_fold_is_a_summary_request_that_reads_the_cached_conversation(make_agent):
     agent = make_agent(policy="ladder", window=4096, summarizer="model")
     predictions = []
     summarize = agent.ladder.summary_for
@@ -114,7 +114,11 @@ async def test_a_model_written_fold_is_a_summary_request_that_leaves_the_rent_al
         assert all(before == after for before, after in predictions)
         # the turn after the fold still finds the prefix up to the fold's span cached
         assert turns[-1].predicted_cached > 0
-        assert all(s.predicted_cached == 0 and s.predicted_evaluated == s.context_tokens for s in summaries)
+        # asked in the conversation's own context: its prefix is read from the cache, not written again
+        # (a later pass of the same fold, after the context changed, asks for its span alone: cheaper then)
+        first = summaries[0]
+        assert first.predicted_cached > 4 * first.predicted_evaluated
+        assert first.evaluated_tokens is not None and first.evaluated_tokens < first.prompt_tokens / 4
         n, m = len(turns), len(summaries)
         counted = f"{n} requests + {m} fold summar{'y' if m == 1 else 'ies'}"
         await wait_until(pilot, lambda: counted in rent_shown(app), what=counted)

@@ -44,6 +44,8 @@ class LadderDriver:
         #: the tools and options a turn's request sends (the agent sets them): a summary request sends the same
         self.offered_tools: Callable[[], list[dict[str, Any]]] | None = None
         self.request_options: Callable[[], dict[str, Any]] | None = None
+        #: requests the placement keeper has seen (`_observe_placement`)
+        self._observed = len(state.session.usage)
 
     @property
     def policy(self) -> Policy:
@@ -80,8 +82,10 @@ class LadderDriver:
     def policy_context(self) -> PolicyContext:
         s = self.state
         window = s.session.window
+        keeper = s.placement
+        placed = {"fold_placement": keeper.state.placement} if keeper is not None and keeper.detected else {}
         if s.policy_settings is not None:
-            settings = s.policy_settings.model_copy(update={"window": window})
+            settings = s.policy_settings.model_copy(update={"window": window, **placed})
         else:
             settings = PolicySettings(
                 window=window,
@@ -93,6 +97,7 @@ class LadderDriver:
                 # room for the reply, and for what the server counts beyond our count
                 reply_reserve=self.reply_cap() + window - self.budget_window(),
                 fold_preview=s.settings.fold_preview if s.on_review is not None else "never",
+                **placed,
             )
         return PolicyContext(spill_store=s.spill_store, archive=s.archive, settings=settings)
 
@@ -119,6 +124,8 @@ class LadderDriver:
         Cancelling it (escape) closes the plan before its fold is applied.
         """
         on_review = self.state.on_review
+        session = self.state.session
+        before = [m for m in session.messages if not m.cut_off]
         try:
             request = next(plan)
             while True:
@@ -128,9 +135,23 @@ class LadderDriver:
                 else:
                     request = plan.send(await self.watched_summary(request))
         except StopIteration as stop:
+            self._placed(stop.value, before)
             return stop.value
         finally:
             plan.close()
+
+    def _placed(self, events: list[Event], before: list[Message]) -> None:
+        """Tell the placement keeper of each fold, with what an in-place fold would have kept cached
+        (the head and the messages before the span): the next request is judged against it."""
+        keeper = self.state.placement
+        if keeper is None:
+            return
+        session = self.state.session
+        for ev in events:
+            if isinstance(ev, Folded):
+                span = set(ev.fold.span_ids)
+                first = next((i for i, m in enumerate(before) if m.id in span), len(before))
+                keeper.folded(ev, session.head_tokens + sum(session.sent_tokens(m) for m in before[:first]))
 
     async def watched_summary(self, request: Summarize) -> Summary:
         """A summary, reported to `on_summary` as it starts and as it ends, whatever the end."""
@@ -219,7 +240,8 @@ class LadderDriver:
             return []
 
     async def after_add(self) -> list[Event]:
-        """The policy's budget check after each message."""
+        """The policy's budget check after each message (and the placement's check of a request just recorded)."""
+        self._observe_placement()
         return await self._policy_step(self.policy.after_add(self.state.session, self.policy_context()))
 
     async def add_message(
@@ -235,6 +257,17 @@ class LadderDriver:
         m = self.policy.admit_tool(self.state.session, self.policy_context(), tool, content, at=at)
         await self.after_add()
         return m
+
+    def _observe_placement(self) -> None:
+        keeper = self.state.placement
+        usage = self.state.session.usage
+        if keeper is None:
+            return
+        fresh, self._observed = usage[self._observed :], len(usage)
+        for u in fresh:
+            line = keeper.observe(u)
+            if line:
+                self.state.session.note(line, "warning")
 
     def _cache_expired(self) -> bool:
         s = self.state

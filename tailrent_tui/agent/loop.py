@@ -27,6 +27,7 @@ from tailrent_tui.agent.events import (
 )
 from tailrent_tui.agent.ladder_driver import OVERFLOW_SHRINK, LadderDriver
 from tailrent_tui.agent.meter import UsageMeter
+from tailrent_tui.agent.placement import PlacementKeeper
 from tailrent_tui.agent.startup import ModelLink
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.stores import SessionStores
@@ -102,6 +103,7 @@ class Agent:
     on_summary: Any = _shared("on_summary", "told when a fold's summary is asked for and when it is in")
     on_review: Any = _shared("on_review", "shows a fold before it applies (the app's fold preview)")
     slots: Any = _shared("slots", "saves and restores llama.cpp's KV slot (agent/slots.py)")
+    placement: Any = _shared("placement", "where folds put their summary, and why (agent/placement.py)")
     cold_resume: bool = _shared("cold_resume")
     resumed: bool = _shared("resumed")
     resume_price: Any = _shared("resume_price")
@@ -165,6 +167,8 @@ class Agent:
         self.ladder.offered_tools = self.tools.offered_tools
         self.ladder.request_options = lambda: self.request_options()
         self.link = ModelLink(self.state, self)
+        if not is_sub:
+            self.state.placement = PlacementKeeper(self.state)
         # through a lambda: a test may replace `request_options` on one agent
         self.turns = TurnLoop(
             self.state, ladder=self.ladder, tools=self.tools, meter=self.meter, stores=self.stores,

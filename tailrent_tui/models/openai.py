@@ -199,6 +199,10 @@ class OpenAIModel(HttpBackend):
         self.id_slot: int | None = None
         #: what the last request that finished sent (model, tools, rendered messages): the prefix its slot holds
         self.last_prompt: SentPrompt | None = None
+        #: llama.cpp's ``n_cache_reuse`` sent with every request (KV shifted past a deletion), when set
+        self.cache_reuse: int | None = None
+        #: why the server refused ``n_cache_reuse`` (its error), once it did: it is not sent again
+        self.cache_reuse_refused: str | None = None
 
     def status_error(self, status: int, message: str, *, retry_after: float | None = None) -> ModelError:
         lowered = message.lower()
@@ -300,6 +304,26 @@ class OpenAIModel(HttpBackend):
         options: Mapping[str, Any] | None,
         started: float,
     ) -> AsyncGenerator[Chunk, None]:
+        """One request; a server that refuses ``n_cache_reuse`` gets it again without it (said by
+        ``cache_reuse_refused``, which the agent reports once and folds in place from then on)."""
+        try:
+            async for chunk in self._stream_request(messages, tools, options, started):
+                yield chunk
+            return
+        except ServerError as exc:
+            if self.cache_reuse is None or exc.status not in (400, 422) or "cache_reuse" not in exc.message.lower():
+                raise
+            self.cache_reuse, self.cache_reuse_refused = None, exc.message
+        async for chunk in self._stream_request(messages, tools, options, started):
+            yield chunk
+
+    async def _stream_request(
+        self,
+        messages: Sequence[WireMessage],
+        tools: Sequence[ToolSpec] | None,
+        options: Mapping[str, Any] | None,
+        started: float,
+    ) -> AsyncGenerator[Chunk, None]:
         body: dict[str, Any] = {
             "model": self.name or await self.resolve_name(),
             "messages": openai_messages(messages),
@@ -311,6 +335,8 @@ class OpenAIModel(HttpBackend):
             body["tools"] = wire_tools(tools)
         if self.id_slot is not None:
             body["id_slot"] = self.id_slot
+        if self.cache_reuse is not None:
+            body["n_cache_reuse"] = self.cache_reuse
         # the slot is being overwritten: until this request ends, it holds no known prompt
         self.last_prompt = None
         clock = StreamClock(started)

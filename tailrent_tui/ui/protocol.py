@@ -63,6 +63,9 @@ class SessionAgent(Protocol):
     def slots(self) -> Any:
         """The KV slot keeper (llama.cpp), None when there is none."""
     @property
+    def placement(self) -> Any:
+        """Where folds put their summary, and why (agent/placement.py), None when nothing detects it."""
+    @property
     def notice(self) -> str | None:
         """Said in the notice bar at start (the mock model, a server that did not answer)."""
     @property

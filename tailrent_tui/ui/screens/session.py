@@ -71,6 +71,9 @@ class SessionScreen(SessionCommands, LadderActions, TurnFeed, RentClocks):
             id="sidebar",
         )
         self.sidebar.delegate_tokens = lambda: self.agent.sub_tokens
+        keeper = self.agent.placement
+        if keeper is not None:
+            self.sidebar.placement = lambda: keeper.state.panel_lines() if keeper.detected else None
         self.transcript = Transcript(
             self.session, watermark=self.settings.prune_watermark_lines, clock=self.clock, id="transcript"
         )

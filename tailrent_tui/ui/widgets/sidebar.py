@@ -63,6 +63,8 @@ class Sidebar(VerticalScroll, can_focus=False):
         self.delegate_tokens: Callable[[], int] = lambda: 0
         #: schema tokens of each MCP server's tools, counted apart in the Tail panel (the screen sets it)
         self.mcp_tokens: Callable[[], dict[str, int]] = dict
+        #: where folds put their summary and why (the agent's placement keeper); None: not said
+        self.placement: Callable[[], tuple[str, str] | None] = lambda: None
         self._dirty = {"tail", "spills", "pins", "folds"}
         samples = [u.context_tokens for u in conversation_usage(session.usage)][-60:]
         self.tail = TailPanel(samples=samples, id="tail")
@@ -118,6 +120,7 @@ class Sidebar(VerticalScroll, can_focus=False):
                     fold_target=self.fold_target,
                     delegate_tokens=self.delegate_tokens(),
                     mcp_tokens=self.mcp_tokens(),
+                    placement=self.placement(),
                 )
             )
         if "spills" in dirty:

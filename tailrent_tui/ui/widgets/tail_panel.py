@@ -56,8 +56,11 @@ WORDS = (
      "of them the server has cached."),
     ("cached", "prompt tokens the server did not read again: the prefix."),
     ("evaluated", "prompt tokens the server did read: the tail (all of the prompt once the cache expired)."),
-    ("fold summaries", "requests that ask the model for a fold's summary: counted apart, they have their "
-     "own prefix and leave the conversation's cache as it was."),
+    ("fold summaries", "requests that ask the model for a fold's summary: counted apart. Each is the "
+     "conversation as the last request sent it plus one instruction, so the cache reads it again."),
+    ("folds", "where a fold puts its summary: in place (the cache before it stays) or after the kept "
+     "messages, where llama.cpp shifts their cache into place (n_cache_reuse) and the next request reads "
+     "only the summary and what is new."),
     ("keep-warm", "while you are away, a ping (the cached prefix again, one output token) keeps a priced "
      "cache from expiring; tailrent pings only while the pings cost less than the rewrite an expiry "
      "would add, then lets it expire (never worse than twice the better choice in hindsight)."),
@@ -96,6 +99,8 @@ class TailFigures(BaseModel):
     predicted_cached: int | None = None
     delegate_tokens: int = 0
     mcp_tokens: dict[str, int] = {}
+    #: where folds put their summary, and why in a few words (agent/placement.py)
+    placement: tuple[str, str] | None = None
 
     @property
     def free(self) -> int:
@@ -109,6 +114,7 @@ class TailFigures(BaseModel):
 def tail_figures(
     session: Session, *, sheet: PriceSheet, fold_trigger: float, fold_target: float, delegate_tokens: int = 0,
     mcp_tokens: dict[str, int] | None = None,
+    placement: tuple[str, str] | None = None,
 ) -> TailFigures:
     t = session.totals
     turns = conversation_usage(session.usage)
@@ -145,6 +151,7 @@ def tail_figures(
         predicted_cached=last.predicted_cached if last else None,
         delegate_tokens=delegate_tokens,
         mcp_tokens=mcp_tokens or {},
+        placement=placement,
     )
 
 
@@ -304,6 +311,9 @@ def rent_text(f: TailFigures, cache_left: float | None, warm: KeepWarmStatus | N
         m, s = divmod(int(cache_left), 60)
         lines.append(Content(f"cache expires in {m}:{s:02d}"))
     lines += [Content(line) for line in keep_warm_lines(warm)]
+    if f.placement is not None:
+        where, why = f.placement
+        lines += [Content(where), _muted(f"  {why}")]
     lines.append(_muted(_server_row("", "prompt", "cached", "evaluated")))
     lines.append(Content(_server_row("predicted", _tok(f.predicted_context), _tok(f.predicted_cached), _tok(f.turn_tail))))
     lines.append(
