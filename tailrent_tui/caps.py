@@ -44,7 +44,31 @@ class ToolCaps(BaseModel):
     spills_session_max_bytes: int = Field(
         1024 * 1024 * 1024,
         ge=1,
-        description="a session's raw spills hold at most this many bytes in total",
+        description="a session's spills (every tool's, raw shell output included) hold at most this many bytes in total",
+    )
+    spills_turn_max_bytes: int = Field(
+        256 * 1024 * 1024,
+        ge=1,
+        description="one turn's spills (every tool's) hold at most this many bytes; past it a result is cut, and says so",
+    )
+    reply_max_bytes: int = Field(
+        4 * 1024 * 1024,
+        ge=1,
+        description="a model reply longer than this is cut there (the stream is closed) and marked as cut",
+    )
+    turn_deadline: float = Field(
+        3600.0,
+        gt=0,
+        le=7 * 24 * 3600,
+        description="a turn (requests and tool calls) that runs longer than this many seconds is stopped; what it did is kept",
+    )
+    tool_call_args_max_bytes: int = Field(
+        1024 * 1024,
+        ge=1,
+        description="a tool call whose arguments are larger than this (as JSON) is not run; the model gets an error",
+    )
+    tool_calls_max_per_reply: int = Field(
+        64, ge=1, description="a reply that asks for more tool calls than this runs the first ones only, and says so"
     )
     shell_discard_max_bytes: int = Field(
         1024 * 1024 * 1024,

@@ -60,7 +60,11 @@ class ToolRunner:
         # run_shell streams output past its in-memory cap into a raw spill file
         open_raw = getattr(store, "open_raw", None)
         raw_bytes = getattr(store, "raw_bytes", None)
-        budget = SpillBudget(state.settings.caps.spills_session_max_bytes, used=raw_bytes() if raw_bytes else 0)
+        caps = state.settings.caps
+        #: every spill of the session (raw shell output and every tool's spilled result) counts here
+        self.session_budget = SpillBudget(caps.spills_session_max_bytes, used=raw_bytes() if raw_bytes else 0)
+        #: and one turn's against this too (restarted by begin_turn)
+        budget = self.turn_budget = SpillBudget(caps.spills_turn_max_bytes, outer=self.session_budget)
         # the file tools refuse the data dir when it lies inside the workspace
         self.ctx = ToolContext(
             root=state.workspace,
@@ -69,6 +73,30 @@ class ToolRunner:
             spill_budget=budget,
             data_dir=resolve_data_dir(state.settings.data_dir),
         )
+
+    def begin_turn(self) -> None:
+        """A new user turn: its spill budget is whole again."""
+        self.turn_budget.restart()
+
+    def within_spill_budget(self, tool: str, result: ToolOutcome) -> ToolOutcome:
+        """A result that would spill takes its bytes from the turn's and the session's spill budget; past
+        either it is cut to what is left (at least a head the model can read) and says which budget."""
+        size = len(result.content.encode("utf-8", "replace"))
+        # far under the spill threshold it enters inline: nothing is written (4 bytes a token at most)
+        if size <= self.state.settings.spill_threshold * 4:
+            return result
+        granted = self.turn_budget.take(size)
+        if granted >= size:
+            return result
+        turn_short = self.turn_budget.used >= self.turn_budget.limit
+        which = "this turn's spills_turn_max_bytes" if turn_short else "the session's spills_session_max_bytes"
+        keep = max(granted, min(size, 2000))
+        head = result.content.encode("utf-8", "replace")[:keep].decode("utf-8", "ignore")
+        cut = (
+            f"[{tool}: result cut at {keep:,} of {size:,} bytes: {which} is used up; "
+            "ask for less (a line range, a narrower pattern), or raise the cap in [caps]]"
+        )
+        return result.model_copy(update={"content": f"{head}\n{cut}", "cut": cut})
 
     def bind_session(self, delegate: Delegate) -> None:
         """Give the session tools (read_spill, search_history, remember, recall, delegate) this
@@ -148,6 +176,7 @@ class ToolRunner:
         elif kind in (Kind.memory_pointer.value, Kind.delegate_result.value) and not result.is_error:
             m = session.add("tool", result.content, kind=Kind(kind), tool=call.name, tool_call_id=call.id, autopin=False)
         else:
+            result = self.within_spill_budget(call.name, result)
             m = admit_to_session(
                 session,
                 call.name,
@@ -182,6 +211,7 @@ class ToolRunner:
 
     async def _admit(self, tool: str, result: ToolOutcome) -> Message:
         s = self.state
+        result = self.within_spill_budget(tool, result)
         m = admit_to_session(s.session, tool, result, spill_store=s.spill_store, threshold=s.settings.spill_threshold)
         await self.ladder.after_add()
         return m

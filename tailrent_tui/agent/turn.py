@@ -8,12 +8,19 @@ the budget after every message and folds when it must (ladder_driver.py).
 
 Faults never cost the user's message: it is in the session (and the journal)
 before the model is called, and a failed request leaves a note and a retry.
+
+Every turn is bounded ([caps]): a reply past `reply_max_bytes` is cut and its
+stream closed; a tool call whose arguments pass `tool_call_args_max_bytes` is
+not run (the model gets an error); past `tool_calls_max_per_reply` calls in one
+reply only the first run; the turn's spills stop at `spills_turn_max_bytes`;
+and the whole turn stops at `turn_deadline` seconds, keeping what it did.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -59,8 +66,23 @@ class TurnLoop:
         """One user turn. `text=None` retries from the transcript as it is."""
         cb = cb or TurnCallbacks()
         result = TurnResult()
-        session = self.state.session
         await self._start()
+        self.tools.begin_turn()
+        deadline = self.state.settings.caps.turn_deadline
+        try:
+            async with asyncio.timeout(deadline):
+                return await self._turn(text, cb, result)
+        except TimeoutError:
+            self._warn(
+                f"turn stopped after {deadline:g} s (the turn_deadline cap): what it did is kept; "
+                "send a message to go on, or raise [caps] turn_deadline",
+                cb,
+                result,
+            )
+            return result
+
+    async def _turn(self, text: str | None, cb: TurnCallbacks, result: TurnResult) -> TurnResult:
+        session = self.state.session
         if text is not None:
             if not text.strip():
                 raise ValueError("empty message: type something, or /help")
@@ -112,9 +134,19 @@ class TurnLoop:
         cb.on_reply_start(self.meter.request_started(predicted))
         self.meter.last_sent = (wire, tools or None)
         stream = model.stream(wire, tools=tools or None, options=self._options())
+        caps = self.state.settings.caps
+        size = 0
+        cut_reply = False
         try:
             async for chunk in stream:
                 if isinstance(chunk, TextDelta):
+                    size += len(chunk.text)
+                    if size > caps.reply_max_bytes:
+                        # a server that ignores max_tokens: the reply is cut here, and its stream closed
+                        room = len(chunk.text) - (size - caps.reply_max_bytes)
+                        parts.append(chunk.text[: max(0, room)])
+                        cut_reply = True
+                        break
                     parts.append(chunk.text)
                     cb.on_text(chunk.text)
                 elif isinstance(chunk, ThinkingDelta):
@@ -138,6 +170,16 @@ class TurnLoop:
             if partial:
                 session.add("assistant", partial, autopin=False, meta={"incomplete": True})
             raise
+        if cut_reply:
+            with contextlib.suppress(Exception):
+                await stream.aclose()  # type: ignore[attr-defined]
+            self._warn(
+                f"the reply was cut at {caps.reply_max_bytes:,} characters (the reply_max_bytes cap): "
+                "the server sent more than any reply should hold",
+                cb,
+                result,
+            )
+        calls = self._bounded_calls(calls, cb, result)
         if usage is not None:
             result.usage.append(usage)
             if usage.tools_dropped:
@@ -150,8 +192,9 @@ class TurnLoop:
         # a reply that ran to its token cap, or that writes the chat template's own tokens (a base
         # model rambling on), is no decision to pin whole: the user can still pin it by hand
         runaway = (usage is not None and usage.truncated) or TEMPLATE_TOKEN.search(text) is not None
-        if usage is not None and usage.truncated:
+        if (usage is not None and usage.truncated) or cut_reply:
             meta["truncated"] = True
+            runaway = True
         reply = session.add("assistant", text, tool_calls=tool_calls, meta=meta, autopin=not runaway)
         if self.state.rent is not None and usage is not None:
             self.state.rent.generated(context_item(session, reply))
@@ -160,6 +203,33 @@ class TurnLoop:
             self._check_schema_sent(usage, cb)
         await self.ladder.after_add()
         return reply, list(zip(tool_calls, calls, strict=True)), usage
+
+    def _bounded_calls(self, calls: list[ToolCallChunk], cb: TurnCallbacks, result: TurnResult) -> list[ToolCallChunk]:
+        """The reply's tool calls within the caps: the first tool_calls_max_per_reply of them, each with
+        arguments no larger than tool_call_args_max_bytes (a larger one keeps none, and an error)."""
+        caps = self.state.settings.caps
+        if len(calls) > caps.tool_calls_max_per_reply:
+            self._warn(
+                f"the reply asked for {len(calls):,} tool calls: only the first {caps.tool_calls_max_per_reply} run "
+                "(the tool_calls_max_per_reply cap)",
+                cb,
+                result,
+            )
+            calls = calls[: caps.tool_calls_max_per_reply]
+        bounded = []
+        for c in calls:
+            size = max(len(json.dumps(c.arguments, ensure_ascii=False)) if c.arguments else 0, len(c.raw_arguments or ""))
+            if size > caps.tool_call_args_max_bytes:
+                c = c.model_copy(
+                    update={
+                        "arguments": {},
+                        "raw_arguments": None,
+                        "arguments_error": f"the arguments are {size:,} bytes, over the {caps.tool_call_args_max_bytes:,}-"
+                        "byte tool_call_args_max_bytes cap: the call was not run; write big content in smaller pieces",
+                    }
+                )
+            bounded.append(c)
+        return bounded
 
     def _check_schema_sent(self, usage: Usage, cb: TurnCallbacks) -> None:
         """A server whose whole prompt is smaller than the tool schema we sent ignored the tools.

@@ -80,9 +80,9 @@ class FileSpillStore(SpillStore):
         return os.fdopen(fd, "wb"), spill_id
 
     def raw_bytes(self) -> int:
-        """Bytes the raw spills of this session hold (counted against spills_session_max_bytes)."""
+        """Bytes the spills of this session hold, raw and JSON (counted against spills_session_max_bytes)."""
         try:
-            return sum(p.stat().st_size for p in self.directory.glob("*.raw"))
+            return sum(p.stat().st_size for p in self.directory.glob("*") if p.suffix in (".raw", ".json"))
         except OSError:
             return 0
 

@@ -121,23 +121,37 @@ class ToolSpec(BaseModel):
 
 
 class SpillBudget:
-    """Bytes a session's raw spills may still take; shared by calls that run in worker threads."""
+    """Bytes spills may still take; shared by calls that run in worker threads.
 
-    def __init__(self, limit: int, used: int = 0) -> None:
+    A turn's budget has the session's as its `outer`: what it grants is taken from both,
+    so a turn stops at spills_turn_max_bytes and a session at spills_session_max_bytes."""
+
+    def __init__(self, limit: int, used: int = 0, *, outer: SpillBudget | None = None) -> None:
         self.limit = limit
         self.used = used
+        self.outer = outer
         self._lock = threading.Lock()
 
     def take(self, wanted: int) -> int:
         """Reserve up to `wanted` bytes; return how many were granted."""
         with self._lock:
             granted = max(0, min(wanted, self.limit - self.used))
+            if self.outer is not None:
+                granted = self.outer.take(granted)
             self.used += granted
             return granted
 
     def give_back(self, unused: int) -> None:
         with self._lock:
-            self.used = max(0, self.used - unused)
+            back = min(unused, self.used)
+            self.used -= back
+            if self.outer is not None:
+                self.outer.give_back(back)
+
+    def restart(self) -> None:
+        """A new turn: its own budget is whole again (the session's is not)."""
+        with self._lock:
+            self.used = 0
 
 
 class ToolContext(BaseModel):
