@@ -67,6 +67,12 @@ class ToolCaps(BaseModel):
         ge=1,
         description="a tool call whose arguments are larger than this (as JSON) is not run; the model gets an error",
     )
+    ping_deadline: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description="a keep-warm ping that has not returned after this many seconds is abandoned (and said once)",
+    )
     tool_calls_max_per_reply: int = Field(
         64, ge=1, description="a reply that asks for more tool calls than this runs the first ones only, and says so"
     )

@@ -61,11 +61,16 @@ class TurnLoop:
         self.stores = stores
         self._start = start
         self._options = options
+        #: the keep-warm ping in flight: a turn that starts cancels it (the user's request goes first)
+        self._ping_task: asyncio.Task[Any] | None = None
 
     async def turn(self, text: str | None, cb: TurnCallbacks | None = None) -> TurnResult:
         """One user turn. `text=None` retries from the transcript as it is."""
         cb = cb or TurnCallbacks()
         result = TurnResult()
+        ping = self._ping_task
+        if ping is not None and not ping.done() and ping is not asyncio.current_task():
+            ping.cancel()  # a ping in flight when the user sends: it would only hold the server up
         await self._start()
         self.tools.begin_turn()
         deadline = self.state.settings.caps.turn_deadline
@@ -279,15 +284,21 @@ class TurnLoop:
             return False  # one failure per pause is said once; the cache is left to expire
         wire, tools = meter.last_sent
         usage: Usage | None = None
+        deadline = self.state.settings.caps.ping_deadline
+        self._ping_task = asyncio.current_task()
         try:
             options = {**self._options(), "max_tokens": 1, "num_predict": 1}
-            async for chunk in self.state.model.stream(wire, tools=tools, options=options):
-                if isinstance(chunk, Usage):
-                    usage = chunk
-        except ModelError as exc:
+            async with asyncio.timeout(deadline):
+                async for chunk in self.state.model.stream(wire, tools=tools, options=options):
+                    if isinstance(chunk, Usage):
+                        usage = chunk
+        except (ModelError, TimeoutError) as exc:
             meter.failed_pause = pause
-            session.note(f"keep-warm ping failed ({exc.message}): no more pings in this pause, the cache may expire", "warning")
+            why = exc.message if isinstance(exc, ModelError) else f"no answer in {deadline:g} s, the ping_deadline cap"
+            session.note(f"keep-warm ping failed ({why}): no more pings in this pause, the cache may expire", "warning")
             return False
+        finally:
+            self._ping_task = None
         predicted = meter.keep_warm.ping(now)
         meter.record(predicted, usage, "ping", at=now)
         return True

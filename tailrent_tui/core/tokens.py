@@ -76,8 +76,8 @@ def _load_encoding(encoding: str) -> Any:
         return tiktoken.get_encoding(encoding)
     cached = _ranks_cache_dir() / f"{encoding}-{tiktoken.__version__}-{st.st_size}-{st.st_mtime_ns}.marshal"
     try:
-        params = marshal.loads(cached.read_bytes())
-        if isinstance(params, dict) and set(params) == {"name", "pat_str", "mergeable_ranks", "special_tokens"}:
+        params = marshal.loads(cached.read_bytes()) if cached.is_file() else None  # a FIFO there would hang
+        if isinstance(params, dict) and set(params) == {"name", "pat_str", "mergeable_ranks", "special_tokens"} and len(set(params["mergeable_ranks"].values())) == len(params["mergeable_ranks"]):  # noqa: E501  # duplicate ranks panic in tiktoken
             return tiktoken.Encoding(**params)
     except (OSError, EOFError, ValueError, TypeError):
         pass

@@ -12,10 +12,19 @@ The calls are synchronous: a message is counted once, when it enters the
 session (core is synchronous), and llama.cpp on loopback answers in 1.4 ms
 (1.9 ms while it generates; measured with gemma3-270m). Each distinct text is
 asked once.
+
+Counted from a thread that runs an event loop (the app, `ask`), the request
+runs in a worker thread and is waited for at most `LOOP_DEADLINE`: a slow
+server (9 s per text in the review) costs that, once, and the text is counted
+like cl100k; the answer, when it comes, is cached for the next count, and the
+server is not asked again for `RETRY_AFTER`. A count the server could not mean
+(more tokens than the text has bytes, plus a few) is refused the same way.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -37,6 +46,10 @@ TIMEOUT = httpx.Timeout(10.0, connect=2.0)
 RETRY_AFTER = 30.0
 #: the longest a server's own ``Retry-After`` keeps us from asking it again
 RETRY_AFTER_MAX = 300.0
+#: the longest an event loop's thread waits for one count before it counts like cl100k
+LOOP_DEADLINE = 0.5
+#: what a template or BOS may add beyond one token per byte of text
+_SPECIAL_SLACK = 8
 #: the text inside the probe messages that `measure_framing` renders
 PROBE = "status report"
 
@@ -74,8 +87,11 @@ class ServerTokenizer:
         self._cache: dict[str, int] = {}
         self._fallback = get_counter("cl100k")
         self._retry_at = 0.0
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
         self._client.close()
 
     def _post(self, path: str, body: dict[str, Any], reply: type[BaseModel]) -> Any:
@@ -96,7 +112,33 @@ class ServerTokenizer:
 
     def tokens(self, text: str, *, prompt: bool = False) -> int:
         """Tokens of `text`; as a whole prompt (`prompt=True`), with the BOS the server adds to one."""
-        return len(self._post("/tokenize", {"content": text, "add_special": prompt}, _Tokens).tokens)
+        n = len(self._post("/tokenize", {"content": text, "add_special": prompt}, _Tokens).tokens)
+        most = len(text.encode("utf-8", "replace")) + _SPECIAL_SLACK
+        if n > most:
+            raise TokenizerUnavailable(f"{self.root}/tokenize counted {n:,} tokens in a text of at most {most:,}")
+        return n
+
+    def _tokens_off_loop(self, text: str) -> int:
+        """`tokens(text)`, waited for at most LOOP_DEADLINE when this thread runs an event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return self.tokens(text)
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="tokenize")
+        future = self._pool.submit(self.tokens, text)
+        try:
+            return future.result(timeout=LOOP_DEADLINE)
+        except concurrent.futures.TimeoutError:
+            future.add_done_callback(lambda f: self._late(text, f))
+            raise TokenizerUnavailable(
+                f"{self.root}/tokenize did not answer in {LOOP_DEADLINE:g} s", retry_after=RETRY_AFTER
+            ) from None
+
+    def _late(self, text: str, future: concurrent.futures.Future[int]) -> None:
+        """A count that came after its deadline: kept for the next time the text is counted."""
+        if not future.cancelled() and future.exception() is None:
+            self._cache[text] = future.result()
 
     def count(self, text: str) -> int:
         if not text:
@@ -107,7 +149,7 @@ class ServerTokenizer:
         if time.monotonic() < self._retry_at:
             return self._fallback.count(text)
         try:
-            n = self._cache[text] = self.tokens(text)
+            n = self._cache[text] = self._tokens_off_loop(text)
         except TokenizerUnavailable as exc:
             # The server went away: the request will fail and say so. The message is
             # still counted, close enough, and the server is asked again later (when
