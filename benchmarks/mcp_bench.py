@@ -1,0 +1,210 @@
+"""MCP figures (issue 25): start-up with three servers, overhead per call, schema tokens per server.
+
+    .venv/bin/python benchmarks/mcp_bench.py
+
+1. Process start to first frame with three stdio servers configured against
+   none: the same child as ui_bench.py's cold start (bytecode cached), runs
+   alternated so a drift of the host hits both. The servers start after the
+   first frame; how long after it they are all ready is measured in process.
+2. One tools/call through tailrent (the registry's door: the argument check,
+   the bounded transport, rung 1) and through the whole agent path (approval
+   check, rung 2, the journal), against the same call made directly with the
+   SDK's own client, on the same test server (tests/mcp_servers/tools_server.py).
+3. The schema tokens each server's tools add to every request, as the Tail
+   panel shows them (the session's counter over the tools' wire JSON).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER = ROOT / "tests" / "mcp_servers" / "tools_server.py"
+UI_BENCH = ROOT / "benchmarks" / "ui_bench.py"
+CALLS = 300
+
+
+def server_config(names: list[str]) -> str:
+    return "".join(
+        f"[mcp.servers.{name}]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(SERVER))}]\n"
+        for name in names
+    )
+
+
+def first_frames(runs: int = 5) -> tuple[list[float], list[float]]:
+    """(with three servers, with none): seconds from process start to the first frame."""
+    cache = tempfile.mkdtemp()
+    envs = {}
+    for label, names in (("three", ["a", "b", "c"]), ("none", [])):
+        cfg = Path(tempfile.mkdtemp())
+        (cfg / "config.toml").write_text(server_config(names))
+        env = {**os.environ, "TAILRENT_CONFIG_DIR": str(cfg), "PYTHONPYCACHEPREFIX": cache}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        subprocess.run([sys.executable, str(UI_BENCH), "--child-cold-start"], capture_output=True, check=True, env=env)
+        envs[label] = env
+    out: dict[str, list[float]] = {"three": [], "none": []}
+    for _ in range(runs):
+        for label in ("three", "none"):
+            t0 = time.time()
+            proc = subprocess.run(
+                [sys.executable, str(UI_BENCH), "--child-cold-start"], capture_output=True, text=True, check=True,
+                env=envs[label],
+            )
+            out[label].append(float(proc.stdout.split()[4]) - t0)
+    return out["three"], out["none"]
+
+
+async def servers_after_first_frame() -> tuple[float, float]:
+    """In process: (first frame, all three servers ready), seconds from the app's start."""
+    from tailrent_tui.agent.build import build_agent
+    from tailrent_tui.settings import Settings
+    from tailrent_tui.ui.app import TailrentApp
+
+    tmp = Path(tempfile.mkdtemp())
+    os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")
+    servers = {name: {"command": sys.executable, "args": [str(SERVER)]} for name in "abc"}
+    settings = Settings(model="mock", data_dir=tmp / "data", workspace=tmp, fsync=False, mcp={"servers": servers})
+    agent = build_agent(settings, {}, new=True)
+    frame: list[float] = []
+
+    class Timed(TailrentApp):
+        def on_mount(self) -> None:
+            super().on_mount()
+            self.call_after_refresh(lambda: frame.append(time.perf_counter()))
+
+    app = Timed(agent, settings)
+    t0 = time.perf_counter()
+    async with app.run_test(size=(140, 40)) as pilot:
+        while not frame:
+            await pilot.pause()
+        while any(link.state != "ready" for link in agent.mcp.links.values()):
+            await asyncio.sleep(0.01)
+        ready = time.perf_counter()
+    from tailrent_tui.agent.build import close_agent
+
+    close_agent(agent)
+    return frame[0] - t0, ready - t0
+
+
+async def direct_sdk(calls: int) -> list[float]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    times = []
+    params = StdioServerParameters(command=sys.executable, args=[str(SERVER)])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        await session.list_tools()
+        for _ in range(20):
+            await session.call_tool("echo", {"text": "warm"})
+        for i in range(calls):
+            t = time.perf_counter()
+            await session.call_tool("echo", {"text": f"call {i}"})
+            times.append(time.perf_counter() - t)
+    return times
+
+
+async def through_tailrent(calls: int) -> tuple[list[float], list[float]]:
+    """(the registry's door, the agent's whole path with the journal), seconds per call."""
+    from tailrent_tui.agent.build import build_agent, close_agent
+    from tailrent_tui.agent.events import TurnCallbacks
+    from tailrent_tui.agent.tools import run_tool_async
+    from tailrent_tui.core.messages import ToolCall
+    from tailrent_tui.models.base import ToolCallChunk
+    from tailrent_tui.settings import Settings
+
+    tmp = Path(tempfile.mkdtemp())
+    os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")
+    servers = {"fx": {"command": sys.executable, "args": [str(SERVER)], "trust": True}}
+    settings = Settings(model="mock", data_dir=tmp / "data", workspace=tmp, fsync=False, mcp={"servers": servers})
+    agent = build_agent(settings, {}, async_writer=False, new=True)
+    hub = agent.mcp
+    door, whole = [], []
+    try:
+        await hub.start()
+        await hub.wait_ready()
+        ctx = agent.tools.ctx
+        for _ in range(20):
+            await run_tool_async("fx__echo", {"text": "warm"}, ctx)
+        for i in range(calls):
+            t = time.perf_counter()
+            await run_tool_async("fx__echo", {"text": f"call {i}"}, ctx)
+            door.append(time.perf_counter() - t)
+        cb = TurnCallbacks()
+        for i in range(calls):
+            call = ToolCall(id=f"c{i}", name="fx__echo", arguments={"text": f"call {i}"})
+            t = time.perf_counter()
+            await agent.tools.run_call((call, ToolCallChunk(id=call.id, name=call.name, arguments=dict(call.arguments))), cb)
+            whole.append(time.perf_counter() - t)
+    finally:
+        await hub.aclose()
+        close_agent(agent)
+    return door, whole
+
+
+async def schema_tokens() -> dict[str, dict[str, int]]:
+    from tailrent_tui.agent.mcp import hub_for
+    from tailrent_tui.core.tokens import get_counter
+    from tailrent_tui.settings import Settings
+
+    out: dict[str, dict[str, int]] = {}
+    for counter in ("cl100k", "chars4"):
+        servers = {
+            "fixture": {"command": sys.executable, "args": [str(SERVER)]},
+            "fixture_with_bad_schema": {"command": sys.executable, "args": [str(SERVER), "--mode", "bad_schema"]},
+        }
+        hub = hub_for(Settings(mcp={"servers": servers}), {}, Path.cwd())
+        hub.count = get_counter(counter).count
+        try:
+            await hub.start()
+            await hub.wait_ready()
+            out[counter] = {name: tokens for name, tokens in hub.schema_tokens().items()}
+            out[counter]["tools"] = len(hub.registered["fixture"])
+        finally:
+            await hub.aclose()
+    return out
+
+
+def ms(xs: list[float]) -> str:
+    return f"median {statistics.median(xs) * 1000:.3f} ms (p90 {sorted(xs)[int(len(xs) * 0.9)] * 1000:.3f})"
+
+
+def main() -> None:
+    print("tailrent MCP benchmark (stdio test server written with the SDK, tests/mcp_servers/tools_server.py)")
+    three, none = first_frames()
+    ratios = [a / b for a, b in zip(three, none, strict=True)]
+    print(f"process start to first frame, bytecode cached, runs alternated ({len(three)} each):")
+    print(f"  three stdio servers configured: median {statistics.median(three):.3f} s "
+          f"(min {min(three):.3f}, max {max(three):.3f})")
+    print(f"  no server configured:           median {statistics.median(none):.3f} s "
+          f"(min {min(none):.3f}, max {max(none):.3f})")
+    print(f"  paired ratio three/none: median {statistics.median(ratios):.3f}")
+    frame, ready = asyncio.run(servers_after_first_frame())
+    print(f"in process: first frame at {frame:.3f} s, all three servers ready at {ready:.3f} s "
+          f"({ready - frame:.3f} s after it)")
+    direct = asyncio.run(direct_sdk(CALLS))
+    door, whole = asyncio.run(through_tailrent(CALLS))
+    print(f"one tools/call (echo), {CALLS} calls each:")
+    print(f"  the SDK's client directly:                {ms(direct)}")
+    print(f"  tailrent's registry door (run_tool_async): {ms(door)}; "
+          f"+{(statistics.median(door) - statistics.median(direct)) * 1000:.3f} ms")
+    print(f"  the agent's whole path (rung 2, journal):  {ms(whole)}; "
+          f"+{(statistics.median(whole) - statistics.median(direct)) * 1000:.3f} ms")
+    tokens = asyncio.run(schema_tokens())
+    print("schema tokens each request carries, per server (as the Tail panel shows them):")
+    for counter, per in tokens.items():
+        n = per.pop("tools")
+        print(f"  {counter}: " + ", ".join(f"{name} {t:,}" for name, t in per.items()) +
+              f" ({n} tools in fixture: ~{per['fixture'] // n} a tool; fixture_with_bad_schema offers the same 9, "
+              "its tenth left out)")
+
+
+if __name__ == "__main__":
+    main()
