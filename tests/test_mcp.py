@@ -364,3 +364,10 @@ def test_mcp_list_shows_each_server_its_state_and_tools(tmp_path: Path) -> None:
         subprocess.run([str(tailrent), "mcp", "list", "--json"], env=env, capture_output=True, text=True, timeout=60).stdout
     )
     assert [s["state"] for s in data["servers"]] == ["ready", "failed"]
+    # `tailrent tool` starts the one server its tool needs, runs the call through the same door, stops it
+    echoed = subprocess.run([str(tailrent), "tool", "fx__echo", '{"text": "one call"}'], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert (echoed.returncode, echoed.stdout) == (0, "one call\n")
+    gone = subprocess.run([str(tailrent), "tool", "gone__x", "{}"], env=env, capture_output=True, text=True, timeout=60)
+    assert gone.returncode == 1
+    assert gone.stdout.startswith("error: mcp: gone: command 'no-such-mcp-server-here' not found")

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from tailrent_tui.agent.ladder import admit_tool_output
-from tailrent_tui.agent.tools import ToolContext, run_tool
+from tailrent_tui.agent.tools import TOOLS, ToolContext, run_tool
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.tokens import get_counter
 from tailrent_tui.settings import SettingsError, load_settings
@@ -43,7 +43,14 @@ def tool(ctx: click.Context, name: str, json_args: str, workspace: Path | None, 
         raise click.ClickException(str(exc)) from None
     root = workspace or settings.workspace or Path.cwd()
     tool_ctx = ToolContext(root=Path(root), caps=settings.caps, data_dir=resolve_data_dir(settings.data_dir))
-    outcome = run_tool(name, json_args, tool_ctx)
+    server = name.partition("__")[0]
+    if name not in TOOLS and "__" in name and server in settings.mcp.servers:
+        from tailrent_tui.agent.mcp import run_once
+
+        # an MCP server's tool: that server is started, asked through the same door, and stopped
+        outcome = run_once(settings, Path(root), server, name, json_args, tool_ctx)
+    else:
+        outcome = run_tool(name, json_args, tool_ctx)
     # No session here, so a spilled result's content lives only in memory: the
     # pointer printed is what the model would receive, byte for byte.
     content = admit_tool_output(

@@ -15,7 +15,7 @@ from tailrent_tui.agent.mcp.config import ServerEntry, server_entries
 from tailrent_tui.agent.mcp.hub import McpHub
 from tailrent_tui.settings import Settings
 
-__all__ = ["McpHub", "ServerEntry", "hub_for", "server_entries"]
+__all__ = ["McpHub", "ServerEntry", "hub_for", "run_once", "server_entries"]
 
 
 def hub_for(settings: Settings, sources: dict[str, str] | None, workspace: Path, session: Any = None) -> McpHub:
@@ -35,3 +35,29 @@ def hub_for(settings: Settings, sources: dict[str, str] | None, workspace: Path,
         entries, settings.mcp, workspace,
         note=lambda text, level: session.note(text, level), count=session.count, on_schema=on_schema,
     )
+
+
+def run_once(settings: Settings, workspace: Path, server: str, name: str, raw_args: Any, ctx: Any) -> Any:
+    """`tailrent tool NAME__tool ARGS`: start that one server, run the call through the registry's
+    door, stop it. A server that cannot start is the call's one-line error."""
+    import asyncio
+
+    from tailrent_tui.agent.tools import run_tool_async
+    from tailrent_tui.agent.tools.base import error
+
+    one = settings.model_copy(update={"mcp": settings.mcp.model_copy(update={"servers": {
+        server: settings.mcp.servers[server]}})})
+    hub = hub_for(one, None, workspace)
+    done: list[Any] = []
+
+    async def run() -> None:
+        try:
+            await hub.start()
+            await hub.wait_ready()
+            failures = hub.failures()
+            done.append(error(f"mcp: {failures[0]}") if failures else await run_tool_async(name, raw_args, ctx))
+        finally:
+            await hub.aclose()
+
+    asyncio.run(run())
+    return done[0]
