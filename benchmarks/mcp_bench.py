@@ -39,7 +39,7 @@ def server_config(names: list[str]) -> str:
     )
 
 
-def first_frames(runs: int = 5) -> tuple[list[float], list[float]]:
+def first_frames(runs: int = 8) -> tuple[list[float], list[float]]:
     """(with three servers, with none): seconds from process start to the first frame."""
     cache = tempfile.mkdtemp()
     envs = {}
@@ -149,24 +149,25 @@ async def through_tailrent(calls: int) -> tuple[list[float], list[float]]:
     return door, whole
 
 
-async def schema_tokens() -> dict[str, dict[str, int]]:
+async def schema_tokens() -> dict[str, tuple[int, dict[str, int]]]:
+    """Per counter: (the server's schema tokens as the Tail panel shows them, each tool's own)."""
     from tailrent_tui.agent.mcp import hub_for
+    from tailrent_tui.agent.tools import TOOLS
     from tailrent_tui.core.tokens import get_counter
+    from tailrent_tui.models.base import wire_tools
     from tailrent_tui.settings import Settings
 
-    out: dict[str, dict[str, int]] = {}
+    out: dict[str, tuple[int, dict[str, int]]] = {}
     for counter in ("cl100k", "chars4"):
-        servers = {
-            "fixture": {"command": sys.executable, "args": [str(SERVER)]},
-            "fixture_with_bad_schema": {"command": sys.executable, "args": [str(SERVER), "--mode", "bad_schema"]},
-        }
-        hub = hub_for(Settings(mcp={"servers": servers}), {}, Path.cwd())
-        hub.count = get_counter(counter).count
+        count = get_counter(counter).count
+        hub = hub_for(Settings(mcp={"servers": {"fixture": {"command": sys.executable, "args": [str(SERVER)]}}}),
+                      {}, Path.cwd())
+        hub.count = count
         try:
             await hub.start()
             await hub.wait_ready()
-            out[counter] = {name: tokens for name, tokens in hub.schema_tokens().items()}
-            out[counter]["tools"] = len(hub.registered["fixture"])
+            each = {n: count(json.dumps(wire_tools([TOOLS[n].spec.to_wire()]))) for n in hub.registered["fixture"]}
+            out[counter] = (hub.schema_tokens()["fixture"], each)
         finally:
             await hub.aclose()
     return out
@@ -198,13 +199,10 @@ def main() -> None:
     print(f"  the agent's whole path (rung 2, journal):  {ms(whole)}; "
           f"+{(statistics.median(whole) - statistics.median(direct)) * 1000:.3f} ms")
     tokens = asyncio.run(schema_tokens())
-    print("schema tokens each request carries, per server (as the Tail panel shows them):")
-    for counter, per in tokens.items():
-        n = per.pop("tools")
-        print(f"  {counter}: " + ", ".join(f"{name} {t:,}" for name, t in per.items()) +
-              f" ({n} tools in fixture: ~{per['fixture'] // n} a tool; fixture_with_bad_schema offers the same 9, "
-              "its tenth left out)")
-
+    print("schema tokens each request carries for the fixture server (as the Tail panel shows them):")
+    for counter, (total, each) in tokens.items():
+        print(f"  {counter}: {total:,} for its {len(each)} tools; each alone: "
+              + ", ".join(f"{name.removeprefix('fixture__')} {n}" for name, n in each.items()))
 
 if __name__ == "__main__":
     main()

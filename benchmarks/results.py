@@ -59,6 +59,11 @@ BENCHES: list[tuple[str, str, list[str]]] = [
     ),
     ("shell", "run_shell streaming 1 GB into a spill: extra peak RSS (issue 7)", [PY, "benchmarks/shell_spill_bench.py"]),
     ("grep", "grep by ripgrep: a catastrophic pattern and this repository (issue 24)", [PY, "benchmarks/grep_bench.py"]),
+    (
+        "mcp",
+        "MCP tool servers: start-up with three, overhead per call, schema tokens per server (issue 25)",
+        [PY, "benchmarks/mcp_bench.py"],
+    ),
     ("guard", "Fact guard speed (issue 8)", [PY, "benchmarks/guard_bench.py"]),
     (
         "ladder",

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_agent_tools_ladder import Approver
 
-from tailrent_tui.agent.loop import ApprovalRequest, TurnCallbacks
+from tailrent_tui.agent.loop import TurnCallbacks
 from tailrent_tui.agent.mcp import hub_for
 from tailrent_tui.agent.tools import TOOLS, ToolContext, ToolSpec, register, run_tool_async, unregister
 from tailrent_tui.core.messages import Kind
@@ -35,16 +36,6 @@ def stdio(*modes: str, **extra: Any) -> dict[str, Any]:
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": name, "arguments": arguments}]}
-
-
-class Approver:
-    def __init__(self, *answers: str) -> None:
-        self.answers = list(answers)
-        self.asked: list[ApprovalRequest] = []
-
-    async def __call__(self, request: ApprovalRequest) -> str:
-        self.asked.append(request)
-        return self.answers.pop(0)
 
 
 async def until(condition: Any, what: str, seconds: float = 20.0) -> None:

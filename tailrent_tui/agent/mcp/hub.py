@@ -99,7 +99,13 @@ class McpHub:
             return
         import importlib
 
-        await asyncio.to_thread(importlib.import_module, "mcp")
+        try:
+            await asyncio.to_thread(importlib.import_module, "mcp")
+        except ImportError as exc:
+            for link in self.links.values():
+                link.state, link.problem = "failed", f"the mcp package cannot be imported ({exc}): pip install mcp"
+                self.note(f"mcp: {link.name} failed: {link.problem}", "warning")
+            return
         for link in self.links.values():
             link.start()
 
