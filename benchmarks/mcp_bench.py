@@ -94,25 +94,12 @@ async def servers_after_first_frame() -> tuple[float, float]:
     return frame[0] - t0, ready - t0
 
 
-async def direct_sdk(calls: int) -> list[float]:
+async def per_call(calls: int) -> tuple[list[float], list[float], list[float]]:
+    """Seconds per echo call: (the SDK's client directly, tailrent's registry door, the agent's whole path
+    with rung 2 and the journal), each against its own server process, the three interleaved call by call
+    so a drift of the host hits all three alike."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    times = []
-    params = StdioServerParameters(command=sys.executable, args=[str(SERVER)])
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        await session.list_tools()
-        for _ in range(20):
-            await session.call_tool("echo", {"text": "warm"})
-        for i in range(calls):
-            t = time.perf_counter()
-            await session.call_tool("echo", {"text": f"call {i}"})
-            times.append(time.perf_counter() - t)
-    return times
-
-
-async def through_tailrent(calls: int) -> tuple[list[float], list[float]]:
-    """(the registry's door, the agent's whole path with the journal), seconds per call."""
     from tailrent_tui.agent.build import build_agent, close_agent
     from tailrent_tui.agent.events import TurnCallbacks
     from tailrent_tui.agent.tools import run_tool_async
@@ -122,31 +109,38 @@ async def through_tailrent(calls: int) -> tuple[list[float], list[float]]:
 
     tmp = Path(tempfile.mkdtemp())
     os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")
-    servers = {"fx": {"command": sys.executable, "args": [str(SERVER)], "trust": True}}
+    servers = {name: {"command": sys.executable, "args": [str(SERVER)], "trust": True} for name in ("door", "whole")}
     settings = Settings(model="mock", data_dir=tmp / "data", workspace=tmp, fsync=False, mcp={"servers": servers})
     agent = build_agent(settings, {}, async_writer=False, new=True)
     hub = agent.mcp
-    door, whole = [], []
+    direct: list[float] = []
+    door: list[float] = []
+    whole: list[float] = []
+    cb = TurnCallbacks()
+    params = StdioServerParameters(command=sys.executable, args=[str(SERVER)])
     try:
         await hub.start()
-        await hub.wait_ready()
-        ctx = agent.tools.ctx
-        for _ in range(20):
-            await run_tool_async("fx__echo", {"text": "warm"}, ctx)
-        for i in range(calls):
-            t = time.perf_counter()
-            await run_tool_async("fx__echo", {"text": f"call {i}"}, ctx)
-            door.append(time.perf_counter() - t)
-        cb = TurnCallbacks()
-        for i in range(calls):
-            call = ToolCall(id=f"c{i}", name="fx__echo", arguments={"text": f"call {i}"})
-            t = time.perf_counter()
-            await agent.tools.run_call((call, ToolCallChunk(id=call.id, name=call.name, arguments=dict(call.arguments))), cb)
-            whole.append(time.perf_counter() - t)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.list_tools()
+            await hub.wait_ready()
+            for i in range(calls + 20):  # the first 20 warm up
+                t = time.perf_counter()
+                await session.call_tool("echo", {"text": f"call {i}"})
+                t1 = time.perf_counter()
+                await run_tool_async("door__echo", {"text": f"call {i}"}, agent.tools.ctx)
+                t2 = time.perf_counter()
+                call = ToolCall(id=f"c{i}", name="whole__echo", arguments={"text": f"call {i}"})
+                await agent.tools.run_call((call, ToolCallChunk(id=call.id, name=call.name, arguments=dict(call.arguments))), cb)
+                t3 = time.perf_counter()
+                if i >= 20:
+                    direct.append(t1 - t)
+                    door.append(t2 - t1)
+                    whole.append(t3 - t2)
     finally:
         await hub.aclose()
         close_agent(agent)
-    return door, whole
+    return direct, door, whole
 
 
 async def schema_tokens() -> dict[str, tuple[int, dict[str, int]]]:
@@ -190,14 +184,14 @@ def main() -> None:
     frame, ready = asyncio.run(servers_after_first_frame())
     print(f"in process: first frame at {frame:.3f} s, all three servers ready at {ready:.3f} s "
           f"({ready - frame:.3f} s after it)")
-    direct = asyncio.run(direct_sdk(CALLS))
-    door, whole = asyncio.run(through_tailrent(CALLS))
-    print(f"one tools/call (echo), {CALLS} calls each:")
-    print(f"  the SDK's client directly:                {ms(direct)}")
-    print(f"  tailrent's registry door (run_tool_async): {ms(door)}; "
-          f"+{(statistics.median(door) - statistics.median(direct)) * 1000:.3f} ms")
-    print(f"  the agent's whole path (rung 2, journal):  {ms(whole)}; "
-          f"+{(statistics.median(whole) - statistics.median(direct)) * 1000:.3f} ms")
+    direct, door, whole = asyncio.run(per_call(CALLS))
+    med = statistics.median
+    print(f"one tools/call (echo), {CALLS} calls each, the three interleaved call by call:")
+    print(f"  the SDK's client directly:                 {ms(direct)}")
+    print(f"  tailrent's registry door (run_tool_async): {ms(door)}; paired difference median "
+          f"{med(b - a for a, b in zip(direct, door, strict=True)) * 1000:+.3f} ms")
+    print(f"  the agent's whole path (rung 2, journal):  {ms(whole)}; paired difference median "
+          f"{med(b - a for a, b in zip(direct, whole, strict=True)) * 1000:+.3f} ms")
     tokens = asyncio.run(schema_tokens())
     print("schema tokens each request carries for the fixture server (as the Tail panel shows them):")
     for counter, (total, each) in tokens.items():

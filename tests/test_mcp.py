@@ -311,7 +311,7 @@ async def test_http_server_headers_from_the_environment_and_a_redirect_elsewhere
     http_server: str, monkeypatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("FIXTURE_TOKEN", "tok-987654321")
-    settings = Settings(mcp={"servers": {
+    settings = Settings(mcp={"max_message_bytes": 65536, "servers": {
         "web": {"url": f"{http_server}/mcp", "headers": {"Authorization": "Bearer ${FIXTURE_TOKEN}"}},
         "moved": {"url": f"{http_server}/moved"},
     }})
@@ -323,6 +323,11 @@ async def test_http_server_headers_from_the_environment_and_a_redirect_elsewhere
         ctx = ToolContext(root=tmp_path)
         assert (await run_tool_async("web__auth_header", {}, ctx)).content == "Bearer tok-987654321"
         assert (await run_tool_async("web__echo", {"text": "over http"}, ctx)).content == "over http"
+        # an answer over the bound is not read whole; the link connects again, once
+        big = await run_tool_async("web__big", {"kb": 200}, ctx)
+        assert big.is_error and "passed mcp.max_message_bytes, 64 KB" in big.content
+        await until(lambda: hub.links["web"].state == "ready", "the reconnection")
+        assert (await run_tool_async("web__echo", {"text": "again"}, ctx)).content == "again"
         moved = hub.links["moved"]
         assert moved.state == "failed"
         assert moved.problem is not None and moved.problem.startswith("refused: ")

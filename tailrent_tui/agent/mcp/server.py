@@ -151,8 +151,11 @@ class ServerLink:
             from mcp.client.streamable_http import streamable_http_client
 
             assert launch.url is not None
-            client = await stack.enter_async_context(http_client(launch.headers))
-            read, write = await stack.enter_async_context(streamable_http_client(launch.url, http_client=client))
+            bound = self.settings.max_message_bytes
+            client = await stack.enter_async_context(http_client(launch.headers, bound))
+            read, write = await stack.enter_async_context(
+                streamable_http_client(launch.url, http_client=client, max_sse_event_size=bound)
+            )
         return await stack.enter_async_context(ClientSession(read, write))
 
     async def _initialize(self, session: Any) -> list[Any]:
@@ -216,6 +219,13 @@ class ServerLink:
 
     # -- calls -----------------------------------------------------------------------
 
+    def _lost(self) -> None:
+        """The connection is gone: no call goes to it any more; the run loop says so and reconnects once."""
+        self.session = None
+        if self.state == "ready" and self.restarts == 0:
+            self.state = "restarting"  # said by the run loop's note when it starts again
+        self._wake.set()
+
     def _oversize(self, nbytes: int) -> None:
         for future in list(self._pending):
             if not future.done():
@@ -227,7 +237,8 @@ class ServerLink:
 
         session = self.session
         if session is None or self.state != "ready":
-            raise CallFailed(f"server {self.name} is {self.state}{': ' + self.problem if self.problem else ''}")
+            state = self.state if self.state != "ready" else "gone (its connection closed)"
+            raise CallFailed(f"server {self.name} is {state}{': ' + self.problem if self.problem else ''}")
         loop = asyncio.get_running_loop()
         dropped: asyncio.Future[int] = loop.create_future()
         self._pending.add(dropped)
@@ -244,7 +255,13 @@ class ServerLink:
                 return inner.result()
             except MCPError as exc:
                 if exc.code == -32000 or "closed" in exc.message.lower():  # CONNECTION_CLOSED
-                    self._wake.set()
+                    self._lost()
+                    if self.config.url is not None:
+                        raise CallFailed(
+                            f"the connection to server {self.name} closed during the call (the server stopped, or "
+                            f"its answer passed mcp.max_message_bytes, {fmt_bytes(self.settings.max_message_bytes)}); "
+                            "tailrent connects again once"
+                        ) from None
                     raise CallFailed(
                         f"server {self.name} went away during the call{self._stderr_hint()}; "
                         "tailrent starts it again once: try the call again"
@@ -252,7 +269,7 @@ class ServerLink:
                 raise CallFailed(f"{shown}: the server answered with an error: {self.wire.mask(exc.message)[:400]}") from None
             except Exception as exc:  # a transport fault is the call's failure, not the session's
                 if self.config.url is not None:
-                    self._wake.set()  # an HTTP server that stopped answering: reconnect once
+                    self._lost()  # an HTTP server that stopped answering: reconnect once
                 raise CallFailed(f"{shown} failed: {self._describe(exc)}") from None
         if dropped in done:
             raise CallFailed(

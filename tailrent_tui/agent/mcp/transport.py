@@ -200,9 +200,24 @@ async def stdio_transport(
                     await stream.aclose()
 
 
-def http_client(headers: dict[str, str]) -> Any:
+class TooLarge(Exception):
+    """An HTTP answer that says it is longer than mcp.max_message_bytes: refused before it is read."""
+
+
+def http_client(headers: dict[str, str], max_message_bytes: int) -> Any:
     """The HTTP client for a streamable-HTTP server, with its headers; redirects are not followed
-    (the SDK follows one only within the endpoint's origin, and fails the message otherwise)."""
+    (the SDK follows one only within the endpoint's origin, and fails the message otherwise). A
+    response whose Content-Length passes `max_message_bytes` is refused unread; an SSE event is
+    bounded by the SDK (`max_sse_event_size`, given the same bound)."""
     import httpx2
 
-    return httpx2.AsyncClient(headers=headers, follow_redirects=False, timeout=httpx2.Timeout(30.0, read=300.0))
+    async def bounded(response: Any) -> None:
+        length = response.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > max_message_bytes:
+            await response.aclose()
+            raise TooLarge(f"an answer of {int(length):,} bytes, over mcp.max_message_bytes ({max_message_bytes:,})")
+
+    return httpx2.AsyncClient(
+        headers=headers, follow_redirects=False, timeout=httpx2.Timeout(30.0, read=300.0),
+        event_hooks={"response": [bounded]},
+    )
