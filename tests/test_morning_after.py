@@ -4,7 +4,8 @@ Yesterday (the session's clock two hours back): 22 turns carrying facts (ports,
 versions, reasons) in a 1,536-token window, so the ladder folds and the model
 writes the summaries (or the extractive fallback does, and the fold says so),
 and one more whose reply is cancelled with escape. Quit. This morning: the same session
-resumed through the real app, its cache cold; every fact is still in the
+resumed through the real app, its cache cold (another client took the server's slot
+overnight: the server says so); every fact is still in the
 context (`/recall`), one more turn, quit. No traceback, the lock released after
 each quit, and on every turn the server's measured prompt tokens are within 5%
 of what the app predicted: the app counts with the server's own tokenizer and
@@ -22,9 +23,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 from engine import llama_server  # noqa: F401  (the session fixture)
-from test_resume_cold import COLD, TWO_HOURS, lock_is_free
+from test_resume_cold import TWO_HOURS, lock_is_free
 
 from tailrent_tui.agent.build import build_agent
 from tailrent_tui.core.messages import Folded, Note, UsageRecorded
@@ -38,6 +40,7 @@ from tailrent_tui.ui.screens.recall import RecallScreen
 from tailrent_tui.ui.widgets.input import PromptInput
 
 WINDOW = 1536
+OTHER = "tokens of another prompt (another client used it)"
 # a target the folds can reach in one pass: each fold is then one summary request, and the
 # engine (gemma3-270m on two shared cores) spends its time on the session, not on refolding
 FOLD_TARGET = 0.6
@@ -169,15 +172,23 @@ def yesterday(settings: Settings) -> SessionDir:
     return last_active(settings.data_dir)
 
 
+def other_client(settings: Settings) -> None:
+    """Overnight another client's prompt took the server's slot: the session's cache is gone."""
+    url = settings.model.removeprefix("openai:")
+    body = {"messages": [{"role": "user", "content": "Another client, another prompt."}], "max_tokens": 1, "id_slot": 0}
+    httpx.post(f"{url}/v1/chat/completions", json=body, timeout=120).raise_for_status()
+
+
 def this_morning(settings: Settings) -> tuple[SessionDir, list[tuple[int, int, list[str]]]]:
     """The same session, resumed through the real app now: probes, one more turn.
     Returns each probe's (hits, total, missing words)."""
+    other_client(settings)
     agent = build_agent(settings, {"continue_": True})
-    assert agent.cold_resume, "two hours idle is past the local sheet's TTL"
+    assert not agent.cold_resume, "llama.cpp has no TTL: the server is asked what its slot holds"
     probes: list[tuple[int, int, list[str]]] = []
 
     async def morning(pilot, app: TailrentApp) -> None:
-        shown = lambda: [w for w in app.transcript.query(".turn-notice") if COLD in str(w.render())]  # noqa: E731
+        shown = lambda: [w for w in app.transcript.query(".turn-notice") if OTHER in str(w.render())]  # noqa: E731
         await wait_for(pilot, lambda: len(shown()) == 1, "the cold-cache note")
         for service, port, version, reason in FACTS:
             quoted = " ".join(f'"{w}"' for w in (f"port {port}", version, reason))
@@ -237,7 +248,7 @@ def test_the_morning_after_on_llama_cpp(tmp_path, llama_server, monkeypatch):
     events = sd.events()
     errors = [e for e in events if isinstance(e, Note) and e.level == "error"]
     assert not errors, [e.text for e in errors]
-    assert sum(isinstance(e, Note) and COLD in e.text for e in events) == 1
+    assert sum(isinstance(e, Note) and OTHER in e.text for e in events) == 1
     figures = error_figures(prediction_errors(sd))
     assert figures["turns"] == len(FACTS) + 1, figures  # the cancelled request is never recorded
     assert abs(figures["worst"]) <= TOLERANCE, figures

@@ -183,21 +183,24 @@ def test_a_resume_fold_shown_first_is_promised_as_a_proposal_and_can_be_cancelle
     assert agent.session.usage[-1].context_tokens == agent.session.context_tokens - agent.session.messages[-1].tokens
 
 
-def test_a_resume_fold_the_model_writes_counts_the_summary_in_its_time(app_settings):
+def test_a_resume_fold_the_model_would_write_is_not_made_when_the_reread_costs_less(app_settings):
+    """Issue 26, item 1: the model's summary reads the span and writes a summary before the first
+    request, so on a cold cache it costs more than re-reading a context that fits: no fold."""
     settings = app_settings.model_copy(update={"summarizer": "model"})
-    _yesterday(settings)
+    evening = _yesterday(settings)
     agent = build_agent(settings, {"continue_": True})
     try:
         asyncio.run(agent.start())
         price = agent.resume_price
         fold = agent.policy.cold_resume_fold(agent.session, agent.policy_context())
-        assert price is not None and price.saver == "fold" and fold is not None
-        assert price.summary_tokens == fold.summary_tokens > 0
-        # the mock times no reply: the writing is said, not guessed; the span's reading is counted
-        assert price.summary_seconds is None
-        assert price.seconds == pytest.approx((price.to_read + fold.span_tokens) / settings_rate(agent))
-        line = next(n.text for n in agent.session.notes if "the cache is cold" in n.text)
-        assert f"plus writing a summary of up to {fold.summary_tokens:,} tokens" in line
+        assert fold is not None and fold.summary_tokens > 0, "the ladder would fold, were it free"
+        assert price is not None and price.saver == "none" and price.to_read == evening
+        line = next(n.text for n in agent.session.notes if n.text.startswith("resume:"))
+        assert f"re-reads {evening:,} of {evening:,} context tokens" in line
+        assert f"no fold first: a summary of up to {fold.summary_tokens:,} tokens" in line
+        result = asyncio.run(agent.turn("which port?", None))
+        assert result.error is None and not agent.session.folds
+        assert agent.session.usage[-1].context_tokens >= evening
     finally:
         close_agent(agent)
 

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 
 from tailrent_tui.cli import cli
 from tailrent_tui.core.slots import (
+    ResumePrice,
     SlotFile,
     SlotRecord,
     choose_restore,
@@ -183,6 +184,8 @@ class FakeLlama:
     bodies: list[dict[str, Any]] = field(default_factory=list)
     actions: list[tuple[str, str]] = field(default_factory=list)
     slot_tokens: int = 0
+    #: whether GET /slots shows the slot still holding the last request (False: as if restarted between runs)
+    keeps_slot: bool = False
     url: str = ""
 
     def answer(self, method: str, path: str, body: Any) -> tuple[int, Any]:
@@ -193,7 +196,13 @@ class FakeLlama:
         if path == "/props":
             return 200, {"total_slots": 1, "model_path": "/models/" + self.model, "default_generation_settings": {"n_ctx": 4096}}
         if path == "/slots" and method == "GET":
-            return 200, [{"id": 0, "n_ctx": 4096, "is_processing": False}]
+            if self.mode == "no-listing":
+                return 501, {"error": {"code": 501, "message": "This server does not support slots endpoint."}}
+            slot: dict[str, Any] = {"id": 0, "n_ctx": 4096, "is_processing": False}
+            if self.slot_tokens and self.keeps_slot:
+                # llama.cpp counts the prompt and what it generated, less the last token (1 here)
+                slot.update(id_task=len(self.bodies), n_prompt_tokens=self.slot_tokens)
+            return 200, [slot]
         if path.startswith("/slots/0?action="):
             action = path.split("=", 1)[1]
             name = body["filename"]
@@ -463,6 +472,7 @@ def test_a_clock_behind_the_last_request_is_counted_cold(home, fake, monkeypatch
     sd.update_meta(slots=[])
     real = time.time
     monkeypatch.setattr(time, "time", lambda: real() - 3600)
+    fake.mode = "no-listing"  # nothing but the clock to go by
     out = ask(home, fake, "--continue", "Two.")
     assert "the clock is 60 min behind the last request" in out.stderr and "counted cold" in out.stderr
 
@@ -514,3 +524,94 @@ def test_the_app_says_the_resume_price_restores_and_saves_when_idle_and_on_quit(
     saved = [a for a in fake.actions if a[0] == "save"]
     assert len(saved) == 3 and len({name for _, name in saved}) == 3, "ask, idle, quit: three prefixes"
     assert len(find_session(home, first["session"]).read_meta().slots) == 3
+
+
+# -- issue 26, item 1: a resume asks the server what its slot holds; it never folds a context
+# that fits unless folding is cheaper than re-reading it ------------------------------------
+
+LONG = " ".join(f"step {i}: the parser in module_{i}.py reads the header, then the body, then the footer" for i in range(60))
+FOURTEEN_HOURS = 14 * 3600.0
+
+
+def _morning(home: Path, fake: FakeLlama, monkeypatch, *env: tuple[str, str], restart: bool = False) -> dict[str, Any]:
+    for name, value in env:
+        monkeypatch.setenv(name, value)
+    fake.keeps_slot = True
+    first = json.loads(ask(home, fake, "--json", "Read this and remember it: " + LONG).stdout)
+    ask(home, fake, "--continue", "Thanks, that is all for today.")  # the long message is no longer the last two
+    find_session(home, first["session"]).update_meta(slots=[])  # no saved slot to restore: the server's own decides
+    if restart:
+        fake.slot_tokens = 0  # the server was started again overnight: its slot is empty
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + FOURTEEN_HOURS)
+    before = len(fake.bodies)
+    out = json.loads(ask(home, fake, "--continue", "--json", "Which module reads the footer?").stdout)
+    out["requests"] = fake.bodies[before:]
+    return out
+
+
+def test_a_server_whose_slot_still_holds_the_context_is_warm_after_14_hours(home, fake, monkeypatch):
+    out = _morning(home, fake, monkeypatch)
+    price = out["resume"]
+    assert price["saver"] == "warm" and price["to_read"] == 0
+    assert "idle 14.0 h; the server's slot still holds the last request's" in price["why"]
+    # nothing folded: one request, the whole conversation, predicted cached
+    assert len(out["requests"]) == 1 and LONG in json.dumps(out["requests"][0])
+    assert out["rent"]["predicted_cached"] > 0
+
+
+def test_a_restarted_server_is_cold_and_a_model_fold_that_costs_more_than_the_reread_is_not_made(home, fake, monkeypatch):
+    out = _morning(home, fake, monkeypatch, restart=True)
+    price = out["resume"]
+    assert price["saver"] == "none" and price["to_read"] == price["context_tokens"]
+    assert "the server's slot is empty: it was started since the last request" in price["why"]
+    assert "no fold first" in price["why"]
+    # no summary request: the one request carries the whole conversation, predicted cold
+    assert len(out["requests"]) == 1 and LONG in json.dumps(out["requests"][0])
+    assert out["rent"]["predicted_cached"] == 0
+
+
+def test_a_restarted_server_with_a_free_summary_folds_since_that_is_cheaper(home, fake, monkeypatch):
+    out = _morning(home, fake, monkeypatch, ("TAILRENT_SUMMARIZER", "extractive"), restart=True)
+    price = out["resume"]
+    assert price["saver"] == "fold" and price["to_read"] < price["context_tokens"]
+    assert len(out["requests"]) == 1 and LONG not in json.dumps(out["requests"][0])
+
+
+def test_a_server_that_lists_no_slots_is_not_folded_at_resume(home, fake, monkeypatch):
+    fake.mode = "no-listing"
+    out = _morning(home, fake, monkeypatch, ("TAILRENT_SUMMARIZER", "extractive"))
+    price = out["resume"]
+    assert price["saver"] == "warm", "no TTL is known for llama.cpp: the cache is not assumed gone"
+    assert "GET /slots is off" in price["why"] and "if the server was restarted" in ResumePrice(**price).line()
+    assert len(out["requests"]) == 1 and LONG in json.dumps(out["requests"][0])
+
+
+def test_a_server_restarted_during_a_pause_is_predicted_cold(home, fake):
+    """Issue 26, item 10: after a pause the server is asked what its slot holds; a restart
+    (an empty slot) makes the next request's prediction cold, and says so once."""
+    import asyncio
+
+    from tailrent_tui.agent.build import build_agent, close_agent
+    from tailrent_tui.settings import Settings
+
+    fake.keeps_slot = True
+    settings = Settings(model=f"openai:{fake.url}", workspace=home.parent / "ws", data_dir=home, fsync=False)
+    agent = build_agent(settings, async_writer=False, new=True)
+    now = [time.time()]
+    agent.session.clock = lambda: now[0]
+    try:
+        assert asyncio.run(agent.turn("Read this: " + LONG, None)).error is None
+        now[0] += 600
+        assert asyncio.run(agent.turn("Still there?", None)).error is None
+        assert agent.session.usage[-1].predicted_cached > 0, "the slot held it: warm"
+        now[0] += 600
+        fake.slot_tokens = 0
+        assert asyncio.run(agent.turn("And now?", None)).error is None
+        assert agent.session.usage[-1].predicted_cached == 0
+        said = [n.text for n in agent.session.notes if "the server's slot is empty" in n.text]
+        assert said == [
+            "the server's slot is empty: it was started since the last request: this request re-reads the whole context"
+        ]
+    finally:
+        close_agent(agent)

@@ -18,6 +18,7 @@ did.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import time
@@ -236,19 +237,30 @@ def _agent_for(
     if sheet.local and isinstance(model, OllamaModel):
         # Ollama keeps the model and its KV cache for the keep_alive the app sends: the local sheet's TTL
         sheet = sheet.with_ttl(max(keep_alive_seconds(settings.keep_alive), 1.0))
+    elif sheet.local and isinstance(model, OpenAIModel):
+        # llama.cpp (and the embedded engine) keep a slot's KV until another prompt takes the slot:
+        # no clock says when; the resume asks the server what its slot holds (agent/slots.py)
+        sheet = sheet.with_ttl(math.inf)
     rent = RentModel(sheet)
     last = last_request_at(session)
     cold_resume = False
     if last is not None:
         idle = time.time() - last
-        # a clock behind the last request (a jump back) says nothing about the cache: counted cold
-        if 0 <= idle < sheet.ttl_seconds:
+        # a clock behind the last request (a jump back) says nothing about the cache: counted cold;
+        # the embedded engine starts with this process, so it holds nothing of an earlier one
+        if 0 <= idle < sheet.ttl_seconds and not isinstance(model, EmbeddedModel):
             # resumed inside the TTL: the server may still hold this context
             rent._previous = [("__head__", session.head_tokens), *context_items(session)]
             rent._previous_at = last
         else:
             cold_resume = True
-            if idle >= 0:
+            if isinstance(model, EmbeddedModel):
+                session.note(
+                    f"resumed after {idle_words(max(idle, 0.0))}: the embedded engine starts empty, so unless a saved KV "
+                    "slot is restored the next request reads the whole context (see the resume line)",
+                    "info",
+                )
+            elif idle >= 0:
                 session.note(
                     f"resumed after {idle_words(idle)} idle, past the cache TTL ({idle_words(sheet.ttl_seconds)}): "
                     "unless a saved KV slot is restored, the next request writes the prefix again (see the resume line)",

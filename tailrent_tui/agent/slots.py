@@ -19,6 +19,7 @@ sheet), and whether a restored slot or a warm cache spares it.
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -90,6 +91,22 @@ class SlotOutcome:
         }
 
 
+@dataclass(frozen=True)
+class HeldSlot:
+    """What the server's slot holds, against this session's last request (`SlotKeeper.ask_held`)."""
+
+    #: True: it still holds the last request; False: it does not (a restart, another client); None: cannot tell
+    warm: bool | None
+    why: str = ""
+    tokens: int | None = None
+
+
+#: a pause shorter than this is not worth asking the server whether its slot still holds the context
+HELD_CHECK_IDLE = 60.0
+#: llama.cpp's count of what a slot holds is its prompt plus what it generated, less the last token
+HELD_SLACK = 2
+
+
 @dataclass
 class _SavePlan:
     file: str
@@ -113,6 +130,8 @@ class SlotKeeper:
         self.restored: SlotOutcome | None = None
         self.restore_why = ""
         self.last_save: SlotOutcome | None = None
+        #: what the slot held when last asked (`ask_held`): a resume's warm or cold
+        self.held: HeldSlot | None = None
         # the idle save (a worker thread) and the save on quit may overlap
         self._writing = threading.Lock()
 
@@ -186,6 +205,37 @@ class SlotKeeper:
         self.state = "on"
         model.id_slot = self.slot
         return line
+
+    def ask_held(self) -> HeldSlot:
+        """Ask the server what its slot holds now, against the session's last request (sync).
+
+        A llama.cpp server keeps a slot's KV until another prompt takes the slot or the
+        server restarts; its TTL is unknown, so the server is asked instead of a clock.
+        """
+        held = self._ask_held()
+        self.held = held
+        return held
+
+    def _ask_held(self) -> HeldSlot:
+        if self.state == "unknown":
+            self.probe()
+        if self.state != "on" or self._client is None:
+            return HeldSlot(None)
+        last = next((u for u in reversed(self.agent.session.usage) if u.prompt_tokens), None)
+        if last is None or last.prompt_tokens is None:
+            return HeldSlot(None)
+        try:
+            tokens = self._client.held_tokens(self.slot)
+        except SlotError as exc:
+            return HeldSlot(None, f"could not ask the server what its slot holds ({redact(str(exc))})")
+        if tokens is None:
+            return HeldSlot(None, "the server does not list what its slot holds (GET /slots is off)")
+        if tokens == 0:
+            return HeldSlot(False, "the server's slot is empty: it was started since the last request", 0)
+        low, high = last.prompt_tokens, last.prompt_tokens + (last.output_tokens or 0)
+        if low - HELD_SLACK <= tokens <= high + HELD_SLACK:
+            return HeldSlot(True, f"the server's slot still holds the last request's {tokens:,} tokens", tokens)
+        return HeldSlot(False, f"the server's slot holds {tokens:,} tokens of another prompt (another client used it)", tokens)
 
     # -- hashing what is sent -----------------------------------------------------
 
@@ -392,7 +442,13 @@ def price_resume(agent: SlotHost, *, now: float | None = None, slot_why_said: bo
     """What the first request after this resume will re-read, and what spares it.
 
     Why no slot was restored joins the price's `why` unless its own line said it already
-    (`slot_why_said`): the user reads each reason once.
+    (`slot_why_said`): the user reads each reason once. What the server's slot holds
+    (`SlotKeeper.held`, asked by `on_resume`) decides warm or cold before any TTL does: a
+    llama.cpp server keeps its KV until the slot is reused, however long the pause.
+
+    A cold cache lets the ladder fold first, and it does only when that is cheaper than
+    re-reading the whole context, by this estimate (reading the span and writing the summary
+    count with the fold): a conversation that fits is not cut to save nothing.
     """
     session = agent.session
     now = time.time() if now is None else now
@@ -402,14 +458,22 @@ def price_resume(agent: SlotHost, *, now: float | None = None, slot_why_said: bo
     last = main[-1].at if main else None
     keeper: SlotKeeper | None = getattr(agent, "slots", None)
     restored = keeper.restored if keeper is not None else None
+    held = keeper.held if keeper is not None else None
     warm, why = False, ""
     if restored is None and last is not None and sheet is not None:
         idle = now - last
-        if idle < 0:
+        if held is not None and held.warm is not None:
+            warm, why = held.warm, (f"idle {idle_words(idle)}; {held.why}" if idle >= 0 else held.why)
+        elif idle < 0:
             why = f"the clock is {idle_words(-idle)} behind the last request: cannot tell whether the cache is warm, counted cold"
         elif idle < sheet.ttl_seconds:
             warm = True
-            why = f"idle {idle_words(idle)}, inside its TTL of {idle_words(sheet.ttl_seconds)}"
+            if math.isinf(sheet.ttl_seconds):
+                why = f"idle {idle_words(idle)}; the server keeps its KV cache until the slot is reused"
+                if held is not None and held.why:
+                    why += f" ({held.why})"
+            else:
+                why = f"idle {idle_words(idle)}, inside its TTL of {idle_words(sheet.ttl_seconds)}"
         else:
             why = f"idle {idle_words(idle)}: the cache expired (its TTL is {idle_words(sheet.ttl_seconds)})"
     if restored is None and keeper is not None and keeper.restore_why and not slot_why_said:
@@ -420,22 +484,62 @@ def price_resume(agent: SlotHost, *, now: float | None = None, slot_why_said: bo
     fold = agent.policy.cold_resume_fold(session, ctx) if cold else None
     # a model summarizer reads the span and writes the summary before the first request
     by_model = fold is not None and isinstance(agent.summarizer, ModelSummarizer)
-    return resume_price(
-        fold_to=fold.after if fold is not None else None,
-        fold_reviewed=ctx.settings.fold_preview == "always",
-        summary_read=fold.span_tokens if by_model and fold is not None else 0,
-        summary_write=fold.summary_tokens if by_model and fold is not None else 0,
-        gen_tokens_per_second=generation_rate(session.usage),
-        context_tokens=session.context_tokens,
-        restored_tokens=restored.tokens if restored is not None else None,
-        warm=warm,
-        why=why,
-        tokens_per_second=rate.tokens_per_second if rate is not None else None,
-        rate_measured=bool(rate and rate.measured),
-        input_per_mtok=sheet.input_per_mtok if sheet is not None and sheet.priced else 0.0,
-        write_multiplier=sheet.cache_write_multiplier if sheet is not None else 1.0,
-        read_multiplier=sheet.cache_read_multiplier if sheet is not None else 1.0,
-    )
+
+    def price(with_fold: bool) -> ResumePrice:
+        folding = fold if with_fold else None
+        return resume_price(
+            fold_to=folding.after if folding is not None else None,
+            fold_reviewed=ctx.settings.fold_preview == "always",
+            summary_read=folding.span_tokens if by_model and folding is not None else 0,
+            summary_write=folding.summary_tokens if by_model and folding is not None else 0,
+            gen_tokens_per_second=generation_rate(session.usage),
+            context_tokens=session.context_tokens,
+            restored_tokens=restored.tokens if restored is not None else None,
+            warm=warm,
+            why=why,
+            tokens_per_second=rate.tokens_per_second if rate is not None else None,
+            rate_measured=bool(rate and rate.measured),
+            input_per_mtok=sheet.input_per_mtok if sheet is not None and sheet.priced else 0.0,
+            write_multiplier=sheet.cache_write_multiplier if sheet is not None else 1.0,
+            read_multiplier=sheet.cache_read_multiplier if sheet is not None else 1.0,
+        )
+
+    plain = price(False)
+    if fold is None:
+        return plain
+    folded = price(True)
+    if fold_is_cheaper(folded, plain, sheet, fold.span_tokens if by_model else 0, fold.summary_tokens if by_model else 0):
+        return folded
+    return plain.model_copy(update={"why": _join(plain.why, _no_fold_why(folded, plain))})
+
+
+def fold_is_cheaper(folded: ResumePrice, plain: ResumePrice, sheet: Any, read: int, write: int) -> bool:
+    """Whether folding first costs the resume less than re-reading the whole context: in dollars
+    on a priced sheet (the summary's request counted), else in seconds, else in tokens. A model
+    summary whose writing speed is unknown is not assumed cheap."""
+    if sheet is not None and sheet.priced and folded.usd is not None and plain.usd is not None:
+        summary = (read * sheet.input_per_mtok + write * sheet.output_per_mtok) / 1_000_000
+        return folded.usd + summary < plain.usd
+    if folded.summary_tokens and folded.summary_seconds is None:
+        return False
+    if folded.seconds is not None and plain.seconds is not None:
+        return folded.seconds < plain.seconds
+    return folded.to_read + read + write < plain.to_read
+
+
+def _no_fold_why(folded: ResumePrice, plain: ResumePrice) -> str:
+    if folded.summary_tokens and folded.summary_seconds is None:
+        return (
+            f"no fold first: a summary of up to {folded.summary_tokens:,} tokens, at a writing speed not measured yet, "
+            "is not known to cost less than the re-read"
+        )
+    if folded.seconds is not None and plain.seconds is not None:
+        return f"no fold first: folding to about {folded.to_read:,} would take ~{folded.seconds:.0f} s, not less than the re-read"
+    return f"no fold first: folding to about {folded.to_read:,} would not cost less than the re-read"
+
+
+def _join(first: str, second: str) -> str:
+    return f"{first}; {second}" if first else second
 
 
 def warm_rent_after_restore(agent: SlotHost, now: float) -> None:
@@ -458,6 +562,21 @@ def idle_words(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
+async def check_held(keeper: SlotKeeper | None, rent: Any, now: float) -> str | None:
+    """Before a request after a pause (`HELD_CHECK_IDLE`), ask whether the server's slot still
+    holds the context; when it does not (a restart, another client), the rent predicts the
+    request cold. The line to show, if any."""
+    if keeper is None or keeper.state != "on" or rent is None or rent.last_at is None:
+        return None
+    if now - rent.last_at < HELD_CHECK_IDLE:
+        return None
+    held = await asyncio.to_thread(keeper.ask_held)
+    if held.warm is not False:
+        return None
+    rent.expire()
+    return f"{held.why}: this request re-reads the whole context"
+
+
 async def on_start(agent: SlotHost) -> None:
     """Ask the server about its slots once per model, so requests are pinned from the first."""
     keeper: SlotKeeper | None = getattr(agent, "slots", None)
@@ -475,7 +594,9 @@ async def on_resume(agent: SlotHost) -> list[tuple[str, str]]:
     keeper: SlotKeeper | None = getattr(agent, "slots", None)
     # slots off: the probe's line ("KV slots off for this session: ...") said why, on start
     said = keeper is not None and keeper.state == "off"
-    if keeper is not None:
+    # a slot that still holds the conversation needs no restore (a server left running overnight)
+    held = await asyncio.to_thread(keeper.ask_held) if keeper is not None else None
+    if keeper is not None and held is not None and held.warm is not True:
         outcome = await asyncio.to_thread(keeper.restore)
         if outcome is not None:
             lines += [(extra, "warning") for extra in outcome.extra]
@@ -486,8 +607,14 @@ async def on_resume(agent: SlotHost) -> list[tuple[str, str]]:
                 warm_rent_after_restore(agent, time.time())
                 agent.cold_resume = False  # the cache is warm again: no fold "at no extra cost" now
                 lines.append((outcome.line or "", "info"))
+        if keeper.restored is None and held.warm is False and agent.rent is not None:
+            agent.rent.expire()
+            agent.cold_resume = True
     price = price_resume(agent, slot_why_said=said)
     agent.resume_price = price
+    if agent.cold_resume and price.saver != "fold":
+        # folding first would not cost less than re-reading: the conversation stays as it is
+        agent.cold_resume = False
     lines.append((price.line(), "info"))
     for text, level in lines:
         agent.session.note(text, level)

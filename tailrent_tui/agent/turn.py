@@ -27,6 +27,7 @@ from typing import Any
 from tailrent_tui.agent.events import TurnCallbacks, TurnResult
 from tailrent_tui.agent.ladder_driver import LadderDriver
 from tailrent_tui.agent.meter import UsageMeter
+from tailrent_tui.agent.slots import check_held
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.tool_runner import ToolRunner
@@ -94,6 +95,10 @@ class TurnLoop:
             await self.ladder.add_message("user", text)
             self.stores.title_from(text)
         tools = self.tools.offered_tools()
+        held = await check_held(self.state.slots, self.state.rent, session.clock())
+        if held:
+            session.note(held, "info")
+            cb.on_notice(held, "info")
         for _step in range(MAX_STEPS):
             try:
                 await self.ladder.before_request(cb)

@@ -79,6 +79,23 @@ class SlotClient:
         total = props.total_slots if props is not None and props.total_slots is not None else (len(listed) if listed else None)
         return SlotServer(total_slots=total, model_path=props.model_path if props else None, listed=listed is not None)
 
+    def held_tokens(self, slot: int) -> int | None:
+        """How many tokens slot `slot` holds now (0: none, a server started since); None when the
+        listing does not say (``GET /slots`` off, or a server that reports no counts)."""
+        try:
+            listed = self._get_list("/slots")
+        except SlotError as exc:
+            if exc.status is None:
+                raise
+            return None
+        for entry in listed:
+            if entry.id == slot:
+                if entry.n_prompt_tokens is None:
+                    # llama.cpp lists the count once a request used the slot: a slot without one is empty
+                    return 0 if entry.n_ctx is not None else None
+                return entry.n_prompt_tokens
+        return None
+
     def save(self, slot: int, filename: str) -> LlamaSlotSaved:
         return self._action(slot, "save", filename, LlamaSlotSaved)
 

@@ -123,6 +123,8 @@ class LlamaSlot(_Lenient):
     id: Count
     n_ctx: Count | None = None
     is_processing: bool | None = None
+    #: the tokens the slot holds (its last prompt and what it generated); absent on a slot no request used yet
+    n_prompt_tokens: Count | None = None
 
 
 class LlamaSlotTimings(_Lenient):
