@@ -30,6 +30,7 @@ from tailrent_tui.agent.meter import UsageMeter
 from tailrent_tui.agent.slots import check_held
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.stores import SessionStores
+from tailrent_tui.agent.text_protocol import PROTOCOL_META, PROTOCOL_NOTE, parse_actions
 from tailrent_tui.agent.tool_runner import ToolRunner
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.messages import Message, ToolCall
@@ -37,6 +38,7 @@ from tailrent_tui.core.rent import context_item
 from tailrent_tui.core.summarize import TEMPLATE_TOKEN
 from tailrent_tui.models.base import TextDelta, ThinkingDelta, ToolCallChunk, Usage
 from tailrent_tui.models.errors import ContextOverflow, ModelError, ToolsUnsupported
+from tailrent_tui.models.openai import OpenAIModel
 
 MAX_STEPS = 24
 
@@ -64,6 +66,8 @@ class TurnLoop:
         self._options = options
         #: the keep-warm ping in flight: a turn that starts cancels it (the user's request goes first)
         self._ping_task: asyncio.Task[Any] | None = None
+        #: why the server's model cannot call tools, when the schema check found out
+        self._no_tools_why = ""
 
     async def turn(self, text: str | None, cb: TurnCallbacks | None = None) -> TurnResult:
         """One user turn. `text=None` retries from the transcript as it is."""
@@ -95,6 +99,7 @@ class TurnLoop:
             await self.ladder.add_message("user", text)
             self.stores.title_from(text)
         tools = self.tools.offered_tools()
+        self._text_protocol(tools, cb, result)
         held = await check_held(self.state.slots, self.state.rent, session.clock())
         if held:
             session.note(held, "info")
@@ -106,7 +111,9 @@ class TurnLoop:
                 reply, calls, usage = await self._request(tools, cb, result)
             except ToolsUnsupported as exc:
                 tools = []
-                self._warn(f"{exc.message}: retrying without tools", cb, result)
+                # told to the model before the retry, and said in one warning with the protocol
+                self._no_tools_why = f"{exc.message}: retrying without tools"
+                self._text_protocol(tools, cb, result)
                 continue
             except ModelError as exc:
                 result.error = exc
@@ -118,6 +125,9 @@ class TurnLoop:
             result.reply = reply
             if usage is not None and usage.truncated:
                 self._warn("the reply was cut: done_reason=length (the token limit or the window was reached)", cb, result)
+            if not calls and self._text_protocol(tools, cb, result):
+                chunks = parse_actions(reply.content, id_prefix=f"text_{reply.id}")
+                calls = [(ToolCall(id=c.id, name=c.name, arguments=c.arguments), c) for c in chunks]
             if not calls:
                 return result
             for call in calls:
@@ -126,6 +136,29 @@ class TurnLoop:
         result.notices.append(msg)
         cb.on_notice(msg, "warning")
         return result
+
+    def _text_protocol(self, tools: list[dict[str, Any]], cb: TurnCallbacks, result: TurnResult) -> bool:
+        """Whether this model acts through the text protocol (text_protocol.py): it cannot call
+        the tools offered (the server dropped them, or its template leaves no room for them).
+        The first time, the protocol is told to the model in a pinned note and the user warned."""
+        model, session = self.state.model, self.state.session
+        offered = bool(self.tools.offered_tools())
+        dropped = bool(getattr(model, "tools_dropped", False)) or (offered and not tools)
+        ignored = isinstance(model, OpenAIModel) and offered and session.tool_schema_tokens == 0
+        if not (dropped or ignored):
+            return False
+        if any(m.meta.get(PROTOCOL_META) for m in session.messages):
+            return True
+        session.add("system", PROTOCOL_NOTE, pinned=True, autopin=False, meta={PROTOCOL_META: True})
+        why = f" ({self._no_tools_why})" if self._no_tools_why else ""
+        self._warn(
+            f"{model.name or 'this model'} cannot call tools through this server{why}, so it may invent what files hold: "
+            "from now on it acts through text (! lines run commands, fenced write/edit blocks change files, "
+            "@read reads one), and you approve each action as a tool call",
+            cb,
+            result,
+        )
+        return True
 
     def _warn(self, msg: str, cb: TurnCallbacks, result: TurnResult) -> None:
         result.notices.append(msg)
@@ -261,10 +294,10 @@ class TurnLoop:
             if isinstance(self.state.model, EmbeddedModel)
             else "llama.cpp's server needs --jinja"
         )
-        msg = (
-            f"{self.state.model.name or 'the server'} reported a {usage.prompt_tokens:,}-token prompt, smaller than the "
-            f"{schema:,}-token tool schema sent with it: it ignores tools ({why}), "
-            "so the model cannot call them. Rent predictions leave the schema out from now on."
+        # said with the text protocol's warning that follows (`_text_protocol`): one fault, one message
+        self._no_tools_why = (
+            f"it reported a {usage.prompt_tokens:,}-token prompt, smaller than the {schema:,}-token tool schema sent "
+            f"with it: it ignores tools ({why}); rent predictions leave the schema out from now on"
         )
         session.tool_schema_tokens = 0
         if self.state.rent is not None:
@@ -273,8 +306,6 @@ class TurnLoop:
         if writer is not None:
             with contextlib.suppress(OSError):
                 writer(tool_schema_tokens=0)
-        session.note(msg, "warning")
-        cb.on_notice(msg, "warning")
 
     async def ping(self, now: float | None = None) -> bool:
         """Send a keep-warm ping if the rule says one is due: the last request's exact
