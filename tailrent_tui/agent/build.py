@@ -28,7 +28,7 @@ from typing import Any
 
 from tailrent_tui.agent.loop import Agent
 from tailrent_tui.agent.slots import SlotKeeper, idle_words
-from tailrent_tui.agent.startup import model_options
+from tailrent_tui.agent.startup import model_options, model_spec_of
 from tailrent_tui.agent.tools import offered_tools
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.guard import DecisionDetector
@@ -43,6 +43,7 @@ from tailrent_tui.models.mock import MockModel
 from tailrent_tui.models.ollama import OllamaModel
 from tailrent_tui.models.openai import OpenAIModel
 from tailrent_tui.models.summarizer import ModelSummarizer
+from tailrent_tui.models.text import redact
 from tailrent_tui.models.tokenizer import PROBE, ServerTokenizer, TokenizerUnavailable, measure_framing
 from tailrent_tui.settings import Settings, keep_alive_seconds, user_price_files
 from tailrent_tui.store.journal import AsyncJournalWriter, JournalError, JournalWriter
@@ -144,10 +145,27 @@ def build_agent(
     async_writer: bool = True,
     new: bool = False,
     title: str | None = None,
+    told: set[str] | None = None,
 ) -> Agent:
-    """Open or create the session the flags name and the model the settings name."""
+    """Open or create the session the flags name and the model the settings name.
+
+    A resumed session reopens with its own model and workspace unless `told` names
+    `model` / `workspace` (a flag or the environment set them: `told_keys`), and says
+    so when they differ from what this start would have used.
+    """
     flags = flags or {}
     data_dir = resolve_data_dir(settings.data_dir)
+    sd: SessionDir | None = None
+    if not new:
+        try:
+            sd = resolve_session(data_dir, continue_=bool(flags.get("continue_")), resume=flags.get("resume"))
+        except LookupError as exc:
+            raise BuildError(str(exc)) from None
+    reopen: list[str] = []
+    if sd is not None:
+        # called with settings alone (tests, the bench), what they set counts as told
+        given = told if told is not None else {k for k in ("model", "workspace") if getattr(settings, k) is not None}
+        settings, reopen = reopen_as_before(settings, sd, told=given)
     workspace = Path(settings.workspace or os.getcwd()).resolve()
     if not workspace.is_dir():
         raise BuildError(f"workspace {workspace} is not a directory")
@@ -156,12 +174,6 @@ def build_agent(
     except CannotOpenModel as exc:
         raise BuildError(str(exc)) from None
     detector = decision_detector(settings)
-    sd: SessionDir | None = None
-    if not new:
-        try:
-            sd = resolve_session(data_dir, continue_=bool(flags.get("continue_")), resume=flags.get("resume"))
-        except LookupError as exc:
-            raise BuildError(str(exc)) from None
     counter, counting_warning = None, None
     created = sd is None
     if sd is None:
@@ -204,12 +216,57 @@ def build_agent(
         raise BuildError(str(exc)) from None
     if counting_warning:
         opened.warnings.append(counting_warning)
+    opened.warnings.extend(reopen)
+    spec = model_spec_of(settings.model, model)
+    try:
+        if spec != sd.read_meta().model_spec or str(workspace) != sd.read_meta().workspace:
+            sd.update_meta(model_spec=spec, workspace=str(workspace))
+    except (OSError, LookupError):
+        pass  # the next resume falls back to this start's model and folder, and says so
     try:
         return _agent_for(settings, opened, model, workspace, notice)
     except BaseException:
         # the lock is held from here on: a failed build must not leave the session looking open
         close_session_sync(opened)
         raise
+
+
+def told_keys(sources: dict[str, str]) -> set[str]:
+    """The settings a flag or the environment gave for this start (config files are defaults)."""
+    return {key for key, where in sources.items() if where.startswith(("--", "$"))}
+
+
+def reopen_as_before(settings: Settings, sd: SessionDir, *, told: set[str]) -> tuple[Settings, list[str]]:
+    """The settings a resume runs with: the session's model and workspace unless told otherwise;
+    lines that say what differs from the session's own."""
+    try:
+        meta = sd.read_meta()
+    except (OSError, LookupError):
+        return settings, []
+    lines: list[str] = []
+    updates: dict[str, Any] = {}
+    if meta.model_spec and "model" not in told:
+        if settings.model != meta.model_spec:
+            updates["model"] = meta.model_spec
+            if settings.model:
+                lines.append(
+                    f"resumed on the session's model {meta.model_spec}, not {redact(settings.model)}: pass --model to change"
+                )
+    elif "model" in told and meta.model_spec and settings.model != meta.model_spec:
+        lines.append(f"this session ran on {meta.model_spec}; now on {redact(settings.model or 'auto')} (--model)")
+    elif not meta.model_spec and "model" not in told and meta.model and settings.model is None:
+        lines.append(f"this session ran on {meta.model}, which tailrent cannot reopen by itself: pass --model to use it again")
+    here = Path(settings.workspace or os.getcwd()).resolve()
+    if meta.workspace and Path(meta.workspace) != here:
+        began = Path(meta.workspace)
+        if "workspace" in told:
+            lines.append(f"this session began in {began}; working in {here} (--workspace)")
+        elif began.is_dir():
+            updates["workspace"] = began
+            lines.append(f"working in {began}, where this session began (you are in {here}): pass --workspace to change")
+        else:
+            lines.append(f"this session began in {began}, which no longer exists (moved or deleted): working in {here}")
+    return (settings.model_copy(update=updates) if updates else settings), lines
 
 
 def _os_reason(exc: OSError) -> str:

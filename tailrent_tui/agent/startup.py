@@ -17,10 +17,12 @@ import contextlib
 
 from tailrent_tui.agent.slots import SlotHost, on_resume, on_start
 from tailrent_tui.agent.state import AgentState
-from tailrent_tui.models.base import Preloadable
+from tailrent_tui.models.base import ChatModel, Preloadable
 from tailrent_tui.models.embedded import EmbeddedModel
 from tailrent_tui.models.errors import ModelError
 from tailrent_tui.models.factory import CannotOpenModel, ModelOptions, open_model
+from tailrent_tui.models.mock import MockModel
+from tailrent_tui.models.ollama import OllamaModel
 from tailrent_tui.models.text import redact
 from tailrent_tui.settings import Settings
 
@@ -28,6 +30,20 @@ from tailrent_tui.settings import Settings
 def model_options(settings: Settings) -> ModelOptions:
     """What the settings say about opening a model, besides its spec (`model`)."""
     return ModelOptions(window=settings.window, keep_alive=settings.keep_alive, read_timeout=settings.request_timeout)
+
+
+def model_spec_of(asked: str | None, model: ChatModel) -> str | None:
+    """The spec that reopens this model: the one asked for, else what the probe found; None when
+    it carries credentials (they stay out of meta.json: a resume then asks for --model)."""
+    if asked:
+        return asked if redact(asked) == asked else None
+    if isinstance(model, EmbeddedModel):
+        return "embedded"
+    if isinstance(model, OllamaModel):
+        return f"ollama:{model.name}" if model.name else "ollama"
+    if isinstance(model, MockModel):
+        return "mock"
+    return None
 
 
 class ModelLink:
@@ -135,4 +151,8 @@ class ModelLink:
             s.rent.expire()  # a different server holds none of this context
         shown = model.name or redact(spec)  # a URL's credentials stay out of the journal
         s.session.note(f"model switched to {shown}", "info")
+        if s.session_dir is not None:
+            # a resume reopens the model the session ran on last
+            with contextlib.suppress(OSError, LookupError):
+                await asyncio.to_thread(s.session_dir.update_meta, model_spec=model_spec_of(spec, model), model=shown)
         return shown

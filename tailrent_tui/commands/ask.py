@@ -9,7 +9,6 @@ from typing import Any, Literal
 
 import click
 
-from tailrent_tui.commands._common import load_settings_or_fail
 from tailrent_tui.text import json_visible, storable, visible
 
 
@@ -28,10 +27,11 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
     Tools that change things (run_shell, write_file, edit_file) are denied
     unless --yolo is given, since there is nobody to ask.
     """
-    from tailrent_tui.agent.build import BuildError, build_agent, close_agent
+    from tailrent_tui.agent.build import BuildError, build_agent, close_agent, told_keys
     from tailrent_tui.agent.loop import ApprovalRequest, TurnCallbacks, TurnResult
     from tailrent_tui.core.rent import conversation_usage
     from tailrent_tui.models.errors import ModelError
+    from tailrent_tui.settings import SettingsError, load_settings
 
     flags = dict(ctx.obj or {})
     if model:
@@ -39,19 +39,29 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
     continue_ = continue_ or bool(flags.get("continue_"))
     # `tailrent --resume ID ask ...` and `tailrent ask --resume ID ...` alike
     resume = resume or flags.get("resume")
-    settings = load_settings_or_fail(flags)
+    try:
+        settings, sources = load_settings(flags)
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
     # argv bytes that are not UTF-8 arrive as surrogate escapes, which no journal line holds
     prompt = storable(prompt)
     if not prompt.strip():
         raise click.UsageError("the prompt is empty")
     try:
         agent = build_agent(
-            settings, {**flags, "continue_": continue_, "resume": resume}, async_writer=False, new=not (continue_ or resume)
+            settings,
+            {**flags, "continue_": continue_, "resume": resume},
+            async_writer=False,
+            new=not (continue_ or resume),
+            told=told_keys(sources),
         )
     except BuildError as exc:
         raise click.ClickException(str(exc)) from None
     if agent.notice:
         click.echo(agent.notice, err=True)
+    for note in agent.startup_notes:
+        if note.level != "info":  # what the app shows in its transcript at start: another model, folder, counter
+            click.echo(f"[{note.level}] {note.text}", err=True)
 
     async def deny(request: ApprovalRequest) -> Literal["deny"]:
         click.echo(f"[denied {request.tool}: `tailrent ask` cannot ask you; pass --yolo to allow]", err=True)

@@ -87,6 +87,9 @@ class SessionMeta(BaseModel):
     created: float = Field(default_factory=time.time)
     last_active: float = Field(default_factory=time.time)
     model: str | None = None
+    model_spec: str | None = Field(
+        None, description="the spec its model was opened with, which a resume reopens; None when it held credentials"
+    )
     workspace: str | None = None
     policy: str | None = None
     window: int = 32768

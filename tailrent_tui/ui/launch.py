@@ -13,16 +13,16 @@ def launch(flags: dict[str, Any]) -> None:
     A bad setting or a model that cannot be set up is a clear error on the
     terminal, before the screen is taken over.
     """
-    from tailrent_tui.agent.build import BuildError, build_agent
+    from tailrent_tui.agent.build import BuildError, build_agent, told_keys
     from tailrent_tui.settings import SettingsError, load_settings
     from tailrent_tui.ui.app import TailrentApp
 
     try:
-        settings, _sources = load_settings(flags)
+        settings, sources = load_settings(flags)
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
     try:
-        agent = build_agent(settings, flags)
+        agent = build_agent(settings, flags, told=told_keys(sources))
     except (BuildError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     try:
