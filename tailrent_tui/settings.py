@@ -211,6 +211,11 @@ class Settings(BaseModel):
         description="Who writes fold summaries: the model, the extractive mock, the article's lossy mock; "
         "auto = the model unless it is the mock",
     )
+    tool_protocol: Literal["auto", "native", "text"] = Field(
+        "auto",
+        description="How the model acts: native tool calls; text = `!cmd` lines and fenced write/edit blocks the "
+        "agent parses into the same tools; auto = native, and text once the model is found unable to call tools",
+    )
     keep_alive: str | int = Field(
         DEFAULT_KEEP_ALIVE,
         description="Ollama keep_alive sent with every request and the preload: how long Ollama keeps the model and its "

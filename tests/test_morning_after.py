@@ -91,6 +91,8 @@ def morning_settings(root: Path, url: str, tokenizer: str = "auto") -> Settings:
     return Settings(
         model=f"openai:{url}", data_dir=root / "data", workspace=ws, fsync=False, price_sheet="local",
         summarizer="model", window=WINDOW, fold_target=FOLD_TARGET, max_reply_tokens=REPLY_CAP, tokenizer=tokenizer,
+        # this base model's rambling must not be read as `!cmd` lines waiting for an approval nobody gives
+        tool_protocol="native",
     )
 
 

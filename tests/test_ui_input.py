@@ -153,7 +153,7 @@ async def test_slash_completion_offers_commands_then_their_arguments(tmp_path):
         menu = app.query_one(CompletionMenu)
         await pilot.press("/")
         assert menu.is_open and menu.display and len(menu.completion.items) > 8
-        await pilot.press("e", "x")
+        await pilot.press("e", "x", "p")
         assert [i.text for i in menu.completion.items] == ["/export"]
         await pilot.press("tab")
         assert app.prompt.text == "/export "

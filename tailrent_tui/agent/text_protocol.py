@@ -20,6 +20,7 @@ so the model reads the error and can try again.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tailrent_tui.models.base import ToolCallChunk
@@ -107,7 +108,7 @@ def _read_block(lines: list[str], start: int, fence: re.Match[str]) -> tuple[_Bl
     return _Block(verb, rest.strip(), body, closed), after
 
 
-def _add_block(block: _Block, add) -> None:  # type: ignore[no-untyped-def]
+def _add_block(block: _Block, add: Callable[..., None]) -> None:
     name = "write_file" if block.verb == "write" else "edit_file"
     opening = f"```{block.verb} PATH"
     if not block.path:

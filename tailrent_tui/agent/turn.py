@@ -142,22 +142,31 @@ class TurnLoop:
         the tools offered (the server dropped them, or its template leaves no room for them).
         The first time, the protocol is told to the model in a pinned note and the user warned."""
         model, session = self.state.model, self.state.session
+        choice = self.state.settings.tool_protocol
+        if choice == "native":
+            return False
         offered = bool(self.tools.offered_tools())
         dropped = bool(getattr(model, "tools_dropped", False)) or (offered and not tools)
         ignored = isinstance(model, OpenAIModel) and offered and session.tool_schema_tokens == 0
-        if not (dropped or ignored):
+        if choice == "auto" and not (dropped or ignored):
             return False
         if any(m.meta.get(PROTOCOL_META) for m in session.messages):
             return True
         session.add("system", PROTOCOL_NOTE, pinned=True, autopin=False, meta={PROTOCOL_META: True})
         why = f" ({self._no_tools_why})" if self._no_tools_why else ""
-        self._warn(
-            f"{model.name or 'this model'} cannot call tools through this server{why}, so it may invent what files hold: "
-            "from now on it acts through text (! lines run commands, fenced write/edit blocks change files, "
-            "@read reads one), and you approve each action as a tool call",
-            cb,
-            result,
+        how = (
+            "it acts through text (! lines run commands, fenced write/edit blocks change files, @read reads one), "
+            "and you approve each action as a tool call"
         )
+        if choice == "text":
+            self._warn(f"tool_protocol = \"text\": {how}", cb, result)
+        else:
+            self._warn(
+                f"{model.name or 'this model'} cannot call tools through this server{why}, so it may invent what files "
+                f"hold: from now on {how} (tool_protocol = \"native\" turns this off)",
+                cb,
+                result,
+            )
         return True
 
     def _warn(self, msg: str, cb: TurnCallbacks, result: TurnResult) -> None:

@@ -43,10 +43,11 @@ class Action:
     tooltip: str = ""
     palette: tuple[str, str] | None = None  # (title, help) in the command palette
     slash: SlashCommand | None = None
+    show: bool = True  # in the Footer (f1's help lists every key either way)
 
     def binding(self) -> Binding:
         assert self.key is not None and self.action is not None
-        return Binding(self.key, self.action, self.label, id=self.id, tooltip=self.tooltip)
+        return Binding(self.key, self.action, self.label, id=self.id, tooltip=self.tooltip, show=self.show)
 
 
 def _slash(name: str, usage: str, help: str, arg: ArgKind = "none", *, needs_arg: bool = False) -> SlashCommand:
@@ -97,6 +98,12 @@ ACTIONS: tuple[Action, ...] = (
     Action("retry", "retry", "ctrl+r", "Retry", "Send the last turn again after a model error",
            ("Retry the last turn", "After a model error"),
            _slash("retry", "/retry", "send the last turn again after a model error")),
+    Action("interrupt", "interrupt", "ctrl+c", "Interrupt",
+           "Interrupt the running reply or fold; with nothing running, clear the input; a second ctrl+c quits",
+           ("Interrupt", "Stop the running reply or fold; a second ctrl+c quits"), show=False),
+    Action("exit", slash=_slash("exit", "/exit", "quit: the session is saved, resume it with tailrent --continue")),
+    Action("new", slash=_slash("new", "/new", "start a new session here (this one stays, tailrent --resume reopens it)")),
+    Action("clear", slash=_slash("clear", "/clear", "the same as /new: an empty context in a new session; this one stays")),
     Action("help", "help", "f1", "Help", "Keys and slash commands",
            ("Help", "Keys and slash commands"),
            _slash("help", "/help", "keys and commands")),

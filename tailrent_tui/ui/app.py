@@ -67,6 +67,8 @@ class TailrentApp(App[None]):
         if settings.keymap:
             self.set_keymap(dict(settings.keymap))
         self.session_screen = SessionScreen(agent, settings, clock=clock, history=self.prompt_history)
+        #: "new" when /new or /clear ended the app: `tailrent` then opens a new session (ui/launch.py)
+        self.next_session: str | None = None
 
     def get_default_screen(self) -> SessionScreen:
         return self.session_screen

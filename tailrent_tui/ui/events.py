@@ -36,7 +36,9 @@ class MessageFocused(Message):
 class PromptSubmitted(Message):
     """The user pressed Enter in the input box; `pastes` maps each paste chip left in the text to what it holds."""
 
-    def __init__(self, text: str, pastes: dict[str, str] | None = None) -> None:
+    def __init__(self, text: str, pastes: dict[str, str] | None = None, typed: str | None = None) -> None:
         super().__init__()
         self.text = text
         self.pastes = dict(pastes or {})
+        #: the box's text as it was when enter was pressed: what is cleared once the app accepts it
+        self.typed = text if typed is None else typed

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from textual.binding import Binding
 
 #: keys Textual itself holds in every app
-RESERVED = {"ctrl+p": "the command palette", "ctrl+q": "quit", "ctrl+c": "copy (and quit help)"}
+RESERVED = {"ctrl+p": "the command palette", "ctrl+q": "quit"}
 
 
 def app_bindings() -> list[Binding]:

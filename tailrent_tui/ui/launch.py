@@ -21,20 +21,27 @@ def launch(flags: dict[str, Any]) -> None:
         settings, sources = load_settings(flags)
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
-    try:
-        agent = build_agent(settings, flags, told=told_keys(sources))
-    except (BuildError, ValueError, OSError) as exc:
-        raise click.ClickException(str(exc)) from None
-    try:
-        app = TailrentApp(agent, settings)
-        app.run()
-    finally:
-        save_slot_on_quit(agent)
-        close_agent_sync(agent)
-        stop_embedded_engine(agent)
-        stop_mcp_servers(agent)
-    if app.return_code:
-        raise SystemExit(app.return_code)  # a crash: Textual has printed what happened
+    new = False
+    while True:
+        try:
+            agent = build_agent(settings, flags, told=told_keys(sources), new=new)
+        except (BuildError, ValueError, OSError) as exc:
+            raise click.ClickException(str(exc)) from None
+        try:
+            app = TailrentApp(agent, settings)
+            app.run()
+        finally:
+            save_slot_on_quit(agent)
+            close_agent_sync(agent)
+            stop_embedded_engine(agent)
+            stop_mcp_servers(agent)
+        if app.return_code:
+            raise SystemExit(app.return_code)  # a crash: Textual has printed what happened
+        if app.next_session != "new":
+            return
+        # /new or /clear: a new session on the same model, in the same folder; the old one stays resumable
+        new = True
+        settings = agent.settings.model_copy(update={"workspace": agent.workspace})
 
 
 def save_slot_on_quit(agent: Any) -> None:

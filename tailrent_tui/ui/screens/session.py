@@ -198,7 +198,7 @@ class SessionScreen(SessionCommands, LadderActions, TurnFeed, RentClocks):
             accepted = True
         if accepted:
             box.remember(text)
-            box.value = ""
+            box.clear_sent(event.typed)
             if box.prompt_history.error:
                 self.notify(box.prompt_history.error, severity="warning")
                 box.prompt_history.error = None

@@ -83,6 +83,8 @@ class SessionBase(Screen[None]):
         #: a `!cmd` running: escape cancels it (its process group is killed)
         self._shell_worker: Worker[None] | None = None
         self._waiting: list[Outgoing] = []
+        #: when ctrl+c was last pressed: a second one soon after quits (`action_interrupt`)
+        self._quit_armed_at: float | None = None
         # RentClocks'
         self._pinging = False
         self._slot_timer: Timer | None = None

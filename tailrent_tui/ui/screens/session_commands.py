@@ -134,6 +134,19 @@ class SessionCommands(LadderActions):
         self.action_retry()
         return True
 
+    async def _slash_exit(self, rest: str) -> bool:
+        self.app.exit()
+        return True
+
+    async def _slash_new(self, rest: str) -> bool:
+        # the app ends and `tailrent` opens a new session in the same terminal (ui/launch.py)
+        self.app.next_session = "new"  # type: ignore[attr-defined]  # TailrentApp's (the demo has none to open)
+        self.app.exit()
+        return True
+
+    async def _slash_clear(self, rest: str) -> bool:
+        return await self._slash_new(rest)
+
     async def _slash_help(self, rest: str) -> bool:
         self.action_help()
         return True

@@ -16,6 +16,7 @@ Escape cancels what runs and gives the queued text back to the input.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 
 from textual.notifications import SeverityLevel
@@ -42,6 +43,9 @@ from tailrent_tui.ui.messages import (
 )
 from tailrent_tui.ui.screens.approval import ApprovalScreen
 from tailrent_tui.ui.screens.session_clocks import RentClocks
+
+#: a second ctrl+c within this many seconds quits, as in Claude Code and Codex
+QUIT_WINDOW = 2.0
 
 # a notice's level as Textual's notify says it
 _SEVERITY: dict[str, SeverityLevel] = {"error": "error", "warning": "warning", "info": "information"}
@@ -116,6 +120,8 @@ class TurnFeed(RentClocks):
             await self._give_back_waiting("the turn failed")
             return
         if result.cancelled:
+            # however the turn was cancelled, what waited goes back to the input, never stays unseen
+            await self._give_back_waiting("cancelled")
             # escape during a fold or before the reply: the message is still owed one
             self.retry_pending = self._owes_reply()
             if self.retry_pending:
@@ -213,6 +219,24 @@ class TurnFeed(RentClocks):
         # an action stays synchronous: the command palette calls it without awaiting
         self.call_later(self._give_back_waiting, "cancelled")
 
+    def action_interrupt(self) -> None:
+        """ctrl+c: stop what runs, else clear the input; a second ctrl+c within `QUIT_WINDOW` quits."""
+        now = time.monotonic()
+        armed = self._quit_armed_at
+        if armed is not None and now - armed < QUIT_WINDOW:
+            self.app.exit()
+            return
+        self._quit_armed_at = now
+        worker = self._turn_worker if self.running else (self._fold_worker or self._shell_worker)
+        if worker is not None and not worker.is_finished:
+            self.action_cancel_reply()
+            self.notify("interrupted; ctrl+c again quits", severity="information", timeout=QUIT_WINDOW)
+        elif self.prompt.text:
+            self.prompt.action_clear_input()
+            self.notify("input cleared (ctrl+z brings it back); ctrl+c again quits", severity="information", timeout=QUIT_WINDOW)
+        else:
+            self.notify("ctrl+c again quits (the session is saved)", severity="information", timeout=QUIT_WINDOW)
+
     async def _queue_prompt(self, out: Outgoing) -> None:
         if self._fold_worker is not None:
             when = "when the fold ends"
@@ -222,6 +246,9 @@ class TurnFeed(RentClocks):
             when = "when the reply ends"
         self._waiting.append(out)
         await self.transcript.show_queued(out.text, when)
+        # said where the eyes are (the input), whatever part of the transcript is on screen
+        n = len(self._waiting)
+        self.prompt.border_title = f"{n} message{'s' if n > 1 else ''} queued, sent {when} · escape gives back"
 
     async def _send_waiting(self) -> None:
         """The agent is free again: what the user sent meanwhile goes now, as one message."""
@@ -232,6 +259,7 @@ class TurnFeed(RentClocks):
         for more in waiting[1:]:
             out = out.join(more)
         await self.transcript.drop_queued()
+        self.prompt.border_title = None
         self.start_turn(out)
 
     async def _give_back_waiting(self, why: str) -> None:
@@ -244,6 +272,7 @@ class TurnFeed(RentClocks):
             box.pastes.update(w.pastes)
         self._waiting = []
         await self.transcript.drop_queued()
+        box.border_title = None
         box.focus()
         self.notify(f"{why}: what you sent meanwhile is back in the input", severity="warning")
 

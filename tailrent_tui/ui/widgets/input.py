@@ -18,6 +18,7 @@ it, so an unknown command stays in the box to be fixed.
 from __future__ import annotations
 
 from textual import events
+from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.widgets import TextArea
 
@@ -56,6 +57,8 @@ class PromptInput(TextArea):
                 tooltip="Search what you typed before, in this workspace"),
         Binding("ctrl+o", "expand_pastes", "Expand paste", show=False, id="input.expand_paste",
                 tooltip="Put the text of the [pasted N lines] chips back into the input"),
+        Binding("ctrl+c", "copy_or_interrupt", "Copy / interrupt", show=False, id="input.copy",
+                tooltip="Copy the selection; with none, the screen's ctrl+c (interrupt, clear the input, quit)"),
     ]
 
     def __init__(
@@ -113,7 +116,18 @@ class PromptInput(TextArea):
         self.prompt_history.append(text)
         self._cursor = len(self.prompt_history.entries)
         self._draft = ""
-        self.pastes = {}
+
+    def clear_sent(self, typed: str) -> None:
+        """Take what was sent (`typed`, the text when enter was pressed) out of the box, keeping
+        whatever was typed or pasted after it while the app took it in (a fast typist's next
+        words, a paste): nothing typed is lost. Chips no longer in the box are forgotten."""
+        now = self.text
+        if now == typed:
+            self.value = ""
+        elif now.startswith(typed):
+            self.value = now[len(typed) :].lstrip("\n")
+        # else the sent text was edited meanwhile: it stays as it is, to send or clear
+        self.pastes = self.sent_pastes(self.text)
 
     def sent_pastes(self, text: str) -> dict[str, str]:
         """The chips still present in `text`, with what they hold."""
@@ -145,11 +159,24 @@ class PromptInput(TextArea):
             self._close_menu()
             text = self.text.strip()
             if text:
-                self.post_message(PromptSubmitted(text, self.sent_pastes(text)))
+                self.post_message(PromptSubmitted(text, self.sent_pastes(text), typed=self.text))
         elif event.key == "escape" and self.menu is not None and self.menu.is_open:
             event.stop()
             event.prevent_default()
             self._close_menu()
+
+    def action_copy_or_interrupt(self) -> None:
+        if self.selected_text:
+            self.action_copy()
+            return
+        raise SkipAction()  # the session screen's ctrl+c: interrupt, clear, quit
+
+    def action_clear_input(self) -> None:
+        if not self.text:
+            return
+        # through the editor's own edit, so that its undo (ctrl+z) brings the text back
+        self.replace("", self.document.start, self.document.end)
+        self.pastes = {}
 
     def action_newline(self) -> None:
         self.insert_typed("\n")
