@@ -57,7 +57,7 @@ async def test_what_is_typed_while_a_message_is_taken_in_stays_in_the_input(tmp_
 
 
 async def test_ctrl_c_interrupts_the_reply_gives_the_queue_back_and_a_second_quits(tmp_path):
-    agent, app = gated_app(tmp_path, ["never streamed"])
+    _, app = gated_app(tmp_path, ["never streamed"])
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press(*"question", "enter")
         await wait_until(pilot, lambda: app.session_screen.running, what="the turn")
