@@ -28,6 +28,7 @@ from tailrent_tui.core.messages import Kind, Message, ToolCall
 from tailrent_tui.core.rungs.spill import pointer_text
 from tailrent_tui.models.base import ToolCallChunk
 from tailrent_tui.store.paths import resolve_data_dir
+from tailrent_tui.text import storable
 
 
 def cap_to_tokens(outcome: Any, cap: int, count: Callable[[str], int]) -> Any:
@@ -218,13 +219,14 @@ class ToolRunner:
 
     async def shell(self, command: str) -> Message:
         """`!cmd`: run a shell command in the workspace; its output enters through the ladder."""
-        self.state.session.add("user", f"!{command}", autopin=False, meta={"shell": True})
+        # the command runs as typed (its bytes reach bash); what the session keeps is storable text
+        self.state.session.add("user", storable(f"!{command}"), autopin=False, meta={"shell": True})
         try:
             outcome = await self.run_tool("run_shell", {"command": command})
         except asyncio.CancelledError:
             # escape: the model is told it has no output, rather than a command left hanging
             self.state.session.add(
-                "user", f"[!{command} was cancelled before it finished; its processes were killed]",
+                "user", storable(f"[!{command} was cancelled before it finished; its processes were killed]"),
                 autopin=False, meta={"shell": True},
             )
             raise
@@ -233,7 +235,7 @@ class ToolRunner:
     async def attach_paste(self, label: str, text: str) -> Message:
         """A big paste, sent beside a message: it enters as a tool's output does (spilled with a pointer
         over the threshold), never cut, so the spill holds all of it."""
-        return await self._admit("paste", outcome(f"{label}\n{text}"))
+        return await self._admit("paste", outcome(storable(f"{label}\n{text}")))
 
     async def attach_file(self, path: str) -> Message:
         """`@path` in a message: the file enters as read_file returns it (its line and byte caps), then rung 2."""

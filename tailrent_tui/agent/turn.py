@@ -39,6 +39,7 @@ from tailrent_tui.core.summarize import TEMPLATE_TOKEN
 from tailrent_tui.models.base import TextDelta, ThinkingDelta, ToolCallChunk, Usage
 from tailrent_tui.models.errors import ContextOverflow, ModelError, ToolsUnsupported
 from tailrent_tui.models.openai import OpenAIModel
+from tailrent_tui.text import storable
 
 MAX_STEPS = 24
 
@@ -94,6 +95,7 @@ class TurnLoop:
     async def _turn(self, text: str | None, cb: TurnCallbacks, result: TurnResult) -> TurnResult:
         session = self.state.session
         if text is not None:
+            text = storable(text)  # a paste or a key that was not UTF-8: kept with U+FFFD, sendable, journaled
             if not text.strip():
                 raise ValueError("empty message: type something, or /help")
             await self.ladder.add_message("user", text)

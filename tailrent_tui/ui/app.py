@@ -24,6 +24,7 @@ from tailrent_tui.store.history import PromptHistory, history_path
 from tailrent_tui.store.journal import AsyncJournalWriter
 from tailrent_tui.ui.protocol import SessionAgent
 from tailrent_tui.ui.screens.session import SessionScreen
+from tailrent_tui.ui.terminal_bytes import install as decode_keys_with_replacement
 from tailrent_tui.ui.themes import CUSTOM_VARIABLES, load_themes, packaged_theme_dirs
 from tailrent_tui.ui.widgets.input import PromptInput
 from tailrent_tui.ui.widgets.notice import NoticeBar
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
     from tailrent_tui.settings import Settings
 
 DEFAULT_THEME = "tailrent-dark"
+
+# a byte typed or pasted that is not UTF-8 must not take the app down (ui/terminal_bytes.py)
+decode_keys_with_replacement()
 
 
 class TailrentApp(App[None]):
