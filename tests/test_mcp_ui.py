@@ -13,7 +13,7 @@ from test_mcp import SERVER, mcp_names, no_tools_left_behind  # noqa: F401 (the 
 from tailrent_tui.agent.build import build_agent, close_agent
 from tailrent_tui.settings import Settings
 from tailrent_tui.ui.app import TailrentApp
-from tailrent_tui.ui.widgets.tail_panel import mcp_lines
+from tailrent_tui.ui.widgets.tail_panel import duration, mcp_lines
 
 
 async def test_mcp_in_the_app(tmp_path: Path, monkeypatch) -> None:
@@ -57,6 +57,12 @@ async def test_mcp_in_the_app(tmp_path: Path, monkeypatch) -> None:
             assert agent.session.head_tokens == head - tokens
             (note,) = [n.text for n in agent.session.notes if "disabled for this session" in n.text]
             assert f"~{tokens:,} tokens fewer in every request's head" in note
+            # the toast adds the rent those tokens cost, at the local sheet's prompt rate
+            rate = tail.figures.rate
+            assert rate is not None
+            said = [str(n.message) for n in app._notifications]
+            assert any(note.removeprefix("mcp: ") in m and f"that saves {duration(rate.seconds(tokens))} of prompt time" in m
+                       for m in said), said
             assert tail.figures.mcp_tokens == {}
 
             await pilot.press(*"/mcp enable fx", "enter")

@@ -19,6 +19,7 @@ from tailrent_tui.ui.screens.help import HelpScreen
 from tailrent_tui.ui.screens.session_ladder import LadderActions
 from tailrent_tui.ui.widgets.input import PromptInput
 from tailrent_tui.ui.widgets.message import MessageView
+from tailrent_tui.ui.widgets.tail_panel import schema_rent
 
 
 class SessionCommands(LadderActions):
@@ -116,9 +117,11 @@ class SessionCommands(LadderActions):
             return True
         verb, _, name = rest.partition(" ")
         if verb in ("disable", "enable") and name.strip():
-            # the hub notes what changed in the session (the journal); said here too
+            # the hub notes what changed in the session (the journal); said here too, with what it saves
+            tokens = hub.schema_tokens().get(name.strip(), 0)
             line = await hub.disable(name.strip()) if verb == "disable" else hub.enable(name.strip())
-            self.notify(line, title="MCP", timeout=12)
+            saved = schema_rent(tokens, self.sidebar.tail.figures) if verb == "disable" else ""
+            self.notify(f"{line}; that saves {saved}" if saved else line, title="MCP", timeout=12)
             return True
         if verb:
             self.notify("/mcp lists the servers; /mcp disable NAME, /mcp enable NAME", severity="error")

@@ -99,6 +99,7 @@ class TailFigures(BaseModel):
     predicted_cached: int | None = None
     delegate_tokens: int = 0
     mcp_tokens: dict[str, int] = {}
+    sheet_prices: tuple[float, float, float] | None = None  # input $/Mtok, cache read and write multipliers
     #: where folds put their summary, and why in a few words (agent/placement.py)
     placement: tuple[str, str] | None = None
 
@@ -151,6 +152,7 @@ def tail_figures(
         predicted_cached=last.predicted_cached if last else None,
         delegate_tokens=delegate_tokens,
         mcp_tokens=mcp_tokens or {},
+        sheet_prices=(sheet.input_per_mtok, sheet.cache_read_multiplier, sheet.cache_write_multiplier),
         placement=placement,
     )
 
@@ -234,6 +236,19 @@ def figures_text(f: TailFigures) -> Content:
         lines.append(Content.from_markup("[$error]past the fold trigger by $n[/]", n=f"{-to_go:,}"))
     lines += [Content(line) for line in mcp_lines(f.mcp_tokens)]
     return Content("\n").join(lines)
+
+
+def schema_rent(tokens: int, f: TailFigures | None) -> str:
+    """What `tokens` of tool schema cost in each request's head, in the panel's rent terms."""
+    if f is None or tokens <= 0:
+        return ""
+    if f.priced and f.sheet_prices is not None:
+        per_mtok, read, write = f.sheet_prices
+        cached, cold = tokens * per_mtok * read / 1e6, tokens * per_mtok * write / 1e6
+        return f"${cached:,.4f} a request while cached, ${cold:,.4f} when the cache is cold"
+    if f.rate is not None:
+        return f"{duration(f.rate.seconds(tokens))} of prompt time whenever the cache is cold"
+    return ""
 
 
 def mcp_lines(tokens: dict[str, int], width: int = 44) -> list[str]:
