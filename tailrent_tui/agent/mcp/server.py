@@ -60,6 +60,7 @@ class ServerLink:
         self.state: State = "off" if not config.enabled else "starting"
         self.problem: str | None = None
         self.tools: list[Any] = []
+        self.tools_seen = False  # it was ready once: a loss from now on is a death, restarted once
         self.restarts = 0
         self.wire = Wire()
         self.session: Any = None
@@ -101,8 +102,6 @@ class ServerLink:
             self._set("failed", why)
             return
         self._set("stopped" if self.state != "disabled" else "disabled", None)
-
-    tools_seen = False
 
     async def _connect_once(self) -> str:
         """Run one connection until it ends; why it ended, in one line."""
@@ -183,7 +182,7 @@ class ServerLink:
 
     def _describe(self, exc: BaseException) -> str:
         text = self.wire.mask(_first_line(exc))
-        if "redirect" in text.lower() or "location" in text.lower():
+        if self.config.url is not None and ("redirect" in text.lower() or "location" in text.lower()):
             return f"refused: {self.config.url} redirects elsewhere ({text[:200]}); point url at the server itself"
         if isinstance(exc, FileNotFoundError | PermissionError):
             return f"cannot run {self.config.command!r}: {exc.strerror}"
@@ -209,7 +208,8 @@ class ServerLink:
         self.kill_now()
 
     def kill_now(self) -> None:
-        """The last resort at exit, without a loop: kill the server's process group if it still runs."""
+        """The last resort at exit, without a loop: kill the server's process group if it still runs
+        (a reaped server's number is forgotten, so no other process is ever sent the signal)."""
         import signal
 
         pid = self.wire.pid

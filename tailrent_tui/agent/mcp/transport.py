@@ -46,7 +46,7 @@ class Wire:
     first_garbage: str | None = None
     oversized: int = 0
     on_oversize: Callable[[int], None] | None = None
-    pid: int | None = None
+    pid: int | None = None  # the server's process (and group) while it may run; None once it is reaped
 
     def mask(self, text: str) -> str:
         """`text` with every secret value replaced by `***`."""
@@ -194,6 +194,8 @@ async def stdio_transport(
             yield read_recv, write_send
         finally:
             await stop_process(process)
+            if process.returncode is not None:
+                wire.pid = None  # reaped: its number may be another process's from now on
             tg.cancel_scope.cancel()
             for stream in (read_recv, write_send, read_send, write_recv):
                 with contextlib.suppress(Exception):
