@@ -367,3 +367,20 @@ def test_mcp_list_shows_each_server_its_state_and_tools(tmp_path: Path) -> None:
     gone = subprocess.run([str(tailrent), "tool", "gone__x", "{}"], env=env, capture_output=True, text=True, timeout=60)
     assert gone.returncode == 1
     assert gone.stdout.startswith("error: mcp: gone: command 'no-such-mcp-server-here' not found")
+
+
+async def test_a_turn_sent_while_a_server_starts_waits_for_its_tools(make_agent) -> None:
+    """The first frame never waits; the first request does, so the model is offered the tools."""
+    agent = make_agent(mcp={"servers": {"fx": stdio(trust=True)}})
+    agent.model = MockModel([call("fx__echo", text="in time"), {"text": "done"}])
+    notices: list[str] = []
+    await agent.mcp.start()  # as the app does after its first frame: nothing waits for it
+    assert agent.mcp.links["fx"].state == "starting"
+    try:
+        result = await agent.turn("Now.", TurnCallbacks(on_notice=lambda text, level: notices.append(text)))
+        assert result.error is None
+        assert notices[0] == "waiting for MCP server(s) fx to start before the request"
+        (tool,) = [m for m in agent.session.messages if m.role == "tool"]
+        assert tool.content == "in time"
+    finally:
+        await agent.mcp.aclose()

@@ -222,6 +222,9 @@ class Agent:
 
     async def turn(self, text: str | None, cb: TurnCallbacks | None = None) -> TurnResult:
         """One user turn (turn.py). `text=None` retries from the transcript as it is."""
+        if self.mcp is not None:
+            # the first frame never waits for an MCP server; the first request does (bounded), saying so
+            await self.mcp.settle(cb.on_notice if cb is not None else None)
         return await self.turns.turn(text, cb)
 
     async def ping(self, now: float | None = None) -> bool:

@@ -121,6 +121,16 @@ class McpHub:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(settled(), limit)
 
+    async def settle(self, say: Callable[[str, str], None] | None = None) -> None:
+        """Before a request: wait for the servers still starting (up to their startup timeouts), so
+        their tools are offered; said in one line. Nothing to wait for once they are up or failed."""
+        waiting = [n for n, link in self.links.items() if link.state in ("starting", "restarting") and link.config.enabled]
+        if not self.started or not waiting:
+            return
+        if say is not None:
+            say(f"waiting for MCP server(s) {', '.join(waiting)} to start before the request", "info")
+        await self.wait_ready()
+
     async def aclose(self) -> None:
         """Stop every server; their tools leave the registry."""
         await asyncio.gather(*(link.stop() for link in self.links.values()), return_exceptions=True)
