@@ -122,11 +122,14 @@ class McpHub:
             await asyncio.wait_for(settled(), limit)
 
     async def settle(self, say: Callable[[str, str], None] | None = None) -> None:
-        """Before a request: wait for the servers still starting (up to their startup timeouts), so
-        their tools are offered; said in one line. Nothing to wait for once they are up or failed."""
+        """Before a request: start the servers if nothing has yet (a message sent before the app's
+        first frame had started them), and wait for those still starting (up to their startup
+        timeouts), so their tools are offered; said in one line. Nothing to wait for once they are
+        up or failed."""
         waiting = [n for n, link in self.links.items() if link.state in ("starting", "restarting") and link.config.enabled]
-        if not self.started or not waiting:
+        if not waiting:
             return
+        await self.start()
         if say is not None:
             say(f"waiting for MCP server(s) {', '.join(waiting)} to start before the request", "info")
         await self.wait_ready()
