@@ -285,7 +285,7 @@ def _read_only_check(root: str | Path, program: str, flags: Flags, args: list[st
             if not _FLAG_VALUE.match(value):
                 return f"the value of {name} is not a short word ({value[:40]!r})"
             continue
-        if flags.digit_flags and word[1:].isdigit():
+        if flags.digit_flags and word[1:].isascii() and word[1:].isdigit():
             continue
         if not word.startswith("--") and flags.short and all(c in flags.short for c in word[1:]):
             continue

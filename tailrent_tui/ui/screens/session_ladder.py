@@ -27,6 +27,12 @@ from tailrent_tui.ui.widgets.folds_panel import FoldsPanel
 from tailrent_tui.ui.widgets.message import MessageView
 
 
+def fold_number(text: str) -> int | None:
+    """A fold number as typed (`3`, `#3`): ASCII digits only, never `²` or a 5,000-digit number
+    (str.isdigit takes both, and int() then raised a ValueError that took the app down)."""
+    digits = text.strip().removeprefix("#")
+    return int(digits) if 0 < len(digits) <= 9 and digits.isascii() and digits.isdigit() else None
+
 class LadderActions(TurnFeed):
     """What the user does to the context by hand (part of `SessionScreen`)."""
 
@@ -233,17 +239,19 @@ class LadderActions(TurnFeed):
 
     async def _slash_inspect(self, rest: str) -> bool:
         if rest:
-            if not rest.isdigit():
-                self.notify("/inspect takes a fold number", severity="error")
+            fold_no = fold_number(rest)
+            if fold_no is None:
+                self.notify("/inspect takes a fold number (the Folds panel lists them)", severity="error")
                 return False
-            return self.inspect(int(rest))
+            return self.inspect(fold_no)
         return self.inspect(None)
 
     async def _slash_unfold(self, rest: str) -> bool:
-        if not rest.strip().lstrip("#").isdigit():
+        fold_no = fold_number(rest)
+        if fold_no is None:
             self.notify("/unfold takes a fold number (the Folds panel lists them)", severity="error")
             return False
-        return self.unfold(int(rest.strip().lstrip("#")))
+        return self.unfold(fold_no)
 
     async def _slash_watch(self, rest: str) -> bool:
         if not rest:
