@@ -100,3 +100,30 @@ async def test_an_at_path_that_leaves_the_workspace_or_is_special_is_refused(mak
     message = await agent.tools.attach_file("att.txt")
     assert message.content.startswith("error:") and "att.txt" in message.content
     assert SECRET not in message.content
+
+
+@pytest.mark.fault("@file")
+@pytest.mark.parametrize("kind", ["binary", "2 GB sparse", "/dev/zero", "FIFO", "missing", "outside by .."])
+async def test_an_at_path_of_every_hostile_kind_is_one_line_and_quick(make_agent, workspace, tmp_path, kind):
+    import time
+
+    _outside(tmp_path)
+    name = "att.bin"
+    if kind == "binary":
+        (workspace / name).write_bytes(bytes(range(256)) * 64)
+    elif kind == "2 GB sparse":
+        with open(workspace / name, "wb") as f:
+            f.write(b"hello\n")
+            f.truncate(2 * 1024**3)
+    elif kind == "/dev/zero":
+        (workspace / name).symlink_to("/dev/zero")
+    elif kind == "FIFO":
+        os.mkfifo(workspace / name)
+    elif kind == "outside by ..":
+        name = "../outside/secret.txt"
+    agent = make_agent()
+    started = time.monotonic()
+    message = await agent.tools.attach_file(name)
+    assert time.monotonic() - started < 5, "never a read of the whole 2 GB, never a hang"
+    assert message.content.startswith("error:") and "\n" not in message.content
+    assert SECRET not in message.content

@@ -207,13 +207,17 @@ def test_read_file_byte_cap_bounds_a_giant_line(ws: Path) -> None:
     assert "1,000-byte cap" in result.cut and "start=2" in result.cut
 
 
-def test_read_file_binary_is_decoded_with_replacement_and_marked(ws: Path) -> None:
+def test_read_file_refuses_a_binary_file_and_decodes_other_bytes_with_replacement(ws: Path) -> None:
     blob = bytes(range(256)) * 4
     (ws / "blob.bin").write_bytes(blob)
-    result = run_tool("read_file", {"path": "blob.bin"}, make_ctx(ws))
+    refused = run_tool("read_file", {"path": "blob.bin"}, make_ctx(ws))
+    assert refused.is_error and "blob.bin is a binary file" in refused.content and "\n" not in refused.content
+    latin1 = "caf\xe9 cr\xe8me\n".encode("latin-1") * 4  # not UTF-8, but text: no NUL
+    (ws / "menu.txt").write_bytes(latin1)
+    result = run_tool("read_file", {"path": "menu.txt"}, make_ctx(ws))
     assert result.binary and not result.is_error
-    assert f"{len(blob):,} bytes decoded with replacement" in result.content
-    assert "\x00" not in result.content and "\ufffd" in result.content
+    assert f"{len(latin1):,} bytes decoded with replacement" in result.content
+    assert "caf\ufffd" in result.content
 
 
 @pytest.mark.parametrize(

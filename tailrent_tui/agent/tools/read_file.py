@@ -3,11 +3,17 @@
 Rung 1 keeps the first `read_file_max_lines` lines of the asked range (and no
 more than `read_file_max_bytes` bytes); it loses the lines after them, and the
 cut line names the `start=` that reads the next range. The file is streamed,
-so a huge file costs only the range that is kept.
+so a huge file costs only the range that is kept, and past what is kept its
+lines are counted for at most `_SCAN_MAX` bytes (a 2 GB file said "at least").
+
+A file with a NUL byte in its first `_SNIFF` bytes is binary and refused in one
+line (the way git tells binary from text): read as text it is noise that costs
+the context thousands of tokens.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from pydantic import Field
@@ -28,6 +34,10 @@ from tailrent_tui.agent.tools.base import (
 )
 
 _PIECE = 1024 * 1024
+#: how much of a file's start is looked at for a NUL byte (binary)
+_SNIFF = 8192
+#: past what is kept, lines are counted in at most this many bytes
+_SCAN_MAX = 64 * 1024 * 1024
 
 class ReadFileArgs(ToolArgs):
     path: String = Field(description="file path, relative to the workspace")
@@ -55,6 +65,16 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             raise ToolError(f"{spot.shown} is a directory; use list_dir to see what it holds")
         fh, _ = open_regular_file(spot, "read_file")
     shown = spot.shown
+    try:
+        head = os.pread(fh.fileno(), _SNIFF, 0)
+    except OSError:
+        head = b""
+    if b"\x00" in head:
+        fh.close()
+        raise ToolError(
+            f"{shown} is a binary file (a NUL byte in its first {fmt_n(_SNIFF)} bytes); read_file reads text: "
+            "use run_shell with file, xxd or strings to look into it"
+        )
     max_lines = ctx.caps.read_file_max_lines
     max_bytes = ctx.caps.read_file_max_bytes
     kept = bytearray()
@@ -62,6 +82,8 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     total = 0
     byte_cut = False
     at_line_start = True
+    scanned = 0
+    counted_all = True
     with fh:
         # Read in bounded pieces rather than whole lines, so one giant line
         # (minified JS, a binary blob) cannot pull the whole file into memory.
@@ -71,6 +93,10 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             starts_line = at_line_start
             at_line_start = piece.endswith(b"\n")
             if total < start or (end is not None and total > end) or byte_cut:
+                scanned += len(piece)
+                if scanned > _SCAN_MAX and (byte_cut or total >= start):
+                    counted_all = False  # only the total is left to count: it is said as "at least"
+                    break
                 continue
             if starts_line:
                 if lines_kept >= max_lines:
@@ -92,16 +118,17 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
 
     last_asked = total if end is None else min(end, total)
     last_kept = start + lines_kept - 1
+    of_total = fmt_n(total) if counted_all else f"at least {fmt_n(total)}"
     cut = None
     if byte_cut:
         cut = (
-            f"[read_file: showing lines {fmt_n(start)}-{fmt_n(last_kept)} of {fmt_n(total)}, "
+            f"[read_file: showing lines {fmt_n(start)}-{fmt_n(last_kept)} of {of_total}, "
             f"line {fmt_n(last_kept)} cut at the {fmt_n(max_bytes)}-byte cap; "
             f"read the next range with start={last_kept + 1}, or grep for what you need]"
         )
     elif last_kept < last_asked:
         cut = (
-            f"[read_file: showing lines {fmt_n(start)}-{fmt_n(last_kept)} of {fmt_n(total)} "
+            f"[read_file: showing lines {fmt_n(start)}-{fmt_n(last_kept)} of {of_total} "
             f"({fmt_n(max_lines)}-line cap); read the next range with start={last_kept + 1}]"
         )
     text, binary = decode_output(bytes(kept), truncated=byte_cut)
