@@ -96,7 +96,7 @@ async def test_unfold_from_the_inspector_and_by_command(tmp_path):
         await pilot.press("tab", "f")
         await wait_until(pilot, lambda: bool(agent.session.folds) and not app.busy, what="the fold")
         assert [m.id for m in agent.session.messages] != order
-        app.session_screen.inspect(1)
+        assert await app.session_screen.inspect(1)
         await wait_until(pilot, lambda: isinstance(app.screen, FoldInspector), what="the inspector")
         await pilot.press("u")
         await wait_until(pilot, lambda: bool(agent.session.unfolded), what="the unfold")

@@ -73,7 +73,7 @@ def test_fold_inspector(snap_compare, tmp_path, theme):
 
     async def open_inspector(pilot):
         await settle(pilot)
-        assert pilot.app.inspect(1)
+        assert await pilot.app.inspect(1)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=open_inspector)
@@ -86,7 +86,7 @@ def test_spill_viewer(snap_compare, tmp_path, theme):
 
     async def open_viewer(pilot):
         await settle(pilot)
-        assert pilot.app.open_spill(spill_id)
+        assert await pilot.app.open_spill(spill_id)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=open_viewer)

@@ -301,11 +301,11 @@ class Agent:
     def refresh_instructions(self) -> list[str]:
         return self.stores.refresh_instructions()
 
-    def fold_originals(self, fold_no: int) -> list[Message]:
-        return self.stores.fold_originals(fold_no)
+    async def fold_originals(self, fold_no: int) -> list[Message]:
+        return await self.stores.fold_originals_async(fold_no)
 
-    def spill_text(self, spill_id: str) -> str:
-        return self.stores.spill_text(spill_id)
+    async def spill_text(self, spill_id: str) -> str:
+        return await self.stores.spill_text(spill_id)
 
     def recall(self, question: str, expect: list[str]) -> tuple[ProbeReport, list[str]]:
         return self.stores.recall(question, expect)

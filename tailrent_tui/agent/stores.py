@@ -11,15 +11,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tailrent_tui.agent.async_files import read_bytes
 from tailrent_tui.agent.instructions import InstructionsWatcher
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.tools.base import ToolContext, ToolError, save_beneath
 from tailrent_tui.agent.workspace import WorkspaceEscape
 from tailrent_tui.core.messages import Kind, Message
+from tailrent_tui.core.ports import ArchiveError, SpillAltered, SpillMissing
 from tailrent_tui.core.probe import ProbeReport, probe
 from tailrent_tui.core.session import Session
+from tailrent_tui.store.archive import FileFoldArchive
 from tailrent_tui.store.outside import read_outside
 from tailrent_tui.store.paths import ensure_private_dir, resolve_data_dir, write_file_atomic
+from tailrent_tui.store.records import unreadable
+from tailrent_tui.store.spills import FileSpillStore
 
 
 class SessionStores:
@@ -92,10 +97,31 @@ class SessionStores:
         """The messages fold `fold_no` removed from the context; ArchiveError when its archive entry is damaged."""
         return self.state.archive.read_originals(fold_no)
 
-    def spill_text(self, spill_id: str) -> str:
-        """A spill's content, or a clear message when its file is missing or altered."""
+    async def fold_originals_async(self, fold_no: int) -> list[Message]:
+        """`fold_originals` for the fold inspector: the archive file read with aiofiles, checked by the archive."""
+        archive = self.state.archive
+        if not isinstance(archive, FileFoldArchive):
+            return archive.read_originals(fold_no)  # in memory (the demo): nothing to read
+        path = archive.path_for(fold_no)
         try:
-            return self.state.spill_store.read_spill(spill_id)
+            data = await read_bytes(path)
+        except OSError as exc:
+            raise unreadable(path, f"fold #{fold_no}", exc, missing=ArchiveError, damaged=ArchiveError) from None
+        return archive.fold_from_bytes(fold_no, data).originals
+
+    async def spill_text(self, spill_id: str) -> str:
+        """A spill's content for the spill viewer, or a clear message when its file is missing or altered:
+        the file read with aiofiles (the event loop goes on), checked by the store as its own reader checks it."""
+        store = self.state.spill_store
+        try:
+            if not isinstance(store, FileSpillStore):
+                return store.read_spill(spill_id)  # in memory (the demo): nothing to read
+            path, raw = store.spill_file(spill_id)
+            try:
+                data = await read_bytes(path)
+            except OSError as exc:
+                raise unreadable(path, f"spill {spill_id}", exc, missing=SpillMissing, damaged=SpillAltered) from None
+            return store.spill_from_bytes(spill_id, path, data, raw=raw)
         except (OSError, ValueError) as exc:
             return f"[spill {spill_id} cannot be shown: {exc}]"
 

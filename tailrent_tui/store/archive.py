@@ -18,7 +18,7 @@ from pathlib import Path
 from tailrent_tui.core.messages import Message
 from tailrent_tui.core.ports import ArchivedFold, ArchiveError, FoldArchive
 from tailrent_tui.store.paths import ensure_private_dir, write_file_atomic
-from tailrent_tui.store.records import read_record
+from tailrent_tui.store.records import parse_record, read_record
 
 _NAME = re.compile(r"^fold-(\d{4,})\.json$")
 
@@ -47,3 +47,7 @@ class FileFoldArchive(FoldArchive):
 
     def read_fold(self, fold_no: int) -> ArchivedFold:
         return read_record(self.path_for(fold_no), ArchivedFold, f"fold #{fold_no}", missing=ArchiveError, damaged=ArchiveError)
+
+    def fold_from_bytes(self, fold_no: int, data: bytes) -> ArchivedFold:
+        """An archived fold from the bytes of its file (`path_for`), read by the app with aiofiles."""
+        return parse_record(data, self.path_for(fold_no), ArchivedFold, f"fold #{fold_no}", damaged=ArchiveError)

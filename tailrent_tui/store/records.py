@@ -24,10 +24,22 @@ def read_record(
     """The record in `path`; `what` names the entry in the error ("fold #3", "spill <id>")."""
     try:
         raw = path.read_bytes()
-    except FileNotFoundError:
-        raise missing(f"{what}: file {path} is missing") from None
     except OSError as exc:
-        raise damaged(f"{what}: file {path} cannot be read ({exc.strerror or exc})") from None
+        raise unreadable(path, what, exc, missing=missing, damaged=damaged) from None
+    return parse_record(raw, path, model, what, damaged=damaged)
+
+
+def unreadable(
+    path: Path, what: str, exc: OSError, *, missing: type[StoreEntryError], damaged: type[StoreEntryError]
+) -> StoreEntryError:
+    """The store's error for a file that could not be read (missing, or an I/O error)."""
+    if isinstance(exc, FileNotFoundError):
+        return missing(f"{what}: file {path} is missing")
+    return damaged(f"{what}: file {path} cannot be read ({exc.strerror or exc})")
+
+
+def parse_record(raw: bytes, path: Path, model: type[Record], what: str, *, damaged: type[StoreEntryError]) -> Record:
+    """The record in the bytes read from `path` (read here, or by the app with aiofiles: agent/async_files.py)."""
     try:
         return model.model_validate_json(raw)
     except ValidationError as exc:

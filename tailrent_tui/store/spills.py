@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from tailrent_tui.core.ports import SpillAltered, SpillMissing, SpillStore, SpillStoreError
 from tailrent_tui.store.paths import check_name, ensure_private_dir, write_file_atomic
-from tailrent_tui.store.records import read_record
+from tailrent_tui.store.records import parse_record, read_record, unreadable
 
 
 class SpillFile(BaseModel):
@@ -57,6 +57,9 @@ class FileSpillStore(SpillStore):
     def _checked_record(self, spill_id: str) -> SpillFile:
         path = self.path_for(spill_id)
         record = read_record(path, SpillFile, f"spill {spill_id}", missing=SpillMissing, damaged=SpillAltered)
+        return self._checked(spill_id, path, record)
+
+    def _checked(self, spill_id: str, path: Path, record: SpillFile) -> SpillFile:
         if _digest(record.content) != record.sha256:
             raise SpillAltered(
                 f"spill {spill_id}: file {path} was altered after it was written (its content no longer matches its sha256)"
@@ -87,6 +90,17 @@ class FileSpillStore(SpillStore):
             return 0
 
     def read_spill(self, spill_id: str) -> str:
+        path, raw = self.spill_file(spill_id)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise unreadable(path, f"spill {spill_id}", exc, missing=SpillMissing, damaged=SpillAltered) from None
+        return self.spill_from_bytes(spill_id, path, data, raw=raw)
+
+    def spill_file(self, spill_id: str) -> tuple[Path, bool]:
+        """The file that holds a spill, and whether it is raw bytes (else a JSON record checked against its hash).
+
+        A raw spill too big to read whole is a SpillStoreError (read a range instead)."""
         raw = self.raw_path_for(spill_id)
         if not self.path_for(spill_id).exists() and raw.exists():
             size = raw.stat().st_size
@@ -94,8 +108,15 @@ class FileSpillStore(SpillStore):
                 raise SpillStoreError(
                     f"spill {spill_id} holds {size:,} bytes: too big to read whole; read a range with start/end"
                 )
-            return raw.read_bytes().decode("utf-8", errors="replace")
-        return self._checked_record(spill_id).content
+            return raw, True
+        return self.path_for(spill_id), False
+
+    def spill_from_bytes(self, spill_id: str, path: Path, data: bytes, *, raw: bool) -> str:
+        """A spill's text from the bytes of its file (`spill_file`), read here or by the app with aiofiles."""
+        if raw:
+            return data.decode("utf-8", errors="replace")
+        record = parse_record(data, path, SpillFile, f"spill {spill_id}", damaged=SpillAltered)
+        return self._checked(spill_id, path, record).content
 
     def read_spill_lines(self, spill_id: str, start: int, end: int) -> str:
         """Lines start..end (1-based, inclusive) of a spill, streamed for raw spills."""

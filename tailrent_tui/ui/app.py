@@ -122,11 +122,11 @@ class TailrentApp(App[None]):
 
     # the ladder actions the snapshot tests call directly
 
-    def inspect(self, fold_no: int | None) -> bool:
-        return self.session_screen.inspect(fold_no)
+    async def inspect(self, fold_no: int | None) -> bool:
+        return await self.session_screen.inspect(fold_no)
 
-    def open_spill(self, spill_id: str) -> bool:
-        return self.session_screen.open_spill(spill_id)
+    async def open_spill(self, spill_id: str) -> bool:
+        return await self.session_screen.open_spill(spill_id)
 
     def start_fold(self, span_ids: list[str] | None = None) -> bool:
         return self.session_screen.start_fold(span_ids)

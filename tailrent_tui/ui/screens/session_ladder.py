@@ -128,7 +128,7 @@ class LadderActions(TurnFeed):
                 return f.fold_no
         return None
 
-    def inspect(self, fold_no: int | None) -> bool:
+    async def inspect(self, fold_no: int | None) -> bool:
         folds = {f.fold_no: f for f in self.session.folds}
         if not folds:
             self.notify("no folds yet", severity="warning")
@@ -147,7 +147,7 @@ class LadderActions(TurnFeed):
             return False
         originals, error = None, None
         try:
-            originals = self.agent.fold_originals(fold_no)
+            originals = await self.agent.fold_originals(fold_no)
         except ArchiveError as exc:
             error = f"the originals cannot be shown: {exc}"
         def closed(result: str | None) -> None:
@@ -189,14 +189,14 @@ class LadderActions(TurnFeed):
                 self.app.screen.dismiss(Verdict(apply=False))
             raise
 
-    def open_spill(self, spill_id: str) -> bool:
+    async def open_spill(self, spill_id: str) -> bool:
         spilled = self.session.spills.get(spill_id)
         if spilled is None:
             self.notify(f"no spill {spill_id}", severity="error")
             return False
         text, error = None, None
         try:
-            text = self.agent.spill_text(spill_id)
+            text = await self.agent.spill_text(spill_id)
         except (OSError, KeyError, ValueError) as exc:
             error = f"spill {spill_id} cannot be read: {exc}"
         self.app.push_screen(SpillViewer(spilled, text, error))
@@ -216,8 +216,8 @@ class LadderActions(TurnFeed):
     def action_fold(self) -> None:
         self.start_fold()
 
-    def action_inspect(self) -> None:
-        self.inspect(None)
+    async def action_inspect(self) -> None:
+        await self.inspect(None)
 
     async def _slash_pin(self, rest: str) -> bool:
         return self.pin(rest or None, fallback_last=True)
@@ -243,8 +243,8 @@ class LadderActions(TurnFeed):
             if fold_no is None:
                 self.notify("/inspect takes a fold number (the Folds panel lists them)", severity="error")
                 return False
-            return self.inspect(fold_no)
-        return self.inspect(None)
+            return await self.inspect(fold_no)
+        return await self.inspect(None)
 
     async def _slash_unfold(self, rest: str) -> bool:
         fold_no = fold_number(rest)
@@ -292,8 +292,8 @@ class LadderActions(TurnFeed):
         self.app.push_screen(RecallScreen(report))
         return True
 
-    def on_spill_open_requested(self, event: SpillOpenRequested) -> None:
-        self.open_spill(event.spill_id)
+    async def on_spill_open_requested(self, event: SpillOpenRequested) -> None:
+        await self.open_spill(event.spill_id)
 
-    def on_fold_inspect_requested(self, event: FoldInspectRequested) -> None:
-        self.inspect(event.fold_no)
+    async def on_fold_inspect_requested(self, event: FoldInspectRequested) -> None:
+        await self.inspect(event.fold_no)
