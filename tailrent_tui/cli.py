@@ -55,7 +55,10 @@ class LazyGroup(click.Group):
 )
 @click.option("--model", "model", metavar="SPEC", help="mock, ollama, ollama:NAME, openai:URL or openai:URL#MODEL.")
 @click.option("--continue", "continue_", is_flag=True, help="Resume the last active session.")
-@click.option("--resume", "resume", metavar="ID", help="Resume the session with this id.")
+@click.option(
+    "--resume", "resume", metavar="[ID]", is_flag=False, flag_value="", default=None,
+    help="Resume the session with this id (or a unique prefix); alone, pick one from a list.",
+)
 @click.option("--workspace", type=click.Path(file_okay=False, path_type=Path), help="Workspace root for tools.")
 @click.option("--theme", help="Theme name.")
 @click.option("--policy", help="Folding policy: none, naive, naive-pin, autocompact, ladder.")

@@ -18,6 +18,7 @@ did.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -55,7 +56,9 @@ from tailrent_tui.store.sessions import (
     close_session_sync,
     last_request_at,
     open_session,
+    rescue_files,
     resolve_session,
+    session_dirs,
 )
 
 
@@ -176,7 +179,9 @@ def build_agent(
     detector = decision_detector(settings)
     counter, counting_warning = None, None
     created = sd is None
+    pruned = 0
     if sd is None:
+        pruned = prune_unanswered(data_dir)
         try:
             counting = pick_counting(settings, model)
         except (OSError, UnknownTokenizer) as exc:  # the tokenizer's files (a full disk, no usable temp dir)
@@ -217,6 +222,11 @@ def build_agent(
     if counting_warning:
         opened.warnings.append(counting_warning)
     opened.warnings.extend(reopen)
+    if pruned:
+        opened.warnings.append(
+            f"removed {pruned} earlier session(s) that held one unanswered message (a failed first turn); "
+            "what you typed is in the input's history (up)"
+        )
     spec = model_spec_of(settings.model, model)
     try:
         if spec != sd.read_meta().model_spec or str(workspace) != sd.read_meta().workspace:
@@ -229,6 +239,37 @@ def build_agent(
         # the lock is held from here on: a failed build must not leave the session looking open
         close_session_sync(opened)
         raise
+
+
+#: how many of the newest sessions a new one looks through for unanswered ones to remove
+PRUNE_LOOKBACK = 50
+
+
+def prune_unanswered(data_dir: Path) -> int:
+    """Remove recent sessions that hold one message and no reply (a first turn that failed, or an
+    app closed before the reply), so they do not pile up; a new session replaces the one a
+    `--continue` would have retried. Sessions open elsewhere are left alone. How many went."""
+    removed = 0
+    for sd in session_dirs(data_dir)[-PRUNE_LOOKBACK:]:
+        try:
+            info = sd.info()
+        except (LookupError, OSError):
+            continue
+        if info.error is not None or info.messages != 1 or info.folds or rescue_files(sd):
+            continue
+        try:
+            lock = sd.acquire_lock()
+        except (RuntimeError, OSError):
+            continue  # open in another tailrent
+        try:
+            shutil.rmtree(sd.path)
+            removed += 1
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                lock.release()
+    return removed
 
 
 def told_keys(sources: dict[str, str]) -> set[str]:

@@ -39,6 +39,8 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
     continue_ = continue_ or bool(flags.get("continue_"))
     # `tailrent --resume ID ask ...` and `tailrent ask --resume ID ...` alike
     resume = resume or flags.get("resume")
+    if resume == "":
+        raise click.UsageError("--resume needs a session id here (`tailrent sessions` lists them); the picker is the app's")
     try:
         settings, sources = load_settings(flags)
     except SettingsError as exc:

@@ -8,7 +8,9 @@ its id or a unique prefix of it.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -18,6 +20,7 @@ import click
 
 from tailrent_tui.core.messages import Folded, Kind
 from tailrent_tui.core.ports import ArchiveError
+from tailrent_tui.models.text import redact
 from tailrent_tui.store.export import export_session, write_export
 from tailrent_tui.store.journal import JournalError
 from tailrent_tui.store.paths import inside
@@ -67,17 +70,23 @@ def sessions(ctx: click.Context, as_json: bool) -> None:
         return
     infos = list_sessions(_data_dir(ctx), _slot_dir(ctx))
     if as_json:
-        click.echo(json.dumps([i.model_dump(mode="json") for i in infos], ensure_ascii=False, indent=2))
+        listed: list[dict[str, Any]] = []
+        for i in infos:
+            model, workspace = _model_and_workspace(i.path)
+            listed.append({**i.model_dump(mode="json"), "model": model, "workspace": workspace})
+        click.echo(json.dumps(listed, ensure_ascii=False, indent=2))
         return
     if not infos:
         click.echo(f"no sessions in {_data_dir(ctx) / 'sessions'}")
         return
-    header = ("id", "title", "created", "last active", "messages", "folds", "pinned", "context")
+    header: tuple[str, ...] = ("id", "title", "model", "workspace", "last active", "messages", "folds", "pinned", "context")
+    places = {i.id: _model_and_workspace(i.path) for i in infos}
     rows = [
         (
             i.id,
             (i.title[:30] + "…") if len(i.title) > 31 else i.title,
-            _when(i.created),
+            _short(places[i.id][0], 28),
+            _home(places[i.id][1]),
             _when(i.last_active),
             _num(i.messages),
             _num(i.folds),
@@ -92,6 +101,109 @@ def sessions(ctx: click.Context, as_json: bool) -> None:
     for i in infos:
         if i.note:
             click.echo(f"note: {i.id}: {i.note}", err=True)
+
+
+def _model_and_workspace(path: Path) -> tuple[str, str]:
+    """What a session ran on and where, from its meta.json ("?" when it cannot say)."""
+    try:
+        meta = SessionDir(path).read_meta()
+    except (SessionLookupError, OSError):
+        return "?", "?"
+    return redact(meta.model_spec or meta.model or "?"), meta.workspace or "?"
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else "…" + text[-(width - 1) :]
+
+
+def _home(path: str) -> str:
+    home = str(Path.home())
+    return "~" + path[len(home) :] if path == home or path.startswith(home + "/") else path
+
+
+def _remove(sd: SessionDir) -> str | None:
+    """Delete a session's directory, under its lock; why not, when it is open elsewhere or cannot go."""
+    try:
+        lock = sd.acquire_lock()
+    except SessionLocked as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"cannot take its lock ({exc.strerror or exc})"
+    try:
+        shutil.rmtree(sd.path)
+    except OSError as exc:
+        return f"could not delete {sd.path} ({exc.strerror or exc})"
+    finally:
+        with contextlib.suppress(OSError):
+            lock.release()
+    return None
+
+
+def _confirm(what: str, yes: bool) -> bool:
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        raise click.ClickException(f"{what}: pass --yes to confirm (no terminal to ask)")
+    return click.confirm(what, default=False)
+
+
+@sessions.command("rm")
+@click.argument("session_ids", metavar="ID...", nargs=-1, required=True)
+@click.option("--yes", "-y", is_flag=True, help="Do not ask.")
+@click.pass_context
+def rm(ctx: click.Context, session_ids: tuple[str, ...], yes: bool) -> None:
+    """Delete sessions (their journal, spills, fold archive and saved slots): this cannot be undone."""
+    doomed = [_find(ctx, ref) for ref in session_ids]
+    if not _confirm(f"delete {len(doomed)} session(s): {', '.join(sd.id for sd in doomed)}?", yes):
+        raise click.Abort()
+    failed = 0
+    for sd in doomed:
+        why = _remove(sd)
+        if why is None:
+            click.echo(f"deleted {sd.id}")
+        else:
+            failed += 1
+            click.echo(f"not deleted {sd.id}: {why}", err=True)
+    if failed:
+        sys.exit(1)
+
+
+@sessions.command("prune")
+@click.option("--older-than", "older_than", type=click.FloatRange(min=0), metavar="DAYS",
+              help="Also delete sessions not active for this many days.")
+@click.option("--dry-run", is_flag=True, help="Say what would go, delete nothing.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask.")
+@click.pass_context
+def prune(ctx: click.Context, older_than: float | None, dry_run: bool, yes: bool) -> None:
+    """Delete sessions that hold one unanswered message (a failed first turn), and with
+    --older-than those idle for that long."""
+    now = time.time()
+    picked = []
+    for info in list_sessions(_data_dir(ctx), _slot_dir(ctx)):
+        if info.error is not None:
+            continue  # a damaged session is for `sessions repair`, not for a sweep
+        unanswered = info.messages == 1 and not info.folds
+        stale = older_than is not None and now - info.last_active >= older_than * 86400
+        if unanswered or stale:
+            picked.append((info, "one unanswered message" if unanswered else f"idle since {_when(info.last_active)}"))
+    if not picked:
+        click.echo("nothing to prune")
+        return
+    for info, why in picked:
+        click.echo(f"{info.id}  {why}  {info.title[:40]}")
+    if dry_run:
+        click.echo(f"{len(picked)} session(s) would be deleted (dry run)")
+        return
+    if not _confirm(f"delete these {len(picked)} session(s)?", yes):
+        raise click.Abort()
+    gone = 0
+    for info, _ in picked:
+        refused = _remove(SessionDir(info.path))
+        if refused is None:
+            gone += 1
+        else:
+            click.echo(f"not deleted {info.id}: {refused}", err=True)
+    click.echo(f"deleted {gone} session(s)")
 
 
 @sessions.command("repair")

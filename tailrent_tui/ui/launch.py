@@ -21,6 +21,11 @@ def launch(flags: dict[str, Any]) -> None:
         settings, sources = load_settings(flags)
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
+    if flags.get("resume") == "":
+        picked = pick_session(settings)
+        if picked is None:
+            return
+        flags = {**flags, "resume": picked}
     new = False
     while True:
         try:
@@ -42,6 +47,18 @@ def launch(flags: dict[str, Any]) -> None:
         # /new or /clear: a new session on the same model, in the same folder; the old one stays resumable
         new = True
         settings = agent.settings.model_copy(update={"workspace": agent.workspace})
+
+
+def pick_session(settings: Any) -> str | None:
+    """`--resume` alone: the session the user picks from the list (None: none, or nothing to pick)."""
+    from tailrent_tui.store.paths import resolve_data_dir
+    from tailrent_tui.ui.picker import SessionPicker, picker_rows
+
+    data_dir = resolve_data_dir(settings.data_dir)
+    rows = picker_rows(data_dir)
+    if not rows:
+        raise click.ClickException(f"no session to resume in {data_dir / 'sessions'}: start one with `tailrent`")
+    return SessionPicker(rows).run()
 
 
 def save_slot_on_quit(agent: Any) -> None:
