@@ -17,7 +17,15 @@ from tailrent_tui.core.messages import Message, ToolCall
 from tailrent_tui.models.base import Usage
 from tailrent_tui.models.errors import ModelError
 
-Approval = Literal["once", "prefix", "deny"]
+
+@dataclass(frozen=True)
+class Denied:
+    """A denial with the user's reason, which the model receives with the tool error."""
+
+    reason: str
+
+
+Approval = Literal["once", "prefix", "deny"] | Denied
 
 @dataclass
 class ApprovalRequest:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tailrent_tui.agent.approval import ShellOffer, offer_covers, shell_offer
-from tailrent_tui.agent.events import ApprovalRequest, TurnCallbacks
+from tailrent_tui.agent.events import ApprovalRequest, Denied, TurnCallbacks
 from tailrent_tui.agent.ladder import admit_to_session
 from tailrent_tui.agent.ladder_driver import LadderDriver
 from tailrent_tui.agent.state import AgentState
@@ -142,6 +142,8 @@ class ToolRunner:
                 diff = preview.meta.get("diff")
             request, offer = self._approval_request(call, diff)
             answer = await cb.approve(request)
+            if isinstance(answer, Denied):
+                return error(f"the user denied {call.name}: {answer.reason}")
             if answer == "deny":
                 return error(f"the user denied {call.name}; ask them or try another way")
             if answer == "prefix" and request.command_prefix is not None:
