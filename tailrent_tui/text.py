@@ -45,7 +45,7 @@ def storable_value(value: Any) -> Any:
         return storable(value)
     if isinstance(value, dict):
         return {storable_value(k): storable_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, list):
         return [storable_value(v) for v in value]
     return value
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+from tailrent_tui.text import storable, storable_value
+
 _HIGH = ("\ud800", "\udbff")
 # what comes before the '@' of a URL with a scheme, of an `openai:` spec without one
 # (`openai:user:pass@host`), or of a bare `user:pass@host` (redacting too much beats a leak)
@@ -30,21 +31,13 @@ _CREDENTIALS = re.compile(
 
 
 def clean_text(text: str) -> str:
-    """Surrogate pairs joined into their character, lone surrogates replaced by U+FFFD."""
-    if not _SURROGATE.search(text):
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    """Surrogate pairs joined into their character, lone surrogates replaced by U+FFFD (`text.storable`)."""
+    return storable(text)
 
 
 def clean_value(value: Any) -> Any:
     """``clean_text`` through JSON-like data (tool arguments): keys and strings at any depth."""
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, dict):
-        return {clean_value(k): clean_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [clean_value(v) for v in value]
-    return value
+    return storable_value(value)
 
 
 def redact(text: str) -> str:
