@@ -9,8 +9,8 @@ tailrent's data dir (other sessions' transcripts) lying inside the workspace.
 The file tools open with `open_beneath`: one component at a time, each relative
 to the directory fd opened before it, with O_NOFOLLOW, so a symlink swapped in
 between check and use cannot lead out. `resolve_in_workspace` is the older
-check on the real path, for callers that only need a path (grep's walk, the
-decisions file); it is a check, not a guard against a swap after it.
+check on the real path, for callers that only need a path (grep's starting
+path, the decisions file); it is a check, not a guard against a swap after it.
 """
 
 from __future__ import annotations
@@ -281,9 +281,8 @@ def open_beneath(
 
 # ------------------------------------------------------------------ opening a regular file
 #
-# Here rather than in tools/base.py so that grep's worker (standard library
-# only, run with -I -S) loads this very file and opens what it searches the
-# way read_file opens what it reads.
+# Here beside open_beneath: read_file, grep (each file it hands to ripgrep as
+# an open fd) and the project instructions open what they read the same way.
 
 READ_FLAGS = (
     os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
