@@ -80,7 +80,7 @@ BENCHES: list[tuple[str, str, list[str]]] = [
         "Fact guard on the labelled coding-chat corpus: precision and recall (issue 11)",
         [PY, "benchmarks/guard_bench.py", "--corpus"],
     ),
-    ("faults", "Hardening: the hostile cases by class, and how many held (issue 13)", [PY, "benchmarks/fault_bench.py"]),
+    ("faults", "Hardening: the hostile cases by class, and how many held (issues 13 and 27)", [PY, "benchmarks/fault_bench.py"]),
     (
         "morning-after",
         "The morning after on llama.cpp: predicted against measured prompt tokens per turn, cl100k against auto (issue 12)",
