@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
+import stat
 import threading
 import time
 from dataclasses import dataclass, field
@@ -282,6 +284,13 @@ class SlotKeeper:
             outcome.level = "info" if "no slot was saved" in choice.reason else "warning"
             return outcome
         record = choice.record
+        damaged = _damaged_slot_file(slot_dir, record)
+        if damaged:
+            # llama.cpp's engine asserts (GGML_ASSERT) on a short slot file and aborts the whole process
+            self.restore_why = damaged
+            outcome.line = f"no KV slot restored: {damaged}; the first request re-reads the whole context"
+            outcome.level = "warning"
+            return outcome
         assert self._client is not None
         try:
             answer = self._client.restore(self.slot, record.file)
@@ -619,3 +628,25 @@ async def on_resume(agent: SlotHost) -> list[tuple[str, str]]:
     for text, level in lines:
         agent.session.note(text, level)
     return lines
+
+
+def _damaged_slot_file(slot_dir: Path | None, record: SlotRecord) -> str | None:
+    """Why the slot file of `record` must not be handed to the server to restore; None when it looks whole.
+
+    Checked only where tailrent can see the slot dir: a symlink, a file that is not regular, or one
+    whose size is not what the server reported writing (cut short by a full disk, replaced)."""
+    if slot_dir is None or not record.bytes:
+        return None
+    path = slot_dir / record.file
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None  # gone: choose_restore has said so where it can
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+        return f"{record.file} in the slot dir is not a regular file"
+    if st.st_size != record.bytes:
+        return (
+            f"{record.file} in the slot dir is {st.st_size:,} bytes, not the {record.bytes:,} the server wrote "
+            "(cut short or replaced)"
+        )
+    return None
