@@ -184,8 +184,9 @@ class LadderDriver:
             rent = self.state.rent
             if context is not None and rent is not None:
                 # journaled like a turn's request, so it is counted and survives a resume; priced as
-                # what it is: the conversation's cached prefix read again, then the instruction
-                predicted = rent.request(items, session.head_tokens, at, output)
+                # what it is: the conversation's cached prefix read again, then the instruction (it moves
+                # the engine's cache as any request does, and is counted apart from the turns)
+                predicted = rent.request(items, session.head_tokens, at, output, aside=True)
             else:
                 # a request of its own (no conversation to align with, or the cache is cold):
                 # all of it read, and the conversation's cache left as it was

@@ -14,7 +14,15 @@ from tailrent_tui.core.policies import POLICY_NAMES, UnknownPolicy
 from tailrent_tui.core.rent import PriceSheetError
 from tailrent_tui.core.tokens import TOKENIZERS, UnknownTokenizer
 from tailrent_tui.models.text import redact
-from tailrent_tui.scenarios.bench import DRIVERS, SUMMARIZERS, BenchError, BenchResult, TraceResult, run_many
+from tailrent_tui.scenarios.bench import (
+    DRIVERS,
+    SUMMARIZERS,
+    BenchError,
+    BenchResult,
+    PolicyResult,
+    TraceResult,
+    run_many,
+)
 from tailrent_tui.scenarios.traces import BUILTIN_TRACES, TraceError, get_trace
 from tailrent_tui.settings import user_price_files
 
@@ -31,6 +39,37 @@ COLUMNS = (
     ("facts lost", "facts_lost"),
 )
 ENGINE_COLUMNS = ("srv prompt", "srv cached", "srv evaluated", "predicted eval", "error", "prompt s")
+
+
+def fold_cost_lines(policies: dict[str, PolicyResult]) -> list[str]:
+    """Per policy that folded: the summary requests' evaluated tokens against the spans, and the first
+    request after each fold against an ordinary one (measured by the engine when there is one)."""
+
+    def avg(total: int, n: int) -> str:
+        return f"{total / n:,.0f}" if n else "–"
+
+    lines = []
+    for name, p in policies.items():
+        c = p.fold_costs
+        if not c.after_fold_requests and not c.summary_requests:
+            continue
+        src = "engine" if c.measured else "predicted"
+        after = c.after_fold_evaluated if c.measured else c.after_fold_predicted_evaluated
+        ordinary = c.ordinary_evaluated if c.measured else c.ordinary_predicted_evaluated
+        line = (
+            f"  {name}: first request after a fold evaluated {avg(after, c.after_fold_requests)} tokens on average "
+            f"({c.after_fold_requests} folds, {src}; predicted {avg(c.after_fold_predicted_evaluated, c.after_fold_requests)}),"
+            f" an ordinary one {avg(ordinary, c.ordinary_requests)}"
+        )
+        if c.summary_requests:
+            read = c.summary_evaluated if c.measured else c.summary_predicted_evaluated
+            share = f" ({read / c.summary_span_tokens:.1%} of the spans)" if c.summary_span_tokens else ""
+            line += (
+                f"; {c.summary_requests} summary requests evaluated {read:,} tokens{share},"
+                f" predicted {c.summary_predicted_evaluated:,}"
+            )
+        lines.append(line)
+    return (["folds:", *lines]) if lines else []
 
 
 def format_table(result: BenchResult) -> str:
@@ -58,6 +97,7 @@ def format_table(result: BenchResult) -> str:
             out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
             if j == 0:
                 out.append("  ".join("-" * w for w in widths))
+        out += fold_cost_lines(t.policies)
         extras = []
         for name, p in t.policies.items():
             rate = p.false_pin_rate
@@ -138,8 +178,11 @@ def write_plot(result: BenchResult, path: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.svg",
               help="Draw context tokens per request for each policy.")
+@click.option("--fold-placement", "fold_placement", default="auto", type=click.Choice(["auto", "in_place", "after"]),
+              show_default=True,
+              help="Where folds put their summary; auto asks the engine (after the kept messages where its KV shifts).")
 @click.pass_context
-def bench(ctx, traces, policies, tokenizer, summarizer, price, engine, driver, as_json, plot) -> None:
+def bench(ctx, traces, policies, tokenizer, summarizer, price, engine, driver, as_json, plot, fold_placement) -> None:
     """Run every policy on the same trace and compare tail rent, folds and recall."""
     names = list(traces) or ["article"]
     chosen = list(policies) or list(POLICY_NAMES)
@@ -155,7 +198,7 @@ def bench(ctx, traces, policies, tokenizer, summarizer, price, engine, driver, a
         result = run_many(
             loaded, chosen, tokenizer=tokenizer, summarizer=summarizer, price_sheet=price,
             price_paths=[str(p) for p in user_price_files()], engine=engine, progress=progress, driver=driver,
-            request_timeout=request_timeout,
+            request_timeout=request_timeout, fold_placement=fold_placement,
         )
     except (TraceError, PriceSheetError, UnknownPolicy, UnknownTokenizer, BenchError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc

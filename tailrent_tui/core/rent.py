@@ -413,8 +413,13 @@ class RentModel:
         head_tokens: int,
         at: float,
         output_tokens: int = 0,
+        *,
+        aside: bool = False,
     ) -> RequestRent:
-        """Charge one request whose context is the head then these items, sent at `at`."""
+        """Charge one request whose context is the head then these items, sent at `at`.
+
+        `aside`: a request outside the conversation's turns (a fold's summary asked in its
+        context): it moves the cache as any request does, but is left out of the totals."""
         context, cached, expired = self.predict(message_ids_with_tokens, head_tokens, at)
         restored = self._restores(at)
         tail = context - cached
@@ -444,8 +449,9 @@ class RentModel:
             self._recent = [*self._recent, self._previous][-PROMPT_CACHE_ENTRIES:]
         self._previous = [(HEAD_ID, head_tokens), *message_ids_with_tokens]
         self._previous_at = at
-        self.totals.add(r)
-        self.history.append(r)
+        if not aside:
+            self.totals.add(r)
+            self.history.append(r)
         return r
 
     def ping(self, at: float) -> RequestRent:

@@ -43,7 +43,7 @@ from tailrent_tui.core.guard import find_expected
 from tailrent_tui.core.keepwarm import KeepWarm, PauseOutcome, competitive_ratio
 from tailrent_tui.core.messages import Folded, Message
 from tailrent_tui.core.policies import POLICY_NAMES, Policy, PolicyContext, PolicySettings, get_policy, run_plan
-from tailrent_tui.core.rent import PriceSheet, RentModel, context_items, get_price_sheet
+from tailrent_tui.core.rent import PriceSheet, RentModel, RequestRent, context_items, get_price_sheet
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer, Summarizer
@@ -116,6 +116,34 @@ class EngineFigures(BaseModel):
         return "n/a" if error is None else f"{error:+.1%}"
 
 
+class FoldCosts(BaseModel):
+    """What folds cost the requests around them (issue 23): the summary requests, and the first
+    request after each fold against an ordinary one; predicted, and measured with an engine."""
+
+    summary_requests: int = 0
+    summary_span_tokens: int = Field(default=0, description="tokens of the spans folded, when a model wrote summaries")
+    summary_predicted_evaluated: int = 0
+    summary_evaluated: int = 0
+    after_fold_requests: int = 0
+    after_fold_predicted_evaluated: int = 0
+    after_fold_evaluated: int = 0
+    ordinary_requests: int = 0
+    ordinary_predicted_evaluated: int = 0
+    ordinary_evaluated: int = 0
+    measured: bool = False
+
+    def add(self, after_fold: bool, predicted: int, measured: int | None) -> None:
+        self.measured = self.measured or measured is not None
+        if after_fold:
+            self.after_fold_requests += 1
+            self.after_fold_predicted_evaluated += predicted
+            self.after_fold_evaluated += measured or 0
+        else:
+            self.ordinary_requests += 1
+            self.ordinary_predicted_evaluated += predicted
+            self.ordinary_evaluated += measured or 0
+
+
 class PolicyResult(BaseModel):
     policy: str
     prompt_tokens: int = 0
@@ -148,6 +176,7 @@ class PolicyResult(BaseModel):
     probe_misses: list[str] = Field(default_factory=list)
     context_series: list[int] = Field(default_factory=list)
     engine: EngineFigures | None = None
+    fold_costs: FoldCosts = Field(default_factory=FoldCosts)
 
     def figures(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in FIGURES}
@@ -353,8 +382,11 @@ async def _drive(
     result = PolicyResult(policy=name)
     repair_of: dict[str, int] = {}
 
+    folded_since = [False]  # a fold since the last request: the next is a first request after a fold
+
     def listen(ev: Any) -> None:
         if isinstance(ev, Folded):
+            folded_since[0] = True
             repair_of[ev.fold.summary.id] = ev.fold.repair_tokens
             result.folds_grew += int(ev.fold.context_after >= ev.fold.context_before)
 
@@ -378,9 +410,12 @@ async def _drive(
             result.peak_context_tokens = max(result.peak_context_tokens, session.context_tokens)
             out_tokens = session.count(step.content)
             if engine is not None:
-                await engine.request(session, rent, step.at, out_tokens, result)
+                r, usage = await engine.request(session, rent, step.at, out_tokens, result)
+                measured = usage.evaluated_tokens if usage is not None else None
             else:
-                rent.request_session(session, step.at, out_tokens)
+                r, measured = rent.request_session(session, step.at, out_tokens), None
+            result.fold_costs.add(folded_since[0], r.tail_tokens, measured)
+            folded_since[0] = False
             result.context_series.append(session.context_tokens)
             result.over_window += int(session.context_tokens > session.window)
             result.guard_repair_tokens += sum(t for sid, t in repair_of.items() if sid in session)
@@ -416,6 +451,12 @@ async def _drive(
     result.spills = len(session.spills)
     result.pins = len(session.pinned)
     result.final_context_tokens = session.context_tokens
+    summaries = [u for u in session.usage if u.purpose == "summary"]
+    costs = result.fold_costs
+    costs.summary_requests = len(summaries)
+    costs.summary_predicted_evaluated = sum(u.predicted_evaluated for u in summaries)
+    costs.summary_evaluated = sum(u.evaluated_tokens or 0 for u in summaries)
+    costs.summary_span_tokens = sum(f.tokens_before for f in session.folds) if summaries else 0
     return result
 
 
@@ -432,8 +473,13 @@ def run_bench(
     progress: Progress | None = None,
     driver: str = "agent",
     request_timeout: float | None = None,
+    fold_placement: str = "auto",
 ) -> BenchResult:
     """Run each policy through the trace; one TraceResult per call (see `run_many`).
+
+    `fold_placement` is the setting of that name: with an engine, `auto` asks it
+    (agent/placement.py) and sends n_cache_reuse where its KV shifts; without one,
+    `auto` is in place (the bench's sheets say what the engine would do).
 
     `driver` is `agent` (the agent's code, as the app runs it) or `core` (core's
     synchronous driver); with the same deterministic summarizer both give the
@@ -449,10 +495,16 @@ def run_bench(
         raise BenchError("summarizer 'model' needs --driver agent: core's driver is synchronous and cannot await a model")
     sheet = price_sheet if isinstance(price_sheet, PriceSheet) else get_price_sheet(price_sheet, price_paths)
     settings = settings or PolicySettings(window=trace.window)
+    if fold_placement not in ("auto", "in_place", "after"):
+        raise BenchError(f"unknown fold placement {fold_placement!r}: choose auto, in_place or after")
     if engine is not None:
         return asyncio.run(
-            _run_with_engine(trace, policies, engine, summarizer, sheet, settings, progress, driver, request_timeout)
+            _run_with_engine(
+                trace, policies, engine, summarizer, sheet, settings, progress, driver, request_timeout, fold_placement
+            )
         )
+    if fold_placement == "after":
+        settings = settings.model_copy(update={"fold_placement": "after"})
     counter = CachingCounter(get_counter(tokenizer))
     trace.check_window(counter)
     summ = get_summarizer(summarizer)
@@ -498,7 +550,9 @@ class _Engine:
                 usage = chunk
         return usage
 
-    async def request(self, session: Session, rent: RentModel, at: float, out_tokens: int, result: PolicyResult) -> None:
+    async def request(
+        self, session: Session, rent: RentModel, at: float, out_tokens: int, result: PolicyResult
+    ) -> tuple[RequestRent, Any]:
         from tailrent_tui.agent.loop import wire_messages
 
         r = rent.request_session(session, at, out_tokens)
@@ -514,6 +568,7 @@ class _Engine:
             e.evaluated_tokens += usage.evaluated_tokens or 0
             e.prompt_ms += usage.prompt_ms or 0.0
         result.engine = e
+        return r, usage
 
     async def flush(self) -> None:
         """Replace the server's KV cache with an unrelated prompt, so each policy starts cold
@@ -522,20 +577,25 @@ class _Engine:
 
 
 async def _run_with_engine(
-    trace, policies, engine_spec, summarizer, sheet, settings, progress, driver, request_timeout=None
+    trace, policies, engine_spec, summarizer, sheet, settings, progress, driver, request_timeout=None, placement="auto"
 ) -> BenchResult:
     from tailrent_tui.models.errors import ModelError
     from tailrent_tui.models.text import redact
 
     try:
-        return await _run_engine(trace, policies, engine_spec, summarizer, sheet, settings, progress, driver, request_timeout)
+        return await _run_engine(
+            trace, policies, engine_spec, summarizer, sheet, settings, progress, driver, request_timeout, placement
+        )
     except ModelError as exc:
         hint = f" ({exc.hint})" if exc.hint else ""
         raise BenchError(f"the engine {redact(engine_spec)} failed: {exc.message}{hint}") from None
 
 
-async def _run_engine(trace, policies, engine_spec, summarizer, sheet, settings, progress, driver, request_timeout):
+async def _run_engine(
+    trace, policies, engine_spec, summarizer, sheet, settings, progress, driver, request_timeout, placement="auto"
+):
     from tailrent_tui.agent.build import framing_probes
+    from tailrent_tui.agent.placement import detect
     from tailrent_tui.models.errors import ModelError
     from tailrent_tui.models.factory import ModelOptions, open_model
     from tailrent_tui.models.http import DEFAULT_READ_TIMEOUT
@@ -558,6 +618,11 @@ async def _run_engine(trace, policies, engine_spec, summarizer, sheet, settings,
     except ModelError:
         await model.aclose()
         raise
+    # where folds go on this engine, as the app decides it (n_cache_reuse is sent where KV shifts)
+    placed = await detect(model, placement)
+    settings = settings.model_copy(update={"fold_placement": placed.placement})
+    if model.cache_reuse is not None and sheet.local:
+        sheet = sheet.model_copy(update={"reuses_shifted_kv": True, "reuse_min_tokens": model.cache_reuse})
     eng = _Engine(model)
     # the tokenizer's own timeout is short already; a shorter request_timeout shortens it too
     counter = eng.model.server_tokenizer(timeout=min(10.0, read_timeout))
@@ -568,8 +633,8 @@ async def _run_engine(trace, policies, engine_spec, summarizer, sheet, settings,
         except TokenizerUnavailable as exc:
             raise BenchError(f"the engine cannot count tokens for the prediction: {exc}") from None
         trace.check_window(counter)
-        # Summaries are requests with another prefix: llama.cpp serves them without
-        # dropping the conversation's KV cache (measured), so rent charges nothing for them.
+        # A model's summary is asked in the conversation's own context (agent/ladder_driver.py):
+        # the rent model moves its cache with it, and counts it apart from the turns.
         summ = ModelSummarizer(eng.model) if summarizer == "model" else get_summarizer(summarizer)
         # The engine keeps one KV cache whatever the clock says: its TTL is infinite
         # within a run; only a different prefix evicts it.
