@@ -249,6 +249,11 @@ class Settings(BaseModel):
         "summary and the new message only); auto = after on llama.cpp with a model whose KV can shift, confirmed at the "
         "first fold, else in place",
     )
+    prepare_folds: bool = Field(
+        True,
+        description="Past 80% of the fold trigger, write the next fold's summary while you read (the model's "
+        "summaries only); your next message cancels it, and at the trigger the fold applies at once",
+    )
     pin_share: float = Field(
         0.4, gt=0, le=1, description="Pins may hold this share of the window; past it auto-pinning stops and asks you to unpin"
     )

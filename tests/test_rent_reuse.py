@@ -50,3 +50,26 @@ reuses_shifted_kv = true
 """
     with pytest.raises(PriceSheetError, match="reuses_shifted_kv: only a local engine"):
         parse_price_sheets(text)
+
+
+async def fold_and_cost(make_agent, sheet: str):
+    from test_summary_aligned import chatter
+
+    agent = make_agent(window=8192, tokenizer="chars4", price_sheet=sheet, system_prompt="Be brief.")
+    await agent.start()
+    i = 0
+    while not agent.session.folds:
+        await agent.turn(chatter(i, 300))
+        i += 1
+    return agent, agent.unfold_cost(agent.session.folds[-1].fold_no)
+
+
+async def test_undoing_the_latest_fold_is_priced_from_the_prompt_cache(make_agent):
+    agent, (tokens, _, cached) = await fold_and_cost(make_agent, "local-reuse")
+    _, (plain, _, plain_cached) = await fold_and_cost(make_agent, "local")
+    assert cached and not plain_cached
+    # the pre-fold prompt is found whole; only what came after the fold is read
+    assert tokens < plain / 3
+    agent.rent.expire()  # the prompt cache was evicted between the fold and the undo
+    evicted, _, still = agent.unfold_cost(agent.session.folds[-1].fold_no)
+    assert not still and evicted > plain / 2

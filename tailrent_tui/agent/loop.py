@@ -101,6 +101,7 @@ class Agent:
     is_sub: bool = _shared("is_sub")
     notice: str | None = _shared("notice")
     on_summary: Any = _shared("on_summary", "told when a fold's summary is asked for and when it is in")
+    on_prepared: Any = _shared("on_prepared", "told when the next fold's summary is written ahead, used or dropped")
     on_review: Any = _shared("on_review", "shows a fold before it applies (the app's fold preview)")
     slots: Any = _shared("slots", "saves and restores llama.cpp's KV slot (agent/slots.py)")
     placement: Any = _shared("placement", "where folds put their summary, and why (agent/placement.py)")
@@ -265,6 +266,13 @@ class Agent:
 
     def unfold(self, fold_no: int) -> Unfolded:
         return self.ladder.unfold(fold_no)
+
+    def unfold_cost(self, fold_no: int) -> tuple[int, float | None, bool]:
+        return self.ladder.unfold_cost(fold_no)
+
+    async def prepare_fold(self) -> Any:
+        """Write the next fold's summary while the user reads (ladder_driver.py); None when none is due."""
+        return await self.ladder.prepare_fold()
 
     def reread_after(self, record: FoldRecord) -> tuple[int, float | None]:
         return self.ladder.reread_after(record)

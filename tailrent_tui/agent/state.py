@@ -45,6 +45,8 @@ class AgentState:
     #: told when a fold's summary is asked for and when it is in: folds run inside
     #: a turn and by hand, so this belongs to the agent, not to one turn's callbacks
     on_summary: Callable[[SummaryProgress], None] | None = None
+    #: told when a fold's summary is written ahead (`prepare_fold`), and when it is used or dropped (None)
+    on_prepared: Callable[[Any], None] | None = None
     #: shows a fold before it applies (the app's fold preview); unset: folds apply as planned
     on_review: Callable[[Review], Awaitable[Verdict]] | None = None
     #: saves and restores llama.cpp's KV slot (agent/slots.py); None for a sub-session

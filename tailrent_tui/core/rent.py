@@ -402,6 +402,15 @@ class RentModel:
                 cached = 0
         return context, cached, expired
 
+    def prompt_cache_gain(self, items: Sequence[Item], head_tokens: int, at: float) -> int:
+        """Tokens of this request that only the prompt cache holds: cached thanks to an earlier prompt
+        it kept (an undone fold), beyond what the last request left. 0 without a prompt cache."""
+        if not self.sheet.prompt_cache or self._previous is None or self._expired(at):
+            return 0
+        current = [(HEAD_ID, head_tokens), *items]
+        last = self._cached(self._previous, current)
+        return max([0, *(shared_prefix(p, current) - last for p in self._recent)])
+
     def _cached(self, previous: Sequence[Item], current: Sequence[Item]) -> int:
         if self.sheet.reuses_shifted_kv:
             return reused_prefix(previous, current, self.sheet.reuse_min_tokens)

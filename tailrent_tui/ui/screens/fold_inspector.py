@@ -101,11 +101,15 @@ class FoldInspector(ModalScreen[str | None]):
                 tooltip="Undo this fold: its originals back in place of the summary, if they fit under the fold trigger"),
     ]
 
-    def __init__(self, fold: FoldRecord, originals: Sequence[Message] | None, error: str | None = None) -> None:
+    def __init__(
+        self, fold: FoldRecord, originals: Sequence[Message] | None, error: str | None = None, *, undo: str | None = None
+    ) -> None:
         super().__init__()
         self.fold = fold
         self.originals = list(originals or [])
         self.error = error
+        #: what `u` would cost the next request, said before it is pressed
+        self.undo = undo
 
     def compose(self) -> ComposeResult:
         f = self.fold
@@ -113,6 +117,8 @@ class FoldInspector(ModalScreen[str | None]):
             yield Static(inspector_title(f), id="title", markup=False)
             yield Static(writer_line(f), id="writer")
             yield Static(facts_line(f), id="facts")
+            if self.undo:
+                yield Static(f"u undoes it: {self.undo}", id="undo", markup=False)
             yield from fold_sides(f, self.originals, self.error)
             yield Footer()
 

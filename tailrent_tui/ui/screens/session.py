@@ -107,6 +107,7 @@ class SessionScreen(SessionCommands, LadderActions, TurnFeed, RentClocks):
         self.session.listeners.append(self._on_session_event)
         self.agent.on_summary = self._queue.put_nowait
         self.agent.on_review = self.review_fold
+        self.agent.on_prepared = self.sidebar.folds.mark_prepared
         self.run_worker(self._pump(), group="pump", name="event pump")
         self.set_interval(1.0, self.sidebar.tick, name="cache countdown")
         self.set_interval(1.0, self.keep_warm_tick, name="keep-warm")
@@ -158,6 +159,7 @@ class SessionScreen(SessionCommands, LadderActions, TurnFeed, RentClocks):
             self.session.listeners.remove(self._on_session_event)
         self.agent.on_summary = None
         self.agent.on_review = None
+        self.agent.on_prepared = None
 
     # -- the sidebar, the notice -----------------------------------------------------
 

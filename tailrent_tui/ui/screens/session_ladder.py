@@ -154,7 +154,8 @@ class LadderActions(TurnFeed):
             if result == "unfold":
                 self.unfold(fold_no)
 
-        self.app.push_screen(FoldInspector(record, originals, error), callback=closed)
+        undo = self.undo_cost(fold_no) if fold_no not in self.session.unfolded else None
+        self.app.push_screen(FoldInspector(record, originals, error, undo=undo), callback=closed)
         return True
 
     def unfold(self, fold_no: int) -> bool:
@@ -162,14 +163,27 @@ class LadderActions(TurnFeed):
         if self.busy:
             self.notify("a reply or a fold is running: unfold when it ends, or press escape to cancel it", severity="warning")
             return False
+        cost = self.undo_cost(fold_no)
         try:
             event = self.agent.unfold(fold_no)
         except (SessionError, ArchiveError) as exc:
             self.notify(str(exc), severity="error")
             return False
         n = len(event.originals)
-        self.notify(f"fold #{fold_no} undone: its {n} original message{'s' if n != 1 else ''} are back in the context")
+        self.notify(
+            f"fold #{fold_no} undone: its {n} original message{'s' if n != 1 else ''} are back in the context"
+            + (f"; {cost}" if cost else "")
+        )
         return True
+
+    def undo_cost(self, fold_no: int) -> str | None:
+        """What undoing the fold costs the next request, in words (None when it cannot be said)."""
+        try:
+            tokens, seconds, cached = self.agent.unfold_cost(fold_no)
+        except (SessionError, ArchiveError):
+            return None
+        text = f"the next request reads {tokens:,} tokens again" + (f" (~{seconds:.1f} s)" if seconds is not None else "")
+        return text + (": the engine's prompt cache still holds the prompt before the fold" if cached else "")
 
     async def review_fold(self, review: Review) -> Verdict:
         """Show a fold before it applies (the agent's reviewer); the preview's answer goes back to the plan."""

@@ -31,6 +31,7 @@ from tailrent_tui.agent.events import (
     TurnResult,
 )
 from tailrent_tui.core.messages import Event, Note
+from tailrent_tui.models.errors import ModelError
 from tailrent_tui.ui.messages import (
     AgentNotice,
     ReplyText,
@@ -137,6 +138,15 @@ class TurnFeed(RentClocks):
             return
         self._arm_slot_save()
         await self._send_waiting()
+        if not self.running:
+            # while the user reads, the next fold's summary may be written ahead; the next send cancels it
+            self.run_worker(self._prepare_fold(), group="prepare", name="prepare a fold", exit_on_error=False)
+
+    async def _prepare_fold(self) -> None:
+        try:
+            await self.agent.prepare_fold()
+        except ModelError:
+            return  # written again at the next pause, or at the trigger as any fold
 
     def _owes_reply(self) -> bool:
         """Is the last message the model was (or would be) sent a user's or a tool's, with no reply after it?"""
@@ -163,8 +173,9 @@ class TurnFeed(RentClocks):
         self.running = True
         self.retry_pending = False
         self._disarm_slot_save()
-        # a keep-warm ping in flight gives way: two requests at once would race for the cache
+        # a keep-warm ping or a fold prepared ahead gives way: two requests at once would race for the cache
         self.workers.cancel_group(self, "ping")
+        self.workers.cancel_group(self, "prepare")
         out = Outgoing(text) if isinstance(text, str) else text
         self._turn_worker = self.run_worker(self._turn(out), group="turn", name="turn", exit_on_error=False)
 

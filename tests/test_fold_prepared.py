@@ -1,0 +1,89 @@
+"""Folds prepared while the user reads (issue 23, item 5): past the pre-trigger the next fold's
+summary is written ahead; at the trigger the fold applies with it, no summary request waited for."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from test_summary_aligned import chatter
+
+from tailrent_tui.agent.ladder_driver import PRE_TRIGGER
+from tailrent_tui.models.mock import MockModel
+from tailrent_tui.models.summarizer import ModelSummarizer
+
+SUMMARY = "- Turns 0 to 5: notes on the router, the queue and the cache; nothing decided."
+
+
+def writer_agent(make_agent, writer):
+    agent = make_agent(window=8192, tokenizer="chars4", system_prompt="Be brief.")
+    agent.summarizer = ModelSummarizer(writer)
+    return agent
+
+
+async def turns_until_prepared(agent, limit: int = 30) -> int:
+    for i in range(limit):
+        await agent.turn(chatter(i, 300))
+        if await agent.prepare_fold() is not None:
+            return i + 1
+    raise AssertionError("no fold was prepared")
+
+
+async def test_a_fold_prepared_ahead_applies_at_the_trigger_without_a_request(make_agent):
+    writer = MockModel([SUMMARY] * 4)
+    agent = writer_agent(make_agent, writer)
+    reported = []
+    agent.on_prepared = reported.append
+    i = await turns_until_prepared(agent)
+    prepared = agent.ladder.prepared
+    settings = agent.policy_context().settings
+    limit = min(settings.trigger_tokens, settings.request_limit)
+    assert PRE_TRIGGER * limit <= agent.session.context_tokens <= limit
+    assert len(writer.requests) == 1 and reported == [prepared]
+    while not agent.session.folds:
+        await agent.turn(chatter(i, 300))
+        i += 1
+    fold = agent.session.folds[0]
+    assert fold.summarizer == "model:mock, prepared"
+    assert fold.span_ids[: prepared.messages] == list(prepared.span_ids)
+    assert SUMMARY in agent.session.get(fold.summary.id).content
+    assert len(writer.requests) == 1  # the fold waited for no summary
+    assert reported[-1] is None and agent.ladder.prepared is None
+
+
+async def test_a_cancel_in_the_middle_of_a_prepared_fold_leaves_nothing_prepared(make_agent):
+    gate = asyncio.Event()
+
+    class Slow(MockModel):
+        async def stream(self, messages, *, tools=None, options=None):
+            await gate.wait()
+            async for chunk in super().stream(messages, tools=tools, options=options):
+                yield chunk
+
+    agent = writer_agent(make_agent, Slow([SUMMARY] * 4))
+    i = 0
+    while agent.ladder.prepared_span() is None:
+        await agent.turn(chatter(i, 300))
+        i += 1
+    task = asyncio.create_task(agent.prepare_fold())
+    await asyncio.sleep(0)
+    task.cancel()  # the user sent the next message
+    gate.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert agent.ladder.prepared is None and not agent.session.folds
+    # resumed at the next pause
+    assert await agent.prepare_fold() is not None
+
+
+async def test_a_prepared_summary_that_no_longer_fits_the_span_is_not_used(make_agent):
+    writer = MockModel([SUMMARY] * 4)
+    agent = writer_agent(make_agent, writer)
+    i = await turns_until_prepared(agent)
+    first = agent.ladder.prepared.span_ids[0]
+    agent.pin(first)  # the span the ladder takes now starts elsewhere
+    while not agent.session.folds:
+        await agent.turn(chatter(i, 300))
+        i += 1
+    assert agent.session.folds[0].summarizer == "model:mock"
+    assert len(writer.requests) == 2
