@@ -399,6 +399,17 @@ class LadderDriver:
         measured rate."""
         session = self.state.session
         span = set(record.span_ids)
+        rent = self.state.rent
+        if rent is None or rent.last_at is None:
+            # nothing cached yet: what the fold adds is the tokens from the summary's place on
+            first = next((i for i, m in enumerate(session.messages) if m.id in span), len(session.messages))
+            tokens = session.sent_tokens(record.summary) + sum(
+                session.sent_tokens(m) for m in session.messages[first:] if m.id not in span and not m.cut_off
+            )
+            if record.position == 0:
+                tokens = record.context_after - session.head_tokens
+            rate = prompt_rate(session.usage, rent.sheet) if rent is not None else None
+            return tokens, (rate.seconds(tokens) if rate is not None and rate.measured else None)
         kept = [context_item(session, m) for m in session.messages if m.id not in span and not m.cut_off]
         kept.insert(min(record.position, len(kept)), context_item(session, record.summary))
         return self._reread(kept)
