@@ -95,3 +95,22 @@ async def test_a_cold_cache_asks_for_the_span_alone(make_agent):
     await agent.fold([m.id for m in agent.session.messages[:4]])
     sent = agent.model.requests[-1]
     assert [m["role"] for m in sent] == ["system", "user"] and sent[1]["content"].startswith("Summarize this part")
+
+
+async def test_near_the_window_the_summary_request_stops_after_the_span_and_fits(make_agent):
+    agent = make_agent(window=4096, tokenizer="chars4", system_prompt="Be brief.")
+    agent.summarizer = ModelSummarizer(agent.model)
+    i = 0
+    while not agent.session.folds:
+        await agent.turn(chatter(i, 200))
+        i += 1
+    (usage,) = summary_usage(agent)[:1]
+    k = next(n for n, r in enumerate(agent.model.requests) if "[summary request]" in r[-1]["content"])
+    summary_request, last_turn = agent.model.requests[k], agent.model.requests[k - 1]
+    # the request ends with the instruction right after the span: what the fold keeps is left out
+    assert len(summary_request) <= len(last_turn)
+    assert summary_request[:-1] == last_turn[: len(summary_request) - 1]
+    # it fits the window with the summary's room; its prefix is still read from the cache
+    budget = agent.policy_context().settings.summary_budget(agent.session.folds[0].tokens_before)
+    assert usage.prompt_tokens + budget <= agent.session.window
+    assert usage.cached_tokens > usage.evaluated_tokens

@@ -28,7 +28,7 @@ from tailrent_tui.core.rungs.fold import span_messages, span_to_target, unfold
 from tailrent_tui.core.session import SessionError
 from tailrent_tui.core.summarize import Review, Summarize, Summary, Verdict
 from tailrent_tui.models.errors import ContextOverflow, ModelError
-from tailrent_tui.models.summarizer import ModelSummarizer, SummaryContext, aligned_messages
+from tailrent_tui.models.summarizer import ModelSummarizer, SummaryContext, aligned_instruction, aligned_messages
 
 #: after the server refuses a request as too large, the ladder budgets with this much less of the window
 OVERFLOW_SHRINK = 0.85
@@ -47,6 +47,13 @@ class PreparedFold:
     @property
     def messages(self) -> int:
         return len(self.span_ids)
+
+
+def aligned_instruction_probe(request: Summarize) -> str:
+    """The instruction's words for this span (its size, before the context is cut to fit)."""
+    span = list(request.span)
+    probe = SummaryContext(messages=[{"role": m.role, "content": m.content} for m in span], positions=tuple(range(len(span))))
+    return aligned_instruction(probe, request.budget)
 
 
 class LadderDriver:
@@ -293,19 +300,27 @@ class LadderDriver:
         if not positions:
             return None, []
         tools = self.offered_tools() if self.offered_tools is not None else None
+        messages = wire_messages(session)
+        items = context_items(session)
+        instruction_tokens = session.sent_tokens(session.make_message("user", aligned_instruction_probe(request)))
+        whole = session.head_tokens + sum(t for _, t in items) + instruction_tokens + request.budget
+        if whole > self.budget_window():
+            # the fold comes when the context is near the window: with the instruction and the summary's
+            # room it would not fit. What follows the span is not needed to summarize it: the request
+            # stops after the span, its prefix still the cached one
+            end = max(positions) + 1
+            messages, items = messages[:end], items[: end - offset]
         context = SummaryContext(
-            messages=wire_messages(session), positions=positions, tools=tools or None,
+            messages=messages, positions=positions, tools=tools or None,
             options=self.request_options() if self.request_options is not None else {},
         )
-        items = context_items(session)
         instruction = aligned_messages(context, request.budget)[-1]
-        tokens = session.sent_tokens(session.make_message("user", instruction["content"]))
         if context.messages[-1]["role"] == "user" and items:
             # appended to the last user message: that message is read again with it
             key, _ = items[-1]
-            items[-1] = (key + "+summary-request", tokens)
+            items[-1] = (key + "+summary-request", session.sent_tokens(session.make_message("user", instruction["content"])))
         else:
-            items.append(("__summary_request__", tokens))
+            items.append(("__summary_request__", session.sent_tokens(session.make_message("user", instruction["content"]))))
         rent = self.state.rent
         if rent is not None:
             whole, cached, _ = rent.predict(items, session.head_tokens, session.clock())
