@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from test_summary_aligned import chatter
 
-from tailrent_tui.agent.ladder_driver import PRE_TRIGGER
+from tailrent_tui.agent.fold_requests import PRE_TRIGGER
 from tailrent_tui.models.mock import MockModel
 from tailrent_tui.models.summarizer import ModelSummarizer
 

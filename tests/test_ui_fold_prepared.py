@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ui_helpers import PAD, fill, make_agent, make_app, wait_until
 
-from tailrent_tui.agent.ladder_driver import PRE_TRIGGER
+from tailrent_tui.agent.fold_requests import PRE_TRIGGER
 from tailrent_tui.models.mock import MockModel
 from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.settings import Settings
