@@ -37,6 +37,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from engine import start_llama_server  # noqa: E402
 
 from tailrent_tui.agent.build import build_agent, close_agent  # noqa: E402
 from tailrent_tui.agent.events import TurnCallbacks  # noqa: E402
@@ -60,21 +63,6 @@ def message(i: int, words: int = 190) -> str:
     fact = f"Turn {i}: {topic} now takes {rng.randint(20, 900)} ms at p95 on host node-{rng.randint(1, 40)}."
     body = " ".join(rng.choice(FILLER) for _ in range(words))
     return f"{fact} {body}. What should we check first?"
-
-
-def start_server(model: Path, ctx: int):
-    import xllamacpp as xlc
-
-    p = xlc.CommonParams()
-    p.model.path = str(model)
-    p.n_ctx = ctx
-    p.cpuparams.n_threads = 2
-    p.cpuparams_batch.n_threads = 2
-    p.hostnames = ["127.0.0.1"]
-    p.port = 0
-    p.sampling.seed = 42
-    p.sampling.temp = 0.0
-    return xlc.Server(p)
 
 
 async def run(url: str, placement: str, turns: int, reply: int, window: int, home: Path, prepare: bool) -> dict[str, Any]:
@@ -186,7 +174,7 @@ def main() -> None:
     os.environ["TAILRENT_CONFIG_DIR"] = str(home / "config")
     out = []
     for placement in a.placements:
-        server = start_server(model, a.window)  # a fresh server each: no cache carried from the last run
+        server = start_llama_server(model, a.window)  # a fresh server each: no cache carried from the last run
         try:
             result = asyncio.run(run(server.listening_address, placement, a.turns, a.reply, a.window, home, a.prepare))
             out.append(summarize(result))

@@ -38,13 +38,13 @@ def assemble_model_file() -> Path:
     return assemble_into(engine_cache_dir() / gemma.MODEL_NAME)
 
 
-def start_llama_server(model_path: Path):
+def start_llama_server(model_path: Path, n_ctx: int | None = None):
     """Start an in-process llama.cpp server on 127.0.0.1 (a free port picked by the server)."""
     import xllamacpp as xlc
 
     params = xlc.CommonParams()
     params.model.path = str(model_path)
-    params.n_ctx = N_CTX
+    params.n_ctx = n_ctx or N_CTX
     params.cpuparams.n_threads = 2
     params.cpuparams_batch.n_threads = 2
     params.hostnames = ["127.0.0.1"]
