@@ -6,6 +6,7 @@ input and given back however the turn is cancelled; ctrl+c interrupts, clears, a
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 from textual import events
@@ -101,3 +102,19 @@ async def test_exit_new_and_clear_end_the_app(tmp_path, command, next_session):
         await pilot.press(*command, "enter")
         await wait_until(pilot, lambda: not app.is_running, what=command)
     assert app.next_session == next_session
+
+
+async def test_at_80_by_24_the_context_figure_stays_on_screen(tmp_path):
+    """Issue 26, item 12: the header leads with "N% context left", kept current after a turn."""
+    agent = make_agent(tmp_path, script=[{"text": "a reply " * 200}])
+    app = make_app(agent)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(*"hello", "enter")
+        await wait_until(pilot, lambda: not app.session_screen.running and len(agent.session.messages) >= 2, what="reply")
+        await pilot.pause()
+        left = round(100 * (1 - agent.session.context_tokens / agent.session.window))
+        assert left < 100
+        assert app.sub_title.startswith(f"{left}% context left")
+        # what the terminal shows: the screenshot's text, its spaces as the SVG writes them
+        shown = re.sub(r"<[^>]+>", "", app.export_screenshot()).replace("&#160;", " ")
+        assert f"{left}% context left" in shown

@@ -118,10 +118,16 @@ class SessionBase(Screen[None]):
     def _sub_title(self) -> str:
         model = self._model_name()
         shown = f"loading {model}… (the first reply waits for it)" if self._loading else f"model {model}"
-        parts = [shown, f"policy {self.settings.policy}"]
+        # first, so that it stays on screen at 80 columns when the sidebar hides itself
+        parts = [context_left(self.session.context_tokens, self.session.window), shown, f"policy {self.settings.policy}"]
         if self.session.id:
             parts.append(f"session {self.session.id}")
         if self.settings.yolo:
             parts.append("YOLO: tools run without asking")
         return " · ".join(parts)
 
+
+def context_left(context_tokens: int, window: int) -> str:
+    """The context figure the header always shows: "87% context left" (of the window)."""
+    left = max(0.0, 1 - context_tokens / window) if window else 0.0
+    return f"{left:.0%} context left"

@@ -81,6 +81,9 @@ class TurnFeed(RentClocks):
             for item in join_text(batch):
                 await self.apply_update(item)
             self.sidebar.flush()
+            subtitle = self._sub_title()
+            if self.app.sub_title != subtitle:
+                self.app.sub_title = subtitle
 
     async def apply_update(self, item: Update) -> None:
         """One update from the agent onto the widgets: where a reply, an event, a fold's progress reach the screen."""
