@@ -40,8 +40,9 @@ FACT = (
 )
 
 
-def settings_for(url: str, root: Path) -> Settings:
+def settings_for(url: str, root: Path, window: int | None = None) -> Settings:
     values: dict[str, Any] = dict(
+        window=window,
         model=f"openai:{url}", data_dir=root / "data", workspace=root, fsync=False, price_sheet="local",
         summarizer="model", max_reply_tokens=16,
     )
@@ -106,10 +107,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("url")
     ap.add_argument("--turns", type=int, default=8)
+    ap.add_argument("--window", type=int, help="budget this window (default: the server's)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        settings = settings_for(a.url, root)
+        settings = settings_for(a.url, root, a.window)
         yesterday(settings, a.turns)
         saved = root / "saved"
         shutil.copytree(root / "data", saved)
