@@ -48,12 +48,17 @@ class LazyGroup(click.Group):
         return None
 
 
+#: every model spec, as `--help` lists them (models/spec.py parses them); `ask` shows the same
+MODEL_SPECS_HELP = "mock, mock:SCRIPT.jsonl, ollama, ollama:NAME, openai:URL, openai:URL#MODEL, embedded or embedded:FILE.gguf."
+UNSET_MODEL = " Unset: Ollama if it answers, else the embedded engine, else the mock."
+
+
 @click.group(
     cls=LazyGroup,
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.option("--model", "model", metavar="SPEC", help="mock, ollama, ollama:NAME, openai:URL or openai:URL#MODEL.")
+@click.option("--model", "model", metavar="SPEC", help=MODEL_SPECS_HELP + UNSET_MODEL)
 @click.option("--continue", "continue_", is_flag=True, help="Resume the last active session.")
 @click.option(
     "--resume", "resume", metavar="[ID]", is_flag=False, flag_value="", default=None,

@@ -124,3 +124,10 @@ def test_the_picker_cancels_with_escape_and_lists_real_sessions(home):
 def test_resume_alone_in_ask_is_a_clear_error(home):
     out = run("--resume=", "ask", "--model", "mock", "Hello?", ok=False)
     assert out.exit_code == 2 and "--resume needs a session id here" in out.output
+
+
+@pytest.mark.parametrize("args", [["--help"], ["ask", "--help"]])
+def test_help_lists_every_model_spec(args):
+    out = " ".join(run(*args).stdout.split())
+    for spec in ("mock:SCRIPT.jsonl", "ollama:NAME", "openai:URL#MODEL", "embedded:FILE.gguf"):
+        assert spec in out

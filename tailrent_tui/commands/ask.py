@@ -9,12 +9,13 @@ from typing import Any, Literal
 
 import click
 
+from tailrent_tui.cli import MODEL_SPECS_HELP
 from tailrent_tui.text import json_visible, storable, visible
 
 
 @click.command()
 @click.argument("prompt")
-@click.option("--model", "model", metavar="SPEC", help="mock, ollama, ollama:NAME, openai:URL or openai:URL#MODEL.")
+@click.option("--model", "model", metavar="SPEC", help=MODEL_SPECS_HELP)
 @click.option("--continue", "continue_", is_flag=True, help="Continue the last active session (default: a new one).")
 @click.option("--resume", "resume", metavar="ID", help="Continue the session with this id (or a unique prefix of it).")
 @click.option(
