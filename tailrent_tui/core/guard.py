@@ -1301,3 +1301,54 @@ def find_expected(expect: Sequence[str], text: str) -> dict[str, bool]:
             raise ValueError(f"probe expectation {word!r} is empty; an expected string needs a character")
         out[word] = word.casefold() in hay
     return out
+
+
+# --------------------------------------------------------------------------
+# The fold's guard: what the span said, against what stays visible
+# --------------------------------------------------------------------------
+
+# A label at a line's start ("SECURITY RULE:", "**LIMIT**:"): its words name a kind, they are not facts.
+_LABEL_PREFIX_RE = re.compile(r"(?m)(?:^|(?<=[.!?;]\s))[ \t]*(?:[-*•>]+[ \t]*)?(?:\*\*)?[A-Z][A-Z0-9 _/&-]{1,30}(?:\*\*)?[ \t]*:(?=[ \t])")
+
+
+def guarded_facts(text: str, watch: Iterable[str] = ()) -> list[Fact]:
+    """What a fold of ``text`` must keep visible: its facts (:func:`extract_facts`) and its
+    identifiers (any token that mixes letters with digits, or with - _ . / : inside, lowercase
+    too: ``sk-9q2-alder``, ``hotfix/2``), without the words of a label ("SECURITY RULE:")."""
+    from tailrent_tui.core.ledger import identifiers
+
+    masked = _LABEL_PREFIX_RE.sub(lambda m: " " * len(m.group(0)), text)
+    facts = extract_facts(masked, watch)
+    known = [f.text.casefold() for f in facts]
+    for ident in identifiers(_TEMPLATE_RE.sub(" ", _FOLD_HEADER_RE.sub(" ", masked))):
+        key = ident.casefold()
+        if any(key in k for k in known) or key.strip("_-") in _TEMPLATE_FRAGMENTS:
+            continue
+        known.append(key)
+        facts.append(Fact(text=ident, kind="name"))
+    return facts
+
+
+class Visible:
+    """A text prepared once for many checks: is a fact still there, as a probe would find it?
+
+    Strict, as a probe is: the fact's text, case- and whitespace-insensitively, at word
+    boundaries ("15 minute" is not in "115 minutes", nor in "15min"). A reason clause counts by
+    its content words (:data:`REASON_THRESHOLD`), a quoted string by what is inside its quotes.
+    Each check is one substring search over the text, and a boundary check only when found."""
+
+    def __init__(self, text: str) -> None:
+        self.hay = _Haystack(text)
+
+    def shows(self, fact: Fact) -> bool:
+        hay = self.hay
+        if fact.kind == "reason":
+            return _present(fact, hay)
+        needle = _norm(fact.text)
+        if fact.kind == "quoted" and len(needle) >= 2 and _QUOTE_PAIRS.get(needle[0]) == needle[-1]:
+            needle = needle[1:-1].strip()
+        if not needle:
+            return True
+        if needle not in hay.norm:
+            return False
+        return _bounded(needle, hay.norm, left=True, right=True, plural=fact.kind == "name")

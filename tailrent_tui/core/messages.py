@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from tailrent_tui.core.ledger import Statement
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 
@@ -28,6 +30,7 @@ class Kind(StrEnum):
     delegate_result = "delegate_result"
     memory_pointer = "memory_pointer"
     instructions = "instructions"
+    ledger = "ledger"
 
     @property
     def label(self) -> str:
@@ -221,6 +224,14 @@ class FoldRecord(BaseModel):
         default=None, description="why the asked summarizer's text was refused (the extractive fallback wrote it)"
     )
     guard: str = "report"
+    ledger: Message | None = Field(
+        default=None, description="the pinned message that carries the span's current statements verbatim (before the summary)"
+    )
+    carried: list[str] = Field(default_factory=list, description="ids of the statements the ledger message carries")
+    uncarried: list[str] = Field(
+        default_factory=list, description="current statements of the span the ledger had no room for (counted lost)"
+    )
+    dropped: bool = Field(default=False, description="no summary could shrink the span: it left for the archive with a pointer")
 
 
 class Folded(_Event):
@@ -258,6 +269,35 @@ class InstructionsRead(_Event):
     source: str = Field(description="the file's name in the workspace root")
     message: Message | None = None
     replaces: str | None = Field(default=None, description="id of the message with the previous reading")
+
+
+class StatementsFound(_Event):
+    """Statements found in a message on arrival (core/ledger.py), and those they supersede."""
+
+    type: Literal["statements_found"] = "statements_found"
+    message_id: str
+    statements: list[Statement]
+    supersedes: dict[str, str] = Field(default_factory=dict, description="new statement id -> the id it replaces")
+
+
+class StatementChanged(_Event):
+    """The user's hand on the ledger: accept a proposal, supersede or restore a statement, edit its text."""
+
+    type: Literal["statement_changed"] = "statement_changed"
+    id: str
+    status: Literal["current", "superseded", "proposal"] | None = None
+    text: str | None = None
+
+
+class FoldRetired(_Event):
+    """An old fold summary left the context whole, for a pointer to the fold archive (summaries
+    never fold again: depth one). `/unfold` and `search_history` still reach it."""
+
+    type: Literal["fold_retired"] = "fold_retired"
+    fold_no: int
+    pointer: str
+    pointer_tokens: int
+    facts_lost: list[str] = Field(default_factory=list, description="what it held that no other message shows")
 
 
 class WatchAdded(_Event):
@@ -313,6 +353,9 @@ Event = Annotated[
     | FoldSkipped
     | Unfolded
     | InstructionsRead
+    | StatementsFound
+    | StatementChanged
+    | FoldRetired
     | WatchAdded
     | WatchRemoved
     | UsageRecorded

@@ -61,6 +61,7 @@ from tailrent_tui.core.rungs.fold import (
     nothing_reason,
     oldest_unpinned,
     prepare_fold,
+    retire_summaries,
     skip_fold,
     span_messages,
     span_to_target,
@@ -214,8 +215,16 @@ def _captured(session: Session, plan: Generator[Summarize, Summary, Any]) -> Pla
     return events
 
 
-def ask_summary(ctx: PolicyContext, span: list[Message]) -> Generator[Summarize, Summary, Summary]:
-    """Ask the driver for a summary of `span`, within the budget the settings give it."""
+def ask_summary(ctx: PolicyContext, span: list[Message], session: Session | None = None) -> Generator[Summarize, Summary, Summary]:
+    """Ask the driver for a summary of `span`, within the budget the settings give it.
+
+    With a session that keeps a ledger, the summarizer sees the span without its
+    statements (they are carried verbatim) and without ledger messages; a span with
+    nothing else to say needs no summarizer at all."""
+    if session is not None and session.statements:
+        span = session.summarizable(span)
+        if not span:
+            return Summary(text="", by="ledger")
     return (yield Summarize(tuple(span), ctx.settings.summary_budget(sum(m.tokens for m in span))))
 
 
@@ -254,6 +263,14 @@ def choose_fold(
     extractive fallback only has to shrink the span.
     """
     ids = [m.id for m in span]
+    if session.statements:
+        # the summarizers see the span without its statements (carried verbatim)
+        span = session.summarizable(span)
+        if not span:
+            return prepare_fold(
+                session, ids, summary="", summarizer_name="ledger", guard=guard,
+                position=position, header=header, trigger=trigger, rejected=None,
+            )
     span_tokens = sum(m.tokens for m in span)
 
     def fold_with(text: str, by: str, rejected: str | None) -> FoldRecord:
@@ -410,7 +427,7 @@ class Policy:
             skip_fold(session, nothing_reason(session), trigger)
             return
         span = span_messages(session, span_ids)
-        reply = yield from ask_summary(ctx, span)
+        reply = yield from ask_summary(ctx, span, session)
         record = choose_fold(
             session, span, reply, guard=self.guard_for(ctx), position=ctx.settings.fold_placement, header=LADDER_HEADER,
             trigger=trigger,
@@ -591,7 +608,7 @@ class LadderPolicy(Policy):
         def summary_of(span: list[Message]):
             if refused is not None:
                 return refused
-            return (yield from ask_summary(ctx, span))
+            return (yield from ask_summary(ctx, span, session))
 
         for pass_no in range(self.max_passes):
             # the first pass must only shrink; a later one is a refinement toward the
@@ -599,7 +616,9 @@ class LadderPolicy(Policy):
             gain = self.min_gain if pass_no else 0.0
             span_ids = span_to_target(session, target, keep_recent=keep, summary_share=ctx.settings.summary_share)
             if not span_ids:
-                skip_fold(session, nothing_reason(session), trigger)
+                # depth one: what is left to take is summaries; the oldest leave for pointers
+                if not retire_summaries(session, target, keep_recent=keep) and not pass_no:
+                    skip_fold(session, nothing_reason(session), trigger)
                 return
             span = span_messages(session, span_ids)
             reply = yield from summary_of(span)
@@ -611,13 +630,22 @@ class LadderPolicy(Policy):
                     continue
                 record = self._choose(session, ctx, span, reply, trigger, FALLBACKS, gain)
             if not shrinks(record, gain):
-                wider = [m for m in session.messages[: max(0, len(session.messages) - keep)] if not m.pinned]
+                wider = [
+                    m for m in session.messages[: max(0, len(session.messages) - keep)]
+                    if not m.pinned and m.kind is not Kind.fold_summary and not m.cut_off
+                ]
                 if len(wider) > len(span):
                     reply = yield from summary_of(wider)
                     record = self._choose(session, ctx, wider, reply, trigger, FALLBACKS, gain)
             if not shrinks(record, gain):
-                skip_fold(session, _would_grow(record, gain), trigger)
-                return
+                if pass_no:
+                    return  # the first pass folded: a refinement that saves too little is not worth it
+                # Nothing written shrinks the span: it leaves for the archive with a pointer, and
+                # the guard reports what that loses. The ladder never stops folding for a summary.
+                record = self._drop(session, ctx, span_messages(session, record.span_ids), trigger)
+                if not shrinks(record):
+                    skip_fold(session, _would_grow(record), trigger)
+                    return
             approved = yield from reviewed(
                 session, ctx, record, span_messages(session, record.span_ids), manual=False,
                 position=self.placement(ctx), header=self.header,
@@ -631,6 +659,22 @@ class LadderPolicy(Policy):
             apply_fold(session, approved, ctx.archive)
             if session.context_tokens <= target:
                 return
+
+    def _drop(self, session: Session, ctx: PolicyContext, span: list[Message], trigger: str) -> FoldRecord:
+        """The span out of the context, for a pointer to the archive: the fold of last resort.
+
+        Its statements are carried into the ledger as in any fold; the guard reports the
+        facts it loses (it repairs nothing: a repaired pointer would not shrink)."""
+        pointer = (
+            f"{len(span)} earlier message{'s' if len(span) != 1 else ''} left the context whole, unsummarized: "
+            "search_history or /unfold brings them back"
+        )
+        record = prepare_fold(
+            session, [m.id for m in span], summary=pointer, summarizer_name="dropped", guard="report",
+            position=self.placement(ctx), header=self.header, trigger=trigger,
+            rejected="no summary of the span was smaller than it",
+        )
+        return record.model_copy(update={"dropped": True})
 
     def _choose(
         self, session: Session, ctx: PolicyContext, span: list[Message], reply: Summary, trigger: str, fallbacks, gain: float,
@@ -667,6 +711,19 @@ class LadderPolicy(Policy):
         yield from self._shrink(session, ctx, limit, "ladder: the request would not fit the window")
         if session.context_tokens > limit:
             self.spill_oversized(session, ctx, _content_messages(session), limit, "the request would not fit the window")
+        if session.context_tokens > limit:
+            retire_summaries(session, limit, keep_recent=ctx.settings.keep_recent)
+        if session.context_tokens > limit:
+            # what is left unpinned goes whole to the archive: never an over-window request
+            keep = ctx.settings.keep_recent
+            rest = [
+                m for m in session.messages[: max(0, len(session.messages) - keep)]
+                if not m.pinned and m.kind is not Kind.fold_summary and not m.cut_off
+            ]
+            if rest:
+                record = self._drop(session, ctx, rest, "ladder: the request would not fit the window")
+                if shrinks(record):
+                    apply_fold(session, record, ctx.archive)
 
     def after_add(self, session: Session, ctx: PolicyContext) -> Plan:
         if session.context_tokens <= ctx.settings.trigger_tokens:

@@ -15,10 +15,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tailrent_tui.core import ledger as ledger_rules
+from tailrent_tui.core.ledger import Statement
 from tailrent_tui.core.messages import (
     Event,
     Folded,
     FoldRecord,
+    FoldRetired,
     FoldSkipped,
     InstructionsRead,
     Kind,
@@ -28,6 +31,8 @@ from tailrent_tui.core.messages import (
     Pinned,
     Role,
     Spilled,
+    StatementChanged,
+    StatementsFound,
     ToolCall,
     Unfolded,
     Unpinned,
@@ -109,6 +114,9 @@ class Session:
     #: pins may hold this share of the window; past it auto-pinning stops (the user decides what to unpin)
     pin_share: float = 0.4
     framing: Framing = field(default_factory=Framing)
+    #: find statements in every message on arrival and keep them in the ledger (core/ledger.py);
+    #: None: whenever decisions are detected (the ladder's sessions)
+    detect_statements: bool | None = None
 
     def __post_init__(self) -> None:
         self._messages: list[Message] = []
@@ -125,8 +133,17 @@ class Session:
         self.user_unpinned: set[str] = set()
         self.listeners: list[Callable[[Event], None]] = []
         self.system_tokens = self.counter.count(self.system)
+        if self.detect_statements is None:
+            self.detect_statements = self.decisions is not None
         self._owned = False
         self.auto_pin_stopped = False  # a decision was left unpinned: the pins are at their budget
+        #: the ledger: every statement found, in order, current or not
+        self.statements: dict[str, Statement] = {}
+        self._statements_of: dict[str, list[str]] = {}
+        #: which message in the context holds each statement's text now (its own, or a ledger message)
+        self.carrier: dict[str, str] = {}
+        #: folds whose summary left the context for a pointer, by number
+        self.retired: dict[int, FoldRetired] = {}
         self._handlers: dict[str, Callable[[Any], None]] = {
             name[len("_apply_") :]: getattr(self, name) for name in dir(type(self)) if name.startswith("_apply_")
         }
@@ -218,6 +235,9 @@ class Session:
         self._messages.append(m)
         index[m.id] = m
         self.totals._account(m, +1, m.tokens + self.framing.message(m.role))
+        if m.kind is Kind.ledger:
+            for sid in m.meta.get("statements", ()):
+                self.carrier[sid] = m.id
         if m.kind is Kind.spill_pointer and m.spill_id:
             self.spills[m.spill_id] = Spilled(
                 id=m.id,
@@ -271,6 +291,13 @@ class Session:
         summary = f.summary.clone()
         position = min(max(f.position, 0), len(kept))
         kept.insert(position, summary)
+        if f.ledger is not None:
+            carried = f.ledger.clone()
+            kept.insert(position, carried)
+            self._index[carried.id] = carried
+            self.totals._account(carried, +1, self.sent_tokens(carried))
+            for sid in f.carried:
+                self.carrier[sid] = carried.id
         self._messages = kept
         self._index[summary.id] = summary
         self.totals._account(summary, +1, self.sent_tokens(summary))
@@ -287,10 +314,21 @@ class Session:
         twice = [m.id for m in originals if m.id in self._index]
         if twice:
             raise SessionError(f"fold #{e.fold_no}'s originals are in the context already: {twice}")
+        if record.ledger is not None and record.ledger.id in self._index:
+            # the originals hold the statements again, word for word
+            carried = self._index.pop(record.ledger.id)
+            self.totals._account(carried, -1, self.sent_tokens(carried))
+            self._messages.remove(carried)
         position = self.index_of(summary.id)
         del self._index[summary.id]
         self.totals._account(summary, -1, self.sent_tokens(summary))
+        self.retired.pop(e.fold_no, None)
         self._messages[position : position + 1] = originals
+        ledger_id = record.ledger.id if record.ledger is not None else None
+        for sid in record.carried:
+            source = self.statements.get(sid)
+            if source is not None and ledger_id is not None and self.carrier.get(sid) == ledger_id:
+                self.carrier[sid] = source.message_id
         for m in originals:
             self._index[m.id] = m
             self.totals._account(m, +1, self.sent_tokens(m))
@@ -318,6 +356,60 @@ class Session:
         self._messages.insert(position, m)
         self._index[m.id] = m
         self.totals._account(m, +1, self.sent_tokens(m))
+
+    def _apply_statements_found(self, e: StatementsFound) -> None:
+        ids = self._statements_of.setdefault(e.message_id, [])
+        for st in e.statements:
+            self.statements[st.id] = st if self._owned else st.model_copy()
+            ids.append(st.id)
+            if e.message_id in self._index:
+                self.carrier.setdefault(st.id, e.message_id)
+        for new, old in e.supersedes.items():
+            before = self.statements.get(old)
+            if before is not None:
+                before.status = "superseded"
+                before.superseded_by = new
+                self.statements[new].supersedes = old
+
+    def _apply_statement_changed(self, e: StatementChanged) -> None:
+        st = self.statements.get(e.id)
+        if st is None:
+            raise SessionError(f"no statement {e.id!r} in the ledger")
+        if e.status is not None:
+            st.status = e.status
+        if e.text is not None and e.text != st.text:
+            if st.original is None:
+                st.original = st.text
+            st.text = e.text
+            st.edited = True
+        holder = self._index.get(self.carrier.get(e.id, ""))
+        if holder is not None and holder.kind is Kind.ledger:
+            # the ledger message shows the statement as it is now (a superseded one leaves at the next fold)
+            self._rewrite(holder, self._ledger_content(holder))
+
+    def _ledger_content(self, holder: Message) -> str:
+        shown = [self.statements[i] for i in holder.meta.get("statements", ()) if i in self.statements]
+        return ledger_rules.ledger_text([s for s in shown if s.status == "current"] or shown)
+
+    def _rewrite(self, m: Message, content: str) -> None:
+        if content == m.content:
+            return
+        self.totals._account(m, -1, self.sent_tokens(m))
+        m.content = content
+        m.tokens = self.counter.count(content)
+        self.totals._account(m, +1, self.sent_tokens(m))
+
+    def _apply_fold_retired(self, e: FoldRetired) -> None:
+        record = next((f for f in self.folds if f.fold_no == e.fold_no), None)
+        if record is None or record.summary.id not in self._index:
+            raise SessionError(f"fold #{e.fold_no}'s summary is not in the context to retire")
+        m = self._index[record.summary.id]
+        self.totals._account(m, -1, self.sent_tokens(m))
+        m.content = e.pointer
+        m.tokens = e.pointer_tokens
+        m.meta = {**m.meta, "retired": True}
+        self.totals._account(m, +1, self.sent_tokens(m))
+        self.retired[e.fold_no] = e
 
     def _apply_fold_skipped(self, e: FoldSkipped) -> None:
         self.skipped.append(e)
@@ -398,16 +490,27 @@ class Session:
         listener holds the event (so that a later pin or spill never alters
         what was journaled). The event is made only when a listener is there
         to receive it: on its own the session needs only its effect.
+
+        With `detect_statements`, the message's statements go into the ledger
+        (core/ledger.py); a correction supersedes what it corrects (unpinned,
+        it leaves at the next fold), and a short message of the user's that is
+        mostly statement is pinned in place. What the model states unlabelled
+        is a proposal, neither pinned nor carried, until the user accepts it.
         """
         auto = None
+        found: list[ledger_rules.Found] = []
+        if self.detect_statements and m.kind in (Kind.chat, Kind.tool_result) and not m.cut_off:
+            found = ledger_rules.detect(m.content, m.role)
         if (
             autopin
             and not m.pinned
-            and self.decisions is not None
             and m.kind == Kind.chat
             and m.role in ("user", "assistant")
         ):
-            auto = self.decisions.match(m.content)
+            if self.decisions is not None and (m.role == "user" or not self.detect_statements):
+                auto = self.decisions.match(m.content)
+            if auto is None and m.role == "user" and found and self._mostly_statement(m, found):
+                auto = f"ledger: {found[0].kind}"
             if auto is not None and self._restates_a_pin(m.content):
                 auto = None
         over_budget = auto is not None and self.totals.pinned + m.tokens > self.pin_budget
@@ -419,6 +522,8 @@ class Session:
             self.emit(MessageAdded.trusted(m, auto, m.created))
         else:
             self._append(m)
+        if found:
+            self._record_statements(m, found)
         if over_budget and not self.auto_pin_stopped:
             # Folding cannot make room for pins, so the user must choose what to unpin.
             self.auto_pin_stopped = True
@@ -429,6 +534,170 @@ class Session:
                 "warning",
             )
         return self._index[m.id]
+
+    @staticmethod
+    def _mostly_statement(m: Message, found: Sequence[ledger_rules.Found]) -> bool:
+        """Is the message mostly what its statements say (pin it whole), or do they sit in a
+        longer text (keep them alone: a fold carries them into the ledger)?"""
+        said = sum(len(f.text) for f in found)
+        return said >= 0.6 * len(m.content.strip()) or m.tokens <= 48
+
+    def _record_statements(self, m: Message, found: Sequence[ledger_rules.Found]) -> None:
+        role = "instructions" if m.kind is Kind.instructions else m.role
+        labelled_roles = ("user", "instructions", "tool")
+        statements: list[Statement] = []
+        supersedes: dict[str, str] = {}
+        earlier = [st for st in self.statements.values() if st.status == "current"]
+        said = {" ".join(st.text.casefold().split()) for st in earlier}
+        for n, f in enumerate(found):
+            key = " ".join(f.text.casefold().split())
+            if key in said:
+                continue  # said again: the ledger keeps it once
+            said.add(key)
+            proposal = role == "assistant" and f.label is None
+            st = Statement(
+                id=f"{m.id}.{n}", message_id=m.id, kind=f.kind, text=f.text, role=role, label=f.label,
+                status="proposal" if proposal else "current", at=m.created,
+            )
+            if not proposal and (role in labelled_roles or f.label):
+                old = ledger_rules.find_superseded(f, earlier)
+                if old is not None and old.message_id != m.id:
+                    supersedes[st.id] = old.id
+                    earlier = [e for e in earlier if e.id != old.id]
+            statements.append(st)
+        self.emit(StatementsFound(message_id=m.id, statements=statements, supersedes=supersedes, at=m.created))
+        for old_id in supersedes.values():
+            self._release(old_id)
+
+    def _release(self, statement_id: str) -> None:
+        """A superseded statement's message is unpinned, so it leaves at the next fold
+        (project instructions stay: their file says what it says)."""
+        holder = self._index.get(self.carrier.get(statement_id, ""))
+        if holder is None or not holder.pinned or holder.kind is Kind.instructions:
+            return
+        still = [i for i in self.statements_held(holder.id) if self.statements[i].status == "current"]
+        if holder.kind is Kind.ledger and still:
+            # the others are carried again, verbatim, when the next fold takes this message
+            pass
+        self.emit(Unpinned(id=holder.id, at=self.clock()))
+
+    def statements_held(self, message_id: str) -> list[str]:
+        """Ids of the statements whose text this message holds now."""
+        m = self._index.get(message_id)
+        if m is not None and m.kind is Kind.ledger:
+            return list(m.meta.get("statements", ()))
+        return [i for i in self._statements_of.get(message_id, ()) if self.carrier.get(i) == message_id]
+
+    def current_statements(self) -> list[Statement]:
+        return [st for st in self.statements.values() if st.status == "current"]
+
+    def carried_by(self, span: Sequence[Message], *, budget: bool = True) -> list[Statement]:
+        """The current statements whose text the span holds that a fold of it carries into the
+        ledger: as many as the pins' budget has room for (the span's own ledger messages give
+        theirs back). The rest stay in the span's text, for the summary and the guard."""
+        room = self.pin_budget - self.totals.pinned + sum(self.sent_tokens(m) for m in span if m.pinned or m.kind is Kind.ledger)
+        out: list[Statement] = []
+        seen: set[str] = set()
+        for m in span:
+            for sid in self.statements_held(m.id):
+                st = self.statements.get(sid)
+                if st is None or st.status != "current" or sid in seen:
+                    continue
+                cost = self.counter.count(ledger_rules.ledger_line(st)) + 1
+                if budget and cost > room:
+                    continue
+                room -= cost
+                seen.add(sid)
+                out.append(st)
+        return out
+
+    def summarizable(self, span: Sequence[Message]) -> list[Message]:
+        """The span as a summarizer sees it: ledger messages out, and the text of every
+        statement a fold of it carries (or that was superseded) taken out of its message.
+        The copies keep their ids; a message left with nothing to say is left out."""
+        carried = {st.id for st in self.carried_by(span)}
+        out: list[Message] = []
+        for m in span:
+            if m.kind is Kind.ledger:
+                # what it holds beyond the budget stays as text for the summary
+                left = [self.statements[i] for i in m.meta.get("statements", ()) if i in self.statements]
+                left = [st for st in left if st.status == "current" and st.id not in carried]
+                if left:
+                    copy = m.clone()
+                    copy.content = "\n".join(st.text for st in left)
+                    copy.tokens = self.counter.count(copy.content)
+                    out.append(copy)
+                continue
+            # an edited statement's message holds its original words
+            held = [self.statements[i] for i in self._statements_of.get(m.id, ()) if i in self.statements]
+            texts = [st.original or st.text for st in held if st.id in carried or st.status == "superseded"]
+            if not texts:
+                out.append(m)
+                continue
+            rest = ledger_rules.strip_statements(m.content, texts)
+            if not rest.strip(" \t\n.,;:-"):
+                continue
+            copy = m.clone()
+            copy.content = rest
+            copy.tokens = self.counter.count(rest)
+            out.append(copy)
+        return out
+
+    def rebuild_ledger(self) -> int:
+        """Find the statements of every message in the context that has none recorded (a session
+        journaled before the ledger existed); returns how many were found."""
+        before = len(self.statements)
+        for m in list(self._messages):
+            if m.id in self._statements_of or m.kind not in (Kind.chat, Kind.tool_result) or m.cut_off:
+                continue
+            found = ledger_rules.detect(m.content, m.role)
+            if found:
+                self._record_statements(m, found)
+        return len(self.statements) - before
+
+    def accept(self, statement_id: str) -> StatementChanged | None:
+        """A proposal of the model's becomes a current statement (kept verbatim from now on)."""
+        st = self._statement(statement_id)
+        if st.status == "current":
+            return None
+        return self.emit(StatementChanged(id=statement_id, status="current", at=self.clock()))  # type: ignore[return-value]
+
+    def supersede(self, statement_id: str) -> StatementChanged | None:
+        """Mark a statement superseded by hand: it leaves the context at the next fold."""
+        st = self._statement(statement_id)
+        if st.status == "superseded":
+            return None
+        ev = self.emit(StatementChanged(id=statement_id, status="superseded", at=self.clock()))
+        self._release(statement_id)
+        return ev  # type: ignore[return-value]
+
+    def edit_statement(self, statement_id: str, text: str) -> StatementChanged | None:
+        """The user's wording for a statement. Held by a ledger message, that message shows it
+        at once; held by its own live message, a pinned ledger line at the tail shows it."""
+        st = self._statement(statement_id)
+        text = " ".join(text.split())
+        if not text:
+            raise SessionError("a statement cannot be empty: supersede it instead (x)")
+        if len(text) > ledger_rules.MAX_STATEMENT_CHARS:
+            raise SessionError(f"a statement holds at most {ledger_rules.MAX_STATEMENT_CHARS} characters; this is {len(text):,}")
+        if text == st.text:
+            return None
+        holder = self._index.get(self.carrier.get(statement_id, ""))
+        ev = self.emit(StatementChanged(id=statement_id, text=text, status="current", at=self.clock()))
+        if holder is None or holder.kind is not Kind.ledger:
+            edited = self.statements[statement_id]
+            m = self.make_message(
+                "system", ledger_rules.ledger_text([edited]), kind=Kind.ledger, pinned=True,
+                meta={"statements": [statement_id]},
+            )
+            self.add_message(m, autopin=False)
+        return ev  # type: ignore[return-value]
+
+    def _statement(self, statement_id: str) -> Statement:
+        st = self.statements.get(statement_id)
+        if st is None:
+            raise SessionError(f"no statement {statement_id!r} in the ledger")
+        return st
 
     def _restates_a_pin(self, content: str) -> bool:
         """Does this message open by repeating a pinned message (an echo or a quote-back)?

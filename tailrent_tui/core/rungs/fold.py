@@ -18,7 +18,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
-from tailrent_tui.core.messages import Folded, FoldRecord, FoldSkipped, Kind, Message, Unfolded
+from tailrent_tui.core import ledger as ledger_rules
+from tailrent_tui.core.messages import Folded, FoldRecord, FoldRetired, FoldSkipped, Kind, Message, Unfolded
 from tailrent_tui.core.ports import ArchivedFold, ArchiveError, FoldArchive
 from tailrent_tui.core.session import Session, SessionError
 from tailrent_tui.core.summarize import Summarizer
@@ -55,20 +56,50 @@ def span_to_target(session: Session, target_tokens: int, *, keep_recent: int = 2
     kept = 1.0 - summary_share
     framing = session.framing
     summary = Kind.fold_summary
-    chosen: list[int] = []
+    chosen: list[str] = []
     freed = 0.0
-    for include_summaries in (False, True):
+    for m in msgs:
         if freed >= excess:
             break
-        for i, m in enumerate(msgs):
-            if m.pinned or (m.kind is summary) is not include_summaries or m.cut_off:
-                continue
-            chosen.append(i)
-            freed += (m.tokens + framing.message(m.role)) * kept
-            if freed >= excess:
-                break
-    chosen.sort()  # summaries were taken after the raw messages
-    return [msgs[i].id for i in chosen]
+        # depth one: a summary is never folded again (retire_summaries makes room instead)
+        if m.pinned or m.kind is summary or m.cut_off:
+            continue
+        chosen.append(m.id)
+        freed += (m.tokens + framing.message(m.role)) * kept
+    return chosen
+
+
+def retire_summaries(session: Session, target_tokens: int, *, keep_recent: int = 2) -> list[FoldRetired]:
+    """Depth one: when summaries crowd the window, the oldest leave the context whole, each for
+    a one-line pointer to the fold archive, until the context is at `target_tokens`.
+
+    Nothing is summarized again. Its statements were carried into the ledger when it was
+    made, so what leaves is its prose and the facts it held: those no other message shows
+    are reported lost on the event (recall, `search_history` and `/unfold` still reach them)."""
+    from tailrent_tui.core import guard as fact_guard
+
+    done: list[FoldRetired] = []
+    recent = {m.id for m in session.messages[len(session.messages) - keep_recent :]} if keep_recent else set()
+    records = {f.summary.id: f for f in session.folds}
+    for m in list(session.messages):
+        if session.context_tokens <= target_tokens:
+            break
+        record = records.get(m.id)
+        if record is None or m.pinned or m.id in recent or record.fold_no in session.retired:
+            continue
+        pointer = (
+            f"[fold #{record.fold_no} archived: its {len(record.span_ids)} messages are in the fold archive; "
+            f"/unfold {record.fold_no} or search_history brings them back]"
+        )
+        tokens = session.count(pointer)
+        if tokens >= m.tokens:
+            continue
+        held = [f for f in fact_guard.guarded_facts(m.content, session.watch)]
+        rest = fact_guard.Visible("\n".join([session.system, pointer, *(o.content for o in session.messages if o.id != m.id)]))
+        lost = [f.text for f in held if not rest.shows(f)]
+        ev = session.emit(FoldRetired(fold_no=record.fold_no, pointer=pointer, pointer_tokens=tokens, facts_lost=lost, at=session.clock()))
+        done.append(ev)  # type: ignore[arg-type]
+    return done
 
 
 def oldest_unpinned(session: Session, count: int) -> list[str]:
@@ -211,34 +242,61 @@ def _prepare(
     depth = 1 + max(m.fold_depth for m in span)
     fold_no = len(session.folds) + 1
 
-    facts: list[str] = []
-    dropped: list[str] = []
-    lost: list[str] = []
-    repaired: list[str] = []
-    body = summary
-    if guard != "off":
-        from tailrent_tui.core import guard as fact_guard
-
-        span_facts = fact_guard.extract_facts(_span_text(span, session.folds), session.watch)
-        facts = [f.text for f in span_facts]
-        missing = fact_guard.lost_facts(span_facts, summary)
-        dropped = [f.text for f in missing]
-        if guard == "repair" and missing:
-            body = fact_guard.repair_summary(summary, missing)
-            repaired = dropped
-            lost = [f.text for f in fact_guard.lost_facts(span_facts, body)]
-        else:
-            lost = dropped
+    # The span's current statements are carried verbatim into a pinned ledger message where
+    # the span was; the summary is prose around them (the summarizer never saw them).
+    carried = session.carried_by(span) if session.statements else []
+    ledger_msg = None
+    if carried:
+        ledger_msg = session.make_message(
+            "system", ledger_rules.ledger_text(carried), kind=Kind.ledger, pinned=True,
+            meta={"statements": [st.id for st in carried]},
+        )
 
     if header is None:
         header = "[fold #{no} · {n} messages · depth {depth}]"
     head = header.format(no=fold_no, n=len(span), depth=depth)
+    facts: list[str] = []
+    dropped: list[str] = []
+    lost: list[str] = []
+    repaired: list[str] = []
+    uncarried: list[str] = []
+    body = summary
+    if guard != "off":
+        from tailrent_tui.core import guard as fact_guard
+
+        seen = session.summarizable(span) if session.statements else span
+        span_facts = fact_guard.guarded_facts(_span_text(seen, session.folds), session.watch)
+        facts = [f.text for f in span_facts]
+        # What stays visible after the fold, besides the summary: one text, read once.
+        rest = fact_guard.Visible(_rest_text(session, ids, ledger_msg))
+        missing = [f for f in span_facts if not rest.shows(f)]
+        in_summary = fact_guard.Visible(head + "\n" + summary)
+        missing = [f for f in missing if not in_summary.shows(f)]
+        dropped = [f.text for f in missing]
+        if guard == "repair" and missing:
+            body = fact_guard.repair_summary(summary, missing)
+            repaired = dropped
+            after = fact_guard.Visible(head + "\n" + body)
+            lost = [f.text for f in missing if not after.shows(f)]
+        else:
+            lost = dropped
+        # statements the ledger had no room for (past the pins' budget): lost as statements
+        # unless the words stay visible anyway
+        if carried or session.statements:
+            kept = {st.id for st in carried}
+            shown = fact_guard.Visible(_rest_text(session, ids, ledger_msg) + "\n" + body)
+            for st in session.carried_by(span, budget=False):
+                if st.id not in kept and not shown.shows(fact_guard.Fact(text=st.text, kind="quoted")):
+                    uncarried.append(st.id)
+                    lost.append(st.text)
+
     content = head + "\n" + body
     tokens_before = sum(m.tokens for m in span)
     summary_msg = session.make_message("system", content, kind=Kind.fold_summary)
     summary_msg.fold_depth = depth
     summary_msg.folded_ids = [m.id for m in span]
     repair_tokens = summary_msg.tokens - session.count(head + "\n" + summary) if repaired else 0
+    tokens_after = summary_msg.tokens + (ledger_msg.tokens if ledger_msg is not None else 0)
 
     if position == "front":
         position_index = 0
@@ -259,9 +317,9 @@ def _prepare(
         position=position_index,
         summary=summary_msg,
         tokens_before=tokens_before,
-        tokens_after=summary_msg.tokens,
+        tokens_after=tokens_after,
         context_before=context_before,
-        context_after=context_before - tokens_before + summary_msg.tokens,
+        context_after=context_before - tokens_before + tokens_after,
         depth=depth,
         facts=facts,
         facts_dropped=dropped,
@@ -272,7 +330,20 @@ def _prepare(
         summarizer=summarizer_name,
         rejected=rejected,
         guard=guard,
+        ledger=ledger_msg,
+        carried=[st.id for st in carried],
+        uncarried=uncarried,
     )
+
+
+def _rest_text(session: Session, span_ids: set[str], ledger_msg: Message | None) -> str:
+    """What the context shows besides the span and its summary: the system prompt, every
+    other message, and the ledger message the fold adds."""
+    parts = [session.system]
+    parts.extend(m.content for m in session.messages if m.id not in span_ids and not m.cut_off)
+    if ledger_msg is not None:
+        parts.append(ledger_msg.content)
+    return "\n".join(parts)
 
 
 def apply_fold(session: Session, record: FoldRecord, archive: FoldArchive | None) -> Folded:
@@ -283,7 +354,15 @@ def apply_fold(session: Session, record: FoldRecord, archive: FoldArchive | None
             archive.write_fold(record.fold_no, span, record.summary.content, record.facts_lost or record.facts_dropped)
         except OSError as exc:
             raise FoldAborted(f"fold #{record.fold_no} not applied: its originals could not be archived ({exc})") from exc
-    return session.emit(Folded(fold=record, at=session.clock()))  # type: ignore[return-value]
+    event = session.emit(Folded(fold=record, at=session.clock()))
+    if record.uncarried:
+        session.note(
+            f"the ledger is past its budget ({session.pin_share:.0%} of the window): fold #{record.fold_no} could not keep "
+            f"{len(record.uncarried)} statement{'s' if len(record.uncarried) != 1 else ''} verbatim (the guard counts "
+            "them lost); supersede (x) or unpin (u) what no longer holds",
+            "warning",
+        )
+    return event  # type: ignore[return-value]
 
 
 def unfold_reason(session: Session, fold_no: int, originals: Sequence[Message], limit: int) -> str | None:

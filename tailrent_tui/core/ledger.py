@@ -1,0 +1,498 @@
+"""The ledger: load-bearing statements, found on arrival and kept verbatim.
+
+What a user relies on after a week of folds is a *statement*, not an atom: a
+decision, a rule or prohibition, a constraint (a cap, a limit, a version, an
+SLO, a permission), a preference (how the user wants things done), the goal
+state (where we are, the next step, what blocks us), an identifying fact (a
+host, key, branch, commit, queue, flag). The article's failure is a summary
+that keeps the shape of such a statement and loses its specifics; so a
+statement never enters a summary. It stays in the context, word for word, for
+as long as it is current:
+
+* while its message is live, the message itself holds it (a short message that
+  is mostly statement is pinned on arrival, in place, so the cached prefix is
+  not rewritten);
+* when a fold takes its message, the fold carries it into a pinned *ledger
+  message* where the span was (core/rungs/fold.py), and the summarizer is
+  shown the span without it (:func:`without_statements`).
+
+A correction supersedes: "the limit is now $500" after "stays under $300"
+marks the old statement superseded (with a pointer to the new one); the old
+one is unpinned and leaves the context at the next fold, and no fold carries
+it or shows it to a summarizer.
+
+What the model says it decided is a *proposal* until the user agrees: an
+assistant's unlabelled statements are recorded as proposals, shown, and
+neither pinned nor carried (the user accepts one with a key). Labelled lines
+("DECISION: ...") are taken as stated, whoever wrote them.
+
+Detection is plain regular expressions over sentences, linear in the text:
+labelled forms (``SECURITY RULE: ...``, ``LIMIT: ...``, ADR lines) take their
+kind from the label (the label word itself is never a fact), unlabelled
+sentences from their cues. Questions, hedges ("maybe we should revisit the cap
+later, no decision yet"), hypotheticals and code are not statements. How well
+it does is measured on a corpus written by other hands
+(tests/ledger_corpus/): `benchmarks/ledger_bench.py` prints precision and
+recall per kind, the held-out quarter apart.
+
+Pure, synchronous, deterministic: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+StatementKind = Literal["decision", "rule", "constraint", "preference", "goal", "fact"]
+STATEMENT_KINDS: tuple[StatementKind, ...] = ("decision", "rule", "constraint", "preference", "goal", "fact")
+Status = Literal["current", "superseded", "proposal"]
+
+#: statements kept from one message at most (a pasted rule book of a thousand lines is a file, not a ledger)
+MAX_PER_MESSAGE = 48
+#: a statement longer than this many characters is a document, not a statement: not kept verbatim
+MAX_STATEMENT_CHARS = 600
+
+
+class Statement(BaseModel):
+    """One entry of the ledger."""
+
+    id: str = Field(description="the message id and the statement's number in it: 'a1b2c3d4e5f6.0'")
+    message_id: str
+    kind: StatementKind
+    text: str = Field(description="verbatim, as it was said (or as the user edited it)")
+    role: str = Field(description="who said it: user, assistant, tool, instructions")
+    status: Status = "current"
+    label: str | None = Field(default=None, description="the label it was written under ('SECURITY RULE'), if any")
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    edited: bool = False
+    original: str | None = Field(default=None, description="the words its message holds, once the user edited them")
+    at: float = 0.0
+
+    @property
+    def current(self) -> bool:
+        return self.status == "current"
+
+
+@dataclass(frozen=True)
+class Found:
+    """A statement found in a text: its kind, its verbatim text, its place."""
+
+    kind: StatementKind
+    text: str
+    start: int
+    label: str | None
+    correction: bool
+
+
+# -- splitting ---------------------------------------------------------------------------
+
+_FENCE_RE = re.compile(r"^[ \t]*(?:```|~~~)")
+# A sentence ends at . ! ? followed by space and more text, or at a line end. Not after
+# an abbreviation, nor inside a number, a version or a host ("v1.2.3", "pg.internal").
+_ABBREV = ("e.g", "i.e", "etc", "vs", "approx", "incl", "esp", "cf", "mr", "ms", "dr", "no", "fig", "min", "max", "sec")
+_SENT_END_RE = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=\S)")
+
+
+def _sentences(line: str) -> Iterable[tuple[int, str]]:
+    """(offset, sentence) pieces of one line."""
+    start = 0
+    for m in _SENT_END_RE.finditer(line):
+        before = line[start : m.start()].rstrip(".!?\"')]")
+        last = before.rsplit(None, 1)[-1].lower() if before.split() else ""
+        if last.rstrip(".") in _ABBREV or (len(last) == 1 and last.isalpha()):
+            continue
+        piece = line[start : m.start()]
+        if piece.strip():
+            yield start, piece
+        start = m.end()
+    if line[start:].strip():
+        yield start, line[start:]
+
+
+# -- cues --------------------------------------------------------------------------------
+
+_LEAD_RE = re.compile(
+    r"^(?:[-*•>]+\s*|\d{1,2}[.)]\s+|#{1,6}\s+)?(?:\*\*|__)?\s*"
+    r"(?:(?:ok(?:ay)?|so|and|also|oh|btw|fyi|heads[- ]up|note|one more thing|just|plus|again|important|reminder|"
+    r"remember|also remember|please note|pls|ps|hey|alright|right|cool|great|thanks|ty|yeah|yes|yep|nope|no)"
+    r"[,:!.]*\s+)*",
+    re.I,
+)
+_LABEL_RE = re.compile(
+    r"^[ \t]*(?:[-*•>]+[ \t]*|\d{1,2}[.)][ \t]+)?(?:\*\*|__)?"
+    r"(?P<label>[A-Za-z][A-Za-z0-9 /&()-]{0,34}?)(?:\*\*|__)?[ \t]*(?:\*\*)?:(?:\*\*)?[ \t]+(?P<body>\S.*)$"
+)
+_LABEL_KINDS: tuple[tuple[StatementKind, re.Pattern[str]], ...] = (
+    ("decision", re.compile(r"\b(?:decision|decisions|decided|adr|agreed|resolution|resolved|final call|verdict|chosen|choice|conclusion)\b", re.I)),
+    ("rule", re.compile(r"\b(?:rules?|polic(?:y|ies)|never|prohibit\w*|forbidden|must|security|safety|guardrails?|hard rule|do not|don'?t|warning|caution|law)\b", re.I)),
+    ("constraint", re.compile(r"\b(?:limits?|constraints?|budget|caps?|quota|max(?:imum)?|min(?:imum)?|slo|sla|deadline|versions?|pin(?:ned|s)?|requirements?|timeouts?|ttl|thresholds?|permissions?|access|latency|memory|spend|cost|size|rate)\b", re.I)),
+    ("preference", re.compile(r"\b(?:preferences?|prefs?|style|conventions?|tone|language|format(?:ting)?|prefer(?:red)?|taste|naming|wording)\b", re.I)),
+    ("goal", re.compile(r"\b(?:goals?|next(?: steps?| up)?|todo|to do|status|blockers?|blocked|open questions?|plan|current state|where we are|progress|wip|milestone|objective|focus|remaining|done|now|state|current task|task)\b", re.I)),
+    ("fact", re.compile(r"\b(?:facts?|hosts?|hostname|servers?|keys?|ids?|branch(?:es)?|commits?|queues?|topics?|buckets?|flags?|ports?|endpoints?|urls?|env|environment|db|database|repo(?:sitory)?|accounts?|owners?|contacts?|regions?|clusters?|names?|services?|config|path|secret|token|credentials?|tickets?|project|channel|table|namespace|image|domain|ip|address|email|user(?:name)?|team)\b", re.I)),
+)
+# Labels that are not statements whatever follows (a log's level, a speaker, a field of output).
+_NON_LABELS = re.compile(
+    r"^(?:error|info|debug|trace|warn|fatal|critical|traceback|file|line|note|notes|q|a|question|answer|user|assistant|"
+    r"system|tool|me|you|output|result|results|example|e\.g|usage|summary|tl;?dr|re|subject|from|to|cc|date|time|"
+    r"http|https|ftp|ssh|git|step \d+|test|tests|failed|passed|ok|expected|actual|got|hint|see|update|edit|ps|fyi|btw)$",
+    re.I,
+)
+
+_QUESTION_START = re.compile(
+    r"^(?:should|shall|can|could|would|will|do|does|did|is|are|was|were|have|has|had|what|why|how|when|where|which|"
+    r"who|whom|whose|any idea|anyone|wdyt|thoughts|isn'?t|aren'?t|don'?t you|doesn'?t|am i|may i|mind if)\b",
+    re.I,
+)
+_HEDGE_RE = re.compile(
+    r"\b(?:maybe|perhaps|might|possibly|probably|not sure|unsure|no decision|undecided|tbd|to be decided|"
+    r"not decided|haven'?t decided|hasn'?t been decided|didn'?t decide|did not decide|not (?:yet )?settled|"
+    r"let'?s think|thinking (?:about|of)|consider(?:ing)?|what if|i wonder|wondering|revisit|idk|dunno|no idea|"
+    r"could be|may be|kinda|sort of|for example|e\.g\.|hypothetically|in theory|if we|if you|if i|if it|"
+    r"unless we|whether|would be nice|someday|one day|eventually maybe|not a rule|just an idea|brainstorm)\b",
+    re.I,
+)
+_NEGATED_DECISION = re.compile(r"\b(?:not|never|n't)\s+(?:yet\s+)?(?:decided|agreed|chosen|settled|going with)\b", re.I)
+_REPORT_RE = re.compile(
+    r"^(?:i |we )?(?:ran|run|running|tried|trying|looked|looking|checked|checking|fixed|fixing|pushed|pushing|"
+    r"merged|deployed|opened|closed|added|removed|updated|saw|see|seeing|got|getting|found|noticed|reading|read|"
+    r"here'?s|here is|here are|this is|that'?s|thanks|thank you|cool|nice|great|lgtm|sounds good|ok|okay|sure|"
+    r"yes|yeah|yep|no|nope|hmm|huh|lol|ugh|oops)\b",
+    re.I,
+)
+
+_DECISION_RE = re.compile(
+    r"\bdecision\s*:\s*\S|^(?:agreed|decided)\s*:|"
+    r"(?<!\bif )(?<!\bwhether )\bwe(?:['’]ve|\s+have|\s+had)?\s+(?:(?:now|finally|already|just|all|officially)\s+)?"
+    r"(?:decided|agreed|settled on|chosen|chose|opted for|picked|went with|landed on|committed to)\b|"
+    r"\b(?:the\s+team|everyone)\s+(?:has\s+|have\s+)?(?:decided|agreed)\b|\bit(?:['’]s|\s+has|\s+is|\s+was)\s+(?:been\s+)?decided\b|"
+    r"\blet['’]?s\s+(?:go\s+with|use|stick\s+with|keep|do|pick|choose|adopt)\b|"
+    r"\bwe(?:['’]re|\s+are)\s+(?:going\s+with|using|sticking\s+with|moving\s+to|switching\s+to|standardi[sz]ing\s+on|adopting)\b|"
+    r"\bwe(?:['’]ll|\s+will)\s+(?:go\s+with|use|stick\s+with|keep|adopt|move\s+to|switch\s+to|ship|store|run|put)\b|"
+    r"\bwe\s+(?:use|store|run|keep|ship|deploy)\s+\S+.*\b(?:because|since|so that|instead of|rather than)\b|"
+    r"\b(?:final\s+call|status\s*:\s*accepted)\b|\bgoing\s+with\b|\bdecided\s+(?:to|on|that|against)\b",
+    re.I,
+)
+_RULE_START_RE = re.compile(
+    r"^(?:please\s+)?(?:never|don['’]?t|do\s+not|dont|do\s+NOT|always|avoid|stop|no\s+one|nobody|nothing|no\s+\w+\s+(?:in|to|on|into|without|before|until)|"
+    r"must|make\s+sure|ensure|only|under\s+no\s+circumstances|at\s+no\s+point|keep\s+\w+\s+out\s+of|"
+    r"(?:merge|push|deploy|commit|delete|drop|touch|edit|change|modify|run|print|log|expose|share|release|ship)\s+"
+    r"(?:nothing|no\s+\w+|anything)\b)",
+    re.I,
+)
+_RULE_ANY_RE = re.compile(
+    r"\b(?:must(?:\s+not|n['’]t)?|shall\s+not|should\s+never|may\s+not|must\s+never|not\s+allowed|isn['’]t\s+allowed|"
+    r"forbidden|prohibited|off[- ]limits|strictly|mandatory|required\s+to|is\s+required|are\s+required|"
+    r"without\s+(?:asking|approval|sign[- ]?off|review|my\s+ok|permission|checking\s+with)|"
+    r"until\s+.{1,60}\b(?:signs?\s+off|approves?|reviews?|says\s+so|okays?|gives\s+the\s+ok)|"
+    r"never\s+(?:ever\s+)?\w+|do\s+not\s+\w+|don['’]t\s+(?:ever\s+)?(?!know|think|remember|see|get|understand|care|mind|worry|forget\s+to)\w+|"
+    r"is\s+read[- ]only|are\s+read[- ]only|no\s+(?:force[- ]push|direct\s+push|commits?\s+to|pushing|merging|deploys?)\b)",
+    re.I,
+)
+_NUMBERISH = r"(?:[$€£]\s?\d[\d,.]*\s*[kKmM]?|\d[\d,.]*\s*(?:%|[kKmMgGtT]i?[bB]?\b|ms\b|s\b|sec|secs|seconds?|mins?|minutes?|h\b|hrs?|hours?|days?|weeks?|months?|rps|qps|req|requests?|users?|tokens?|lines?|chars?|characters?|workers?|replicas?|retries|attempts?|cores?|threads?|connections?|items?|files?|usd|eur|dollars?|x\b)|\d[\d,.]*|v?\d+(?:\.\d+)+)"
+_CAP_RE = re.compile(
+    r"\b(?:under|below|above|over|at\s+most|at\s+least|no\s+more\s+than|no\s+less\s+than|not\s+more\s+than|fewer\s+than|"
+    r"less\s+than|more\s+than|max(?:imum)?|min(?:imum)?|cap(?:ped)?(?:\s+at)?|limit(?:ed)?(?:\s+(?:to|at|is|of))?|"
+    r"budget|quota|within|exceed(?:s|ing)?|up\s+to|p\d{2}|slo|sla|deadline|by\s+(?:mon|tue|wed|thu|fri|sat|sun)\w*|"
+    r"by\s+(?:eod|end\s+of|tomorrow|tonight|noon)|pin(?:ned)?\s+(?:\S+\s+)?(?:to|at|on)|stays?\s+(?:on|at|pinned)|locked\s+(?:to|at)|"
+    r"timeout|ttl|rate[- ]limit|needs?\s+python|requires?|supported?|target(?:s|ing)?|no\s+later\s+than|before)\b"
+    r"|[<>]=?|==|~=",
+    re.I,
+)
+_CAP_VALUE_RE = re.compile(_NUMBERISH, re.I)
+_PERMISSION_RE = re.compile(
+    r"\b(?:read[- ]only|write\s+access|read\s+access|no\s+access|admin\s+rights|permission\s+to|allowed\s+to|"
+    r"not\s+allowed\s+to|only\s+\w+\s+(?:can|may)|can\s+only)\b",
+    re.I,
+)
+_PREFERENCE_RE = re.compile(
+    r"\b(?:i|we)\s+(?:(?:really|strongly|much|always|usually)\s+)?(?:prefer|like|want|love|hate|dislike|'d\s+(?:like|rather|prefer)|"
+    r"would\s+(?:like|rather|prefer)|care\s+about)\b|\bmy\s+preference\b|"
+    r"^(?:please\s+)?(?:(?:always|just)\s+)?(?:use|write|answer|reply|respond|keep|format|name|put|stick\s+to|stick\s+with|prefer|"
+    r"call|spell|indent|wrap|sort|group|add|include|show|give|explain|comment|document|test|type|return|raise|log|"
+    r"favou?r|default\s+to|go\s+for)\b|"
+    r"\b(?:answer|reply|respond|write|talk)\s+(?:to\s+me\s+)?in\s+\w+|\b(?:instead\s+of|rather\s+than|over)\s+\w+|"
+    r"\bplease\s+(?:always\s+)?(?:use|write|answer|reply|respond|keep|format|name|put|stick|add|avoid|be)\b|"
+    r"\b(?:tabs|spaces|british|american|metric|imperial|snake_case|camel\s?case|kebab-case|type\s+hints|docstrings|"
+    r"f-strings|conventional\s+commits|small\s+commits|terse|concise|verbose|emoji)\b",
+    re.I,
+)
+_GOAL_RE = re.compile(
+    r"\bnext\s+(?:step|steps|up|thing|task|is|we|i|you)\b|^next\b|^then\s+\w+|\bafter\s+that\b|"
+    r"\b(?:we['’]re|we\s+are|i['’]m|i\s+am)\s+(?:now\s+|currently\s+|still\s+)?(?:on|at|in\s+the\s+middle\s+of|working\s+on|"
+    r"halfway|almost\s+done|done\s+with|finished\s+with|stuck\s+on|focusing\s+on|through)\b|"
+    r"\b(?:blocked|waiting)\s+(?:on|by|for)\b|\bblocker\b|\bblocking\b|"
+    r"\bthe\s+(?:goal|plan|objective|aim|priority|focus)\s+(?:is|for|right\s+now|today|this\s+week)\b|"
+    r"\b(?:still\s+)?(?:need|needs|have|has)\s+to\s+(?:finish|do|land|ship|fix|wire|add|write|get|port|migrate|update)\b|"
+    r"\bopen\s+question\b|\btodo\b|\bremaining\b|\bleft\s+to\s+do\b|\bmilestone\b|\bwhere\s+we\s+are\b|"
+    r"\b(?:today|this\s+week|tomorrow)\s+(?:we|i)['’]?(?:ll|\s+will|\s+need|\s+want)\b|\b(?:is|are)\s+(?:done|finished|complete|merged|shipped|landed)\b.*\b(?:next|now|then)\b|"
+    r"\bonce\s+.{1,60}\bwe(?:['’]ll|\s+will|\s+can)\b|\b(?:done|finished)\s*[:,-]\s*\S",
+    re.I,
+)
+# An identifier: letters mixed with digits, or with - _ . / : inside (lowercase too).
+_IDENT_RE = re.compile(r"(?<![\w$@])[A-Za-z0-9][\w.:/@-]*[A-Za-z0-9]")
+_FACT_NOUN_RE = re.compile(
+    r"\b(?:host(?:name)?|server|db|database|key|secret|token|id|branch|commit|sha|queue|topic|bucket|flag|port|endpoint|"
+    r"url|env(?:ironment)?|cluster|region|repo(?:sitory)?|namespace|service|account|table|channel|project|ticket|issue|"
+    r"image|tag|domain|ip|address|email|user(?:name)?|workspace|org|team|owner|contact|dashboard|runbook|vault|path|"
+    r"file|dir(?:ectory)?|config|profile|role|stack|pipeline|job|cron|schedule|model|dataset|index|version|release|"
+    r"instance|node|pod|deployment|container|volume|disk|api|lives?|runs?|sits?)\b",
+    re.I,
+)
+_FACT_LINK_RE = re.compile(
+    r"\b(?:is|are|=|lives?\s+(?:at|in|on)|runs?\s+(?:on|at|in)|sits?\s+(?:at|in|on)|points?\s+to|is\s+called|named|"
+    r"called|at|on|in|uses?|via|under)\b|[:=]",
+    re.I,
+)
+_CORRECTION_RE = re.compile(
+    r"\b(?:now|actually|instead|changed?\s+(?:it\s+)?to|moved?\s+(?:it\s+)?to|switch(?:ed|ing)?\s+(?:it\s+)?to|migrat(?:ed|ing)\s+to|"
+    r"scratch\s+that|forget\s+(?:that|it|what\s+i\s+said|the)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|no\s+longer|"
+    r"any\s?more|update[ds]?|correction|correcting|rather\s+than|make\s+it|bump(?:ed)?\s+(?:it\s+)?to|raised?\s+(?:it\s+)?to|"
+    r"lowered?\s+(?:it\s+)?to|increased?\s+(?:it\s+)?to|reduced?\s+(?:it\s+)?to|new\s+(?:limit|value|port|host|branch|cap|budget|target|url|key)|"
+    r"from\s+now\s+on|going\s+forward|turns\s+out|wrong|my\s+bad|i\s+meant|not\s+\S+\s+but|replaced?\s+(?:by|with)|"
+    r"renamed?\s+(?:to|it)|revised|overrides?|supersedes?|changed|moved|switched)\b",
+    re.I,
+)
+_BACKREF_RE = re.compile(r"\b(?:scratch\s+that|forget\s+(?:that|it|what\s+i\s+said)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|my\s+bad|i\s+meant)\b", re.I)
+_QUOTED_RE = re.compile(r"\"[^\"\n]{3,}\"|“[^”\n]{3,}”|'[^'\n]{12,}'")
+_SAYS_RE = re.compile(r"\b(?:says?|said|suggests?|recommends?|claims?|complains?|warns?|reads?|according\s+to)\b\s*[:,]?\s*[\"“']", re.I)
+
+
+def _clean(sentence: str) -> str:
+    """The sentence without its lead-ins ('ok so', 'btw', a bullet), for matching."""
+    return _LEAD_RE.sub("", sentence.strip(), count=1)
+
+
+def _is_question(s: str) -> bool:
+    t = s.rstrip()
+    return t.endswith("?") or bool(_QUESTION_START.match(t))
+
+
+def _has_identifier(text: str) -> bool:
+    return any(identifier_ok(m.group(0)) for m in _IDENT_RE.finditer(text))
+
+
+def identifier_ok(token: str) -> bool:
+    """Is this token an identifier by the guard's rule: letters with digits, or with - _ . / : inside?"""
+    has_alpha = any(c.isalpha() for c in token)
+    if not has_alpha:
+        return False
+    if any(c.isdigit() for c in token):
+        return True
+    inner = token[1:-1]
+    if any(c in inner for c in "_./:@"):
+        return not token.lower().startswith(("e.g", "i.e", "etc."))
+    if "-" in inner:
+        # a hyphenated code name ("api-gateway" is a name by its noun; "load-test" is a word): kept only
+        # with a capital or three parts ("eu-west-2" has a digit already)
+        return token.count("-") >= 2 or any(c.isupper() for c in token[1:])
+    return False
+
+
+def identifiers(text: str) -> list[str]:
+    """The identifiers of ``text``, in order, deduplicated (case-insensitively)."""
+    seen: set[str] = set()
+    out = []
+    for m in _IDENT_RE.finditer(text):
+        tok = m.group(0).rstrip(".:/-")
+        if len(tok) < 3 or not identifier_ok(tok):
+            continue
+        key = tok.casefold()
+        if key not in seen:
+            seen.add(key)
+            out.append(tok)
+    return out
+
+
+def _label_kind(label: str) -> StatementKind | None:
+    words = " ".join(label.split())
+    if _NON_LABELS.match(words):
+        return None
+    for kind, rx in _LABEL_KINDS:
+        if rx.search(words):
+            return kind
+    return None
+
+
+def classify(sentence: str, role: str = "user") -> StatementKind | None:
+    """The kind of statement an unlabelled sentence makes, or None: not load-bearing."""
+    s = _clean(sentence)
+    if len(s) < 8 or len(s.split()) < 3:
+        return None
+    if _is_question(s) or _HEDGE_RE.search(s) or _NEGATED_DECISION.search(s):
+        return None
+    if _SAYS_RE.search(s):
+        return None  # a report of someone else's words, or a quote being discussed
+    if _REPORT_RE.match(s) and not (_GOAL_RE.search(s) or _RULE_ANY_RE.search(s)):
+        return None
+    if _DECISION_RE.search(s):
+        return "decision"
+    capped = _CAP_RE.search(s) and _CAP_VALUE_RE.search(s)
+    if _RULE_START_RE.match(s):
+        return "constraint" if capped and not re.match(r"(?:please\s+)?(?:never|don|do\s+not|dont)", s, re.I) else "rule"
+    if capped or _PERMISSION_RE.search(s):
+        return "constraint"
+    if _RULE_ANY_RE.search(s):
+        return "rule"
+    if _GOAL_RE.search(s):
+        return "goal"
+    if _PREFERENCE_RE.search(s) and role in ("user", "instructions"):
+        return "preference"
+    if _has_identifier(s) and _FACT_NOUN_RE.search(s) and _FACT_LINK_RE.search(s) and not _REPORT_RE.match(s):
+        return "fact"
+    return None
+
+
+def detect(text: str, role: str = "user") -> list[Found]:
+    """The statements of a message, in order. Tool output counts only its labelled lines
+    and its prose rules ("Never commit secrets."), not its logs; code blocks count nothing."""
+    found: list[Found] = []
+    in_code = False
+    offset = 0
+    tool = role == "tool"
+    for line in text.splitlines(keepends=True):
+        base = offset
+        offset += len(line)
+        if _FENCE_RE.match(line):
+            in_code = not in_code
+            continue
+        if in_code or not line.strip():
+            continue
+        stripped = line.rstrip("\r\n")
+        if tool and (stripped[:1] in " \t" and not stripped.lstrip().startswith(("-", "*"))):
+            continue  # indented output: code, a traceback, a listing
+        if len(stripped) > 4 * MAX_STATEMENT_CHARS:
+            stripped = stripped[: 4 * MAX_STATEMENT_CHARS]
+        labelled = _LABEL_RE.match(stripped)
+        if labelled:
+            kind = _label_kind(labelled.group("label"))
+            if kind is not None:
+                body = labelled.group("body")
+                if not (_is_question(body) or _HEDGE_RE.search(body) or re.match(r"(?:none|n/a|tbd|pending|\?|-)\s*$", body, re.I)):
+                    text_ = stripped.strip()
+                    found.append(
+                        Found(kind, text_, base + stripped.find(text_), " ".join(labelled.group("label").split()),
+                              bool(_CORRECTION_RE.search(body)))
+                    )
+                    if len(found) >= MAX_PER_MESSAGE:
+                        break
+                    continue
+        if tool and not re.match(r"\s*(?:[-*]\s+)?(?:never|always|do\s+not|don['’]t|must|only)\b", stripped, re.I):
+            continue
+        for start, piece in _sentences(stripped):
+            kind = classify(piece, role)
+            if kind is None:
+                continue
+            text_ = piece.strip()
+            found.append(Found(kind, text_, base + start + piece.find(text_), None, bool(_CORRECTION_RE.search(piece))))
+            if len(found) >= MAX_PER_MESSAGE:
+                break
+        if len(found) >= MAX_PER_MESSAGE:
+            break
+    return [f for f in found if len(f.text) <= MAX_STATEMENT_CHARS]
+
+
+# -- supersession ------------------------------------------------------------------------
+
+_STOP = frozenset(
+    """a an the and or but if of to in on at by for with from into onto over under is are was were be been being it its
+    this that these those we our us you your i me my they them their he she his her as so not no do does did done
+    don't dont never always must should shall will would can could may might now actually instead please just also
+    still then than any more some all each every only very really changed change moved move switched switch make made
+    new old use uses using used stay stays keep kept go goes going there here what which who when where how why
+    forget scratch ignore update updated correction rather anymore longer turns out wrong bad meant let's lets
+    decision rule limit constraint preference goal fact note security hard label""".split()
+)
+_WORD_RE = re.compile(r"[a-z][a-z'-]+")
+
+
+def subject_words(text: str, label: str | None = None) -> frozenset[str]:
+    """What a statement is about: its content words, without values, cue words or its label."""
+    body = text
+    if label:
+        body = body.split(":", 1)[1] if ":" in body else body
+    idents = {t.casefold() for t in identifiers(body)}
+    words = set()
+    for w in _WORD_RE.findall(body.casefold()):
+        w = w.strip("'-")
+        if len(w) < 3 or w in _STOP or w in idents:
+            continue
+        if w.endswith("s") and len(w) > 4 and not w.endswith("ss"):
+            w = w[:-1]
+        words.add(w)
+    return frozenset(words)
+
+
+def _values(text: str) -> frozenset[str]:
+    return frozenset(m.group(0).casefold().strip() for m in _CAP_VALUE_RE.finditer(text)) | frozenset(
+        t.casefold() for t in identifiers(text)
+    )
+
+
+def overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / min(len(a), len(b))
+
+
+def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | None:
+    """The current statement that ``new`` corrects, or None.
+
+    A correction ("now", "moved to", "forget that", "make it 15 not 10") of
+    the same kind that shares the subject of an earlier statement replaces it;
+    so does a statement under the same label with nearly the same subject and
+    other values. "Forget that" / "scratch that" alone replaces the latest one.
+    """
+    candidates = [s for s in earlier if s.status == "current" and s.role != "instructions"]
+    if not candidates:
+        return None
+    subj = subject_words(new.text, new.label)
+    vals = _values(new.text)
+    best: Statement | None = None
+    best_score = 0.0
+    for s in reversed(candidates):
+        other = subject_words(s.text, s.label)
+        score = overlap(subj, other)
+        same_kind = s.kind == new.kind
+        if new.correction:
+            need = 0.34 if same_kind else 0.6
+        else:
+            same_label = bool(new.label and s.label and new.label.casefold() == s.label.casefold())
+            differs = bool(vals and _values(s.text) and vals != _values(s.text))
+            need = 0.75 if same_kind and differs and (same_label or score >= 0.9) else 2.0
+        if score >= need and score > best_score:
+            best, best_score = s, score
+    if best is None and new.correction and _BACKREF_RE.search(new.text):
+        same = [s for s in candidates if s.kind == new.kind]
+        best = same[-1] if same else candidates[-1]
+    return best
+
+
+# -- what a summarizer sees ----------------------------------------------------------------
+
+
+def strip_statements(content: str, texts: Iterable[str]) -> str:
+    """``content`` with each of ``texts`` taken out once (they are kept verbatim elsewhere)."""
+    out = content
+    for t in texts:
+        i = out.find(t)
+        if i >= 0:
+            out = out[:i] + out[i + len(t) :]
+    return out
+
+
+LEDGER_HEADER = "[ledger: statements kept verbatim]"
+"""The first line of a ledger message (no numbers: nothing in it is a fact)."""
+
+
+def ledger_line(s: Statement) -> str:
+    return f"- {s.kind}: {' '.join(s.text.split())}"
+
+
+def ledger_text(statements: Sequence[Statement]) -> str:
+    """A ledger message's content: one verbatim line per statement."""
+    return "\n".join([LEDGER_HEADER, *(ledger_line(s) for s in statements)])
