@@ -273,7 +273,8 @@ def test_span_to_target_reaches_the_target_and_keeps_recent():
     assert s.messages[-1].id not in span and s.messages[-2].id not in span
 
 
-def test_span_to_target_takes_earlier_summaries_last():
+def test_span_to_target_never_takes_a_summary():
+    """Depth one: a summary is never folded again, however far the target is."""
     s = make(window=1000)
     for i in range(10):
         s.add("user", f"filler line {i} with some words " * 3)
@@ -284,7 +285,8 @@ def test_span_to_target_takes_earlier_summaries_last():
     span = span_to_target(s, s.context_tokens - 100)
     assert summary.id not in span and span[0] == s.messages[1].id
     everything = span_to_target(s, 0)
-    assert summary.id in everything and s.messages[-1].id not in everything
+    assert summary.id not in everything and s.messages[-1].id not in everything
+    assert len(everything) == len(s.messages) - 3
 
 
 class FailingArchive(MemoryFoldArchive):

@@ -63,10 +63,12 @@ def prose(i: int, words: int = 60) -> str:
     return f"Turn {i} notes. " + " ".join(sentences)
 
 
-def ladder_session(window: int = 2000, **settings):
+def ladder_session(window: int = 2000, ledger: bool = True, **settings):
+    """A ladder session; `ledger=False` keeps no statements, for tests of the guard's repair of a summary."""
     policy = get_policy("ladder")
     s = Session(
-        counter=get_counter("chars4"), system="sys", window=window, decisions=policy.decision_detector(), clock=lambda: 0.0
+        counter=get_counter("chars4"), system="sys", window=window, decisions=policy.decision_detector(), clock=lambda: 0.0,
+        detect_statements=ledger,
     )
     ctx = PolicyContext(spill_store=MemorySpillStore(), settings=PolicySettings(window=window, **settings))
     return policy, s, ctx
@@ -162,7 +164,7 @@ def test_no_summary_outgrows_its_budget():
 
 
 def test_the_last_resort_is_cut_to_the_budget_and_the_guard_keeps_the_facts():
-    _, s, _ = ladder_session(window=200_000)
+    _, s, _ = ladder_session(window=200_000, ledger=False)
     s.add("user", FACTS)
     for i in range(300):
         s.add("user" if i % 2 == 0 else "assistant", f"Step {i}: looked at the logs again and nothing new turned up there.")
@@ -200,7 +202,7 @@ def test_a_summary_longer_than_its_span_is_refused():
 
 def test_a_fold_that_cannot_shrink_spills_the_big_message_instead():
     # A span of one dense message: its extractive summary is the message itself.
-    policy, s, ctx = ladder_session(window=1200, keep_recent=1)
+    policy, s, ctx = ladder_session(window=1200, keep_recent=1, ledger=False)
     big = s.add("user", " ".join(f"Service svc{i} listens on port {5000 + i}." for i in range(130)))
     s.add("assistant", "ok")
     before = s.context_tokens
@@ -453,7 +455,7 @@ def test_a_later_pass_is_applied_only_when_it_saves_a_real_share():
 def test_a_summarizer_refused_once_is_not_asked_again_in_the_same_fold():
     # gemma3-270m runs to its budget every time: each refused request costs tens of seconds
     # on a small machine, so the later passes of one fold go straight to the fallbacks
-    policy, s, ctx = ladder_session()
+    policy, s, ctx = ladder_session(ledger=False)
     i = 0
     while s.context_tokens <= ctx.settings.trigger_tokens:
         s.add("user", FACTS.replace("5433", str(6000 + i)))

@@ -215,14 +215,14 @@ _PREFERENCE_RE = re.compile(
     r"^(?:please\s+)?(?:(?:always|just)\s+)?(?:use|write|answer|reply|respond|keep|format|name|put|stick\s+to|stick\s+with|prefer|"
     r"call|spell|indent|wrap|sort|group|add|include|show|give|explain|comment|document|test|type|return|raise|log|"
     r"favou?r|default\s+to|go\s+for)\b|"
-    r"\b(?:answer|reply|respond|write|talk)\s+(?:to\s+me\s+)?in\s+\w+|\b(?:instead\s+of|rather\s+than|over)\s+\w+|"
+    r"\b(?:answer|reply|respond|write|talk)\s+(?:to\s+me\s+)?in\s+\w+|\b(?:instead\s+of|rather\s+than)\s+\w+|"
     r"\bplease\s+(?:always\s+)?(?:use|write|answer|reply|respond|keep|format|name|put|stick|add|avoid|be)\b|"
     r"\b(?:tabs|spaces|british|american|metric|imperial|snake_case|camel\s?case|kebab-case|type\s+hints|docstrings|"
     r"f-strings|conventional\s+commits|small\s+commits|terse|concise|verbose|emoji)\b",
     re.I,
 )
 _GOAL_RE = re.compile(
-    r"\bnext\s+(?:step|steps|up|thing|task|is|we|i|you)\b|^next\b|^then\s+\w+|\bafter\s+that\b|"
+    r"\bnext\s+(?:step|steps|up|thing|task|is|we|i|you)\b|^next\b|^then\s+(?:we|i)(?:['’]ll|\s+will|\s+can)\b|\bafter\s+that,?\s+(?:we|i)\b|"
     r"\b(?:we['’]re|we\s+are|i['’]m|i\s+am)\s+(?:now\s+|currently\s+|still\s+)?(?:on|at|in\s+the\s+middle\s+of|working\s+on|"
     r"halfway|almost\s+done|done\s+with|finished\s+with|stuck\s+on|focusing\s+on|through)\b|"
     r"\b(?:blocked|waiting)\s+(?:on|by|for)\b|\bblocker\b|\bblocking\b|"
@@ -254,7 +254,7 @@ _CORRECTION_RE = re.compile(
     r"any\s?more|update[ds]?|correction|correcting|rather\s+than|make\s+it|bump(?:ed)?\s+(?:it\s+)?to|raised?\s+(?:it\s+)?to|"
     r"lowered?\s+(?:it\s+)?to|increased?\s+(?:it\s+)?to|reduced?\s+(?:it\s+)?to|new\s+(?:limit|value|port|host|branch|cap|budget|target|url|key)|"
     r"from\s+now\s+on|going\s+forward|turns\s+out|wrong|my\s+bad|i\s+meant|not\s+\S+\s+but|replaced?\s+(?:by|with)|"
-    r"renamed?\s+(?:to|it)|revised|overrides?|supersedes?|changed|moved|switched)\b",
+    r"renamed?\s+(?:to|it)|revised|overrides?|supersedes?)\b",
     re.I,
 )
 _BACKREF_RE = re.compile(r"\b(?:scratch\s+that|forget\s+(?:that|it|what\s+i\s+said)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|my\s+bad|i\s+meant)\b", re.I)
@@ -458,12 +458,13 @@ def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | Non
         other = subject_words(s.text, s.label)
         score = overlap(subj, other)
         same_kind = s.kind == new.kind
-        if new.correction:
-            need = 0.34 if same_kind else 0.6
-        else:
-            same_label = bool(new.label and s.label and new.label.casefold() == s.label.casefold())
-            differs = bool(vals and _values(s.text) and vals != _values(s.text))
-            need = 0.75 if same_kind and differs and (same_label or score >= 0.9) else 2.0
+        # Only a correction supersedes: taking a current statement for a replaced one would
+        # drop it silently, the very loss the ledger is for.
+        if not new.correction:
+            return None
+        need = 0.34 if same_kind else 0.6
+        if not (vals - _values(s.text)) and score < 1.0 and not _BACKREF_RE.search(new.text):
+            need = max(need, 0.5)
         if score >= need and score > best_score:
             best, best_score = s, score
     if best is None and new.correction and _BACKREF_RE.search(new.text):

@@ -422,9 +422,16 @@ class Policy:
         if span_ids is None:
             span_ids = span_to_target(session, ctx.settings.target_tokens, keep_recent=ctx.settings.keep_recent)
             if not span_ids:
-                span_ids = [m.id for m in session.messages[: -ctx.settings.keep_recent or None] if not m.pinned]
+                span_ids = [
+                    m.id for m in session.messages[: -ctx.settings.keep_recent or None]
+                    if not m.pinned and m.kind is not Kind.fold_summary
+                ]
+        # depth one: a summary in a marked span stays as it is, the messages around it fold
+        summaries = {m.id for m in session.messages if m.kind is Kind.fold_summary}
+        span_ids = [i for i in span_ids if i not in summaries]
         if not span_ids:
-            skip_fold(session, nothing_reason(session), trigger)
+            skip_fold(session, "nothing to fold: a fold summary is never folded again (depth one); /unfold it instead"
+                      if summaries else nothing_reason(session), trigger)
             return
         span = span_messages(session, span_ids)
         reply = yield from ask_summary(ctx, span, session)

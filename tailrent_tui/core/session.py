@@ -507,7 +507,10 @@ class Session:
             and m.kind == Kind.chat
             and m.role in ("user", "assistant")
         ):
-            if self.decisions is not None and (m.role == "user" or not self.detect_statements):
+            # what the model states is a proposal, unless it writes it as a labelled decision
+            if self.decisions is not None and (
+                m.role == "user" or not self.detect_statements or any(f.label and f.kind == "decision" for f in found)
+            ):
                 auto = self.decisions.match(m.content)
             if auto is None and m.role == "user" and found and self._mostly_statement(m, found):
                 auto = f"ledger: {found[0].kind}"
