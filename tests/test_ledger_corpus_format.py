@@ -1,0 +1,120 @@
+"""The ledger corpus and canary traces are well-formed (issue 22, item 7): data only, no detector.
+
+tests/ledger_corpus/README.md describes the format. Checked here: ids unique and
+in order, every ``quote`` a substring of its ``text``, every ``must_keep`` a
+substring of its ``quote``, every ``supersedes`` an earlier id of the same file
+whose statements share a kind with the correction, the kinds and roles known,
+the minimum sizes of issue 22; the canary traces parse, carry probes, and are
+what ``make_canary.py`` writes.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import json
+import pathlib
+
+import pytest
+
+from tailrent_tui.scenarios.traces import load_trace
+
+HERE = pathlib.Path(__file__).resolve().parent / "ledger_corpus"
+KINDS = ("decision", "rule", "constraint", "preference", "goal", "fact")
+ROLES = ("user", "assistant", "tool", "instructions")
+FILES = {"heldout.jsonl": "h", "dev.jsonl": "d"}
+TRACES = ("canary-typed.jsonl", "canary-natural.jsonl", "repetitive.jsonl")
+
+
+def load(name: str) -> list[dict]:
+    with open(HERE / name, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_lines_are_well_formed(name: str) -> None:
+    prefix, seen, errors = FILES[name], {}, []
+    for n, row in enumerate(load(name), 1):
+        rid = row.get("id")
+        if set(row) != {"id", "role", "text", "statements", "supersedes"}:
+            errors.append(f"{rid}: keys {sorted(row)}")
+        if rid != f"{prefix}{n:03d}":
+            errors.append(f"{rid}: expected id {prefix}{n:03d}")
+        if rid in seen:
+            errors.append(f"{rid}: duplicate id")
+        if row.get("role") not in ROLES:
+            errors.append(f"{rid}: role {row.get('role')!r}")
+        text = row.get("text") or ""
+        if not text.strip():
+            errors.append(f"{rid}: empty text")
+        for st in row.get("statements", []):
+            if set(st) - {"kind", "quote", "must_keep", "proposal"}:
+                errors.append(f"{rid}: statement keys {sorted(st)}")
+            if st.get("kind") not in KINDS:
+                errors.append(f"{rid}: kind {st.get('kind')!r}")
+            quote = st.get("quote") or ""
+            if not quote.strip() or quote not in text:
+                errors.append(f"{rid}: quote not in text: {quote!r}")
+            if not st.get("must_keep"):
+                errors.append(f"{rid}: no must_keep")
+            errors += [f"{rid}: must_keep {k!r} not in {quote!r}" for k in st.get("must_keep", []) if not k or k not in quote]
+            if "proposal" in st and (st["proposal"] is not True or row["role"] != "assistant"):
+                errors.append(f"{rid}: proposal is true, and only on assistant lines")
+        sup = row.get("supersedes")
+        if sup is not None:
+            if sup not in seen:
+                errors.append(f"{rid}: supersedes {sup!r}, which is not an earlier id")
+            elif not {s["kind"] for s in seen[sup]["statements"]} & {s["kind"] for s in row["statements"]}:
+                errors.append(f"{rid}: supersedes {sup}, but shares no kind with it")
+        seen[rid] = row
+    assert not errors, "\n".join(errors)
+
+
+def test_sizes_and_mix() -> None:
+    rows = {name: load(name) for name in FILES}
+    everything = rows["heldout.jsonl"] + rows["dev.jsonl"]
+    kinds = collections.Counter(st["kind"] for row in everything for st in row["statements"])
+    assert len(everything) >= 480
+    share = len(rows["heldout.jsonl"]) / len(everything)
+    assert 0.22 <= share <= 0.28, share
+    assert all(kinds[k] >= 40 for k in KINDS), kinds
+    assert sum(1 for row in everything if row["supersedes"]) >= 40
+    assert sum(1 for row in everything if not row["statements"]) >= len(everything) / 3
+    for part in rows.values():  # the held-out part has the dev part's mix: every kind, corrections, empty lines
+        assert {st["kind"] for row in part for st in row["statements"]} == set(KINDS)
+        assert any(row["supersedes"] for row in part)
+        assert {row["role"] for row in part} == set(ROLES)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_traces_parse(name: str) -> None:
+    lines = load(name)
+    header, events = lines[0], lines[1:]
+    assert set(header) >= {"trace", "window", "system"}
+    assert (HERE / name).stat().st_size < 2_200_000
+    probes = [e for e in events if "probe" in e]
+    assert probes
+    trace = load_trace(HERE / name)  # the bench reads it; "stale" is the one field beyond DESIGN.md
+    assert set(trace.ignored_field_names) <= {"stale"}
+    assert trace.window == header["window"] and len(trace.probes) == len(probes)
+    for e in events:
+        if "probe" in e:
+            assert isinstance(e["expect"], list) and e["expect"]
+            assert all(isinstance(w, str) and w for w in e["expect"] + e.get("stale", []))
+            assert not {w.lower() for w in e["expect"]} & {w.lower() for w in e.get("stale", [])}
+        elif "idle" in e:
+            assert e["idle"] > 0
+        else:
+            assert e["role"] in ("user", "assistant", "tool", "system") and isinstance(e["content"], str)
+            if e["role"] == "tool":
+                assert e["tool"]
+
+
+def test_canary_generator_is_deterministic(tmp_path: pathlib.Path) -> None:
+    spec = importlib.util.spec_from_file_location("make_canary", HERE / "make_canary.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.write_all(tmp_path)
+    for name in TRACES:
+        assert (tmp_path / name).read_bytes() == (HERE / name).read_bytes(), name
