@@ -1,0 +1,174 @@
+"""The ledger's statement detector against a corpus it was not written from.
+
+tests/ledger_corpus/ holds lines written by another hand, in the words people type
+to a coding agent, each labelled with the statements it makes (kind, the quote, the
+words a probe would ask for). The held-out part was written before the detector and
+is reported apart; the dev part is what the detector was tuned on.
+
+Per kind, for each part:
+
+* recall: labelled statements whose probe words (`must_keep`) all lie in one detected
+  statement's verbatim text, i.e. that the ledger would keep word for word;
+  `kind ok` also asks that the detector named the same kind;
+* precision: detections of that kind that cover some labelled statement of the line
+  (any kind; a detection on a line with nothing load-bearing is a false positive);
+* false pins on chatter: lines with nothing load-bearing where the detector finds a
+  statement (the user's would be pinned or carried), as a share of those lines;
+* corrections: run through one Session in order, the lines that supersede an earlier
+  one, and whether the ledger marked a statement of that line superseded (and how
+  many statements it superseded that no label said).
+
+Run: .venv/bin/python benchmarks/ledger_bench.py [--part dev|heldout|both] [--misses N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from tailrent_tui.core.guard import DecisionDetector
+from tailrent_tui.core.ledger import STATEMENT_KINDS, detect
+from tailrent_tui.core.session import Session
+from tailrent_tui.core.tokens import get_counter
+
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "ledger_corpus"
+
+
+def load(part: str) -> list[dict[str, Any]]:
+    with open(CORPUS / f"{part}.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _covers(found_text: str, label: dict[str, Any]) -> bool:
+    hay = found_text.casefold()
+    return all(w.casefold() in hay for w in label["must_keep"]) and bool(label["must_keep"])
+
+
+def score(lines: list[dict[str, Any]], misses: int = 0) -> dict[str, Any]:
+    tp = Counter()
+    tp_kind = Counter()
+    total = Counter()
+    det = Counter()
+    det_ok = Counter()
+    empty_lines = 0
+    false_lines = 0
+    missed: list[str] = []
+    spurious: list[str] = []
+    for line in lines:
+        found = detect(line["text"], line["role"])
+        labels = line["statements"]
+        if not labels:
+            empty_lines += 1
+            false_lines += bool(found)
+            if found and len(spurious) < misses:
+                spurious.append(f"{line['id']} [{found[0].kind}] {found[0].text[:110]!r}")
+        for lab in labels:
+            total[lab["kind"]] += 1
+            hit = [f for f in found if _covers(f.text, lab)]
+            if hit:
+                tp[lab["kind"]] += 1
+                tp_kind[lab["kind"]] += any(f.kind == lab["kind"] for f in hit)
+            elif len(missed) < misses:
+                missed.append(f"{line['id']} [{lab['kind']}] {lab['quote'][:110]!r}")
+        for f in found:
+            det[f.kind] += 1
+            det_ok[f.kind] += any(_covers(f.text, lab) or lab["quote"] in f.text or f.text in lab["quote"] for lab in labels)
+    kinds = {}
+    for k in STATEMENT_KINDS:
+        kinds[k] = {
+            "statements": total[k],
+            "recall": tp[k] / total[k] if total[k] else None,
+            "recall_kind_ok": tp_kind[k] / total[k] if total[k] else None,
+            "detections": det[k],
+            "precision": det_ok[k] / det[k] if det[k] else None,
+        }
+    all_total = sum(total.values())
+    all_det = sum(det.values())
+    return {
+        "lines": len(lines),
+        "kinds": kinds,
+        "recall": sum(tp.values()) / all_total if all_total else None,
+        "recall_kind_ok": sum(tp_kind.values()) / all_total if all_total else None,
+        "precision": sum(det_ok.values()) / all_det if all_det else None,
+        "chatter_lines": empty_lines,
+        "false_pin_rate": false_lines / empty_lines if empty_lines else None,
+        "corrections": corrections(lines),
+        "missed": missed,
+        "spurious": spurious,
+    }
+
+
+def corrections(lines: list[dict[str, Any]]) -> dict[str, int]:
+    """Every line through one Session, in order: did each labelled correction supersede the line it names?"""
+    s = Session(counter=get_counter("chars4"), window=10_000_000, decisions=DecisionDetector(), pin_share=1.0)
+    ids: dict[str, str] = {}
+    for line in lines:
+        role = "user" if line["role"] == "instructions" else line["role"]
+        m = s.add(role, line["text"]) if role != "tool" else s.add("tool", line["text"], autopin=False)
+        ids[line["id"]] = m.id
+    by_message: dict[str, list[Any]] = {}
+    for st in s.statements.values():
+        by_message.setdefault(st.message_id, []).append(st)
+    labelled = ok = 0
+    unlabelled = 0
+    for line in lines:
+        mine = by_message.get(ids[line["id"]], [])
+        replaced = [s.statements[st.supersedes] for st in mine if st.supersedes]
+        if line.get("supersedes"):
+            labelled += 1
+            target = ids[line["supersedes"]]
+            ok += any(r.message_id == target for r in replaced)
+        else:
+            unlabelled += len(replaced)
+    return {"labelled": labelled, "superseded_right": ok, "superseded_unlabelled": unlabelled}
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0%}"
+
+
+def report(part: str, r: dict[str, Any]) -> str:
+    out = [f"## {part}: {r['lines']} lines, {sum(k['statements'] for k in r['kinds'].values())} statements", ""]
+    out.append("| kind | statements | recall | recall, kind right | detections | precision |")
+    out.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for k, v in r["kinds"].items():
+        out.append(
+            f"| {k} | {v['statements']} | {_pct(v['recall'])} | {_pct(v['recall_kind_ok'])} | {v['detections']} | {_pct(v['precision'])} |"
+        )
+    out.append(
+        f"| all | {sum(k['statements'] for k in r['kinds'].values())} | {_pct(r['recall'])} | {_pct(r['recall_kind_ok'])} | "
+        f"{sum(k['detections'] for k in r['kinds'].values())} | {_pct(r['precision'])} |"
+    )
+    c = r["corrections"]
+    out += [
+        "",
+        f"false pins on chatter: {_pct(r['false_pin_rate'])} of {r['chatter_lines']} lines with nothing load-bearing",
+        f"corrections: {c['superseded_right']} of {c['labelled']} superseded what they correct; "
+        f"{c['superseded_unlabelled']} supersessions no label asked for",
+    ]
+    if r["missed"]:
+        out += ["", "missed:", *(f"  {m}" for m in r["missed"])]
+    if r["spurious"]:
+        out += ["", "found on chatter:", *(f"  {m}" for m in r["spurious"])]
+    return "\n".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", choices=("dev", "heldout", "both"), default="both")
+    ap.add_argument("--misses", type=int, default=0, help="list up to N misses and spurious finds per part")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    parts = ("dev", "heldout") if args.part == "both" else (args.part,)
+    results = {p: score(load(p), args.misses) for p in parts}
+    if args.json:
+        print(json.dumps(results, indent=1))
+        return
+    print("\n\n".join(report(p, r) for p, r in results.items()))
+
+
+if __name__ == "__main__":
+    main()
