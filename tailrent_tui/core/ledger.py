@@ -213,8 +213,7 @@ _PREFERENCE_RE = re.compile(
     r"\b(?:i|we)\s+(?:(?:really|strongly|much|always|usually)\s+)?(?:prefer|like|want|love|hate|dislike|'d\s+(?:like|rather|prefer)|"
     r"would\s+(?:like|rather|prefer)|care\s+about)\b|\bmy\s+preference\b|"
     r"^(?:please\s+)?(?:(?:always|just)\s+)?(?:use|write|answer|reply|respond|keep|format|name|put|stick\s+to|stick\s+with|prefer|"
-    r"call|spell|indent|wrap|sort|group|add|include|show|give|explain|comment|document|test|type|return|raise|log|"
-    r"favou?r|default\s+to|go\s+for)\b|"
+    r"call|spell|indent|favou?r|default\s+to|go\s+for)\b|"
     r"\b(?:answer|reply|respond|write|talk)\s+(?:to\s+me\s+)?in\s+\w+|\b(?:instead\s+of|rather\s+than)\s+\w+|"
     r"\bplease\s+(?:always\s+)?(?:use|write|answer|reply|respond|keep|format|name|put|stick|add|avoid|be)\b|"
     r"\b(?:tabs|spaces|british|american|metric|imperial|snake_case|camel\s?case|kebab-case|type\s+hints|docstrings|"
@@ -347,6 +346,19 @@ def classify(sentence: str, role: str = "user") -> StatementKind | None:
     return None
 
 
+# A second label on the same line starts a statement of its own: "LIMIT: ... . FACT: ...".
+_NEXT_LABEL_RE = re.compile(r"(?<=[.!?;])[ \t]+(?=(?:\*\*)?[A-Z][A-Z0-9 /&-]{1,30}(?:\*\*)?:[ \t])")
+
+
+def _pieces(line: str) -> Iterable[tuple[int, str]]:
+    """A line, split where another label starts."""
+    start = 0
+    for m in _NEXT_LABEL_RE.finditer(line):
+        yield start, line[start : m.start()]
+        start = m.end()
+    yield start, line[start:]
+
+
 def detect(text: str, role: str = "user") -> list[Found]:
     """The statements of a message, in order. Tool output counts only its labelled lines
     and its prose rules ("Never commit secrets."), not its logs; code blocks count nothing."""
@@ -367,33 +379,38 @@ def detect(text: str, role: str = "user") -> list[Found]:
             continue  # indented output: code, a traceback, a listing
         if len(stripped) > 4 * MAX_STATEMENT_CHARS:
             stripped = stripped[: 4 * MAX_STATEMENT_CHARS]
-        labelled = _LABEL_RE.match(stripped)
-        if labelled:
-            kind = _label_kind(labelled.group("label"))
-            if kind is not None:
-                body = labelled.group("body")
-                if not (_is_question(body) or _HEDGE_RE.search(body) or re.match(r"(?:none|n/a|tbd|pending|\?|-)\s*$", body, re.I)):
-                    text_ = stripped.strip()
-                    found.append(
-                        Found(kind, text_, base + stripped.find(text_), " ".join(labelled.group("label").split()),
-                              bool(_CORRECTION_RE.search(body)))
-                    )
-                    if len(found) >= MAX_PER_MESSAGE:
-                        break
-                    continue
-        if tool and not re.match(r"\s*(?:[-*]\s+)?(?:never|always|do\s+not|don['’]t|must|only)\b", stripped, re.I):
-            continue
-        for start, piece in _sentences(stripped):
-            kind = classify(piece, role)
-            if kind is None:
-                continue
-            text_ = piece.strip()
-            found.append(Found(kind, text_, base + start + piece.find(text_), None, bool(_CORRECTION_RE.search(piece))))
+        for at, piece in _pieces(stripped):
+            found.extend(_detect_piece(piece, base + at, role))
             if len(found) >= MAX_PER_MESSAGE:
                 break
         if len(found) >= MAX_PER_MESSAGE:
             break
-    return [f for f in found if len(f.text) <= MAX_STATEMENT_CHARS]
+    return [f for f in found[:MAX_PER_MESSAGE] if len(f.text) <= MAX_STATEMENT_CHARS]
+
+
+def _detect_piece(stripped: str, base: int, role: str) -> list[Found]:
+    """The statements of one line (or of one labelled part of it)."""
+    found: list[Found] = []
+    tool = role == "tool"
+    labelled = _LABEL_RE.match(stripped)
+    if labelled:
+        kind = _label_kind(labelled.group("label"))
+        if kind is not None:
+            body = labelled.group("body")
+            if not (_is_question(body) or _HEDGE_RE.search(body) or re.match(r"(?:none|n/a|tbd|pending|\?|-)\s*$", body, re.I)):
+                text_ = stripped.strip()
+                label = " ".join(labelled.group("label").split())
+                return [Found(kind, text_, base + stripped.find(text_), label, bool(_CORRECTION_RE.search(body)))]
+    if tool and not re.match(r"\s*(?:[-*]\s+)?(?:never|always|do\s+not|don['’]t|must|only)\b", stripped, re.I):
+        return found
+    for start, piece in _sentences(stripped):
+        kind = classify(piece, role)
+        if kind is None or (role == "assistant" and kind not in ("decision", "goal")):
+            continue  # the model's facts and figures are its work, not the user's statements
+        text_ = piece.strip()
+        found.append(Found(kind, text_, base + start + piece.find(text_), None, bool(_CORRECTION_RE.search(piece))))
+    return found
+
 
 
 # -- supersession ------------------------------------------------------------------------

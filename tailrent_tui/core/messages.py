@@ -298,6 +298,9 @@ class FoldRetired(_Event):
     pointer: str
     pointer_tokens: int
     facts_lost: list[str] = Field(default_factory=list, description="what it held that no other message shows")
+    merged: list[int] = Field(
+        default_factory=list, description="older folds whose pointers this one takes in (they leave the context)"
+    )
 
 
 class WatchAdded(_Event):

@@ -346,6 +346,8 @@ class Policy:
     name = "base"
     description = ""
     autopin = False
+    #: statements are kept in the ledger and carried verbatim through folds (core/ledger.py)
+    ledger = False
     #: rent for this policy is charged with a cache that never expires (the floor)
     infinite_ttl = False
     #: the guard when the settings leave it to the policy
@@ -544,8 +546,9 @@ LADDER_HEADER = "[fold summary]"
 
 class LadderPolicy(Policy):
     name = "ladder"
-    description = "truncate, spill, auto-pin; past the trigger re-spill, then one fold in place to the target, guarded"
+    description = "truncate, spill, a ledger of statements kept verbatim; past the trigger re-spill, then one fold of depth one to the target, guarded"
     autopin = True
+    ledger = True
     guard: GuardMode = "repair"
     position: Position = "in_place"
     header = LADDER_HEADER
@@ -697,7 +700,11 @@ class LadderPolicy(Policy):
         target (the fold target unless told another)."""
         if session.context_tokens <= limit:
             return
-        target = ctx.settings.target_tokens if target is None else target
+        if target is None:
+            # what no fold can take (the pins, the ledger) is on top of the target, up to halfway to
+            # the limit: otherwise a ledger near the target would make every fold a small one
+            target = ctx.settings.target_tokens
+            target = max(target, min(target + session.totals.pinned, (target + limit) // 2))
         self.respill(session, ctx, target)
         if session.context_tokens > limit:
             yield from self._fold_to(session, ctx, target, trigger)

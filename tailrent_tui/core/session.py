@@ -403,6 +403,13 @@ class Session:
         record = next((f for f in self.folds if f.fold_no == e.fold_no), None)
         if record is None or record.summary.id not in self._index:
             raise SessionError(f"fold #{e.fold_no}'s summary is not in the context to retire")
+        by_no = {f.fold_no: f for f in self.folds}
+        for no in e.merged:
+            older = by_no.get(no)
+            gone = self._index.pop(older.summary.id, None) if older is not None else None
+            if gone is not None:
+                self.totals._account(gone, -1, self.sent_tokens(gone))
+                self._messages.remove(gone)
         m = self._index[record.summary.id]
         self.totals._account(m, -1, self.sent_tokens(m))
         m.content = e.pointer

@@ -41,7 +41,7 @@ from pydantic import BaseModel, Field
 
 from tailrent_tui.core.guard import find_expected
 from tailrent_tui.core.keepwarm import KeepWarm, PauseOutcome, competitive_ratio
-from tailrent_tui.core.messages import Folded, Message
+from tailrent_tui.core.messages import Folded, Kind, Message
 from tailrent_tui.core.policies import POLICY_NAMES, Policy, PolicyContext, PolicySettings, get_policy, run_plan
 from tailrent_tui.core.rent import PriceSheet, RentModel, RequestRent, context_items, get_price_sheet
 from tailrent_tui.core.rungs.spill import MemorySpillStore
@@ -173,6 +173,12 @@ class PolicyResult(BaseModel):
     final_context_tokens: int = 0
     folds_grew: int = Field(default=0, description="folds after which the context was not smaller")
     over_window: int = Field(default=0, description="requests whose context was larger than the window")
+    max_depth: int = Field(default=0, description="the deepest fold: 1 is a summary of raw messages, 2 a summary of one")
+    stale_shown: int = Field(default=0, description="probes' superseded words shown as current (in a pin, the ledger or a summary)")
+    stale_total: int = 0
+    statements: int = Field(default=0, description="statements in the ledger at the end")
+    superseded: int = 0
+    ledger_tokens: int = Field(default=0, description="tokens the ledger messages hold at the end")
     probe_misses: list[str] = Field(default_factory=list)
     context_series: list[int] = Field(default_factory=list)
     engine: EngineFigures | None = None
@@ -223,6 +229,12 @@ class PolicyResult(BaseModel):
             "final_context_tokens": self.final_context_tokens,
             "folds_grew": self.folds_grew,
             "requests_over_window": self.over_window,
+            "max_depth": self.max_depth,
+            "stale_shown": self.stale_shown,
+            "stale_total": self.stale_total,
+            "statements": self.statements,
+            "superseded": self.superseded,
+            "ledger_tokens": self.ledger_tokens,
             "probe_misses": self.probe_misses,
             "engine": None
             if self.engine is None
@@ -371,6 +383,7 @@ async def _drive(
         system=trace.system,
         window=trace.window,
         decisions=policy.decision_detector(),
+        detect_statements=policy.ledger,
         clock=lambda: now[0],
         spill_ids=seeded_spill_ids(),
         id=f"bench-{name}",
@@ -401,6 +414,11 @@ async def _drive(
             result.recall_total += len(found)
             result.recall_hits += sum(found.values())
             result.probe_misses += [f"line {step.line}: {w}" for w, ok in found.items() if not ok]
+            if step.stale:
+                current = "\n".join(m.content for m in session.messages if m.pinned or m.kind in _CURRENT_KINDS)
+                shown = find_expected(step.stale, current)
+                result.stale_total += len(shown)
+                result.stale_shown += sum(shown.values())
             continue
         if step.kind != "message":
             continue
@@ -447,7 +465,11 @@ async def _drive(
     result.restores = t.restores
     result.pauses = list(drive.warm.pauses)
     result.folds = len(session.folds)
-    result.facts_lost = sum(len(f.facts_lost) for f in session.folds)
+    result.facts_lost = facts_lost(session)
+    result.max_depth = max((f.depth for f in session.folds), default=0)
+    result.statements = len(session.statements)
+    result.superseded = sum(st.status == "superseded" for st in session.statements.values())
+    result.ledger_tokens = sum(m.tokens for m in session.messages if m.kind is Kind.ledger)
     result.spills = len(session.spills)
     result.pins = len(session.pinned)
     result.final_context_tokens = session.context_tokens
@@ -458,6 +480,22 @@ async def _drive(
     costs.summary_evaluated = sum(u.evaluated_tokens or 0 for u in summaries)
     costs.summary_span_tokens = sum(f.tokens_before for f in session.folds) if summaries else 0
     return result
+
+
+_CURRENT_KINDS = (Kind.ledger, Kind.fold_summary)
+
+
+def facts_lost(session: Session) -> int:
+    """What the folds lost and the context does not show now: each item once, however many
+    folds lost it (a fact said again after a fold is visible again until a later fold)."""
+    from tailrent_tui.core.guard import Fact, Visible
+
+    lost = {t.casefold(): t for f in session.folds for t in f.facts_lost}
+    lost.update({t.casefold(): t for r in session.retired.values() for t in r.facts_lost})
+    if not lost:
+        return 0
+    now = Visible(session.visible_text())
+    return sum(not now.shows(Fact(text=t, kind="quoted")) for t in lost.values())
 
 
 def run_bench(

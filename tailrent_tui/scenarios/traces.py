@@ -70,6 +70,7 @@ class TraceStep(BaseModel):
     seconds: float = 0.0
     probe: str = ""
     expect: list[str] = Field(default_factory=list)
+    stale: list[str] = Field(default_factory=list)
 
 
 class Trace(BaseModel):
@@ -180,6 +181,10 @@ class ProbeLine(BaseModel):
     probe: str = Field(description="a string")
     expect: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=list, description="a list of non-empty strings"
+    )
+    stale: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list,
+        description="words of a superseded value that must no longer be shown as current (in a pin, the ledger or a summary)",
     )
 
 
@@ -298,7 +303,7 @@ def load_trace(
                 clock += line.idle
                 step = TraceStep(kind="idle", line=n, at=clock, seconds=line.idle)
             case ProbeLine():
-                step = TraceStep(kind="probe", line=n, at=clock, probe=line.probe, expect=line.expect)
+                step = TraceStep(kind="probe", line=n, at=clock, probe=line.probe, expect=line.expect, stale=line.stale)
         trace.steps.append(step)
     trace.ignored_field_names = dict(ignored)
     trace.ignored_fields = sum(ignored.values())

@@ -81,23 +81,38 @@ def retire_summaries(session: Session, target_tokens: int, *, keep_recent: int =
     done: list[FoldRetired] = []
     recent = {m.id for m in session.messages[len(session.messages) - keep_recent :]} if keep_recent else set()
     records = {f.summary.id: f for f in session.folds}
+    records_by_no = {f.fold_no: f for f in session.folds}
     for m in list(session.messages):
         if session.context_tokens <= target_tokens:
             break
         record = records.get(m.id)
         if record is None or m.pinned or m.id in recent or record.fold_no in session.retired:
             continue
+        # one pointer stands for every retired fold: the older pointers leave with this one
+        merged = [no for no in session.retired if records_by_no[no].summary.id in session]
+        folds = sorted([*merged, record.fold_no])
+        messages = sum(len(records_by_no[no].span_ids) for no in folds)
+        named = f"fold #{folds[0]}" if len(folds) == 1 else f"folds #{folds[0]}-#{folds[-1]}"
         pointer = (
-            f"[fold #{record.fold_no} archived: its {len(record.span_ids)} messages are in the fold archive; "
-            f"/unfold {record.fold_no} or search_history brings them back]"
+            f"[{named} archived: {messages} earlier messages are in the fold archive; "
+            f"/unfold {record.fold_no}, search_history or tailrent recall brings them back]"
         )
         tokens = session.count(pointer)
-        if tokens >= m.tokens:
+        freed = m.tokens - tokens + sum(session.get(records_by_no[no].summary.id).tokens for no in merged)
+        if freed <= 0:
             continue
-        held = [f for f in fact_guard.guarded_facts(m.content, session.watch)]
-        rest = fact_guard.Visible("\n".join([session.system, pointer, *(o.content for o in session.messages if o.id != m.id)]))
+        held = list(fact_guard.guarded_facts(m.content, session.watch))
+        for no in merged:
+            held += fact_guard.guarded_facts(session.get(records_by_no[no].summary.id).content, session.watch)
+        gone = {m.id, *(records_by_no[no].summary.id for no in merged)}
+        rest = fact_guard.Visible("\n".join([session.system, pointer, *(o.content for o in session.messages if o.id not in gone)]))
         lost = [f.text for f in held if not rest.shows(f)]
-        ev = session.emit(FoldRetired(fold_no=record.fold_no, pointer=pointer, pointer_tokens=tokens, facts_lost=lost, at=session.clock()))
+        ev = session.emit(
+            FoldRetired(
+                fold_no=record.fold_no, pointer=pointer, pointer_tokens=tokens, facts_lost=lost, merged=merged,
+                at=session.clock(),
+            )
+        )
         done.append(ev)  # type: ignore[arg-type]
     return done
 
@@ -378,7 +393,16 @@ def unfold_reason(session: Session, fold_no: int, originals: Sequence[Message], 
         return f"fold #{fold_no} is undone already"
     if record.summary.id not in session:
         later = next((f.fold_no for f in session.folds if record.summary.id in f.span_ids), None)
-        where = f"fold #{later} took its summary: unfold #{later} first" if later else "its summary is gone"
+        retired = next((no for no, r in session.retired.items() if fold_no in r.merged), None)
+        if later:
+            where = f"fold #{later} took its summary: unfold #{later} first"
+        elif retired:
+            where = (
+                f"it is archived whole (fold #{retired}'s pointer stands for it in the context): "
+                "search_history or tailrent recall reaches it"
+            )
+        else:
+            where = "its summary is gone"
         return f"fold #{fold_no} cannot be undone: {where}"
     summary = session.get(record.summary.id)
     if summary.pinned:
