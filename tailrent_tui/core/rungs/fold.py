@@ -97,16 +97,26 @@ def retire_summaries(session: Session, target_tokens: int, *, keep_recent: int =
             f"[{named} archived: {messages} earlier messages are in the fold archive; "
             f"/unfold {record.fold_no}, search_history or tailrent recall brings them back]"
         )
-        tokens = session.count(pointer)
-        freed = m.tokens - tokens + sum(session.get(records_by_no[no].summary.id).tokens for no in merged)
-        if freed <= 0:
-            continue
-        held = list(fact_guard.guarded_facts(m.content, session.watch))
-        for no in merged:
-            held += fact_guard.guarded_facts(session.get(records_by_no[no].summary.id).content, session.watch)
         gone = {m.id, *(records_by_no[no].summary.id for no in merged)}
+        summaries_tokens = sum(session.get(i).tokens for i in gone)
+        # what its fold guarded and kept: the facts of the span's conversation (not of its tool output)
+        held = [
+            fact_guard.Fact(text=t, kind="quoted")
+            for r in (record, *(records_by_no[no] for no in merged))
+            for t in r.facts
+            if t not in set(r.facts_lost)
+        ]
         rest = fact_guard.Visible("\n".join([session.system, pointer, *(o.content for o in session.messages if o.id not in gone)]))
-        lost = [f.text for f in held if not rest.shows(f)]
+        missing = [f for f in held if not rest.shows(f)]
+        # the pointer keeps them verbatim while that is much smaller than the summaries it replaces
+        with_facts = fact_guard.repair_summary(pointer, missing) if missing else pointer
+        if session.count(with_facts) <= 0.7 * summaries_tokens:
+            pointer, lost = with_facts, []
+        else:
+            lost = [f.text for f in missing]
+        tokens = session.count(pointer)
+        if tokens >= summaries_tokens:
+            continue
         ev = session.emit(
             FoldRetired(
                 fold_no=record.fold_no, pointer=pointer, pointer_tokens=tokens, facts_lost=lost, merged=merged,
