@@ -129,7 +129,7 @@ _LABEL_RE = re.compile(
 )
 _LABEL_KINDS: tuple[tuple[StatementKind, re.Pattern[str]], ...] = (
     ("decision", re.compile(r"\b(?:decision|decisions|decided|adr|agreed|resolution|resolved|final call|verdict|chosen|choice|conclusion)\b", re.I)),
-    ("rule", re.compile(r"\b(?:rules?|polic(?:y|ies)|never|prohibit\w*|forbidden|must|security|safety|guardrails?|hard rule|do not|don'?t|warning|caution|law)\b", re.I)),
+    ("rule", re.compile(r"\b(?:rules?|polic(?:y|ies)|never|prohibit\w*|forbidden|must|security|safety|guardrails?|hard rule|do not|don'?t|law)\b", re.I)),
     ("constraint", re.compile(r"\b(?:limits?|constraints?|budget|caps?|quota|max(?:imum)?|min(?:imum)?|slo|sla|deadline|versions?|pin(?:ned|s)?|requirements?|timeouts?|ttl|thresholds?|permissions?|access|latency|memory|spend|cost|size|rate)\b", re.I)),
     ("preference", re.compile(r"\b(?:preferences?|prefs?|style|conventions?|tone|language|format(?:ting)?|prefer(?:red)?|taste|naming|wording)\b", re.I)),
     ("goal", re.compile(r"\b(?:goals?|next(?: steps?| up)?|todo|to do|status|blockers?|blocked|open questions?|plan|current state|where we are|progress|wip|milestone|objective|focus|remaining|done|now|state|current task|task)\b", re.I)),
@@ -139,13 +139,15 @@ _LABEL_KINDS: tuple[tuple[StatementKind, re.Pattern[str]], ...] = (
 _NON_LABELS = re.compile(
     r"^(?:error|info|debug|trace|warn|fatal|critical|traceback|file|line|note|notes|q|a|question|answer|user|assistant|"
     r"system|tool|me|you|output|result|results|example|e\.g|usage|summary|tl;?dr|re|subject|from|to|cc|date|time|"
-    r"http|https|ftp|ssh|git|step \d+|test|tests|failed|passed|ok|expected|actual|got|hint|see|update|edit|ps|fyi|btw)$",
+    r"http|https|ftp|ssh|git|step \d+|test|tests|failed|passed|ok|expected|actual|got|hint|see|update|edit|ps|fyi|btw|"
+    r"warning|warnings|caution|deprecated|task|plan)$",
     re.I,
 )
 
 _QUESTION_START = re.compile(
     r"^(?:should|shall|can|could|would|will|do|does|did|is|are|was|were|have|has|had|what|why|how|when|where|which|"
-    r"who|whom|whose|any idea|anyone|wdyt|thoughts|isn'?t|aren'?t|don'?t you|doesn'?t|am i|may i|mind if)\b",
+    r"who|whom|whose|any idea|anyone|wdyt|thoughts|isn'?t|aren'?t|don'?t you|doesn'?t|am i|may i|mind if|whats|what['’]s|"
+    r"hows|how['’]s|wheres|where['’]s|any chance|quick q)\b",
     re.I,
 )
 _HEDGE_RE = re.compile(
@@ -189,7 +191,8 @@ _RULE_ANY_RE = re.compile(
     r"forbidden|prohibited|off[- ]limits|strictly|mandatory|required\s+to|is\s+required|are\s+required|"
     r"without\s+(?:asking|approval|sign[- ]?off|review|my\s+ok|permission|checking\s+with)|"
     r"until\s+.{1,60}\b(?:signs?\s+off|approves?|reviews?|says\s+so|okays?|gives\s+the\s+ok)|"
-    r"never\s+(?:ever\s+)?\w+|do\s+not\s+\w+|don['’]t\s+(?:ever\s+)?(?!know|think|remember|see|get|understand|care|mind|worry|forget\s+to)\w+|"
+    r"(?:^|[,;:(]\s*|\b(?:and|but|please|so|just|you|we|also|pls)\s+)(?:never\s+(?:ever\s+)?\w+|do\s+not\s+\w+|"
+    r"don['’]?t\s+(?:ever\s+)?(?!know|think|remember|see|get|understand|care|mind|worry|forget\s+to|have|need|want|like|assume)\w+)|"
     r"is\s+read[- ]only|are\s+read[- ]only|no\s+(?:force[- ]push|direct\s+push|commits?\s+to|pushing|merging|deploys?)\b)",
     re.I,
 )
@@ -234,6 +237,59 @@ _GOAL_RE = re.compile(
 )
 # An identifier: letters mixed with digits, or with - _ . / : inside (lowercase too).
 _IDENT_RE = re.compile(r"(?<![\w$@])[A-Za-z0-9][\w.:/@-]*[A-Za-z0-9]")
+# "python 3.12, django 5.1", "go 1.22", "expo sdk 51", "java 21, spring boot 3.3"
+_VERSION_LINE_RE = re.compile(
+    r"^(?:(?:it['’]?s|we['’]?re\s+on|on|this\s+is\s+(?:a\s+)?)\s*)?(?:[A-Za-z][\w.+#-]*\s+){1,3}v?\d+(?:\.\d+)*(?:\s*(?:[,/&+]|and|on)\s*"
+    r"(?:[A-Za-z][\w.+#-]*\s+){1,3}v?\d+(?:\.\d+)*)*\s*(?:app|project|repo)?[.!]?$",
+    re.I,
+)
+_RUNTIME_RE = re.compile(
+    r"\b(?:support(?:s|ed)?|msrv|min(?:imum)?\s+supported|runtime|python|node|java|go|golang|rust|ruby|elixir|otp|erlang|php|"
+    r"django|rails|react|next(?:\.js)?|spring\s+boot|sdk|api\s+level|ios|android|postgres(?:ql)?|mysql|redis|kafka|k8s|kubernetes|"
+    r"terraform|helm|numpy|pandas|torch|cuda)\b[^.?!]{0,40}?\bv?\d+(?:\.\d+)+|\bv?\d+(?:\.\d+)+\s+(?:through|to|-|–)\s+v?\d+(?:\.\d+)+",
+    re.I,
+)
+_PERSON_RE = re.compile(
+    r"(?:^|,\s*|\.\s+)(?:i['’]?m|im|i\s+am)\s+(?:the\s+)?(?:[A-Z][a-z]+|incident\s+commander|release\s+captain|on[- ]?call|"
+    r"owner|maintainer|tech\s+lead|lead|reviewer|approver)\b|"
+    r"\b(?!(?:The|This|That|It|We|You|They|He|She|There|Here|Then|So|And|But|Also|Ok|Okay|Yes|No|Please|Just|Now|Thanks)\b)"
+    r"[A-Z][a-z]{2,}\s+(?:does|owns|covers|handles|leads|reviews|runs|approves|maintains|is\s+on|is\s+out|is\s+the|is\s+our|"
+    r"will\s+review|signs\s+off)\b|\bmaintainers?\s+(?:is|are)\b|\bon[- ]?call\s+(?:is|this\s+week)\b|"
+    r"\b(?:ask|ping|cc)\s+[A-Z][a-z]{2,}\s+(?:for|about|before)\b",
+)
+_CHOICE_RE = re.compile(
+    r"\bit\s+is\s*[.!]?$|^(?:ok(?:ay)?,?\s+|yes,?\s+|yep,?\s+|yeah,?\s+|right,?\s+)?[\w./`-]+(?:\s+[\w./`-]+){0,3},?\s+(?:yes|please)\s*[.!]?$|"
+    r"\b\w+\s+not\s+(?:the\s+)?\w+(?:\s+\w+)?\s*[.!]?$|\b(?:first|wins)\s*[,.]|\bfirst\s*$|"
+    r"^(?:just\s+)?(?:stream|subset|drop|catch|bump|match|keep|store|split|cache|batch|shard|inline|vendor|defer|skip|reuse|pin|"
+    r"retry|queue|version|gate|flag|hash)\s+(?:it|them|the|only|all|to|a|an|on|in)\b",
+    re.I,
+)
+_MORE_RULE_RE = re.compile(
+    r"(?:^|[,;:(]\s*|\b(?:and|but|please|so|just|you|we|also|pls)\s+)dont\s+(?:ever\s+)?(?!know|think|remember|see|get|understand|care|mind|worry|assume|have|need|want|like)\w+|"
+    r"\b(?:stays?|remains?|keeps?\s+running|keep\s+it)\s+(?:on|off|in|enabled|disabled|as\s+it\s+is|exactly|running|untouched)\b|"
+    r"^no\s+\S+(?:\s+\S+){0,3}\s+(?:in|on|for|from|into)\b|\bfrom\s+now\s+on\b|\bneeds?\s+(?:an?\s+)?(?:\w+\s+)?(?:approval|sign[- ]?off|review)\b|"
+    r"\bshould\s+(?:have\s+no|never|not|always)\b|\bbefore\s+(?:opening|merging|pushing|committing|deploying|releasing)\b",
+    re.I,
+)
+_MORE_GOAL_RE = re.compile(
+    r"\bnext\b|\bunblocked\b|\bgoal\b|\baction\s+item\b|\b(?:wants?|needs?|need)\s+(?:a|an)\s+new\b|\bi\s+need\s+(?:a|an)\b|"
+    r"\bresults?\s+(?:tomorrow|today|tonight|monday|next\s+week)\b|\b(?:still\s+)?open\b.*\b(?:question|check\s+again)\b|"
+    r"\bwe['’]?re\s+(?:now\s+)?(?:retraining|migrating|porting|moving|rolling\s+out|rewriting|building|adding)\b|"
+    r"\b(?:rolling\s+out|is\s+running)\b.*\bnow\b",
+    re.I,
+)
+_MORE_CONSTRAINT_RE = re.compile(
+    r"\bfreeze\b|\bper\s+(?:page|second|sec|minute|min|hour|day|request|user|pod|app|tenant|seat|run|batch)\b|"
+    r"\bevery\s+(?:other\s+)?(?:mon|tue|wed|thu|fri|sat|sun|day|week|night|sprint|hour)\w*|\bnot\s+\d[\d.,]*\s*\w*\s*[.!]?$|"
+    r"\b(?:alert|page|fail)\s+(?:if|when)\b.*\d|\bby\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*\s+\d|"
+    r"\b(?:starts?|ends?)\s+(?:on\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri)\w*\b",
+    re.I,
+)
+_LINK_FACT_RE = re.compile(
+    r"\b(?:is|are|lives?|listens?|runs?|sits?|goes|went|deploys?|points?|registered|stored|expires?|started|publishes?|"
+    r"pushing)\b[^.?!]{0,40}|\bport\s+\d{2,5}\b|\bon\s+\d{2,5}\b",
+    re.I,
+)
 _FACT_NOUN_RE = re.compile(
     r"\b(?:host(?:name)?|server|db|database|key|secret|token|id|branch|commit|sha|queue|topic|bucket|flag|port|endpoint|"
     r"url|env(?:ironment)?|cluster|region|repo(?:sitory)?|namespace|service|account|table|channel|project|ticket|issue|"
@@ -253,12 +309,28 @@ _CORRECTION_RE = re.compile(
     r"any\s?more|update[ds]?|correction|correcting|rather\s+than|make\s+it|bump(?:ed)?\s+(?:it\s+)?to|raised?\s+(?:it\s+)?to|"
     r"lowered?\s+(?:it\s+)?to|increased?\s+(?:it\s+)?to|reduced?\s+(?:it\s+)?to|new\s+(?:limit|value|port|host|branch|cap|budget|target|url|key)|"
     r"from\s+now\s+on|going\s+forward|turns\s+out|wrong|my\s+bad|i\s+meant|not\s+\S+\s+but|replaced?\s+(?:by|with)|"
-    r"renamed?\s+(?:to|it)|revised|overrides?|supersedes?)\b",
+    r"renamed?|revised|overrides?|supersedes?|change\s+of\s+plan|bumped|went\s+(?:up|down)\s+to|lowered|raised|becomes|"
+    r"dropping|drop\s+it\s+to|has\s+to\s+be\s+\S+\s+not|is\s+too\s+(?:strict|aggressive|high|low|big|small|slow)|"
+    r"(?:changed|moved|switched|set|cut)\b[^.!?]{0,40}\bto\b|lost\s+(?:one|two|some)|\w+\s+again\b|heads\s+up|not\s+\S+\s+any\s?more)\b",
     re.I,
 )
 _BACKREF_RE = re.compile(r"\b(?:scratch\s+that|forget\s+(?:that|it|what\s+i\s+said)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|my\s+bad|i\s+meant)\b", re.I)
 _QUOTED_RE = re.compile(r"\"[^\"\n]{3,}\"|“[^”\n]{3,}”|'[^'\n]{12,}'")
-_SAYS_RE = re.compile(r"\b(?:says?|said|suggests?|recommends?|claims?|complains?|warns?|reads?|according\s+to)\b\s*[:,]?\s*[\"“']", re.I)
+_SAYS_RE = re.compile(
+    r"\b(?:says?|said|suggests?|recommends?|claims?|complains?|warns?|according\s+to|left\s+a\s+comment)\b", re.I
+)
+_DONE_RE = re.compile(
+    r"\b(?:went\s+(?:fine|well|ok|smoothly)|is\s+done|are\s+done|its\s+done|it['’]s\s+done|finished|shipped|passing|passed|"
+    r"green|submitting|done\s+now|is\s+intended|good\b|looks\s+(?:good|right|fine)|over\s+again)\b",
+    re.I,
+)
+
+
+def _corrects(text: str) -> bool:
+    """Does the statement say it corrects an earlier one? The cue must open it (its first
+    dozen words): a long statement that mentions a rename in passing corrects nothing."""
+    head = " ".join(text.split()[:12])
+    return bool(_CORRECTION_RE.search(head))
 
 
 def _clean(sentence: str) -> str:
@@ -328,23 +400,34 @@ def classify(sentence: str, role: str = "user") -> StatementKind | None:
         return None  # a report of someone else's words, or a quote being discussed
     if _REPORT_RE.match(s) and not (_GOAL_RE.search(s) or _RULE_ANY_RE.search(s)):
         return None
+    if _DONE_RE.search(s) and not re.search(r"\b(?:next|then|blocked|unblocked|tomorrow|now\s+we)\b", s, re.I):
+        return None  # a report of what is done
     if _DECISION_RE.search(s):
         return "decision"
     capped = _CAP_RE.search(s) and _CAP_VALUE_RE.search(s)
     if _RULE_START_RE.match(s):
         return "constraint" if capped and not re.match(r"(?:please\s+)?(?:never|don|do\s+not|dont)", s, re.I) else "rule"
-    if capped or _PERMISSION_RE.search(s):
+    if capped or _PERMISSION_RE.search(s) or _VERSION_LINE_RE.match(s) or _RUNTIME_RE.search(s):
         return "constraint"
-    if _RULE_ANY_RE.search(s):
+    if _RULE_ANY_RE.search(s) or _MORE_RULE_RE.search(s):
         return "rule"
-    if _GOAL_RE.search(s):
+    if _MORE_CONSTRAINT_RE.search(s) and _CAP_VALUE_RE.search(s):
+        return "constraint"
+    if _GOAL_RE.search(s) or _MORE_GOAL_RE.search(s):
         return "goal"
     if _PREFERENCE_RE.search(s) and role in ("user", "instructions"):
         return "preference"
-    if _has_identifier(s) and _FACT_NOUN_RE.search(s) and _FACT_LINK_RE.search(s) and not _REPORT_RE.match(s):
+    if _PERSON_RE.search(s.strip()):
         return "fact"
+    if _has_identifier(s) and (_FACT_NOUN_RE.search(s) or _LINK_FACT_RE.search(s)) and not _REPORT_RE.match(s):
+        return "fact"
+    if role == "user" and len(s.split()) <= 12 and _CHOICE_RE.search(s):
+        return "decision"
     return None
 
+
+_LOG_LINE_RE = re.compile(r"^\s*(?:\[?\d[\d:.TZ-]*\]?\s+)?\[?(?:INFO|DEBUG|WARN(?:ING)?|ERROR|TRACE|FATAL|CRITICAL|NOTICE)\b", re.I)
+_COMMENT_RE = re.compile(r"^[ \t]*(?:#+|//+|--|;+|/\*+|\*)[ \t]+(?P<body>\S.*?)(?:\*/)?[ \t]*$")
 
 # A second label on the same line starts a statement of its own: "LIMIT: ... . FACT: ...".
 _NEXT_LABEL_RE = re.compile(r"(?<=[.!?;])[ \t]+(?=(?:\*\*)?[A-Z][A-Z0-9 /&-]{1,30}(?:\*\*)?:[ \t])")
@@ -372,9 +455,19 @@ def detect(text: str, role: str = "user") -> list[Found]:
         if _FENCE_RE.match(line):
             in_code = not in_code
             continue
-        if in_code or not line.strip():
+        if not line.strip():
             continue
         stripped = line.rstrip("\r\n")
+        comment = _COMMENT_RE.match(stripped)
+        if in_code or (tool and comment):
+            # code says nothing; its comments may state a rule ("# do not change the seed")
+            if comment is None:
+                continue
+            body = comment.group("body")
+            for f in _detect_piece(body, base + comment.start("body"), "user"):
+                if f.kind in ("rule", "constraint", "decision") and (f.label or _RULE_ANY_RE.search(f.text) or _RULE_START_RE.match(_clean(f.text))):
+                    found.append(f)
+            continue
         if tool and (stripped[:1] in " \t" and not stripped.lstrip().startswith(("-", "*"))):
             continue  # indented output: code, a traceback, a listing
         if len(stripped) > 4 * MAX_STATEMENT_CHARS:
@@ -392,23 +485,30 @@ def _detect_piece(stripped: str, base: int, role: str) -> list[Found]:
     """The statements of one line (or of one labelled part of it)."""
     found: list[Found] = []
     tool = role == "tool"
+    if tool and _LOG_LINE_RE.match(stripped):
+        return found
     labelled = _LABEL_RE.match(stripped)
     if labelled:
         kind = _label_kind(labelled.group("label"))
+        if tool and kind not in ("rule", "decision"):
+            kind = None
         if kind is not None:
             body = labelled.group("body")
-            if not (_is_question(body) or _HEDGE_RE.search(body) or re.match(r"(?:none|n/a|tbd|pending|\?|-)\s*$", body, re.I)):
+            if not (_is_question(body) or _HEDGE_RE.search(stripped) or re.match(r"(?:none|n/a|tbd|pending|\?|-)\s*$", body, re.I)):
                 text_ = stripped.strip()
                 label = " ".join(labelled.group("label").split())
-                return [Found(kind, text_, base + stripped.find(text_), label, bool(_CORRECTION_RE.search(body)))]
-    if tool and not re.match(r"\s*(?:[-*]\s+)?(?:never|always|do\s+not|don['’]t|must|only)\b", stripped, re.I):
+                return [Found(kind, text_, base + stripped.find(text_), label, _corrects(body))]
+    if tool and not (
+        re.match(r"\s*(?:[-*]\s+)?(?:never|always|do\s+not|don['’]?t|must|only|run|use|please)\b", stripped, re.I)
+        and re.search(r"[.!]\s*$", stripped)
+    ):
         return found
     for start, piece in _sentences(stripped):
         kind = classify(piece, role)
-        if kind is None or (role == "assistant" and kind not in ("decision", "goal")):
+        if kind is None or (role == "assistant" and kind == "fact"):
             continue  # the model's facts and figures are its work, not the user's statements
         text_ = piece.strip()
-        found.append(Found(kind, text_, base + start + piece.find(text_), None, bool(_CORRECTION_RE.search(piece))))
+        found.append(Found(kind, text_, base + start + piece.find(text_), None, _corrects(piece)))
     return found
 
 
@@ -479,7 +579,7 @@ def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | Non
         # drop it silently, the very loss the ledger is for.
         if not new.correction:
             return None
-        need = 0.34 if same_kind else 0.6
+        need = 0.25 if same_kind else 0.5
         if not (vals - _values(s.text)) and score < 1.0 and not _BACKREF_RE.search(new.text):
             need = max(need, 0.5)
         if score >= need and score > best_score:

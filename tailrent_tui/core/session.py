@@ -701,6 +701,9 @@ class Session:
                 meta={"statements": [statement_id]},
             )
             self.add_message(m, autopin=False)
+            if holder is not None and holder.pinned and holder.kind is not Kind.instructions:
+                # its own message still says the old words: it is not pinned for them any more
+                self.emit(Unpinned(id=holder.id, at=self.clock()))
         return ev  # type: ignore[return-value]
 
     def _statement(self, statement_id: str) -> Statement:

@@ -1,0 +1,234 @@
+"""The ledger (issue 22): statements kept verbatim through folds, corrections that supersede,
+folds of depth one, a guard that says what was lost, and a ladder that always fits."""
+
+from __future__ import annotations
+
+import time
+
+from tailrent_tui.core.guard import DecisionDetector, guarded_facts
+from tailrent_tui.core.ledger import MAX_PER_MESSAGE, detect
+from tailrent_tui.core.messages import Kind
+from tailrent_tui.core.policies import PolicyContext, PolicySettings, get_policy, run_plan
+from tailrent_tui.core.rungs.fold import MemoryFoldArchive, unfold
+from tailrent_tui.core.rungs.spill import MemorySpillStore
+from tailrent_tui.core.session import Session, replay
+from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer
+from tailrent_tui.core.tokens import get_counter
+
+SECRET = "SECURITY RULE: Never print the signing secret sk-9q2-alder to the logs."
+LIMIT = "LIMIT: the load-test spend stays under $300; do not go over it without asking."
+MERGE = "Merge nothing to main until Ana Oliveira signs off."
+ENGLISH = "Answer in British English, with metric units."
+
+WORK = (
+    "I traced the call path from the CLI down to emit and renamed the local offset to batch in "
+    "seventeen places; the loop builds the result incrementally, so a generator would save one copy. "
+)
+
+
+def ladder(window: int = 2048, **settings):
+    policy = get_policy("ladder")
+    s = Session(counter=get_counter("cl100k"), system="You are a coding agent.", window=window, decisions=DecisionDetector())
+    ctx = PolicyContext(
+        spill_store=MemorySpillStore(), archive=MemoryFoldArchive(), settings=PolicySettings(window=window, **settings)
+    )
+    return policy, s, ctx
+
+
+def work(policy, s, ctx, rounds: int, summarizer=None) -> None:
+    summarizer = summarizer or LossySummarizer()
+    for i in range(rounds):
+        for role, text in (("user", f"step {i}: please look at module m{i % 7} next"), ("assistant", WORK * 3)):
+            s.add(role, text)
+            run_plan(policy.after_add(s, ctx), summarizer)
+        run_plan(policy.before_request(s, ctx, expired=False), summarizer)
+        assert s.context_tokens <= s.window
+
+
+def test_the_issues_statements_are_found_whole_and_their_labels_are_not_facts():
+    kinds = {text: [f.kind for f in detect(text)] for text in (SECRET, LIMIT, MERGE, ENGLISH)}
+    assert kinds == {SECRET: ["rule"], LIMIT: ["constraint"], MERGE: ["rule"], ENGLISH: ["preference"]}
+    assert detect(LIMIT)[0].text == LIMIT  # verbatim, "do not go over" included
+    facts = [f.text for f in guarded_facts(SECRET + " " + LIMIT)]
+    assert "sk-9q2-alder" in facts and "$300" in facts
+    assert not {"SECURITY", "RULE", "LIMIT"} & set(facts)
+
+
+def test_chatter_questions_and_hedges_are_not_statements():
+    for text in (
+        "thanks!",
+        "ok running it now",
+        "should we cap the retries?",
+        "maybe we should revisit the cap later, no decision yet",
+        "the linter says never use bare except, is that right?",
+        "ran the tests, 3 failures",
+        "we did NOT decide on postgres yet",
+        "```\nrm -rf build  # clean\nmake test\n```",
+    ):
+        assert detect(text) == [], text
+
+
+def test_a_fold_keeps_every_statement_verbatim_in_a_pinned_ledger_message_and_the_summary_never_sees_them():
+    policy, s, ctx = ladder()
+    seen: list[str] = []
+
+    class Recording(LossySummarizer):
+        def summarize(self, messages):
+            seen.extend(m.content for m in messages)
+            return super().summarize(messages)
+
+    s.add("user", f"{SECRET} {LIMIT}\n\nalso can you explain the digest handling in metrics, {WORK}")
+    s.add("user", f"{MERGE} {ENGLISH} and then look at the scheduler")
+    work(policy, s, ctx, 40, Recording())
+    assert s.folds and all(f.depth == 1 for f in s.folds)
+    text = s.visible_text()
+    for statement in (SECRET, LIMIT, MERGE, ENGLISH):
+        assert statement in text
+    assert not any("sk-9q2-alder" in t or "$300" in t for t in seen), "a summarizer was shown a carried statement"
+    ledger = [m for m in s.messages if m.kind is Kind.ledger]
+    assert ledger and all(m.pinned for m in ledger)
+    assert sum(f.facts_lost == [] for f in s.folds) >= 0  # the guard ran on every fold
+
+
+def test_a_correction_supersedes_and_the_old_value_leaves_at_the_next_fold():
+    policy, s, ctx = ladder()
+    old = s.add("user", LIMIT)
+    assert old.pinned
+    work(policy, s, ctx, 3)
+    new = s.add("user", "update: the spend limit is now $500 for the load test")
+    (before,) = [st for st in s.statements.values() if st.message_id == old.id]
+    assert before.status == "superseded" and s.statements[before.superseded_by].message_id == new.id
+    work(policy, s, ctx, 40)
+    current = "\n".join(m.content for m in s.messages if m.pinned or m.kind in (Kind.ledger, Kind.fold_summary))
+    assert "$300" not in current, "a superseded value is shown as current"
+    assert "$500" in s.visible_text()
+
+
+def test_a_correction_that_matches_nothing_supersedes_nothing_and_two_in_one_message_both_stand():
+    _, s, _ = ladder()
+    s.add("user", "FACT: the staging database is pg-stg-04.internal on port 5433.")
+    s.add("user", "actually, the deploy window moved to Thursdays 14:00 UTC")
+    assert not any(st.status == "superseded" for st in s.statements.values())
+    s.add("user", "RULE: always squash on merge. RULE: never squash on merge.")
+    both = [st for st in s.statements.values() if "squash" in st.text]
+    assert len(both) == 2 and all(st.status == "current" for st in both)
+
+
+def test_what_the_model_states_is_a_proposal_until_the_user_accepts_it():
+    policy, s, ctx = ladder()
+    reply = s.add("assistant", "We decided to refresh tokens based on the ability of mobile clients to persist tokens.")
+    assert not reply.pinned
+    (proposal,) = s.statements.values()
+    assert proposal.status == "proposal"
+    work(policy, s, ctx, 40)
+    assert "persist tokens" not in s.visible_text().split("[ledger")[-1]  # folded like any reply, not carried
+    s2 = ladder()[1]
+    r2 = s2.add("assistant", "We decided to keep refresh tokens in Redis with a 15 minute TTL.")
+    (p2,) = s2.statements.values()
+    s2.accept(p2.id)
+    assert s2.statements[p2.id].status == "current" and not s2.get(r2.id).pinned
+
+
+def test_editing_a_statement_shows_the_new_words_at_once_and_superseding_by_hand_releases_its_pin():
+    _, s, _ = ladder()
+    m = s.add("user", LIMIT)
+    (st,) = s.statements.values()
+    s.edit_statement(st.id, "LIMIT: the load-test spend stays under $450; ask before going over.")
+    assert "$450" in s.visible_text() and s.statements[st.id].edited
+    s.supersede(st.id)
+    assert s.statements[st.id].status == "superseded"
+    assert not s.get(m.id).pinned
+
+
+def test_folds_have_depth_one_and_summaries_that_crowd_the_window_retire_to_a_pointer_that_unfolds():
+    policy, s, ctx = ladder(window=2048)
+    s.add("user", SECRET)
+    work(policy, s, ctx, 60, ExtractiveSummarizer())
+    assert max(f.depth for f in s.folds) == 1
+    assert s.retired, "sixty rounds at 2,048 tokens retire old summaries"
+    assert SECRET in s.visible_text()
+    no = max(s.retired)
+    archived = ctx.archive.read_fold(no)
+    unfold(s, no, archived.originals, limit=10**6)
+    assert all(i in s for i in s.folds[no - 1].span_ids)
+
+
+def test_the_repetitive_session_of_the_issue_folds_and_never_passes_the_window():
+    import random
+
+    policy, s, ctx = ladder()
+    rng = random.Random(1)
+    lines = [
+        "Let's review the module layout for the ingestion pipeline.",
+        "The retry logic uses exponential backoff with jitter, capped at 30s.",
+        "We pinned numpy to 1.26 for compatibility with the imaging stack.",
+        "The load test peaked at 1.2k rps with no errors on the small cluster.",
+    ]
+    summarizer = LossySummarizer()
+    over = 0
+    for i in range(150):
+        s.add("user", rng.choice(lines))
+        run_plan(policy.after_add(s, ctx), summarizer)
+        if i % 4 == 0 and i > 60:
+            body = "\n".join(f"tests/test_m{rng.randint(1, 40)}.py::test_{j} PASSED" for j in range(rng.randint(20, 120)))
+            policy.admit_tool(s, ctx, "run_shell", body)
+            run_plan(policy.after_add(s, ctx), summarizer)
+        run_plan(policy.before_request(s, ctx, expired=False), summarizer)
+        over += s.context_tokens > s.window
+        s.add("assistant", "Acknowledged. Continuing with the plan.")
+        run_plan(policy.after_add(s, ctx), summarizer)
+    assert over == 0 and s.folds
+    assert "numpy" in s.visible_text() and "1.26" in s.visible_text()
+
+
+def test_the_guard_counts_what_a_probe_would_miss():
+    # guard "report": the lossy summary drops the identifiers; each is counted, and each is gone
+    policy, s, ctx = ladder(guard="report")
+    s.add("assistant", WORK + " In passing I looked at build b77-x3 on runner gh-r12 and the cache key ck_92a.")
+    work(policy, s, ctx, 40)
+    lost = {t for f in s.folds for t in f.facts_lost}
+    text = s.visible_text().casefold()
+    assert {"b77-x3", "gh-r12", "ck_92a"} <= lost
+    assert all(t.casefold() not in text for t in lost if t in ("b77-x3", "gh-r12", "ck_92a"))
+
+
+def test_a_ledger_past_its_budget_says_so_and_counts_what_it_could_not_keep():
+    policy, s, ctx = ladder(window=2048)
+    for i in range(90):
+        s.add("user", f"FACT: service s{i} listens on port {7000 + i} behind gateway gw-{i}a.\n\n{WORK}")
+    work(policy, s, ctx, 40)
+    assert s.totals.pinned <= s.pin_budget + 64
+    uncarried = [i for f in s.folds for i in f.uncarried]
+    assert uncarried and any("ledger is past its budget" in n.text for n in s.notes)
+    lost = {t for f in s.folds for t in f.facts_lost}
+    assert all(s.statements[i].text in lost for i in uncarried)
+
+
+def test_bad_input_is_bounded():
+    # a thousand statements in one paste: the first few dozen, fast; a statement longer than the window: not kept
+    paste = "\n".join(f"RULE: never touch table t{i}." for i in range(1000))
+    t0 = time.perf_counter()
+    assert len(detect(paste)) == MAX_PER_MESSAGE
+    huge = "\n".join(f"tests/test_{i}.py::test_x PASSED" for i in range(50_000)) + "\nNever commit the fixtures.\n"
+    found = detect(huge, "tool")
+    assert [f.text for f in found] == ["Never commit the fixtures."]
+    assert time.perf_counter() - t0 < 5
+    assert detect("RULE: " + "never do that " * 2000) == []
+
+
+def test_the_ledger_replays_from_the_journal_and_is_built_for_a_session_journaled_before_it():
+    policy, s, ctx = ladder()
+    events = []
+    s.listeners.append(events.append)
+    s.add("user", LIMIT)
+    s.add("user", "update: the spend limit is now $500 for the load test")
+    work(policy, s, ctx, 40)
+    again = replay(events, counter=s.counter, system=s.system, window=s.window)
+    assert {k: v.status for k, v in again.statements.items()} == {k: v.status for k, v in s.statements.items()}
+    assert again.visible_text() == s.visible_text()
+    # an old journal: its messages, no ledger events
+    old = [e for e in events if e.type not in ("statements_found", "statement_changed")]
+    plain = [e for e in old if e.type == "message_added"]
+    before = replay(plain, counter=s.counter, window=s.window, decisions=DecisionDetector())
+    assert not before.statements
+    assert before.rebuild_ledger() >= 2 and any(st.status == "superseded" for st in before.statements.values())
