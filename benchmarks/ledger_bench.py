@@ -126,6 +126,75 @@ def corrections(lines: list[dict[str, Any]]) -> dict[str, int]:
     return {"labelled": labelled, "superseded_right": ok, "superseded_unlabelled": unlabelled}
 
 
+def canary(windows: tuple[int, ...] = (2048, 4096), summarizers: tuple[str, ...] = ("mock-lossy", "mock-extractive")) -> str:
+    """The canary traces through every policy: probed words visible (all rounds, and the last
+    round's probes alone), superseded words shown as current, facts lost, requests over the window."""
+    from tailrent_tui.core.policies import PolicySettings
+    from tailrent_tui.scenarios.bench import run_bench
+    from tailrent_tui.scenarios.traces import get_trace
+
+    rows = [
+        "| trace | window | summarizer | policy | probed words visible | last round | stale shown | facts lost | "
+        "probe misses | over window | max depth | folds |",
+        "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, trace_windows in (("canary-typed", windows), ("canary-natural", (8192,)), ("repetitive", (2048,))):
+        for window in trace_windows:
+            trace = get_trace(str(CORPUS / f"{name}.jsonl"))
+            trace = trace.model_copy(update={"window": window})
+            probes = [st for st in trace.steps if st.kind == "probe"]
+            last_msg = max(st.line for st in trace.steps if st.kind == "message")
+            last = {st.line for st in probes if st.line > last_msg}
+            last_total = sum(len(st.expect) for st in probes if st.line in last)
+            for summ in summarizers:
+                r = run_bench(trace, summarizer=summ, price_sheet="local", settings=PolicySettings(window=window))
+                for pol, p in r.traces[0].policies.items():
+                    last_miss = sum(1 for m in p.probe_misses if int(m.split(":")[0].split()[1]) in last)
+                    rows.append(
+                        f"| {name} | {window:,} | {summ} | {pol} | {p.recall_hits}/{p.recall_total} "
+                        f"({p.recall_hits / max(1, p.recall_total):.0%}) | {last_total - last_miss}/{last_total} | "
+                        f"{p.stale_shown}/{p.stale_total} | {p.facts_lost} | {len(p.probe_misses)} | {p.over_window} | "
+                        f"{p.max_depth} | {p.folds} |"
+                    )
+    return "\n".join(rows)
+
+
+def ask_session(turns: int = 30, window: int = 2048) -> str:
+    """`tailrent ask --continue` for `turns` turns of ~500-token messages at `window`: the folds' depth and
+    whether any request passed the window (the path a user takes: the CLI, its journal)."""
+    import os
+    import random
+    import subprocess
+    import sys
+    import tempfile
+
+    from tailrent_tui.store.sessions import find_session
+
+    words = "we looked at the logs and talked it over then moved on to reviewing older notes about flaky checks".split()
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "TAILRENT_HOME": f"{tmp}/data", "TAILRENT_CONFIG_DIR": f"{tmp}/config",
+               "TAILRENT_WINDOW": str(window), "TAILRENT_FSYNC": "false"}
+        env.pop("TAILRENT_MODEL", None)
+        os.makedirs(f"{tmp}/ws")
+        sid = None
+        for i in range(turns):
+            rng = random.Random(i)
+            body = " ".join(rng.choice(words) for _ in range(380))
+            args = [sys.executable, "-m", "tailrent_tui", "--workspace", f"{tmp}/ws", "ask", "--model", "mock", "--json"]
+            args += ["--continue"] if i else []
+            out = subprocess.run([*args, f"Step {i}: the build uses port {8000 + i}. {body}"], env=env,
+                                 capture_output=True, text=True, check=True)
+            sid = json.loads(out.stdout)["session"]
+        events = list(find_session(f"{tmp}/data", sid).events())
+    folds = [e.fold for e in events if e.type == "folded"]
+    usage = [e for e in events if e.type == "usage_recorded"]
+    return (
+        f"{turns} turns of ~500 tokens at a {window:,} window through `tailrent ask --continue`: {len(folds)} folds, "
+        f"max depth {max((f.depth for f in folds), default=0)}, {sum(u.context_tokens > window for u in usage)} of "
+        f"{len(usage)} requests over the window, largest request {max(u.context_tokens for u in usage):,} tokens"
+    )
+
+
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.0%}"
 
@@ -161,7 +230,15 @@ def main() -> None:
     ap.add_argument("--part", choices=("dev", "heldout", "both"), default="both")
     ap.add_argument("--misses", type=int, default=0, help="list up to N misses and spurious finds per part")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--canary", action="store_true", help="the canary traces through every policy instead")
+    ap.add_argument("--ask", type=int, metavar="TURNS", help="an ask-driven session of TURNS turns instead")
     args = ap.parse_args()
+    if args.canary:
+        print(canary())
+        return
+    if args.ask:
+        print(ask_session(args.ask))
+        return
     parts = ("dev", "heldout") if args.part == "both" else (args.part,)
     results = {p: score(load(p), args.misses) for p in parts}
     if args.json:

@@ -328,6 +328,7 @@ def test_ask_with_500_token_messages_in_a_2048_window_never_grows_a_fold_nor_pas
     usage = [e for e in events if e.type == "usage_recorded"]
     assert len(usage) == 12
     assert all(f.context_after < f.context_before for f in folds)
+    assert folds and all(f.depth == 1 for f in folds), "a fold never summarizes a summary"
     assert all(u.context_tokens <= 2048 for u in usage)
     texts = [e.message.content for e in events if isinstance(e, MessageAdded)]
     assert len(texts) >= 24
@@ -434,10 +435,9 @@ async def test_a_summarizer_that_fails_is_replaced_and_the_fold_says_why(make_ag
     assert "5433" in agent.session.visible_text()
 
 
-def test_a_later_pass_is_applied_only_when_it_saves_a_real_share():
-    # A later pass toward the target must save `min_gain` of its span: a summary that is
-    # barely shorter (no loop, no template tokens) is refused there, though the first pass
-    # (min_gain 0) would take it.
+def test_a_summary_that_saves_under_a_tenth_of_its_span_is_refused_in_every_pass():
+    # barely shorter (no loop, no template tokens): a fold that keeps 93% of the span costs
+    # its specifics for almost nothing, so even the first pass refuses it (issue 26, item 3)
     _, s, _ = ladder_session(window=200_000)
     for i in range(8):
         s.add("user" if i % 2 == 0 else "assistant", prose(i))
@@ -445,11 +445,24 @@ def test_a_later_pass_is_applied_only_when_it_saves_a_real_share():
     words = " ".join(role_content(m)[1] for m in span).split()
     nearly_as_long = Summary(text=" ".join(words[: int(len(words) * 0.93)]), by="model:x")
     fold = dict(guard="repair", position="in_place", header=LADDER_HEADER, trigger="test")
-    first = choose_fold(s, span, nearly_as_long, **fold, min_gain=0.0)
-    assert first.summarizer == "model:x" and first.rejected is None
-    later = choose_fold(s, span, nearly_as_long, **fold, min_gain=LadderPolicy.min_gain)
-    assert later.summarizer != "model:x" and "model:x" in later.rejected
-    assert later.tokens_after <= (1 - LadderPolicy.min_gain) * later.tokens_before
+    for gain in (0.0, LadderPolicy.min_gain):
+        record = choose_fold(s, span, nearly_as_long, **fold, min_gain=gain)
+        assert record.summarizer != "model:x" and "saves under a tenth of its span" in record.rejected
+        assert record.tokens_after <= (1 - LadderPolicy.min_gain) * record.tokens_before
+
+
+def test_a_summary_that_answers_or_echoes_its_instruction_is_refused():
+    from tailrent_tui.core.summarize import check_summary
+
+    span_tokens = 400
+    for text, why in (
+        ("Sure! Here's how to fix the retry loop: wrap the call in a backoff.", "answers the conversation"),
+        ("I'll summarize: the user asked about ports.", "answers the conversation"),
+        ("Summarize this part of the conversation: the user asked about ports.", "repeats the summary instruction"),
+    ):
+        assert why in check_summary(Summary(text=text, by="model:x"), span_tokens=span_tokens, count=lambda t: len(t) // 4)
+    ok = "- user asked to move the API to port 5433 in eu-west-2\n- the VPC peering only exists there"
+    assert check_summary(Summary(text=ok, by="model:x"), span_tokens=span_tokens, count=lambda t: len(t) // 4) is None
 
 
 def test_a_summarizer_refused_once_is_not_asked_again_in_the_same_fold():

@@ -140,7 +140,8 @@ _NON_LABELS = re.compile(
     r"^(?:error|info|debug|trace|warn|fatal|critical|traceback|file|line|note|notes|q|a|question|answer|user|assistant|"
     r"system|tool|me|you|output|result|results|example|e\.g|usage|summary|tl;?dr|re|subject|from|to|cc|date|time|"
     r"http|https|ftp|ssh|git|step \d+|test|tests|failed|passed|ok|expected|actual|got|hint|see|update|edit|ps|fyi|btw|"
-    r"warning|warnings|caution|deprecated|task|plan)$",
+    r"warning|warnings|caution|deprecated|task|plan|short version|long version|in short|version|short|summary|recap|context|"
+    r"background|why|how|what|where|result|status code|response|request|reply|error message|log|logs|details?)$",
     re.I,
 )
 
@@ -198,7 +199,7 @@ _RULE_ANY_RE = re.compile(
 )
 _NUMBERISH = r"(?:[$€£]\s?\d[\d,.]*\s*[kKmM]?|\d[\d,.]*\s*(?:%|[kKmMgGtT]i?[bB]?\b|ms\b|s\b|sec|secs|seconds?|mins?|minutes?|h\b|hrs?|hours?|days?|weeks?|months?|rps|qps|req|requests?|users?|tokens?|lines?|chars?|characters?|workers?|replicas?|retries|attempts?|cores?|threads?|connections?|items?|files?|usd|eur|dollars?|x\b)|\d[\d,.]*|v?\d+(?:\.\d+)+)"
 _CAP_RE = re.compile(
-    r"\b(?:under|below|above|over|at\s+most|at\s+least|no\s+more\s+than|no\s+less\s+than|not\s+more\s+than|fewer\s+than|"
+    r"\b(?:under|below|(?:above|over)(?=\s+[$€£~]?\d)|at\s+most|at\s+least|no\s+more\s+than|no\s+less\s+than|not\s+more\s+than|fewer\s+than|"
     r"less\s+than|more\s+than|max(?:imum)?|min(?:imum)?|cap(?:ped)?(?:\s+at)?|limit(?:ed)?(?:\s+(?:to|at|is|of))?|"
     r"budget|quota|within|exceed(?:s|ing)?|up\s+to|p\d{2}|slo|sla|deadline|by\s+(?:mon|tue|wed|thu|fri|sat|sun)\w*|"
     r"by\s+(?:eod|end\s+of|tomorrow|tonight|noon)|pin(?:ned)?\s+(?:\S+\s+)?(?:to|at|on)|stays?\s+(?:on|at|pinned)|locked\s+(?:to|at)|"
@@ -505,7 +506,7 @@ def _detect_piece(stripped: str, base: int, role: str) -> list[Found]:
         return found
     for start, piece in _sentences(stripped):
         kind = classify(piece, role)
-        if kind is None or (role == "assistant" and kind == "fact"):
+        if kind is None or (role == "assistant" and kind not in ("decision", "goal", "rule")):
             continue  # the model's facts and figures are its work, not the user's statements
         text_ = piece.strip()
         found.append(Found(kind, text_, base + start + piece.find(text_), None, _corrects(piece)))

@@ -229,9 +229,11 @@ def ask_summary(ctx: PolicyContext, span: list[Message], session: Session | None
 
 
 #: Who writes a summary when the asked summarizer's cannot be used: the extractive
-#: one keeps fact sentences verbatim; the article's lossy one, the last resort,
-#: keeps first words only and leaves the facts to the guard.
-FALLBACKS: tuple[Summarizer, ...] = (ExtractiveSummarizer(), LossySummarizer())
+#: one keeps fact sentences verbatim. The article's lossy summarizer is never a
+#: fallback (it is the article's, the demo's and the bench's): past the extractive
+#: one, the ladder's last resort is to move the span whole to the archive with a
+#: pointer, a loss the guard reports (`LadderPolicy._drop`).
+FALLBACKS: tuple[Summarizer, ...] = (ExtractiveSummarizer(),)
 
 
 def choose_fold(

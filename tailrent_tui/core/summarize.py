@@ -201,12 +201,31 @@ def _repetitive(text: str) -> bool:
     return len(set(grams)) * 3 < len(grams)
 
 
+# A reply to the user, not a summary of the conversation: it opens as an answer does.
+_ANSWER_RE = re.compile(
+    r"^\W*(?:sure|certainly|of course|absolutely|great|thanks|thank you|hello|hi|hey|yes|no,|okay|ok,|happy to|"
+    r"i can|i['’]ll|i will|i['’]d|i would|i['’]m|let me|here is|here['’]s|here are|to answer|you can|you should|you['’]re|"
+    r"as an ai|good question)\b",
+    re.IGNORECASE,
+)
+# The instruction written back: a model that echoes what it was asked.
+_ECHO_RE = re.compile(
+    r"\b(?:summari[sz]e (?:this|the|messages|the conversation|the part)|compress part of a coding session|"
+    r"write a short summary|keep verbatim every|answer with the summary only)\b",
+    re.IGNORECASE,
+)
+#: a model's summary must save at least this share of its span, or the fold is not worth its loss
+MIN_SAVING = 0.1
+
+
 def check_summary(summary: Summary, *, span_tokens: int, count: Any, span: Sequence[Any] = ()) -> str | None:
     """Why a summary cannot be used for a fold, or None when it can.
 
     Rejected: no text, an error, a text cut at the budget, chat-template tokens,
     a text that repeats itself when its span does not (a faithful summary of a
-    repetitive log may repeat too), or one that is not shorter than its span.
+    repetitive log may repeat too), one that writes back its instruction or
+    answers the conversation instead of summarizing it, or one that saves under
+    a tenth of its span (:data:`MIN_SAVING`).
     """
     text = summary.text.strip()
     if summary.error:
@@ -219,9 +238,15 @@ def check_summary(summary: Summary, *, span_tokens: int, count: Any, span: Seque
         return "it holds chat-template tokens"
     if _repetitive(text) and not _repetitive("\n".join(role_content(m)[1] for m in span)):
         return "it repeats itself"
+    if _ECHO_RE.search(text):
+        return "it repeats the summary instruction"
+    if _ANSWER_RE.match(text):
+        return "it answers the conversation instead of summarizing it"
     tokens = count(text)
     if tokens >= span_tokens:
         return f"it was not shorter than its span ({tokens:,} >= {span_tokens:,} tokens)"
+    if tokens > span_tokens * (1 - MIN_SAVING):
+        return f"it saves under a tenth of its span ({tokens:,} of {span_tokens:,} tokens)"
     return None
 
 
