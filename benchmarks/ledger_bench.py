@@ -170,7 +170,10 @@ def ask_session(turns: int = 30, window: int = 2048) -> str:
 
     from tailrent_tui.store.sessions import find_session
 
-    words = "we looked at the logs and talked it over then moved on to reviewing older notes about flaky checks".split()
+    words = [
+        "we", "looked", "at", "the", "logs", "and", "talked", "it", "over", "then", "moved", "on", "to",
+        "reviewing", "older", "notes", "about", "flaky", "checks",
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "TAILRENT_HOME": f"{tmp}/data", "TAILRENT_CONFIG_DIR": f"{tmp}/config",
                "TAILRENT_WINDOW": str(window), "TAILRENT_FSYNC": "false"}
@@ -205,7 +208,8 @@ def report(part: str, r: dict[str, Any]) -> str:
     out.append("| --- | ---: | ---: | ---: | ---: | ---: |")
     for k, v in r["kinds"].items():
         out.append(
-            f"| {k} | {v['statements']} | {_pct(v['recall'])} | {_pct(v['recall_kind_ok'])} | {v['detections']} | {_pct(v['precision'])} |"
+            f"| {k} | {v['statements']} | {_pct(v['recall'])} | {_pct(v['recall_kind_ok'])} | {v['detections']} | "
+            f"{_pct(v['precision'])} |"
         )
     out.append(
         f"| all | {sum(k['statements'] for k in r['kinds'].values())} | {_pct(r['recall'])} | {_pct(r['recall_kind_ok'])} | "

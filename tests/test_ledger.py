@@ -143,7 +143,7 @@ def test_editing_a_statement_shows_the_new_words_at_once_and_superseding_by_hand
 def test_folds_have_depth_one_and_summaries_that_crowd_the_window_retire_to_a_pointer_that_unfolds():
     policy, s, ctx = ladder(window=2048)
     s.add("user", SECRET)
-    work(policy, s, ctx, 60, ExtractiveSummarizer())
+    work(policy, s, ctx, 60)
     assert max(f.depth for f in s.folds) == 1
     assert s.retired, "sixty rounds at 2,048 tokens retire old summaries"
     assert SECRET in s.visible_text()

@@ -1308,7 +1308,9 @@ def find_expected(expect: Sequence[str], text: str) -> dict[str, bool]:
 # --------------------------------------------------------------------------
 
 # A label at a line's start ("SECURITY RULE:", "**LIMIT**:"): its words name a kind, they are not facts.
-_LABEL_PREFIX_RE = re.compile(r"(?m)(?:^|(?<=[.!?;]\s))[ \t]*(?:[-*•>]+[ \t]*)?(?:\*\*)?[A-Z][A-Z0-9 _/&-]{1,30}(?:\*\*)?[ \t]*:(?=[ \t])")
+_LABEL_PREFIX_RE = re.compile(
+    r"(?m)(?:^|(?<=[.!?;]\s))[ \t]*(?:[-*•>]+[ \t]*)?(?:\*\*)?[A-Z][A-Z0-9 _/&-]{1,30}(?:\*\*)?[ \t]*:(?=[ \t])"
+)
 
 
 def guarded_facts(text: str, watch: Iterable[str] = ()) -> list[Fact]:

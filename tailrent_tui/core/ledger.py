@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the cue tables below read best one alternation a line, however long)
 """The ledger: load-bearing statements, found on arrival and kept verbatim.
 
 What a user relies on after a week of folds is a *statement*, not an atom: a
@@ -172,7 +173,8 @@ _DECISION_RE = re.compile(
     r"\bdecision\s*:\s*\S|^(?:agreed|decided)\s*:|"
     r"(?<!\bif )(?<!\bwhether )\bwe(?:['’]ve|\s+have|\s+had)?\s+(?:(?:now|finally|already|just|all|officially)\s+)?"
     r"(?:decided|agreed|settled on|chosen|chose|opted for|picked|went with|landed on|committed to)\b|"
-    r"\b(?:the\s+team|everyone)\s+(?:has\s+|have\s+)?(?:decided|agreed)\b|\bit(?:['’]s|\s+has|\s+is|\s+was)\s+(?:been\s+)?decided\b|"
+    r"\b(?:the\s+team|everyone)\s+(?:has\s+|have\s+)?(?:decided|agreed)\b|\bit(?:['’]s|\s+has|\s+is|"
+    r"\s+was)\s+(?:been\s+)?decided\b|"
     r"\blet['’]?s\s+(?:go\s+with|use|stick\s+with|keep|do|pick|choose|adopt)\b|"
     r"\bwe(?:['’]re|\s+are)\s+(?:going\s+with|using|sticking\s+with|moving\s+to|switching\s+to|standardi[sz]ing\s+on|adopting)\b|"
     r"\bwe(?:['’]ll|\s+will)\s+(?:go\s+with|use|stick\s+with|keep|adopt|move\s+to|switch\s+to|ship|store|run|put)\b|"
@@ -181,7 +183,8 @@ _DECISION_RE = re.compile(
     re.I,
 )
 _RULE_START_RE = re.compile(
-    r"^(?:please\s+)?(?:never|don['’]?t|do\s+not|dont|do\s+NOT|always|avoid|stop|no\s+one|nobody|nothing|no\s+\w+\s+(?:in|to|on|into|without|before|until)|"
+    r"^(?:please\s+)?(?:never|don['’]?t|do\s+not|dont|do\s+NOT|always|avoid|stop|no\s+one|nobody|nothing|"
+    r"no\s+\w+\s+(?:in|to|on|into|without|before|until)|"
     r"must|make\s+sure|ensure|only|under\s+no\s+circumstances|at\s+no\s+point|keep\s+\w+\s+out\s+of|"
     r"(?:merge|push|deploy|commit|delete|drop|touch|edit|change|modify|run|print|log|expose|share|release|ship)\s+"
     r"(?:nothing|no\s+\w+|anything)\b)",
@@ -193,16 +196,19 @@ _RULE_ANY_RE = re.compile(
     r"without\s+(?:asking|approval|sign[- ]?off|review|my\s+ok|permission|checking\s+with)|"
     r"until\s+.{1,60}\b(?:signs?\s+off|approves?|reviews?|says\s+so|okays?|gives\s+the\s+ok)|"
     r"(?:^|[,;:(]\s*|\b(?:and|but|please|so|just|you|we|also|pls)\s+)(?:never\s+(?:ever\s+)?\w+|do\s+not\s+\w+|"
-    r"don['’]?t\s+(?:ever\s+)?(?!know|think|remember|see|get|understand|care|mind|worry|forget\s+to|have|need|want|like|assume)\w+)|"
+    r"don['’]?t\s+(?:ever\s+)?(?!know|think|remember|see|get|understand|care|mind|worry|forget\s+to|have|need|"
+    r"want|like|assume)\w+)|"
     r"is\s+read[- ]only|are\s+read[- ]only|no\s+(?:force[- ]push|direct\s+push|commits?\s+to|pushing|merging|deploys?)\b)",
     re.I,
 )
 _NUMBERISH = r"(?:[$€£]\s?\d[\d,.]*\s*[kKmM]?|\d[\d,.]*\s*(?:%|[kKmMgGtT]i?[bB]?\b|ms\b|s\b|sec|secs|seconds?|mins?|minutes?|h\b|hrs?|hours?|days?|weeks?|months?|rps|qps|req|requests?|users?|tokens?|lines?|chars?|characters?|workers?|replicas?|retries|attempts?|cores?|threads?|connections?|items?|files?|usd|eur|dollars?|x\b)|\d[\d,.]*|v?\d+(?:\.\d+)+)"
 _CAP_RE = re.compile(
-    r"\b(?:under|below|(?:above|over)(?=\s+[$€£~]?\d)|at\s+most|at\s+least|no\s+more\s+than|no\s+less\s+than|not\s+more\s+than|fewer\s+than|"
+    r"\b(?:under|below|(?:above|over)(?=\s+[$€£~]?\d)|at\s+most|at\s+least|no\s+more\s+than|no\s+less\s+than|"
+    r"not\s+more\s+than|fewer\s+than|"
     r"less\s+than|more\s+than|max(?:imum)?|min(?:imum)?|cap(?:ped)?(?:\s+at)?|limit(?:ed)?(?:\s+(?:to|at|is|of))?|"
     r"budget|quota|within|exceed(?:s|ing)?|up\s+to|p\d{2}|slo|sla|deadline|by\s+(?:mon|tue|wed|thu|fri|sat|sun)\w*|"
-    r"by\s+(?:eod|end\s+of|tomorrow|tonight|noon)|pin(?:ned)?\s+(?:\S+\s+)?(?:to|at|on)|stays?\s+(?:on|at|pinned)|locked\s+(?:to|at)|"
+    r"by\s+(?:eod|end\s+of|tomorrow|tonight|noon)|pin(?:ned)?\s+(?:\S+\s+)?(?:to|at|on)|stays?\s+(?:on|at|"
+    r"pinned)|locked\s+(?:to|at)|"
     r"timeout|ttl|rate[- ]limit|needs?\s+python|requires?|supported?|target(?:s|ing)?|no\s+later\s+than|before)\b"
     r"|[<>]=?|==|~=",
     re.I,
@@ -214,9 +220,11 @@ _PERMISSION_RE = re.compile(
     re.I,
 )
 _PREFERENCE_RE = re.compile(
-    r"\b(?:i|we)\s+(?:(?:really|strongly|much|always|usually)\s+)?(?:prefer|like|want|love|hate|dislike|'d\s+(?:like|rather|prefer)|"
+    r"\b(?:i|we)\s+(?:(?:really|strongly|much|always|usually)\s+)?(?:prefer|like|want|love|hate|dislike|"
+    r"'d\s+(?:like|rather|prefer)|"
     r"would\s+(?:like|rather|prefer)|care\s+about)\b|\bmy\s+preference\b|"
-    r"^(?:please\s+)?(?:(?:always|just)\s+)?(?:use|write|answer|reply|respond|keep|format|name|put|stick\s+to|stick\s+with|prefer|"
+    r"^(?:please\s+)?(?:(?:always|just)\s+)?(?:use|write|answer|reply|respond|keep|format|name|put|stick\s+to|"
+    r"stick\s+with|prefer|"
     r"call|spell|indent|favou?r|default\s+to|go\s+for)\b|"
     r"\b(?:answer|reply|respond|write|talk)\s+(?:to\s+me\s+)?in\s+\w+|\b(?:instead\s+of|rather\s+than)\s+\w+|"
     r"\bplease\s+(?:always\s+)?(?:use|write|answer|reply|respond|keep|format|name|put|stick|add|avoid|be)\b|"
@@ -225,14 +233,16 @@ _PREFERENCE_RE = re.compile(
     re.I,
 )
 _GOAL_RE = re.compile(
-    r"\bnext\s+(?:step|steps|up|thing|task|is|we|i|you)\b|^next\b|^then\s+(?:we|i)(?:['’]ll|\s+will|\s+can)\b|\bafter\s+that,?\s+(?:we|i)\b|"
+    r"\bnext\s+(?:step|steps|up|thing|task|is|we|i|you)\b|^next\b|^then\s+(?:we|i)(?:['’]ll|\s+will|\s+can)\b|"
+    r"\bafter\s+that,?\s+(?:we|i)\b|"
     r"\b(?:we['’]re|we\s+are|i['’]m|i\s+am)\s+(?:now\s+|currently\s+|still\s+)?(?:on|at|in\s+the\s+middle\s+of|working\s+on|"
     r"halfway|almost\s+done|done\s+with|finished\s+with|stuck\s+on|focusing\s+on|through)\b|"
     r"\b(?:blocked|waiting)\s+(?:on|by|for)\b|\bblocker\b|\bblocking\b|"
     r"\bthe\s+(?:goal|plan|objective|aim|priority|focus)\s+(?:is|for|right\s+now|today|this\s+week)\b|"
     r"\b(?:still\s+)?(?:need|needs|have|has)\s+to\s+(?:finish|do|land|ship|fix|wire|add|write|get|port|migrate|update)\b|"
     r"\bopen\s+question\b|\btodo\b|\bremaining\b|\bleft\s+to\s+do\b|\bmilestone\b|\bwhere\s+we\s+are\b|"
-    r"\b(?:today|this\s+week|tomorrow)\s+(?:we|i)['’]?(?:ll|\s+will|\s+need|\s+want)\b|\b(?:is|are)\s+(?:done|finished|complete|merged|shipped|landed)\b.*\b(?:next|now|then)\b|"
+    r"\b(?:today|this\s+week|tomorrow)\s+(?:we|i)['’]?(?:ll|\s+will|\s+need|\s+want)\b|\b(?:is|are)\s+(?:done|"
+    r"finished|complete|merged|shipped|landed)\b.*\b(?:next|now|then)\b|"
     r"\bonce\s+.{1,60}\bwe(?:['’]ll|\s+will|\s+can)\b|\b(?:done|finished)\s*[:,-]\s*\S",
     re.I,
 )
@@ -240,14 +250,17 @@ _GOAL_RE = re.compile(
 _IDENT_RE = re.compile(r"(?<![\w$@])[A-Za-z0-9][\w.:/@-]*[A-Za-z0-9]")
 # "python 3.12, django 5.1", "go 1.22", "expo sdk 51", "java 21, spring boot 3.3"
 _VERSION_LINE_RE = re.compile(
-    r"^(?:(?:it['’]?s|we['’]?re\s+on|on|this\s+is\s+(?:a\s+)?)\s*)?(?:[A-Za-z][\w.+#-]*\s+){1,3}v?\d+(?:\.\d+)*(?:\s*(?:[,/&+]|and|on)\s*"
+    r"^(?:(?:it['’]?s|we['’]?re\s+on|on|"
+    r"this\s+is\s+(?:a\s+)?)\s*)?(?:[A-Za-z][\w.+#-]*\s+){1,3}v?\d+(?:\.\d+)*(?:\s*(?:[,/&+]|and|on)\s*"
     r"(?:[A-Za-z][\w.+#-]*\s+){1,3}v?\d+(?:\.\d+)*)*\s*(?:app|project|repo)?[.!]?$",
     re.I,
 )
 _RUNTIME_RE = re.compile(
     r"\b(?:support(?:s|ed)?|msrv|min(?:imum)?\s+supported|runtime|python|node|java|go|golang|rust|ruby|elixir|otp|erlang|php|"
-    r"django|rails|react|next(?:\.js)?|spring\s+boot|sdk|api\s+level|ios|android|postgres(?:ql)?|mysql|redis|kafka|k8s|kubernetes|"
-    r"terraform|helm|numpy|pandas|torch|cuda)\b[^.?!]{0,40}?\bv?\d+(?:\.\d+)+|\bv?\d+(?:\.\d+)+\s+(?:through|to|-|–)\s+v?\d+(?:\.\d+)+",
+    r"django|rails|react|next(?:\.js)?|spring\s+boot|sdk|api\s+level|ios|android|postgres(?:ql)?|mysql|redis|"
+    r"kafka|k8s|kubernetes|"
+    r"terraform|helm|numpy|pandas|torch|cuda)\b[^.?!]{0,40}?\bv?\d+(?:\.\d+)+|\bv?\d+(?:\.\d+)+\s+(?:through|"
+    r"to|-|–)\s+v?\d+(?:\.\d+)+",
     re.I,
 )
 _PERSON_RE = re.compile(
@@ -259,16 +272,19 @@ _PERSON_RE = re.compile(
     r"\b(?:ask|ping|cc)\s+[A-Z][a-z]{2,}\s+(?:for|about|before)\b",
 )
 _CHOICE_RE = re.compile(
-    r"\bit\s+is\s*[.!]?$|^(?:ok(?:ay)?,?\s+|yes,?\s+|yep,?\s+|yeah,?\s+|right,?\s+)?[\w./`-]+(?:\s+[\w./`-]+){0,3},?\s+(?:yes|please)\s*[.!]?$|"
+    r"\bit\s+is\s*[.!]?$|^(?:ok(?:ay)?,?\s+|yes,?\s+|yep,?\s+|yeah,?\s+|"
+    r"right,?\s+)?[\w./`-]+(?:\s+[\w./`-]+){0,3},?\s+(?:yes|please)\s*[.!]?$|"
     r"\b\w+\s+not\s+(?:the\s+)?\w+(?:\s+\w+)?\s*[.!]?$|\b(?:first|wins)\s*[,.]|\bfirst\s*$|"
     r"^(?:just\s+)?(?:stream|subset|drop|catch|bump|match|keep|store|split|cache|batch|shard|inline|vendor|defer|skip|reuse|pin|"
     r"retry|queue|version|gate|flag|hash)\s+(?:it|them|the|only|all|to|a|an|on|in)\b",
     re.I,
 )
 _MORE_RULE_RE = re.compile(
-    r"(?:^|[,;:(]\s*|\b(?:and|but|please|so|just|you|we|also|pls)\s+)dont\s+(?:ever\s+)?(?!know|think|remember|see|get|understand|care|mind|worry|assume|have|need|want|like)\w+|"
+    r"(?:^|[,;:(]\s*|\b(?:and|but|please|so|just|you|we|also|pls)\s+)dont\s+(?:ever\s+)?(?!know|think|remember|"
+    r"see|get|understand|care|mind|worry|assume|have|need|want|like)\w+|"
     r"\b(?:stays?|remains?|keeps?\s+running|keep\s+it)\s+(?:on|off|in|enabled|disabled|as\s+it\s+is|exactly|running|untouched)\b|"
-    r"^no\s+\S+(?:\s+\S+){0,3}\s+(?:in|on|for|from|into)\b|\bfrom\s+now\s+on\b|\bneeds?\s+(?:an?\s+)?(?:\w+\s+)?(?:approval|sign[- ]?off|review)\b|"
+    r"^no\s+\S+(?:\s+\S+){0,3}\s+(?:in|on|for|from|into)\b|\bfrom\s+now\s+on\b|"
+    r"\bneeds?\s+(?:an?\s+)?(?:\w+\s+)?(?:approval|sign[- ]?off|review)\b|"
     r"\bshould\s+(?:have\s+no|never|not|always)\b|\bbefore\s+(?:opening|merging|pushing|committing|deploying|releasing)\b",
     re.I,
 )
@@ -305,14 +321,17 @@ _FACT_LINK_RE = re.compile(
     re.I,
 )
 _CORRECTION_RE = re.compile(
-    r"\b(?:now|actually|instead|changed?\s+(?:it\s+)?to|moved?\s+(?:it\s+)?to|switch(?:ed|ing)?\s+(?:it\s+)?to|migrat(?:ed|ing)\s+to|"
+    r"\b(?:now|actually|instead|changed?\s+(?:it\s+)?to|moved?\s+(?:it\s+)?to|switch(?:ed|ing)?\s+(?:it\s+)?to|"
+    r"migrat(?:ed|ing)\s+to|"
     r"scratch\s+that|forget\s+(?:that|it|what\s+i\s+said|the)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|no\s+longer|"
     r"any\s?more|update[ds]?|correction|correcting|rather\s+than|make\s+it|bump(?:ed)?\s+(?:it\s+)?to|raised?\s+(?:it\s+)?to|"
-    r"lowered?\s+(?:it\s+)?to|increased?\s+(?:it\s+)?to|reduced?\s+(?:it\s+)?to|new\s+(?:limit|value|port|host|branch|cap|budget|target|url|key)|"
+    r"lowered?\s+(?:it\s+)?to|increased?\s+(?:it\s+)?to|reduced?\s+(?:it\s+)?to|new\s+(?:limit|value|port|host|"
+    r"branch|cap|budget|target|url|key)|"
     r"from\s+now\s+on|going\s+forward|turns\s+out|wrong|my\s+bad|i\s+meant|not\s+\S+\s+but|replaced?\s+(?:by|with)|"
     r"renamed?|revised|overrides?|supersedes?|change\s+of\s+plan|bumped|went\s+(?:up|down)\s+to|lowered|raised|becomes|"
     r"dropping|drop\s+it\s+to|has\s+to\s+be\s+\S+\s+not|is\s+too\s+(?:strict|aggressive|high|low|big|small|slow)|"
-    r"(?:changed|moved|switched|set|cut)\b[^.!?]{0,40}\bto\b|lost\s+(?:one|two|some)|\w+\s+again\b|heads\s+up|not\s+\S+\s+any\s?more)\b",
+    r"(?:changed|moved|switched|set|cut)\b[^.!?]{0,40}\bto\b|lost\s+(?:one|two|some)|\w+\s+again\b|heads\s+up|"
+    r"not\s+\S+\s+any\s?more)\b",
     re.I,
 )
 _BACKREF_RE = re.compile(r"\b(?:scratch\s+that|forget\s+(?:that|it|what\s+i\s+said)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|my\s+bad|i\s+meant)\b", re.I)
@@ -517,13 +536,7 @@ def _detect_piece(stripped: str, base: int, role: str) -> list[Found]:
 # -- supersession ------------------------------------------------------------------------
 
 _STOP = frozenset(
-    """a an the and or but if of to in on at by for with from into onto over under is are was were be been being it its
-    this that these those we our us you your i me my they them their he she his her as so not no do does did done
-    don't dont never always must should shall will would can could may might now actually instead please just also
-    still then than any more some all each every only very really changed change moved move switched switch make made
-    new old use uses using used stay stays keep kept go goes going there here what which who when where how why
-    forget scratch ignore update updated correction rather anymore longer turns out wrong bad meant let's lets
-    decision rule limit constraint preference goal fact note security hard label""".split()
+    ["a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from", "into", "onto", "over", "under", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "we", "our", "us", "you", "your", "i", "me", "my", "they", "them", "their", "he", "she", "his", "her", "as", "so", "not", "no", "do", "does", "did", "done", "don't", "dont", "never", "always", "must", "should", "shall", "will", "would", "can", "could", "may", "might", "now", "actually", "instead", "please", "just", "also", "still", "then", "than", "any", "more", "some", "all", "each", "every", "only", "very", "really", "changed", "change", "moved", "move", "switched", "switch", "make", "made", "new", "old", "use", "uses", "using", "used", "stay", "stays", "keep", "kept", "go", "goes", "going", "there", "here", "what", "which", "who", "when", "where", "how", "why", "forget", "scratch", "ignore", "update", "updated", "correction", "rather", "anymore", "longer", "turns", "out", "wrong", "bad", "meant", "let's", "lets", "decision", "rule", "limit", "constraint", "preference", "goal", "fact", "note", "security", "hard", "label"]
 )
 _WORD_RE = re.compile(r"[a-z][a-z'-]+")
 

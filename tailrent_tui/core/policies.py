@@ -215,7 +215,9 @@ def _captured(session: Session, plan: Generator[Summarize, Summary, Any]) -> Pla
     return events
 
 
-def ask_summary(ctx: PolicyContext, span: list[Message], session: Session | None = None) -> Generator[Summarize, Summary, Summary]:
+def ask_summary(
+    ctx: PolicyContext, span: list[Message], session: Session | None = None
+) -> Generator[Summarize, Summary, Summary]:
     """Ask the driver for a summary of `span`, within the budget the settings give it.
 
     With a session that keeps a ledger, the summarizer sees the span without its
@@ -548,7 +550,10 @@ LADDER_HEADER = "[fold summary]"
 
 class LadderPolicy(Policy):
     name = "ladder"
-    description = "truncate, spill, a ledger of statements kept verbatim; past the trigger re-spill, then one fold of depth one to the target, guarded"
+    description = (
+        "truncate, spill, a ledger of statements kept verbatim; past the trigger re-spill, "
+        "then one fold of depth one to the target, guarded"
+    )
     autopin = True
     ledger = True
     guard: GuardMode = "repair"

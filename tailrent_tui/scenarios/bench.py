@@ -174,7 +174,9 @@ class PolicyResult(BaseModel):
     folds_grew: int = Field(default=0, description="folds after which the context was not smaller")
     over_window: int = Field(default=0, description="requests whose context was larger than the window")
     max_depth: int = Field(default=0, description="the deepest fold: 1 is a summary of raw messages, 2 a summary of one")
-    stale_shown: int = Field(default=0, description="probes' superseded words shown as current (in a pin, the ledger or a summary)")
+    stale_shown: int = Field(
+        default=0, description="probes' superseded words shown as current (in a pin, the ledger or a summary)"
+    )
     stale_total: int = 0
     statements: int = Field(default=0, description="statements in the ledger at the end")
     superseded: int = 0

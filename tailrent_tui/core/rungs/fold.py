@@ -106,7 +106,8 @@ def retire_summaries(session: Session, target_tokens: int, *, keep_recent: int =
             for t in r.facts
             if t not in set(r.facts_lost)
         ]
-        rest = fact_guard.Visible("\n".join([session.system, pointer, *(o.content for o in session.messages if o.id not in gone)]))
+        others = (o.content for o in session.messages if o.id not in gone)
+        rest = fact_guard.Visible("\n".join([session.system, pointer, *others]))
         missing = [f for f in held if not rest.shows(f)]
         # the pointer keeps them verbatim while that is much smaller than the summaries it replaces
         with_facts = fact_guard.repair_summary(pointer, missing) if missing else pointer
