@@ -80,6 +80,26 @@ BENCHES: list[tuple[str, str, list[str]]] = [
         "Fact guard on the labelled coding-chat corpus: precision and recall (issue 11)",
         [PY, "benchmarks/guard_bench.py", "--corpus"],
     ),
+    (
+        "ledger-corpus",
+        "The ledger's statement detector on a corpus written by other hands: precision and recall per kind (issue 22)",
+        [PY, "benchmarks/ledger_bench.py"],
+    ),
+    (
+        "ledger-canary",
+        "The ledger on the canary sessions: probed words after five rounds, stale values, facts lost (issue 22)",
+        [PY, "benchmarks/ledger_bench.py", "--canary"],
+    ),
+    (
+        "ledger-ask",
+        "The ledger through tailrent ask: 30 turns of ~500 tokens at a 2,048 window, fold depth (issue 22)",
+        [PY, "benchmarks/ledger_bench.py", "--ask", "30"],
+    ),
+    (
+        "week-extractive",
+        "Policies on migration-week with the extractive summarizer: the guard's cost is linear (issue 22)",
+        [TAILRENT, "bench", "--trace", "migration-week", "--summarizer", "mock-extractive"],
+    ),
     ("faults", "Hardening: the hostile cases by class, and how many held (issues 13 and 27)", [PY, "benchmarks/fault_bench.py"]),
     (
         "morning-after",

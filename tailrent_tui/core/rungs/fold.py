@@ -291,7 +291,24 @@ def _prepare(
         from tailrent_tui.core import guard as fact_guard
 
         seen = session.summarizable(span) if session.statements else span
-        span_facts = fact_guard.guarded_facts(_span_text(seen, session.folds), session.watch)
+        # A summary in the span (the baselines refold theirs) brings the facts its fold kept, as
+        # they are: extracting them again from its text would cost a pass over every fact ever kept.
+        lineage = {f.summary.id: f for f in session.folds}
+        span_facts: list[fact_guard.Fact] = []
+        known: set[str] = set()
+        for m in seen:
+            record = lineage.get(m.id) if m.kind == Kind.fold_summary else None
+            if record is not None:
+                gone = set(record.facts_lost)
+                for t in record.facts:
+                    if t not in gone and t.casefold() not in known:
+                        known.add(t.casefold())
+                        span_facts.append(fact_guard.Fact(text=t, kind="quoted"))
+        others = [m for m in seen if not (m.kind == Kind.fold_summary and m.id in lineage)]
+        for f in fact_guard.guarded_facts(_span_text(others), session.watch):
+            if f.text.casefold() not in known:
+                known.add(f.text.casefold())
+                span_facts.append(f)
         facts = [f.text for f in span_facts]
         # What stays visible after the fold, besides the summary: one text, read once.
         rest = fact_guard.Visible(_rest_text(session, ids, ledger_msg))
