@@ -12,7 +12,7 @@ from tailrent_tui.core.policies import PolicyContext, PolicySettings, get_policy
 from tailrent_tui.core.rungs.fold import MemoryFoldArchive, unfold
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session, replay
-from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer
+from tailrent_tui.core.summarize import LossySummarizer
 from tailrent_tui.core.tokens import get_counter
 
 SECRET = "SECURITY RULE: Never print the signing secret sk-9q2-alder to the logs."
