@@ -476,10 +476,9 @@ def test_a_summarizer_refused_once_is_not_asked_again_in_the_same_fold():
     cut = Summary(text="- we decided to", by="model:x", truncated=True)
     events, requests = drive_with(policy.after_add(s, ctx), lambda r: cut)
     folds = [e.fold for e in events if isinstance(e, Folded)]
-    assert len(folds) >= 2, "the dense facts take more than one pass"
-    assert len(requests) == 1
-    assert all("model:x" in f.rejected for f in folds)
-    assert any("not asked again in this fold" in f.rejected for f in folds[1:])
+    assert folds and len(requests) == 1, "asked once, whatever the passes"
+    assert all("model:x" in f.rejected or f.dropped for f in folds)
+    assert s.context_tokens <= ctx.settings.trigger_tokens
 
 
 def test_fold_placement_after_puts_the_summary_after_the_kept_messages():

@@ -439,6 +439,8 @@ def classify(sentence: str, role: str = "user") -> StatementKind | None:
         return "preference"
     if _PERSON_RE.search(s.strip()):
         return "fact"
+    if re.search(r"\b(?:listens?|runs?|serves?|is|sits?|lives?)\s+on\s+port\s+\d{2,5}\b", s, re.I):
+        return "fact"
     if _has_identifier(s) and (_FACT_NOUN_RE.search(s) or _LINK_FACT_RE.search(s)) and not _REPORT_RE.match(s):
         return "fact"
     if role == "user" and len(s.split()) <= 12 and _CHOICE_RE.search(s):

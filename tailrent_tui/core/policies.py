@@ -627,6 +627,7 @@ class LadderPolicy(Policy):
                 return refused
             return (yield from ask_summary(ctx, span, session))
 
+        applied = False
         for pass_no in range(self.max_passes):
             # the first pass must only shrink; a later one is a refinement toward the
             # target, worth its summary request only if it saves a real share
@@ -643,7 +644,8 @@ class LadderPolicy(Policy):
             record = self._choose(session, ctx, span, reply, trigger, FALLBACKS[:1], gain)
             if not shrinks(record, gain):
                 content = [m for m in span if m.kind in (Kind.chat, Kind.tool_result)]
-                if self.spill_oversized(session, ctx, content, target, "a fold of it would not shrink the context"):
+                spilled = self.spill_oversized(session, ctx, content, target, "a fold of it would not shrink the context")
+                if spilled and (session.context_tokens <= target or pass_no < self.max_passes - 1):
                     continue
                 record = self._choose(session, ctx, span, reply, trigger, FALLBACKS, gain)
             if not shrinks(record, gain):
@@ -655,8 +657,8 @@ class LadderPolicy(Policy):
                     reply = yield from summary_of(wider)
                     record = self._choose(session, ctx, wider, reply, trigger, FALLBACKS, gain)
             if not shrinks(record, gain):
-                if pass_no:
-                    return  # the first pass folded: a refinement that saves too little is not worth it
+                if applied:
+                    return  # a pass folded: a refinement that saves too little is not worth it
                 # Nothing written shrinks the span: it leaves for the archive with a pointer, and
                 # the guard reports what that loses. The ladder never stops folding for a summary.
                 record = self._drop(session, ctx, span_messages(session, record.span_ids), trigger)
@@ -674,6 +676,7 @@ class LadderPolicy(Policy):
                 skip_fold(session, _would_grow(approved), trigger)
                 return
             apply_fold(session, approved, ctx.archive)
+            applied = True
             if session.context_tokens <= target:
                 return
 
