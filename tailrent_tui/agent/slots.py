@@ -223,39 +223,13 @@ class SlotKeeper:
             self.probe()
         if self.state != "on" or self._client is None:
             return HeldSlot(None)
-        last = next((u for u in reversed(self.agent.session.usage) if u.prompt_tokens), None)
-        if last is None or last.prompt_tokens is None:
-            return HeldSlot(None)
-        try:
-            tokens = self._client.held_tokens(self.slot)
-        except SlotError as exc:
-            return HeldSlot(None, f"could not ask the server what its slot holds ({redact(str(exc))})")
-        if tokens is None:
-            return HeldSlot(None, "the server does not list what its slot holds (GET /slots is off)")
-        if tokens == 0:
-            return HeldSlot(False, "the server's slot is empty: it was started since the last request", 0)
-        low, high = last.prompt_tokens, last.prompt_tokens + (last.output_tokens or 0)
-        if low - HELD_SLACK <= tokens <= high + HELD_SLACK:
-            return HeldSlot(True, f"the server's slot still holds the last request's {tokens:,} tokens", tokens)
-        return HeldSlot(False, f"the server's slot holds {tokens:,} tokens of another prompt (another client used it)", tokens)
-
-    # -- hashing what is sent -----------------------------------------------------
+        return held_slot(self._client, self.slot, self.agent.session.usage)
 
     def _upcoming(self) -> Any:
-        """The request the session would send now (rendered, not sent)."""
-        model = self.model
-        assert model is not None
-        tools = None if model.tools_dropped else self.agent.offered_tools()
-        return rendered_prompt(model.name, wire_messages(self.agent.session), tools)
+        return upcoming_prompt(self.model, self.agent)
 
     def _records(self) -> list[SlotRecord]:
-        sd = self.agent.session_dir
-        if sd is None:
-            return []
-        try:
-            return list(sd.read_meta().slots)
-        except (OSError, LookupError):
-            return []
+        return slot_records(self.agent.session_dir)
 
     # -- restore on resume ----------------------------------------------------------
 
@@ -650,3 +624,39 @@ def _damaged_slot_file(slot_dir: Path | None, record: SlotRecord) -> str | None:
             "(cut short or replaced)"
         )
     return None
+
+
+def held_slot(client: Any, slot: int, usage: Any) -> HeldSlot:
+    """What the server's slot holds against the session's last request (GET /slots)."""
+    last = next((u for u in reversed(usage) if u.prompt_tokens), None)
+    if last is None or last.prompt_tokens is None:
+        return HeldSlot(None)
+    try:
+        tokens = client.held_tokens(slot)
+    except SlotError as exc:
+        return HeldSlot(None, f"could not ask the server what its slot holds ({redact(str(exc))})")
+    if tokens is None:
+        return HeldSlot(None, "the server does not list what its slot holds (GET /slots is off)")
+    if tokens == 0:
+        return HeldSlot(False, "the server's slot is empty: it was started since the last request", 0)
+    low, high = last.prompt_tokens, last.prompt_tokens + (last.output_tokens or 0)
+    if low - HELD_SLACK <= tokens <= high + HELD_SLACK:
+        return HeldSlot(True, f"the server's slot still holds the last request's {tokens:,} tokens", tokens)
+    return HeldSlot(False, f"the server's slot holds {tokens:,} tokens of another prompt (another client used it)", tokens)
+
+
+def slot_records(sd: Any) -> list[SlotRecord]:
+    """The slot files the session's meta records (none when it cannot be read)."""
+    if sd is None:
+        return []
+    try:
+        return list(sd.read_meta().slots)
+    except (OSError, LookupError):
+        return []
+
+
+def upcoming_prompt(model: Any, agent: Any) -> Any:
+    """The request the session would send now (rendered, not sent)."""
+    assert model is not None
+    tools = None if model.tools_dropped else agent.offered_tools()
+    return rendered_prompt(model.name, wire_messages(agent.session), tools)

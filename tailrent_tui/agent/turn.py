@@ -259,31 +259,7 @@ class TurnLoop:
         return reply, list(zip(tool_calls, calls, strict=True)), usage
 
     def _bounded_calls(self, calls: list[ToolCallChunk], cb: TurnCallbacks, result: TurnResult) -> list[ToolCallChunk]:
-        """The reply's tool calls within the caps: the first tool_calls_max_per_reply of them, each with
-        arguments no larger than tool_call_args_max_bytes (a larger one keeps none, and an error)."""
-        caps = self.state.settings.caps
-        if len(calls) > caps.tool_calls_max_per_reply:
-            self._warn(
-                f"the reply asked for {len(calls):,} tool calls: only the first {caps.tool_calls_max_per_reply} run "
-                "(the tool_calls_max_per_reply cap)",
-                cb,
-                result,
-            )
-            calls = calls[: caps.tool_calls_max_per_reply]
-        bounded = []
-        for c in calls:
-            size = max(len(json.dumps(c.arguments, ensure_ascii=False)) if c.arguments else 0, len(c.raw_arguments or ""))
-            if size > caps.tool_call_args_max_bytes:
-                c = c.model_copy(
-                    update={
-                        "arguments": {},
-                        "raw_arguments": None,
-                        "arguments_error": f"the arguments are {size:,} bytes, over the {caps.tool_call_args_max_bytes:,}-"
-                        "byte tool_call_args_max_bytes cap: the call was not run; write big content in smaller pieces",
-                    }
-                )
-            bounded.append(c)
-        return bounded
+        return bounded_calls(calls, self.state.settings.caps, lambda text: self._warn(text, cb, result))
 
     def _check_schema_sent(self, usage: Usage, cb: TurnCallbacks) -> None:
         """A server whose whole prompt is smaller than the tool schema we sent ignored the tools.
@@ -354,3 +330,28 @@ class TurnLoop:
 def _call_errors(calls: list[ToolCallChunk]) -> dict[str, Any]:
     errs = {c.id: c.arguments_error for c in calls if c.arguments_error}
     return {"argument_errors": errs} if errs else {}
+
+
+def bounded_calls(calls: list[ToolCallChunk], caps: Any, warn: Any) -> list[ToolCallChunk]:
+    """The reply's tool calls within the caps: the first tool_calls_max_per_reply of them, each with
+    arguments no larger than tool_call_args_max_bytes (a larger one keeps none, and an error)."""
+    if len(calls) > caps.tool_calls_max_per_reply:
+        warn(
+            f"the reply asked for {len(calls):,} tool calls: only the first {caps.tool_calls_max_per_reply} run "
+            "(the tool_calls_max_per_reply cap)"
+        )
+        calls = calls[: caps.tool_calls_max_per_reply]
+    bounded = []
+    for c in calls:
+        size = max(len(json.dumps(c.arguments, ensure_ascii=False)) if c.arguments else 0, len(c.raw_arguments or ""))
+        if size > caps.tool_call_args_max_bytes:
+            c = c.model_copy(
+                update={
+                    "arguments": {},
+                    "raw_arguments": None,
+                    "arguments_error": f"the arguments are {size:,} bytes, over the {caps.tool_call_args_max_bytes:,}-"
+                    "byte tool_call_args_max_bytes cap: the call was not run; write big content in smaller pieces",
+                }
+            )
+        bounded.append(c)
+    return bounded
