@@ -386,6 +386,11 @@ def _agent_for(
     agent.mcp = mcp_hub(settings, workspace, session)
     for warning in opened.warnings:
         session.note(warning, "warning")
+    if session.detect_statements and not session.statements and len(session):
+        # journaled before the ledger existed: its statements are found in its messages, once
+        found = session.rebuild_ledger()
+        if found:
+            session.note(f"the ledger was built from this session's {len(session):,} messages: {found:,} statements", "info")
     # written before the app listens to the session: it shows them when it opens
     agent.startup_notes = session.notes[replayed_notes:]
     return agent

@@ -45,6 +45,7 @@ from tailrent_tui.core.messages import (
     Message,
     Pinned,
     Spilled,
+    StatementChanged,
     Unfolded,
     Unpinned,
     UsageRecorded,
@@ -252,6 +253,19 @@ class Agent:
 
     def unpin(self, message_id: str) -> Unpinned | None:
         ev = self.session.unpin(message_id)
+        self.stores.write_decisions(self.tools.ctx)
+        return ev
+
+    def accept_statement(self, statement_id: str) -> StatementChanged | None:
+        return self.session.accept(statement_id)
+
+    def supersede_statement(self, statement_id: str) -> StatementChanged | None:
+        ev = self.session.supersede(statement_id)
+        self.stores.write_decisions(self.tools.ctx)  # its message may be unpinned
+        return ev
+
+    def edit_statement(self, statement_id: str, text: str) -> StatementChanged | None:
+        ev = self.session.edit_statement(statement_id, text)
         self.stores.write_decisions(self.tools.ctx)
         return ev
 

@@ -72,6 +72,18 @@ ACTIONS: tuple[Action, ...] = (
     Action("inspect", "inspect", "i", "Inspect", "Open the fold inspector on the focused or last fold",
            ("Inspect a fold", "Originals and summary side by side, lost facts highlighted"),
            _slash("inspect", "/inspect [N]", "open the fold inspector on fold N (default: the focused or last fold)", "fold")),
+    Action("accept", "accept", "a", "Accept",
+           "Accept the selected proposal (a statement of the model's): it becomes current, kept verbatim",
+           ("Accept a proposal", "The model's statement becomes a current one of the ledger")),
+    Action("supersede", "supersede", "x", "Supersede",
+           "Mark the selected statement superseded: it leaves the context at the next fold",
+           ("Supersede a statement", "It no longer holds: it leaves the context at the next fold")),
+    Action("edit_statement", "edit_statement", "e", "Edit",
+           "Edit the selected statement's text: the input opens with it, enter applies it",
+           ("Edit a statement", "Your wording replaces it in the context at once")),
+    Action("ledger", "show_ledger", palette=("Show the ledger", "Every statement, its status and where it is held"),
+           slash=_slash("ledger", "/ledger [accept|supersede|edit N [TEXT]]",
+                        "list the ledger; accept, supersede or edit statement N (its number or id prefix)", "text")),
     Action("unfold", slash=_slash(
         "unfold", "/unfold N", "undo fold N: its originals back in place of its summary (if they fit under the fold trigger)",
         "fold", needs_arg=True)),
@@ -87,8 +99,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("mcp", slash=_slash(
         "mcp", "/mcp [disable|enable NAME]", "list the MCP servers and their tools; disable one for this session", "text")),
     Action("history", slash=_slash("history", "/history", "search what you typed before (also ctrl+s)")),
-    Action("sidebar", "toggle_sidebar", "ctrl+b", "Sidebar", "Show or hide the Tail, Spills, Pins, Folds panels",
-           ("Toggle the sidebar", "The Tail, Spills, Pins and Folds panels")),
+    Action("sidebar", "toggle_sidebar", "ctrl+b", "Sidebar", "Show or hide the Tail, Spills, Ledger, Folds panels",
+           ("Toggle the sidebar", "The Tail, Spills, Ledger and Folds panels")),
     Action("cancel", "cancel_reply", "escape", "Cancel",
            "Cancel the running reply (its partial text is kept) or fold (nothing is folded); "
            "with nothing running, back to the input",
@@ -123,4 +135,4 @@ PALETTE: tuple[tuple[str, str, str], ...] = tuple(
 )
 
 #: the actions that act on the focused message: their keys type text in the input, so they fire only in navigation
-NAVIGATION_ACTIONS = frozenset({"pin", "unpin", "spill", "fold", "inspect"})
+NAVIGATION_ACTIONS = frozenset({"pin", "unpin", "spill", "fold", "inspect", "accept", "supersede", "edit_statement"})

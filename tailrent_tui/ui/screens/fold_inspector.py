@@ -3,11 +3,13 @@
 Facts the summarizer dropped are highlighted in the originals: in the error
 color when the fold lost them, in the warning color when the guard repaired
 them (they were appended to the summary verbatim, highlighted there too).
+Beside the summary, the statements the fold carried into the ledger (kept
+verbatim, never summarized) and those it had no room for (lost).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -16,6 +18,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from tailrent_tui.core.ledger import Statement
 from tailrent_tui.core.messages import FoldRecord, Message
 from tailrent_tui.ui.screens.highlight import mark_facts
 
@@ -24,11 +27,37 @@ REPAIRED_STYLE = "bold $text on $warning 40%"
 KEPT_STYLE = "bold $text on $success 30%"
 
 
-def inspector_title(f: FoldRecord) -> str:
-    return (
+def inspector_title(f: FoldRecord, retired: bool = False) -> str:
+    title = (
         f"fold #{f.fold_no} · {len(f.span_ids)} messages · depth {f.depth} · "
         f"{f.tokens_before:,} → {f.tokens_after:,} tokens · trigger {f.trigger} · guard {f.guard}"
     )
+    if f.dropped:
+        title += " · dropped whole to the archive"
+    if retired:
+        title += " · retired: a pointer in the context"
+    return title
+
+
+def ledger_summary(f: FoldRecord) -> Content:
+    """One line: what the fold carried into the ledger, what it could not."""
+    parts = [Content(f"ledger: carried {len(f.carried)} statement{'s' if len(f.carried) != 1 else ''}")]
+    if f.uncarried:
+        parts.append(Content.from_markup("[b $error]not carried $n (no room: counted lost)[/]", n=len(f.uncarried)))
+    return Content(" · ").join(parts)
+
+
+def _statement_lines(ids: Sequence[str], statements: Mapping[str, Statement]) -> str:
+    numbers = {sid: i for i, sid in enumerate(statements, 1)}
+    out = []
+    for sid in ids:
+        st = statements.get(sid)
+        if st is None:
+            out.append(f"- {sid} (not in this session's ledger)")
+            continue
+        status = "" if st.status == "current" else f" ({st.status})"
+        out.append(f"#{numbers[sid]} {st.kind}: {' '.join(st.text.split())}{status}")
+    return "\n".join(out)
 
 
 def writer_line(f: FoldRecord) -> Content:
@@ -63,7 +92,7 @@ def fold_css(screen: str, border: str) -> str:
     {screen} {{ align: center middle; }}
     {screen} > #frame {{ width: 96%; height: 92%; background: $surface; border: thick {border}; }}
     {screen} #title {{ background: $panel; color: $text; text-style: bold; padding: 0 1; height: 1; }}
-    {screen} #facts, {screen} #writer, {screen} #cost {{ padding: 0 1; height: auto; }}
+    {screen} #facts, {screen} #writer, {screen} #cost, {screen} #ledger {{ padding: 0 1; height: auto; }}
     {screen} #sides {{ height: 1fr; }}
     {screen} #sides > VerticalScroll {{ width: 1fr; padding: 0 1; border-top: solid $primary 40%; }}
     {screen} .pane-title {{ color: $primary; text-style: bold; }}
@@ -73,8 +102,14 @@ def fold_css(screen: str, border: str) -> str:
     """
 
 
-def fold_sides(f: FoldRecord, originals: Sequence[Message], error: str | None = None) -> ComposeResult:
-    """The originals (facts the summary dropped marked) beside the summary (repaired facts marked)."""
+def fold_sides(
+    f: FoldRecord,
+    originals: Sequence[Message],
+    error: str | None = None,
+    statements: Mapping[str, Statement] | None = None,
+) -> ComposeResult:
+    """The originals (facts the summary dropped marked) beside the summary (repaired facts marked)
+    and the statements the fold carried into the ledger, or could not."""
     lost = set(f.facts_lost)
     marks = [(fact, LOST_STYLE if fact in lost else REPAIRED_STYLE) for fact in f.facts_dropped or f.facts_lost]
     with Horizontal(id="sides"):
@@ -88,6 +123,13 @@ def fold_sides(f: FoldRecord, originals: Sequence[Message], error: str | None = 
         with VerticalScroll(id="summary"):
             yield Static(f"Summary (depth {f.depth})", classes="pane-title")
             yield Static(mark_facts(f.summary.content, [(x, KEPT_STYLE) for x in f.facts_repaired]), id="summary-text")
+            if statements is not None or f.carried or f.uncarried:
+                known = statements or {}
+                yield Static(f"Carried into the ledger, verbatim ({len(f.carried)})", classes="pane-title")
+                yield Static(_statement_lines(f.carried, known) or "none", id="carried", markup=False)
+                if f.uncarried:
+                    yield Static(f"Not carried: no room under the pin budget ({len(f.uncarried)})", classes="pane-title")
+                    yield Static(_statement_lines(f.uncarried, known), id="uncarried", classes="error", markup=False)
 
 
 class FoldInspector(ModalScreen[str | None]):
@@ -102,7 +144,14 @@ class FoldInspector(ModalScreen[str | None]):
     ]
 
     def __init__(
-        self, fold: FoldRecord, originals: Sequence[Message] | None, error: str | None = None, *, undo: str | None = None
+        self,
+        fold: FoldRecord,
+        originals: Sequence[Message] | None,
+        error: str | None = None,
+        *,
+        undo: str | None = None,
+        statements: Mapping[str, Statement] | None = None,
+        retired: bool = False,
     ) -> None:
         super().__init__()
         self.fold = fold
@@ -110,16 +159,19 @@ class FoldInspector(ModalScreen[str | None]):
         self.error = error
         #: what `u` would cost the next request, said before it is pressed
         self.undo = undo
+        self.statements = statements
+        self.retired = retired
 
     def compose(self) -> ComposeResult:
         f = self.fold
         with Vertical(id="frame"):
-            yield Static(inspector_title(f), id="title", markup=False)
+            yield Static(inspector_title(f, self.retired), id="title", markup=False)
             yield Static(writer_line(f), id="writer")
             yield Static(facts_line(f), id="facts")
             if self.undo:
                 yield Static(f"u undoes it: {self.undo}", id="undo", markup=False)
-            yield from fold_sides(f, self.originals, self.error)
+            yield Static(ledger_summary(f), id="ledger")
+            yield from fold_sides(f, self.originals, self.error, self.statements)
             yield Footer()
 
     def action_close(self) -> None:

@@ -9,6 +9,8 @@ escape cancels (nothing is folded).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -16,8 +18,9 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static, TextArea
 
+from tailrent_tui.core.ledger import Statement
 from tailrent_tui.core.summarize import Review, Verdict
-from tailrent_tui.ui.screens.fold_inspector import facts_line, fold_css, fold_sides, writer_line
+from tailrent_tui.ui.screens.fold_inspector import facts_line, fold_css, fold_sides, ledger_summary, writer_line
 from tailrent_tui.ui.widgets.tail_panel import duration
 
 
@@ -60,9 +63,17 @@ class FoldPreview(ModalScreen[Verdict]):
         Binding("escape", "cancel", "Cancel", id="preview.cancel", tooltip="Nothing is folded (while editing: drop the edit)"),
     ]
 
-    def __init__(self, review: Review, *, reread: int | None = None, seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        review: Review,
+        *,
+        reread: int | None = None,
+        seconds: float | None = None,
+        statements: Mapping[str, Statement] | None = None,
+    ) -> None:
         super().__init__()
         self.review = review
+        self.statements = statements
         self.reread = reread
         self.seconds = seconds
         self.editing = False
@@ -80,7 +91,8 @@ class FoldPreview(ModalScreen[Verdict]):
             yield Static(writer_line(f), id="writer")
             yield Static(facts_line(f), id="facts")
             yield Static(cost_line(self.review, self.reread, self.seconds), id="cost")
-            yield from fold_sides(f, self.review.span)
+            yield Static(ledger_summary(f), id="ledger")
+            yield from fold_sides(f, self.review.span, statements=self.statements)
             yield Footer()
 
     async def on_mount(self) -> None:

@@ -36,7 +36,7 @@ class HelpScreen(ModalScreen[None]):
         words = "\n".join(f"- **{word}**: {meaning}" for word, meaning in WORDS)
         return (
             "# tailrent\n\n"
-            "The transcript is on the left; the Tail, Spills, Pins and Folds panels on the right (ctrl+b; "
+            "The transcript is on the left; the Tail, Spills, Ledger and Folds panels on the right (ctrl+b; "
             "hidden by itself under 100 columns).\n\n"
             "## Two modes\n\n"
             "- **input** (the usual): every key you type goes to the input. Enter sends, shift+enter or ctrl+j "

@@ -1,4 +1,5 @@
-"""The ladder's actions on the session screen: pin, unpin, spill, fold, unfold, inspect, watch, recall.
+"""The ladder's actions on the session screen: pin, unpin, spill, fold, unfold, inspect, watch, recall,
+and the ledger's: accept, supersede, edit a statement, `/ledger`.
 
 The same methods answer a key (`action_pin`...), a slash command
 (`_slash_pin`...; the table is `ui/actions.py`), the palette and the panels
@@ -13,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import shlex
 
+from tailrent_tui.core.ledger import Statement
 from tailrent_tui.core.messages import FoldSkipped, Message
 from tailrent_tui.core.ports import ArchiveError
 from tailrent_tui.core.session import SessionError
 from tailrent_tui.core.summarize import Review, Verdict
+from tailrent_tui.store.ledger_report import StatementLookupError, find_statement, ledger_lines
 from tailrent_tui.ui.events import FoldInspectRequested, SpillOpenRequested
 from tailrent_tui.ui.screens.fold_inspector import FoldInspector
 from tailrent_tui.ui.screens.fold_preview import FoldPreview
@@ -24,6 +27,7 @@ from tailrent_tui.ui.screens.recall import RecallScreen
 from tailrent_tui.ui.screens.session_turn import TurnFeed
 from tailrent_tui.ui.screens.spill_viewer import SpillViewer
 from tailrent_tui.ui.widgets.folds_panel import FoldsPanel
+from tailrent_tui.ui.widgets.ledger_panel import LedgerList, LedgerPanel
 from tailrent_tui.ui.widgets.message import MessageView
 
 
@@ -49,6 +53,16 @@ class LadderActions(TurnFeed):
         focused = self.focused
         if isinstance(focused, MessageView) and focused.message_id is not None and focused.message_id in s:
             return s.get(focused.message_id)
+        picked = self._ledger_pick()
+        if picked is not None:
+            what, ident = picked
+            if what == "statement":
+                st = s.statements[ident]
+                ident = s.carrier.get(ident) or st.message_id
+            if ident in s:
+                return s.get(ident)
+            self.notify("that statement's message is no longer in the context (a fold took it)", severity="warning")
+            return None
         if self.focused_message_id is not None and self.focused_message_id in s:
             return s.get(self.focused_message_id)
         if fallback_last and s.messages:
@@ -83,6 +97,106 @@ class LadderActions(TurnFeed):
             self.notify(str(exc), severity="error")
             return False
         return True
+
+    # -- the ledger -----------------------------------------------------------------------
+
+    def _ledger_pick(self) -> tuple[str, str] | None:
+        """The Ledger panel's highlighted row, while the panel has the focus."""
+        if isinstance(self.focused, LedgerList):
+            panel = self.focused.parent
+            if isinstance(panel, LedgerPanel):
+                picked = panel.highlighted
+                if picked is not None and (picked[0] == "message" or picked[1] in self.session.statements):
+                    return picked
+        return None
+
+    def target_statement(self, ref: str | None, verb: str, fits: set[str]) -> Statement | None:
+        """The statement an action applies to: named (number or id prefix), the Ledger panel's
+        highlighted one, or the one the focused message holds (whose status is in `fits`)."""
+        s = self.session
+        if ref:
+            try:
+                return find_statement(s, ref)
+            except StatementLookupError as exc:
+                self.notify(str(exc), severity="error")
+                return None
+        picked = self._ledger_pick()
+        if picked is not None and picked[0] == "statement":
+            return s.statements[picked[1]]
+        focused = self.focused
+        message_id = focused.message_id if isinstance(focused, MessageView) else None
+        if message_id is None:
+            self.notify(f"select a statement to {verb} in the Ledger panel, or a message that holds one", severity="warning")
+            return None
+        numbers = {sid: i for i, sid in enumerate(s.statements, 1)}
+        held = s.statements_held(message_id) + [i for i, st in s.statements.items() if st.message_id == message_id]
+        candidates = [s.statements[i] for i in dict.fromkeys(held) if s.statements[i].status in fits]
+        if len(candidates) == 1:
+            return candidates[0]
+        if not candidates:
+            self.notify(f"this message holds no statement to {verb} (/ledger lists them)", severity="warning")
+            return None
+        listed = ", ".join(f"#{numbers[st.id]}" for st in candidates)
+        self.notify(
+            f"this message holds {len(candidates)} statements ({listed}): pick one in the Ledger panel, or /ledger {verb} N",
+            severity="warning",
+        )
+        return None
+
+    def _number(self, st: Statement) -> int:
+        return list(self.session.statements).index(st.id) + 1
+
+    def accept_statement(self, ref: str | None = None) -> bool:
+        st = self.target_statement(ref, "accept", {"proposal"})
+        if st is None:
+            return False
+        if st.status != "proposal":
+            self.notify(f"#{self._number(st)} is {st.status}, not a proposal: nothing to accept")
+            return True
+        try:
+            self.agent.accept_statement(st.id)
+        except (SessionError, OSError) as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        self.notify(f"#{self._number(st)} accepted: a current {st.kind}, kept verbatim from now on")
+        return True
+
+    def supersede_statement(self, ref: str | None = None) -> bool:
+        st = self.target_statement(ref, "supersede", {"current", "proposal"})
+        if st is None:
+            return False
+        if st.status == "superseded":
+            self.notify(f"#{self._number(st)} is superseded already")
+            return True
+        try:
+            self.agent.supersede_statement(st.id)
+        except (SessionError, OSError) as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        self.notify(f"#{self._number(st)} superseded: it leaves the context at the next fold")
+        return True
+
+    def edit_statement(self, ref: str | None, text: str | None) -> bool:
+        """With a text, apply it; without, open the input on `/ledger edit N <its text>` (enter applies)."""
+        st = self.target_statement(ref, "edit", {"current", "proposal"})
+        if st is None:
+            return False
+        no = self._number(st)
+        if text is None:
+            box = self.prompt
+            box.value = f"/ledger edit {no} {st.text}"
+            box.focus()
+            return True
+        try:
+            self.agent.edit_statement(st.id, text)
+        except (SessionError, OSError) as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        self.notify(f"#{no} edited: the context shows your wording")
+        return True
+
+    async def show_ledger(self) -> None:
+        await self.transcript.show_listing("\n".join(ledger_lines(self.session)))
 
     def spill(self, message_id: str | None = None, *, fallback_last: bool = False) -> bool:
         m = self.target_message(message_id, fallback_last=fallback_last)
@@ -155,7 +269,11 @@ class LadderActions(TurnFeed):
                 self.unfold(fold_no)
 
         undo = self.undo_cost(fold_no) if fold_no not in self.session.unfolded else None
-        self.app.push_screen(FoldInspector(record, originals, error, undo=undo), callback=closed)
+        inspector = FoldInspector(
+            record, originals, error, undo=undo, statements=self.session.statements,
+            retired=fold_no in self.session.retired,
+        )
+        self.app.push_screen(inspector, callback=closed)
         return True
 
     def unfold(self, fold_no: int) -> bool:
@@ -194,7 +312,9 @@ class LadderActions(TurnFeed):
             if not done.done():
                 done.set_result(verdict if verdict is not None else Verdict(apply=False))
 
-        self.app.push_screen(FoldPreview(review, reread=reread, seconds=seconds), callback=answered)
+        self.app.push_screen(
+            FoldPreview(review, reread=reread, seconds=seconds, statements=self.session.statements), callback=answered
+        )
         try:
             return await done
         except asyncio.CancelledError:
@@ -232,6 +352,42 @@ class LadderActions(TurnFeed):
 
     async def action_inspect(self) -> None:
         await self.inspect(None)
+
+    def action_accept(self) -> None:
+        self.accept_statement()
+
+    def action_supersede(self) -> None:
+        self.supersede_statement()
+
+    def action_edit_statement(self) -> None:
+        self.edit_statement(None, None)
+
+    async def action_show_ledger(self) -> None:
+        await self.show_ledger()
+
+    async def _slash_ledger(self, rest: str) -> bool:
+        verb, _, args = rest.strip().partition(" ")
+        args = args.strip()
+        usage = "/ledger lists it; /ledger accept N, /ledger supersede N, /ledger edit N TEXT (N: its number or id)"
+        if not verb:
+            await self.show_ledger()
+            return True
+        if verb not in ("accept", "supersede", "edit"):
+            self.notify(f"/ledger {verb}: unknown; {usage}", severity="error")
+            return False
+        ref, _, text = args.partition(" ")
+        if not ref:
+            self.notify(f"/ledger {verb} needs a statement: {usage}", severity="error")
+            return False
+        if verb == "accept":
+            return self.accept_statement(ref)
+        if verb == "supersede":
+            return self.supersede_statement(ref)
+        if not text.strip():
+            # the input opens on the statement's text, to edit there (kept: not accepted)
+            self.edit_statement(ref, None)
+            return False
+        return self.edit_statement(ref, text.strip())
 
     async def _slash_pin(self, rest: str) -> bool:
         return self.pin(rest or None, fallback_last=True)

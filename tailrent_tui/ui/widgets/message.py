@@ -15,7 +15,9 @@ from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
+from tailrent_tui.core.ledger import LEDGER_HEADER
 from tailrent_tui.core.messages import Kind, Message
+from tailrent_tui.core.session import Session
 from tailrent_tui.text import visible
 from tailrent_tui.ui.events import (
     FoldInspectRequested,
@@ -36,6 +38,7 @@ _KIND_CLASS = {
     Kind.delegate_result: "-delegate",
     Kind.memory_pointer: "-memory",
     Kind.instructions: "-instructions",
+    Kind.ledger: "-ledger",
 }
 _KIND_LABEL = {
     Kind.tool_result: "tool",
@@ -44,13 +47,18 @@ _KIND_LABEL = {
     Kind.delegate_result: "delegate",
     Kind.memory_pointer: "memory pointer",
     Kind.instructions: "project instructions",
+    Kind.ledger: "statements kept verbatim",
 }
 _ROLE_LABEL = {"user": "you", "assistant": "assistant", "system": "system", "tool": "tool"}
 
 
 def shown_body(m: Message) -> str:
-    """The text the transcript shows for a message (tool output cut to BODY_LINES)."""
+    """The text the transcript shows for a message (tool output cut to BODY_LINES; a ledger's
+    lines without their header, which the message's own header says)."""
     text = m.content
+    if m.kind == Kind.ledger:
+        lines = text.splitlines()
+        return "\n".join(lines[1:] if lines and lines[0] == LEDGER_HEADER else lines)
     if m.tool_calls:
         calls = "\n".join(f"→ {c.name}({_args(c.arguments)})" for c in m.tool_calls)
         text = f"{text}\n{calls}" if text.strip() else calls
@@ -75,7 +83,7 @@ def estimate_lines(m: Message) -> int:
     return lines + 2
 
 
-def header_content(m: Message, selected: bool = False, show_id: bool = False) -> Content:
+def header_content(m: Message, selected: bool = False, show_id: bool = False, statements: str = "") -> Content:
     who = _ROLE_LABEL.get(m.role, m.role)
     kind = _KIND_LABEL.get(m.kind)
     if m.kind == Kind.tool_result and m.tool:
@@ -84,11 +92,17 @@ def header_content(m: Message, selected: bool = False, show_id: bool = False) ->
         who, kind = "project instructions", str(m.meta.get("source", ""))
     if m.kind == Kind.spill_pointer and m.tool:
         kind = f"spill pointer · {m.tool}"
+    if m.kind == Kind.ledger:
+        n = len(m.meta.get("statements", ()))
+        who, kind = "ledger", f"{n} statement{'s' if n != 1 else ''} kept verbatim"
+    retired = m.kind == Kind.fold_summary and bool(m.meta.get("retired"))
+    if retired:
+        kind = "retired fold · its summary is in the archive"
     parts = [Content.styled(who, "bold")]
     if kind:
         parts.append(Content(f" · {kind}"))
     parts.append(Content(f" · {m.tokens:,} tok"))
-    if m.kind == Kind.fold_summary:
+    if m.kind == Kind.fold_summary and not retired:
         parts.append(Content(" "))
         parts.append(Content.from_markup("[reverse $tail-summary] fold x$depth [/]", depth=m.fold_depth))
     if m.pinned:
@@ -100,7 +114,23 @@ def header_content(m: Message, selected: bool = False, show_id: bool = False) ->
         parts.append(Content.from_markup(" [$accent]· in fold span[/]"))
     if show_id:
         parts.append(Content.from_markup(" [$accent]· id $id[/]", id=m.id))
+    if statements:
+        parts.append(Content.from_markup(" [$tail-pinned]· ledger $s[/]", s=statements))
     return Content("").join(parts)
+
+
+def statement_numbers(session: Session | None, message_id: str) -> str:
+    """"#1 #3?": the ledger's numbers of the statements this message holds or said (? a proposal, ~ superseded)."""
+    if session is None or not session.statements:
+        return ""
+    statements = session.statements
+    held = session.statements_held(message_id)
+    marks = {"current": "", "proposal": "?", "superseded": "~"}
+    out = []
+    for no, (sid, st) in enumerate(statements.items(), 1):
+        if sid in held or st.message_id == message_id:
+            out.append(f"#{no}{marks.get(st.status, '')}")
+    return " ".join(out)
 
 
 def kind_classes(m: Message) -> str:
@@ -134,6 +164,8 @@ class MessageView(Widget, can_focus=True):
     MessageView.-fold { border-left: outer $tail-summary; background: $panel; }
     MessageView.-delegate { border-left: outer $success; }
     MessageView.-memory { border-left: outer $tail-pointer; }
+    MessageView.-ledger { background: $panel; }
+    MessageView.-ledger > .body { color: $text; }
     MessageView.-pinned { border-left: thick $tail-pinned; }
     MessageView.-selected { background: $accent 15%; }
     MessageView.-error { border-left: thick $error; color: $error; }
@@ -194,7 +226,9 @@ class MessageView(Widget, can_focus=True):
     def _update_head(self, focused: bool | None = None) -> None:
         if self.message is not None and self.is_mounted:
             show_id = self.has_focus if focused is None else focused
-            self.query_one(".head", Static).update(header_content(self.message, self.selected, show_id))
+            # the selected message lists its statements: what a, x and e act on
+            numbers = statement_numbers(getattr(self.screen, "session", None), self.message.id) if show_id else ""
+            self.query_one(".head", Static).update(header_content(self.message, self.selected, show_id, numbers))
 
     def on_key(self, event: events.Key) -> None:
         """Navigation keeps only the keys bound here; `/` and any other printable key go back to the input.

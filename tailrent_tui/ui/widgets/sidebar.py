@@ -1,4 +1,4 @@
-"""The sidebar: the four ladder panels, each in a Collapsible titled Tail, Spills, Pins, Folds.
+"""The sidebar: the four ladder panels, each in a Collapsible titled Tail, Spills, Ledger, Folds.
 
 The app hands it the session and each event (attributes down); each panel
 updates from what the event changed. The Tail panel's figures are refreshed
@@ -16,25 +16,28 @@ from textual.widgets import Collapsible
 from tailrent_tui.core.messages import (
     Event,
     Folded,
+    FoldRetired,
     InstructionsRead,
     Kind,
     MessageAdded,
     Note,
     Pinned,
     Spilled,
+    StatementChanged,
+    StatementsFound,
     Unfolded,
     Unpinned,
 )
 from tailrent_tui.core.rent import PriceSheet, conversation_usage
 from tailrent_tui.core.session import Session
 from tailrent_tui.ui.widgets.folds_panel import FoldsPanel
-from tailrent_tui.ui.widgets.pins_panel import PinsPanel
+from tailrent_tui.ui.widgets.ledger_panel import LedgerPanel
 from tailrent_tui.ui.widgets.spills_panel import SpillsPanel
 from tailrent_tui.ui.widgets.tail_panel import TailPanel, tail_figures
 
 
 class Sidebar(VerticalScroll, can_focus=False):
-    """Tail, Spills, Pins and Folds; ctrl+b shows and hides it."""
+    """Tail, Spills, Ledger and Folds; ctrl+b shows and hides it."""
 
     DEFAULT_CSS = """
     Sidebar { width: 50; height: 1fr; background: $panel; border-left: vkey $primary 30%; padding: 0; }
@@ -65,11 +68,11 @@ class Sidebar(VerticalScroll, can_focus=False):
         self.mcp_tokens: Callable[[], dict[str, int]] = dict
         #: where folds put their summary and why (the agent's placement keeper); None: not said
         self.placement: Callable[[], tuple[str, str] | None] = lambda: None
-        self._dirty = {"tail", "spills", "pins", "folds"}
+        self._dirty = {"tail", "spills", "ledger", "folds"}
         samples = [u.context_tokens for u in conversation_usage(session.usage)][-60:]
         self.tail = TailPanel(samples=samples, id="tail")
         self.spills = SpillsPanel(id="spills")
-        self.pins = PinsPanel(id="pins")
+        self.ledger = LedgerPanel(id="ledger")
         self.folds = FoldsPanel(id="folds")
 
     def compose(self) -> ComposeResult:
@@ -77,8 +80,8 @@ class Sidebar(VerticalScroll, can_focus=False):
             yield self.tail
         with Collapsible(title="Spills", collapsed=False, id="panel-spills"):
             yield self.spills
-        with Collapsible(title="Pins", collapsed=False, id="panel-pins"):
-            yield self.pins
+        with Collapsible(title="Ledger", collapsed=False, id="panel-ledger"):
+            yield self.ledger
         with Collapsible(title="Folds", collapsed=False, id="panel-folds"):
             yield self.folds
 
@@ -93,19 +96,20 @@ class Sidebar(VerticalScroll, can_focus=False):
             if event.message.kind == Kind.spill_pointer:
                 self._dirty.add("spills")
             if event.message.pinned:
-                self._dirty.add("pins")
+                self._dirty.add("ledger")
             self.tail.sample(self.session.context_tokens)
         elif isinstance(event, Spilled):
             self._dirty.add("spills")
             self.tail.sample(self.session.context_tokens)
         elif isinstance(event, InstructionsRead):
-            self._dirty.add("pins")
+            self._dirty.add("ledger")
             self.tail.sample(self.session.context_tokens)
-        elif isinstance(event, (Pinned, Unpinned, Note)):
+        elif isinstance(event, (Pinned, Unpinned, Note, StatementsFound, StatementChanged)):
             # a note may say that auto-pinning stopped at the pin budget
-            self._dirty.add("pins")
-        elif isinstance(event, (Folded, Unfolded)):
-            self._dirty.add("folds")
+            self._dirty.add("ledger")
+        elif isinstance(event, (Folded, Unfolded, FoldRetired)):
+            # a fold carries statements into a ledger message; an unfold gives them back to their messages
+            self._dirty.update(("folds", "ledger"))
             self.tail.sample(self.session.context_tokens)
 
     def flush(self) -> None:
@@ -125,8 +129,8 @@ class Sidebar(VerticalScroll, can_focus=False):
             )
         if "spills" in dirty:
             self.refresh_spills()
-        if "pins" in dirty:
-            self.pins.show(self.session.pinned, self.session.pin_budget, self.session.auto_pin_stopped)
+        if "ledger" in dirty:
+            self.ledger.show(self.session)
         if "folds" in dirty:
             self.folds.show(self.session.folds, undone=set(self.session.unfolded))
 

@@ -23,6 +23,7 @@ from tailrent_tui.agent.events import RequestStarted, SummaryEnded, SummaryStart
 from tailrent_tui.core.messages import (
     Event,
     Folded,
+    FoldRetired,
     FoldSkipped,
     InstructionsRead,
     Kind,
@@ -30,6 +31,7 @@ from tailrent_tui.core.messages import (
     MessageAdded,
     Pinned,
     Spilled,
+    StatementChanged,
     ToolCall,
     Unfolded,
     Unpinned,
@@ -74,6 +76,9 @@ class Transcript(VerticalScroll, can_focus=False):
     Transcript > .earlier { color: $text-muted; height: 1; width: 1fr; text-align: center; }
     Transcript > .turn-error { color: $error; border-left: thick $error; padding: 0 1; margin: 0 0 1 0; height: auto; }
     Transcript > .turn-notice { color: $warning; padding: 0 1; margin: 0 0 1 0; height: auto; }
+    Transcript > .listing {
+        color: $text; border-left: outer $tail-pinned; background: $panel; padding: 0 1; margin: 0 0 1 0; height: auto;
+    }
     Transcript > .fold-status { color: $tail-summary; text-style: bold; padding: 0 1; margin: 0 0 1 0; height: auto; }
     Transcript > .queued { color: $text-muted; border-left: outer $primary; padding: 0 1; margin: 0 0 1 0; height: auto; }
     """
@@ -182,6 +187,18 @@ class Transcript(VerticalScroll, can_focus=False):
             if record.rejected:
                 # the summary asked for could not be used (the server died, the text was cut...)
                 await self.show_notice(f"fold #{record.fold_no}: {record.rejected}; {record.summarizer} wrote it instead")
+        elif isinstance(event, StatementChanged):
+            # a ledger message that holds it shows it as it is now
+            holder = self.session.carrier.get(event.id)
+            if holder is not None:
+                self._changed(holder)
+        elif isinstance(event, FoldRetired):
+            if event.merged:
+                await self._rebuilt()  # older pointers left the context
+            else:
+                retired = next((f for f in self.session.folds if f.fold_no == event.fold_no), None)
+                if retired is not None:
+                    self._changed(retired.summary.id)
         elif isinstance(event, (Unfolded, InstructionsRead)):
             await self._rebuilt()
         elif isinstance(event, FoldSkipped) and event.trigger != "manual":
@@ -228,12 +245,15 @@ class Transcript(VerticalScroll, can_focus=False):
             return
         after = self.session.messages[position + 1] if position + 1 < len(self.session) else None
         anchor = self._views.get(after.id) if after is not None else None
-        view = self._make_view(summary)
+        views = [self._make_view(summary)]
+        if record.ledger is not None and record.ledger.id in self.session:
+            # the statements the fold carried, verbatim, where the span was (before its summary)
+            views.insert(0, self._make_view(self.session.get(record.ledger.id)))
         if anchor is not None:
-            await self.mount(view, before=anchor)
+            await self.mount_all(views, before=anchor)
         else:
-            await self.mount(view, before=self._bottom())
-        self._lines += view.estimated_lines
+            await self.mount_all(views, before=self._bottom())
+        self._lines += sum(v.estimated_lines for v in views)
         self._first_index = self._index_of_first_view()
         self._update_earlier()
 
@@ -322,6 +342,11 @@ class Transcript(VerticalScroll, can_focus=False):
 
     async def show_turn_error(self, text: str) -> None:
         await self.mount(Static(visible(text), classes="turn-error", markup=False), before=self._first_queued())
+
+    async def show_listing(self, text: str) -> None:
+        """A block the user asked for (`/ledger`): shown in the transcript, never sent to the model."""
+        await self.mount(Static(text, classes="listing", markup=False), before=self._first_queued())
+        self.scroll_end(animate=False)
 
     async def show_notice(self, text: str) -> bool:
         """A notice line in the transcript; False (nothing shown) when it was one of the last few shown.
