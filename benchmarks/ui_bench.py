@@ -145,7 +145,7 @@ async def key_to_update(presses: int = 20) -> list[float]:
         target = app.transcript.view_of("m00199")
         target.focus()
         await pilot.pause()
-        cost = app.sidebar.pins.query_one(".cost")
+        cost = app.sidebar.ledger.query_one(".cost")
         for i in range(presses):
             want = "1 pin ·" if i % 2 == 0 else "0 pins ·"
             key = "p" if i % 2 == 0 else "u"
@@ -197,7 +197,7 @@ async def fold_watch(folds: int = 5, presses: int = 10) -> tuple[list[float], li
         target = app.transcript.view_of("m00399")
         target.focus()
         await pilot.pause()
-        cost = app.sidebar.pins.query_one(".cost")
+        cost = app.sidebar.ledger.query_one(".cost")
         for _ in range(folds):
             t0 = time.perf_counter()
             app.simulate_key("f")

@@ -372,7 +372,7 @@ async def test_the_pins_panel_warns_when_auto_pinning_stops(tmp_path: Path):
     agent.session.decisions = get_policy("ladder").decision_detector()
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
-        pins = app.sidebar.pins
+        pins = app.sidebar.ledger
         for i in range(8):
             box = app.query_one(PromptInput)
             box.focus()

@@ -81,7 +81,7 @@ async def test_p_and_u_pin_and_unpin_and_the_pins_panel_follows(tmp_path):
         await focus_message(pilot, app, "m00001")
         await pilot.press("p")
         assert agent.session.get("m00001").pinned
-        pins = app.sidebar.pins
+        pins = app.sidebar.ledger
         await wait_until(pilot, lambda: "1 pin ·" in str(pins.query_one(".cost").render()), what="pins panel")
         await wait_until(pilot, lambda: "-pinned" in app.transcript.view_of("m00001").classes, what="pin mark")
         await pilot.press("u")
@@ -164,7 +164,7 @@ async def test_ctrl_b_toggles_the_sidebar_and_f1_opens_help(tmp_path):
         await pilot.press("ctrl+b")
         await wait_until(pilot, lambda: app.sidebar.region.width > 0, what="sidebar shown")
         titles = [c.title for c in app.sidebar.query("Collapsible")]
-        assert titles == ["Tail", "Spills", "Pins", "Folds"]
+        assert titles == ["Tail", "Spills", "Ledger", "Folds"]
         await pilot.press("f1")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
         text = app.screen.query_one(Markdown).source

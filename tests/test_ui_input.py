@@ -221,8 +221,8 @@ async def test_tab_enters_navigation_and_typing_returns_to_the_input(tmp_path):
         head = str(app.focused.query_one(".head").render())
         assert f"id {app.focused.message_id}" in head
         assert "navigation" in (app.prompt.border_title or "")
-        await pilot.press("x")
-        assert app.mode == "input" and app.prompt.text == "x"
+        await pilot.press("w")
+        assert app.mode == "input" and app.prompt.text == "w"
         assert "id m0" not in str(app.transcript.view_of("m00002").query_one(".head").render())
 
         app.prompt.value = ""

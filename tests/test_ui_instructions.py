@@ -24,9 +24,10 @@ async def test_pins_panel_shows_agents_md_and_follows_an_edit(tmp_path):
     )
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
-        pins = app.sidebar.pins
+        pins = app.sidebar.ledger
         await wait_until(pilot, lambda: "1 pin ·" in str(pins.query_one(".cost").render()), what="pins panel")
-        row = str(pins.query_one(OptionList).get_option_at_index(0).prompt)
+        rows = pins.query_one(OptionList)
+        row = str(rows.get_option_at_index(rows.option_count - 1).prompt)
         assert "AGENTS.md · project instructions" in row
         view = app.transcript.view_of(session.messages[0].id)
         assert view is not None and "Use tabs" in session.messages[0].content
@@ -43,8 +44,8 @@ async def test_pins_panel_shows_agents_md_and_follows_an_edit(tmp_path):
         instructions = [m for m in session.messages if m.kind == Kind.instructions]
         assert len(instructions) == 1 and "Use spaces" in instructions[0].content
         await wait_until(
-            pilot, lambda: f"{instructions[0].tokens} tok" in str(pins.query_one(OptionList).get_option_at_index(0).prompt),
-            what="the Pins panel's new count",
+            pilot, lambda: f"{instructions[0].tokens} tok" in str(rows.get_option_at_index(rows.option_count - 1).prompt),
+            what="the Ledger panel's new count",
         )
         assert instructions[0].tokens != old_tokens
         assert app.transcript.view_of(instructions[0].id) is not None

@@ -20,9 +20,11 @@ import click
 
 from tailrent_tui.core.messages import Folded, Kind
 from tailrent_tui.core.ports import ArchiveError
+from tailrent_tui.core.session import Session, replay
 from tailrent_tui.models.text import redact
 from tailrent_tui.store.export import export_session, write_export
 from tailrent_tui.store.journal import JournalError
+from tailrent_tui.store.ledger_report import ledger_lines, ledger_rows
 from tailrent_tui.store.paths import inside
 from tailrent_tui.store.repair import repair_session
 from tailrent_tui.store.sessions import (
@@ -243,14 +245,27 @@ def repair(ctx: click.Context, session_id: str, apply: bool) -> None:
             click.echo(f"{out.meta_problem}: wrote {out.meta_repaired}, rebuilt from the journal; --apply puts it in place")
 
 
-def fold_views(sd: SessionDir) -> list[dict[str, Any]]:
-    """Each fold: when, tokens, depth, facts (from the journal) and its originals (from the archive)."""
+def fold_views(sd: SessionDir, session: Session | None = None) -> list[dict[str, Any]]:
+    """Each fold: when, tokens, depth, facts (from the journal), the statements it carried into the
+    ledger or could not, whether it was dropped or retired, and its originals (from the archive)."""
     archive = sd.archive()
+    events = sd.events()
+    session = session if session is not None else replay(events)
+    numbers = {sid: i for i, sid in enumerate(session.statements, 1)}
+
+    def statements(ids: list[str]) -> list[dict[str, Any]]:
+        out = []
+        for sid in ids:
+            st = session.statements.get(sid)
+            out.append({"no": numbers.get(sid), "id": sid, "kind": st.kind if st else None, "text": st.text if st else None})
+        return out
+
     views = []
-    for ev in sd.events():
+    for ev in events:
         if not isinstance(ev, Folded):
             continue
         f = ev.fold
+        retired = session.retired.get(f.fold_no)
         view: dict[str, Any] = {
             "fold_no": f.fold_no,
             "at": ev.at,
@@ -266,6 +281,12 @@ def fold_views(sd: SessionDir) -> list[dict[str, Any]]:
             "facts": f.facts,
             "facts_lost": f.facts_lost,
             "facts_repaired": f.facts_repaired,
+            "carried": statements(f.carried),
+            "uncarried": statements(f.uncarried),
+            "dropped": f.dropped,
+            "retired": retired is not None,
+            "retired_pointer": retired.pointer if retired is not None else None,
+            "unfolded": f.fold_no in session.unfolded,
             "originals": None,
             "archive_error": None,
         }
@@ -297,6 +318,17 @@ def _print_fold(v: dict[str, Any]) -> None:
         click.echo(f"    {line}")
     click.echo(f"  facts lost: {'; '.join(v['facts_lost']) or 'none'}")
     click.echo(f"  facts repaired: {'; '.join(v['facts_repaired']) or 'none'}")
+    click.echo(f"  carried into the ledger: {len(v['carried'])}")
+    for st in v["carried"]:
+        click.echo(f"    #{st['no']} {st['kind']}: {st['text']}")
+    if v["uncarried"]:
+        click.echo(f"  not carried (no room under the pin budget; counted lost): {len(v['uncarried'])}")
+        for st in v["uncarried"]:
+            click.echo(f"    #{st['no']} {st['kind']}: {st['text']}")
+    if v["dropped"]:
+        click.echo("  dropped: no summary could shrink the span; it left whole for the archive, with a pointer")
+    if v["retired"]:
+        click.echo(f"  retired: its summary left the context for a pointer: {v['retired_pointer']}")
 
 
 @click.command("inspect")
@@ -305,10 +337,12 @@ def _print_fold(v: dict[str, Any]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def inspect(ctx: click.Context, session_id: str, fold_no: int | None, as_json: bool) -> None:
-    """Show what each fold of a session did: tokens, depth, originals, summary, facts lost."""
+    """Show what each fold of a session did (tokens, depth, originals, summary, facts lost, the statements
+    it carried into the ledger), then the ledger as it is now."""
     sd = _find(ctx, session_id)
     try:
-        views = fold_views(sd)
+        session, _ = sd.replay(save_torn=False)
+        views = fold_views(sd, session)
     except JournalError as exc:
         raise click.ClickException(str(exc)) from None
     if fold_no is not None:
@@ -318,13 +352,18 @@ def inspect(ctx: click.Context, session_id: str, fold_no: int | None, as_json: b
             raise click.ClickException(f"session {sd.id} has no fold #{fold_no} (it has {have})")
         views = chosen
     if as_json:
-        click.echo(json.dumps(views if fold_no is None else views[0], ensure_ascii=False, indent=2))
+        # one fold's view; else every fold and the ledger as it is now
+        doc: Any = views[0] if fold_no is not None else {"folds": views, "ledger": [r.to_json() for r in ledger_rows(session)]}
+        click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
     if not views:
         click.echo(f"session {sd.id} has no folds")
-        return
     for v in views:
         _print_fold(v)
+    if fold_no is None:
+        click.echo("")
+        for line in ledger_lines(session):
+            click.echo(line)
 
 
 @click.command("export")

@@ -4,7 +4,8 @@ The export walks the journal's events in order, so it shows every message as
 it was added — including the originals that a later fold took out of the
 context — with pins and unpins where they happened (📌), spill pointers where
 results were spilled, each fold summary at its place with its depth, and a
-fold log at the end. Nothing is read from spill files: the export shows the
+fold log at the end, then the ledger (current statements by kind, superseded
+ones with their successors). Nothing is read from spill files: the export shows the
 pointers, as the context did.
 """
 
@@ -19,6 +20,7 @@ from typing import Any, Literal
 from tailrent_tui.core.messages import (
     Event,
     Folded,
+    FoldRetired,
     FoldSkipped,
     InstructionsRead,
     MessageAdded,
@@ -28,6 +30,8 @@ from tailrent_tui.core.messages import (
     Unfolded,
     Unpinned,
 )
+from tailrent_tui.core.session import Session, replay
+from tailrent_tui.store.ledger_report import ledger_markdown, ledger_rows
 from tailrent_tui.store.paths import write_file_atomic
 from tailrent_tui.store.sessions import SessionDir
 from tailrent_tui.text import json_visible, visible
@@ -103,7 +107,15 @@ def transcript_entries(events: list[Event]) -> list[dict[str, Any]]:
                     "facts_lost": f.facts_lost,
                     "facts_repaired": f.facts_repaired,
                     "trigger": f.trigger,
+                    "ledger": f.ledger.content if f.ledger is not None else None,
+                    "carried": f.carried,
+                    "uncarried": f.uncarried,
+                    "dropped": f.dropped,
                 }
+            )
+        elif isinstance(ev, FoldRetired):
+            out.append(
+                {"entry": "fold_retired", "at": ev.at, "fold_no": ev.fold_no, "pointer": ev.pointer, "merged": ev.merged}
             )
         elif isinstance(ev, FoldSkipped):
             out.append({"entry": "fold_skipped", "at": ev.at, "reason": ev.reason})
@@ -130,13 +142,20 @@ def transcript_entries(events: list[Event]) -> list[dict[str, Any]]:
     return out
 
 
+def _ledger_of(events: list[Event]) -> Session:
+    """The session as its events leave it, for its ledger (the statements' events replayed)."""
+    return replay(events)
+
+
 def export_json(sd: SessionDir) -> str:
     meta = sd.read_meta()
-    entries = transcript_entries(sd.events())
+    events = sd.events()
+    entries = transcript_entries(events)
     doc = {
         "session": meta.model_dump(exclude={"summary"}),
         "transcript": entries,
         "fold_log": [e for e in entries if e["entry"] == "fold"],
+        "ledger": [r.to_json() for r in ledger_rows(_ledger_of(events))],
     }
     return json_visible(json.dumps(doc, ensure_ascii=False, indent=2)) + "\n"
 
@@ -150,7 +169,8 @@ def _fence(text: str) -> str:
 
 def export_markdown(sd: SessionDir) -> str:
     meta = sd.read_meta()
-    entries = transcript_entries(sd.events())
+    events = sd.events()
+    entries = transcript_entries(events)
     lines = [f"# {meta.title or 'tailrent session'} ({meta.id})", ""]
     lines.append(f"Created {_when(meta.created)} · model {meta.model or '-'} · window {meta.window:,} tokens")
     lines.append("")
@@ -192,6 +212,14 @@ def export_markdown(sd: SessionDir) -> str:
                 _fence(e["summary"]),
                 "",
             ]
+            if e["ledger"]:
+                lines += [f"<sub>carried into the ledger, verbatim ({len(e['carried'])})</sub>", "", _fence(e["ledger"]), ""]
+            if e["uncarried"]:
+                lines += [f"> {len(e['uncarried'])} statement(s) not carried: no room under the pin budget (counted lost)", ""]
+            if e["dropped"]:
+                lines += ["> dropped: no summary could shrink the span; it left whole for the archive, with a pointer", ""]
+        elif kind == "fold_retired":
+            lines += [f"> fold #{e['fold_no']} retired: its summary left the context for a pointer: {e['pointer']}", ""]
         elif kind == "fold_skipped":
             lines += [f"> fold skipped: {e['reason']}", ""]
         elif kind == "unfold":
@@ -214,6 +242,7 @@ def export_markdown(sd: SessionDir) -> str:
                 f"{e['context_before']:,} -> {e['context_after']:,} | {e['depth']} | {lost} |"
             )
         lines.append("")
+    lines += ledger_markdown(_ledger_of(events))
     # read with cat or a pager: a control or escape sequence from the model or a file is shown, never acted on
     return visible("\n".join(lines))
 

@@ -124,8 +124,13 @@ def ledger_tokens(session: Session) -> tuple[int, int, int]:
 
 
 def plain_pins(session: Session) -> list[str]:
-    """Ids of the pinned messages that hold no statement: pinned by hand, instructions."""
-    return [m.id for m in session.pinned if m.kind is not Kind.ledger and not session.statements_held(m.id)]
+    """Ids of the pinned messages the ledger's statements do not stand for: pinned by hand, and the
+    project instructions (pinned whole, whatever rules they state)."""
+    return [
+        m.id
+        for m in session.pinned
+        if m.kind is Kind.instructions or (m.kind is not Kind.ledger and not session.statements_held(m.id))
+    ]
 
 
 def status_word(row: LedgerRow) -> str:

@@ -123,7 +123,7 @@ def fold_sides(
         with VerticalScroll(id="summary"):
             yield Static(f"Summary (depth {f.depth})", classes="pane-title")
             yield Static(mark_facts(f.summary.content, [(x, KEPT_STYLE) for x in f.facts_repaired]), id="summary-text")
-            if statements is not None or f.carried or f.uncarried:
+            if f.carried or f.uncarried:
                 known = statements or {}
                 yield Static(f"Carried into the ledger, verbatim ({len(f.carried)})", classes="pane-title")
                 yield Static(_statement_lines(f.carried, known) or "none", id="carried", markup=False)

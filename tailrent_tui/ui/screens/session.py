@@ -248,7 +248,7 @@ class SessionScreen(SessionCommands, LadderActions, TurnFeed, RentClocks):
     def _show_mode(self) -> None:
         box = self.prompt
         if self.mode == "navigation":
-            box.border_title = "navigation: p u s f i c act on the message · esc or typing: back here"
+            box.border_title = "navigation: p u s f i c · a x e the ledger · esc or typing: back here"
         else:
             box.border_title = None
         box.set_class(self.mode == "navigation", "-navigating")

@@ -69,7 +69,7 @@ class LedgerPanel(Vertical):
         proposals = sum(1 for r in rows if r.statement.status == "proposal")
         counts = f"{len(rows)} statement{'s' if len(rows) != 1 else ''}: {current} current" + (
             f" · {proposals} proposed" if proposals else ""
-        )
+        ) if rows else "no statements yet"
         if len(rows) > current + proposals:
             counts += f" · {len(rows) - current - proposals} superseded"
         n = len(session.pinned)

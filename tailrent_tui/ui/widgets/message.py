@@ -58,7 +58,7 @@ def shown_body(m: Message) -> str:
     text = m.content
     if m.kind == Kind.ledger:
         lines = text.splitlines()
-        return "\n".join(lines[1:] if lines and lines[0] == LEDGER_HEADER else lines)
+        return visible("\n".join(lines[1:] if lines and lines[0] == LEDGER_HEADER else lines))
     if m.tool_calls:
         calls = "\n".join(f"→ {c.name}({_args(c.arguments)})" for c in m.tool_calls)
         text = f"{text}\n{calls}" if text.strip() else calls
