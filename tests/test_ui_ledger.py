@@ -180,7 +180,7 @@ async def test_slash_ledger_lists_and_its_subcommands_take_a_number_or_an_id_pre
         await wait_until(pilot, lambda: app.transcript.query(".listing"), what="the listing")
         listing = str(app.transcript.query(".listing").last().render())
         assert listing.splitlines()[0].startswith("ledger: 4 statements (2 current, 1 proposed, 1 superseded)")
-        assert f"  #1 {RULE}" in listing and f"pinned in its message · id {rule}" in listing
+        assert f"  #1 {RULE}\n     current · pinned in its message\n" in listing
         assert "superseded → #4 · " in listing and "proposal · in its message" in listing
 
         await submit(pilot, app, f"/ledger accept {proposal[:6]}")

@@ -151,13 +151,14 @@ def ledger_lines(session: Session) -> list[str]:
     led, pins, budget = ledger_tokens(session)
     out = [
         f"ledger: {len(rows)} statements ({current} current, {proposals} proposed, "
-        f"{len(rows) - current - proposals} superseded) · pins hold {led + pins:,} of {budget:,} tokens"
+        f"{len(rows) - current - proposals} superseded)",
+        f"pins hold {led + pins:,} of the {budget:,}-token pin budget",
     ]
     for kind, group in by_kind(rows):
         out.append(f"{kind}:")
         for r in group:
             out.append(f"  #{r.no} {' '.join(r.statement.text.split())}")
-            out.append(f"     {status_word(r)} · {r.held} · id {r.id} · {r.statement.role}")
+            out.append(f"     {status_word(r)} · {r.held}")
     return out
 
 
