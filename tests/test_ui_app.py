@@ -6,7 +6,7 @@ import json
 
 import pytest
 from textual.widgets import Markdown
-from ui_helpers import approve_preview, fill, make_agent, make_app, wait_until
+from ui_helpers import approve_preview, fill, make_agent, make_app, submit, wait_until
 
 from tailrent_tui.core.messages import Kind
 from tailrent_tui.settings import Settings, load_settings
@@ -229,14 +229,6 @@ async def test_palette_runs_ladder_commands(tmp_path):
 
 
 # -- slash commands --------------------------------------------------------------
-
-
-async def submit(pilot, app, text: str) -> None:
-    box = app.query_one(PromptInput)
-    box.focus()
-    box.value = text
-    await pilot.press("enter")
-    await pilot.pause()
 
 
 async def test_slash_pin_unpin_spill_fold_inspect(tmp_path):

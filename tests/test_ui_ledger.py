@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from ui_helpers import PAD, approve_preview, make_agent, make_app, wait_until
+from ui_helpers import PAD, approve_preview, make_agent, make_app, submit, wait_until
 
 from tailrent_tui.agent.build import build_agent, close_agent
 from tailrent_tui.cli import cli
@@ -54,14 +54,6 @@ def rows(app) -> list[str]:
 
 def cost(app) -> str:
     return str(app.sidebar.ledger.query_one(".cost").render())
-
-
-async def submit(pilot, app, text: str) -> None:
-    box = app.query_one(PromptInput)
-    box.focus()
-    box.value = text
-    await pilot.press("enter")
-    await pilot.pause()
 
 
 async def highlight(pilot, app, text: str) -> None:

@@ -100,6 +100,17 @@ async def wait_until(pilot: Any, condition: Callable[[], bool], *, rounds: int =
     raise AssertionError(f"timed out waiting for: {what}")
 
 
+async def submit(pilot: Any, app: Any, text: str) -> None:
+    """Type `text` into the input (as one value) and press enter."""
+    from tailrent_tui.ui.widgets.input import PromptInput
+
+    box = app.query_one(PromptInput)
+    box.focus()
+    box.value = text
+    await pilot.press("enter")
+    await pilot.pause()
+
+
 async def approve_preview(pilot: Any, app: Any) -> None:
     """A fold by hand opens its preview (fold_preview = "manual", the default): enter applies it."""
     from tailrent_tui.ui.screens.fold_preview import FoldPreview
