@@ -121,7 +121,10 @@ def test_what_the_model_states_is_a_proposal_until_the_user_accepts_it():
     (proposal,) = s.statements.values()
     assert proposal.status == "proposal"
     work(policy, s, ctx, 40)
-    assert "persist tokens" not in s.visible_text().split("[ledger")[-1]  # folded like any reply, not carried
+    # a fold keeps it word for word, said to be the assistant's and not agreed: never as the user's decision
+    shown = "\n".join(m.content for m in s.messages if m.kind is Kind.ledger)
+    assert "proposed decision (the assistant's, not agreed): We decided to refresh tokens" in shown
+    assert "- decision: We decided to refresh tokens" not in shown
     s2 = ladder()[1]
     r2 = s2.add("assistant", "We decided to keep refresh tokens in Redis with a 15 minute TTL.")
     (p2,) = s2.statements.values()

@@ -179,7 +179,7 @@ _DECISION_RE = re.compile(
     r"\bwe(?:['’]re|\s+are)\s+(?:going\s+with|using|sticking\s+with|moving\s+to|switching\s+to|standardi[sz]ing\s+on|adopting)\b|"
     r"\bwe(?:['’]ll|\s+will)\s+(?:go\s+with|use|stick\s+with|keep|adopt|move\s+to|switch\s+to|ship|store|run|put)\b|"
     r"\bwe\s+(?:use|store|run|keep|ship|deploy)\s+\S+.*\b(?:because|since|so that|instead of|rather than)\b|"
-    r"\b(?:final\s+call|status\s*:\s*accepted)\b|\bgoing\s+with\b|\bdecided\s+(?:to|on|that|against)\b",
+    r"\b(?:final\s+(?:call|answer|decision|word)|status\s*:\s*accepted)\b|\bgoing\s+with\b|\bdecided\s+(?:to|on|that|against)\b",
     re.I,
 )
 _RULE_START_RE = re.compile(
@@ -243,7 +243,7 @@ _GOAL_RE = re.compile(
     r"\bopen\s+question\b|\btodo\b|\bremaining\b|\bleft\s+to\s+do\b|\bmilestone\b|\bwhere\s+we\s+are\b|"
     r"\b(?:today|this\s+week|tomorrow)\s+(?:we|i)['’]?(?:ll|\s+will|\s+need|\s+want)\b|\b(?:is|are)\s+(?:done|"
     r"finished|complete|merged|shipped|landed)\b.*\b(?:next|now|then)\b|"
-    r"\bonce\s+.{1,60}\bwe(?:['’]ll|\s+will|\s+can)\b|\b(?:done|finished)\s*[:,-]\s*\S",
+    r"\bonce\s+.{1,60}\bwe(?:['’]ll|\s+will|\s+can)\b",
     re.I,
 )
 # An identifier: letters mixed with digits, or with - _ . / : inside (lowercase too).
@@ -624,6 +624,9 @@ LEDGER_HEADER = "[ledger: statements kept verbatim]"
 
 
 def ledger_line(s: Statement) -> str:
+    if s.status == "proposal":
+        # the model's own words: kept, but said to be unagreed, so nobody takes it for the user's decision
+        return f"- proposed {s.kind} (the assistant's, not agreed): {' '.join(s.text.split())}"
     return f"- {s.kind}: {' '.join(s.text.split())}"
 
 

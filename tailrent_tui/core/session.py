@@ -389,7 +389,7 @@ class Session:
 
     def _ledger_content(self, holder: Message) -> str:
         shown = [self.statements[i] for i in holder.meta.get("statements", ()) if i in self.statements]
-        return ledger_rules.ledger_text([s for s in shown if s.status == "current"] or shown)
+        return ledger_rules.ledger_text([s for s in shown if s.status != "superseded"] or shown)
 
     def _rewrite(self, m: Message, content: str) -> None:
         if content == m.content:
@@ -611,7 +611,7 @@ class Session:
         for m in span:
             for sid in self.statements_held(m.id):
                 st = self.statements.get(sid)
-                if st is None or st.status != "current" or sid in seen:
+                if st is None or st.status == "superseded" or sid in seen:
                     continue
                 cost = self.counter.count(ledger_rules.ledger_line(st)) + 1
                 if budget and cost > room:
@@ -631,7 +631,7 @@ class Session:
             if m.kind is Kind.ledger:
                 # what it holds beyond the budget stays as text for the summary
                 left = [self.statements[i] for i in m.meta.get("statements", ()) if i in self.statements]
-                left = [st for st in left if st.status == "current" and st.id not in carried]
+                left = [st for st in left if st.status != "superseded" and st.id not in carried]
                 if left:
                     copy = m.clone()
                     copy.content = "\n".join(st.text for st in left)
