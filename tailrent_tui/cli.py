@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from tailrent_tui import __version__
+from tailrent_tui.commands._common import MODEL_SPECS_HELP
 from tailrent_tui.store.paths import absolute_path, normalize_path_env
 
 #: subcommand -> the module of tailrent_tui.commands that defines it
@@ -49,7 +50,6 @@ class LazyGroup(click.Group):
 
 
 #: every model spec, as `--help` lists them (models/spec.py parses them); `ask` shows the same
-MODEL_SPECS_HELP = "mock, mock:SCRIPT.jsonl, ollama, ollama:NAME, openai:URL, openai:URL#MODEL, embedded or embedded:FILE.gguf."
 UNSET_MODEL = " Unset: Ollama if it answers, else the embedded engine, else the mock."
 
 

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import click
 
-from tailrent_tui.cli import MODEL_SPECS_HELP
+from tailrent_tui.commands._common import MODEL_SPECS_HELP
 from tailrent_tui.text import json_visible, storable, visible
 
 
