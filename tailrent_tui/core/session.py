@@ -585,10 +585,7 @@ class Session:
         holder = self._index.get(self.carrier.get(statement_id, ""))
         if holder is None or not holder.pinned or holder.kind is Kind.instructions:
             return
-        still = [i for i in self.statements_held(holder.id) if self.statements[i].status == "current"]
-        if holder.kind is Kind.ledger and still:
-            # the others are carried again, verbatim, when the next fold takes this message
-            pass
+        # its other current statements are carried again, verbatim, when the next fold takes it
         self.emit(Unpinned(id=holder.id, at=self.clock()))
 
     def statements_held(self, message_id: str) -> list[str]:
