@@ -33,7 +33,7 @@ from tailrent_tui.agent.startup import model_options, model_spec_of
 from tailrent_tui.agent.tools import offered_tools
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.guard import DecisionDetector
-from tailrent_tui.core.rent import RentModel, context_items, get_price_sheet
+from tailrent_tui.core.rent import HEAD_ID, RentModel, context_items, get_price_sheet
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import ExtractiveSummarizer
 from tailrent_tui.core.tokens import Framing, TokenCounter, UnknownTokenizer, get_counter
@@ -347,8 +347,7 @@ def _agent_for(
         # the embedded engine starts with this process, so it holds nothing of an earlier one
         if 0 <= idle < sheet.ttl_seconds and not isinstance(model, EmbeddedModel):
             # resumed inside the TTL: the server may still hold this context
-            rent._previous = [("__head__", session.head_tokens), *context_items(session)]
-            rent._previous_at = last
+            rent.assume_cached([(HEAD_ID, session.head_tokens), *context_items(session)], last)
         else:
             cold_resume = True
             if isinstance(model, EmbeddedModel):
@@ -381,7 +380,13 @@ def _agent_for(
     )
     agent.cold_resume = cold_resume
     agent.resumed = last is not None
-    agent.slots = SlotKeeper(agent)
+    agent.slots = SlotKeeper(
+        settings=settings,
+        model=lambda: agent.model,  # a /model switch changes it
+        session=session,
+        session_dir=sd,
+        offered_tools=agent.tools.offered_tools,
+    )
     agent.mcp = mcp_hub(settings, workspace, session)
     for warning in opened.warnings:
         session.note(warning, "warning")

@@ -1,4 +1,5 @@
-"""The agent's driver of the ladder: the policy's plans, run against the session with real I/O.
+"""The agent's driver of the ladder: the policy's plans, run against the session with real I/O,
+and rungs 1 and 2 applied to a tool's outcome before it enters the transcript.
 
 The policy (core/policies) decides in pure code and yields what it needs: a
 `Summarize(span)`, answered here by the summarizer (a model's request awaited
@@ -7,6 +8,10 @@ preview. Every fold — the policy's after a message or before a request, and
 the user's (`f`, `/fold`) — runs through `run_plan`. The budget arithmetic the
 policy is handed (`policy_context`: the window less our counting drift, less
 the reply's room) lives here too.
+
+A tool's outcome (`admit_to_session`): rung 1 (the cap) already happened inside
+the tool; the capped content is checked against the spill threshold (rung 2):
+small results enter inline, big ones go to the spill store as a compact pointer.
 """
 
 from __future__ import annotations
@@ -20,12 +25,54 @@ from tailrent_tui.agent.fold_requests import FoldRequests, PreparedFold
 from tailrent_tui.agent.meter import UsageMeter
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.stores import SessionStores
+from tailrent_tui.agent.tools.base import ToolOutcome
 from tailrent_tui.core.messages import Event, Folded, FoldRecord, FoldSkipped, Message, Unfolded
 from tailrent_tui.core.policies import Plan, Policy, PolicyContext, PolicySettings, get_policy
 from tailrent_tui.core.rent import context_items
 from tailrent_tui.core.rungs.fold import unfold
+from tailrent_tui.core.rungs.spill import SpillStore, admit_tool_result
+from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import Review, Summarize, Summary, Verdict
+from tailrent_tui.core.tokens import TokenCounter
 from tailrent_tui.models.errors import ContextOverflow
+
+
+def tool_text(tool_name: str, outcome: ToolOutcome) -> str:
+    """The text the model reads for an outcome (errors are marked as such)."""
+    if outcome.is_error and not outcome.content.startswith("error:"):
+        return f"error: {outcome.content}"
+    return outcome.content
+
+
+def admit_tool_output(
+    tool_name: str,
+    outcome: ToolOutcome,
+    *,
+    spill_store: SpillStore,
+    counter: TokenCounter,
+    threshold: int,
+) -> str:
+    """What the model would receive for this outcome after the ladder, where no session is
+    open (`tailrent tool`): rung 2 as a session applies it, in a throwaway session."""
+    scratch = Session(counter=counter)
+    return admit_tool_result(scratch, tool_name, tool_text(tool_name, outcome), spill_store, threshold=threshold).content
+
+
+def admit_to_session(
+    session: Session,
+    tool_name: str,
+    outcome: ToolOutcome,
+    *,
+    spill_store: SpillStore,
+    threshold: int,
+    tool_call_id: str | None = None,
+) -> Message:
+    """Add a tool's outcome to the session through rung 2."""
+    m = admit_tool_result(
+        session, tool_name, tool_text(tool_name, outcome), spill_store, threshold=threshold, tool_call_id=tool_call_id
+    )
+    return m
+
 
 #: after the server refuses a request as too large, the ladder budgets with this much less of the window
 OVERFLOW_SHRINK = 0.85

@@ -176,7 +176,7 @@ class Agent:
         # a summary request sends what a turn's request sends: its tools and options
         self.ladder.offered_tools = self.tools.offered_tools
         self.ladder.request_options = lambda: self.request_options()
-        self.link = ModelLink(self.state, self)
+        self.link = ModelLink(self.state, self.ladder)
         if not is_sub:
             self.state.placement = PlacementKeeper(self.state)
         # through a lambda: a test may replace `request_options` on one agent

@@ -24,13 +24,15 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from tailrent_tui.agent.wire import wire_messages
+from tailrent_tui.core.messages import UsageRecorded
 from tailrent_tui.core.policies import Policy, PolicyContext
-from tailrent_tui.core.rent import HEAD_ID, context_items, generation_rate, prompt_rate
+from tailrent_tui.core.rent import HEAD_ID, RentModel, context_items, generation_rate, prompt_rate
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.slots import (
     ResumePrice,
@@ -41,35 +43,15 @@ from tailrent_tui.core.slots import (
     resume_price,
     slot_file_name,
 )
-from tailrent_tui.models.openai import OpenAIModel, rendered_prompt
-from tailrent_tui.models.slots import SlotClient, SlotError
-from tailrent_tui.models.summarizer import ModelSummarizer
+from tailrent_tui.models.base import ChatModel
+from tailrent_tui.models.openai import OpenAIModel, SentPrompt, rendered_prompt
+from tailrent_tui.models.slots import SlotClient, SlotError, SlotServer
 from tailrent_tui.models.text import redact
+from tailrent_tui.settings import Settings
+from tailrent_tui.store.sessions import SessionDir
 from tailrent_tui.store.slots import delete_slot_files, scan_slot_dir
 
 MB = 1024 * 1024
-
-
-class SlotHost(Protocol):
-    """What the slot keeper reads and sets on the agent (`agent.loop.Agent` is one)."""
-
-    settings: Any
-    model: Any
-    session: Session
-    session_dir: Any
-    rent: Any
-    slots: Any
-    cold_resume: bool
-    resume_price: Any
-    summarizer: Any
-    start_lines: list[tuple[str, str]]
-
-    def offered_tools(self) -> list[dict[str, Any]]: ...
-
-    @property
-    def policy(self) -> Policy: ...
-
-    def policy_context(self) -> PolicyContext: ...
 
 
 @dataclass
@@ -113,21 +95,46 @@ HELD_SLACK = 2
 class _SavePlan:
     file: str
     record: SlotRecord
-    client: SlotClient
+    client: SlotServer
     slot: int
 
 
-class SlotKeeper:
-    """Saves and restores one session's llama.cpp slot; silent on servers without slots."""
+def connect_slots(model: OpenAIModel) -> SlotServer:
+    """The slot endpoints of the model's server, over HTTP (with its headers: an API key)."""
+    return SlotClient(model.server_root, headers=model.headers)
 
-    def __init__(self, agent: SlotHost) -> None:
-        self.agent = agent
-        self.settings = agent.settings
+
+class SlotKeeper:
+    """Saves and restores one session's llama.cpp slot; silent on servers without slots.
+
+    Its inputs: the settings (`slots`, `slot_id`, `slot_dir`, the caps), the current model
+    (a /model switch changes it), the session (its id, usage and messages), its directory
+    (meta.json records the slot files; None in memory), the tools a request offers (the
+    prefix a slot holds includes them), and how to reach the server's slots (`connect`:
+    HTTP by default, a fake `SlotServer` in a test).
+    """
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        model: Callable[[], ChatModel],
+        session: Session,
+        session_dir: SessionDir | None,
+        offered_tools: Callable[[], list[dict[str, Any]]],
+        connect: Callable[[OpenAIModel], SlotServer] = connect_slots,
+    ) -> None:
+        self.settings = settings
+        self._model = model
+        self.session = session
+        self.session_dir = session_dir
+        self._offered_tools = offered_tools
+        self._connect = connect
         self.state = "unknown"  # "on", "off"
         self.off_reason = ""
         self.slot = self.settings.slot_id
         self._said: set[str] = set()
-        self._client: SlotClient | None = None
+        self._client: SlotServer | None = None
         self._saved_hash: str | None = None
         self.restored: SlotOutcome | None = None
         self.restore_why = ""
@@ -141,7 +148,7 @@ class SlotKeeper:
 
     @property
     def model(self) -> OpenAIModel | None:
-        model = self.agent.model
+        model = self._model()
         return model if isinstance(model, OpenAIModel) else None
 
     @property
@@ -193,7 +200,7 @@ class SlotKeeper:
         if model is None:
             self.state, self.off_reason = "off", "only llama.cpp's server saves KV slots"
             return None
-        self._client = SlotClient(model.server_root, headers=getattr(model, "_headers", None))
+        self._client = self._connect(model)
         try:
             server = self._client.probe()
         except SlotError as exc:
@@ -223,13 +230,22 @@ class SlotKeeper:
             self.probe()
         if self.state != "on" or self._client is None:
             return HeldSlot(None)
-        return held_slot(self._client, self.slot, self.agent.session.usage)
+        return held_slot(self._client, self.slot, self.session.usage)
 
-    def _upcoming(self) -> Any:
-        return upcoming_prompt(self.model, self.agent)
+    def _upcoming(self) -> SentPrompt:
+        model = self.model
+        assert model is not None
+        tools = None if model.tools_dropped else self._offered_tools()
+        return rendered_prompt(model.name, wire_messages(self.session), tools)
 
     def _records(self) -> list[SlotRecord]:
-        return slot_records(self.agent.session_dir)
+        """The slot files the session's meta records (none when it cannot be read)."""
+        if self.session_dir is None:
+            return []
+        try:
+            return list(self.session_dir.read_meta().slots)
+        except (OSError, LookupError):
+            return []
 
     # -- restore on resume ----------------------------------------------------------
 
@@ -318,7 +334,7 @@ class SlotKeeper:
         digest = prefix_hash(sent.model, sent.tools, sent.messages)
         if digest == self._saved_hash:
             return None
-        file = slot_file_name(self.agent.session.id or "session", digest)
+        file = slot_file_name(self.session.id or "session", digest)
         record = SlotRecord(file=file, hash=digest, messages=n, model=sent.model, saved_at=time.time())
         return _SavePlan(file, record, self._client, self.slot)
 
@@ -393,7 +409,7 @@ class SlotKeeper:
                 f"{len(records)} slot files of this session (~{total / MB:.0f} MB) stay in the server's slot dir: "
                 "set slot_dir (the server's --slot-save-path) and tailrent deletes the oldest past the caps",
             )]))
-        sd = self.agent.session_dir
+        sd = self.session_dir
         if sd is not None:
             try:
                 sd.update_meta(slots=records)
@@ -421,7 +437,17 @@ class SlotKeeper:
 # -- the resume's price --------------------------------------------------------------
 
 
-def price_resume(agent: SlotHost, *, now: float | None = None, slot_why_said: bool = False) -> ResumePrice:
+def price_resume(
+    *,
+    session: Session,
+    rent: RentModel | None,
+    keeper: SlotKeeper | None,
+    policy: Policy,
+    ctx: PolicyContext,
+    by_model: bool,
+    now: float | None = None,
+    slot_why_said: bool = False,
+) -> ResumePrice:
     """What the first request after this resume will re-read, and what spares it.
 
     Why no slot was restored joins the price's `why` unless its own line said it already
@@ -431,15 +457,13 @@ def price_resume(agent: SlotHost, *, now: float | None = None, slot_why_said: bo
 
     A cold cache lets the ladder fold first, and it does only when that is cheaper than
     re-reading the whole context, by this estimate (reading the span and writing the summary
-    count with the fold): a conversation that fits is not cut to save nothing.
+    count with the fold): a conversation that fits is not cut to save nothing. `by_model`: a
+    model writes the summaries (it reads the span and writes before the first request).
     """
-    session = agent.session
     now = time.time() if now is None else now
-    rent = agent.rent
     sheet = rent.sheet if rent is not None else None
     main = [u for u in session.usage if u.sub_session is None]
     last = main[-1].at if main else None
-    keeper: SlotKeeper | None = getattr(agent, "slots", None)
     restored = keeper.restored if keeper is not None else None
     held = keeper.held if keeper is not None else None
     warm, why = False, ""
@@ -463,10 +487,8 @@ def price_resume(agent: SlotHost, *, now: float | None = None, slot_why_said: bo
         why = f"{why}; no slot restored: {keeper.restore_why}" if why else f"no slot restored: {keeper.restore_why}"
     rate = prompt_rate(session.usage, sheet) if sheet is not None else None
     cold = restored is None and not warm and last is not None
-    ctx = agent.policy_context()
-    fold = agent.policy.cold_resume_fold(session, ctx) if cold else None
-    # a model summarizer reads the span and writes the summary before the first request
-    by_model = fold is not None and isinstance(agent.summarizer, ModelSummarizer)
+    fold = policy.cold_resume_fold(session, ctx) if cold else None
+    by_model = by_model and fold is not None
 
     def price(with_fold: bool) -> ResumePrice:
         folding = fold if with_fold else None
@@ -525,13 +547,10 @@ def _join(first: str, second: str) -> str:
     return f"{first}; {second}" if first else second
 
 
-def warm_rent_after_restore(agent: SlotHost, now: float) -> None:
+def warm_rent_after_restore(rent: RentModel | None, session: Session, now: float) -> None:
     """A restored slot holds the context as it was: the rent model predicts it cached."""
-    rent = agent.rent
-    if rent is None:
-        return
-    rent._previous = [(HEAD_ID, agent.session.head_tokens), *context_items(agent.session)]
-    rent._previous_at = now
+    if rent is not None:
+        rent.assume_cached([(HEAD_ID, session.head_tokens), *context_items(session)], now)
 
 
 def idle_words(seconds: float) -> str:
@@ -545,7 +564,7 @@ def idle_words(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
-async def check_held(keeper: SlotKeeper | None, rent: Any, now: float) -> str | None:
+async def check_held(keeper: SlotKeeper | None, rent: RentModel | None, now: float) -> str | None:
     """Before a request after a pause (`HELD_CHECK_IDLE`), ask whether the server's slot still
     holds the context; when it does not (a restart, another client), the rent predicts the
     request cold. The line to show, if any."""
@@ -560,21 +579,38 @@ async def check_held(keeper: SlotKeeper | None, rent: Any, now: float) -> str | 
     return f"{held.why}: this request re-reads the whole context"
 
 
-async def on_start(agent: SlotHost) -> None:
-    """Ask the server about its slots once per model, so requests are pinned from the first."""
-    keeper: SlotKeeper | None = getattr(agent, "slots", None)
+async def on_start(keeper: SlotKeeper | None, session: Session) -> str | None:
+    """Ask the server about its slots once per model, so requests are pinned from the first; the line to say once."""
     if keeper is None or keeper.state != "unknown":
-        return
+        return None
     line = await asyncio.to_thread(keeper.probe)
     if line:
-        agent.start_lines.append((line, "info"))
-        agent.session.note(line, "info")
+        session.note(line, "info")
+    return line
 
 
-async def on_resume(agent: SlotHost) -> list[tuple[str, str]]:
-    """Restore the slot (if any) and price the first request; (line, level) pairs to show, also noted in the session."""
+@dataclass
+class Resumed:
+    """What `on_resume` found: the lines to show, the first request's price, whether the ladder folds first."""
+
+    lines: list[tuple[str, str]]
+    price: ResumePrice
+    cold_resume: bool
+
+
+async def on_resume(
+    keeper: SlotKeeper | None,
+    *,
+    session: Session,
+    rent: RentModel | None,
+    cold_resume: bool,
+    policy: Policy,
+    ctx: Callable[[], PolicyContext],
+    by_model: bool,
+) -> Resumed:
+    """Restore the slot (if any) and price the first request; the lines are noted in the session too.
+    `cold_resume` comes in as the build judged it and goes out as the slot and the price leave it."""
     lines: list[tuple[str, str]] = []
-    keeper: SlotKeeper | None = getattr(agent, "slots", None)
     # slots off: the probe's line ("KV slots off for this session: ...") said why, on start
     said = keeper is not None and keeper.state == "off"
     # a slot that still holds the conversation needs no restore (a server left running overnight)
@@ -587,21 +623,23 @@ async def on_resume(agent: SlotHost) -> list[tuple[str, str]]:
                 lines.append((outcome.line, "warning"))
                 said = True
             if outcome.ok:
-                warm_rent_after_restore(agent, time.time())
-                agent.cold_resume = False  # the cache is warm again: no fold "at no extra cost" now
+                warm_rent_after_restore(rent, session, time.time())
+                cold_resume = False  # the cache is warm again: no fold "at no extra cost" now
                 lines.append((outcome.line or "", "info"))
-        if keeper.restored is None and held.warm is False and agent.rent is not None:
-            agent.rent.expire()
-            agent.cold_resume = True
-    price = price_resume(agent, slot_why_said=said)
-    agent.resume_price = price
-    if agent.cold_resume and price.saver != "fold":
+        if keeper.restored is None and held.warm is False and rent is not None:
+            rent.expire()
+            cold_resume = True
+    # the policy context is read after the restore: a slot restored changes what a fold would save
+    price = price_resume(
+        session=session, rent=rent, keeper=keeper, policy=policy, ctx=ctx(), by_model=by_model, slot_why_said=said
+    )
+    if cold_resume and price.saver != "fold":
         # folding first would not cost less than re-reading: the conversation stays as it is
-        agent.cold_resume = False
+        cold_resume = False
     lines.append((price.line(), "info"))
     for text, level in lines:
-        agent.session.note(text, level)
-    return lines
+        session.note(text, level)
+    return Resumed(lines, price, cold_resume)
 
 
 def _damaged_slot_file(slot_dir: Path | None, record: SlotRecord) -> str | None:
@@ -626,7 +664,7 @@ def _damaged_slot_file(slot_dir: Path | None, record: SlotRecord) -> str | None:
     return None
 
 
-def held_slot(client: Any, slot: int, usage: Any) -> HeldSlot:
+def held_slot(client: SlotServer, slot: int, usage: list[UsageRecorded]) -> HeldSlot:
     """What the server's slot holds against the session's last request (GET /slots)."""
     last = next((u for u in reversed(usage) if u.prompt_tokens), None)
     if last is None or last.prompt_tokens is None:
@@ -643,20 +681,3 @@ def held_slot(client: Any, slot: int, usage: Any) -> HeldSlot:
     if low - HELD_SLACK <= tokens <= high + HELD_SLACK:
         return HeldSlot(True, f"the server's slot still holds the last request's {tokens:,} tokens", tokens)
     return HeldSlot(False, f"the server's slot holds {tokens:,} tokens of another prompt (another client used it)", tokens)
-
-
-def slot_records(sd: Any) -> list[SlotRecord]:
-    """The slot files the session's meta records (none when it cannot be read)."""
-    if sd is None:
-        return []
-    try:
-        return list(sd.read_meta().slots)
-    except (OSError, LookupError):
-        return []
-
-
-def upcoming_prompt(model: Any, agent: Any) -> Any:
-    """The request the session would send now (rendered, not sent)."""
-    assert model is not None
-    tools = None if model.tools_dropped else agent.offered_tools()
-    return rendered_prompt(model.name, wire_messages(agent.session), tools)

@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from tailrent_tui.agent.slots import SlotHost, on_resume, on_start
+from tailrent_tui.agent.ladder_driver import LadderDriver
+from tailrent_tui.agent.slots import on_resume, on_start
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.models.base import ChatModel, Preloadable
 from tailrent_tui.models.embedded import EmbeddedModel
@@ -23,6 +24,7 @@ from tailrent_tui.models.errors import ModelError
 from tailrent_tui.models.factory import CannotOpenModel, ModelOptions, open_model
 from tailrent_tui.models.mock import MockModel
 from tailrent_tui.models.ollama import OllamaModel
+from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.models.text import redact
 from tailrent_tui.settings import Settings
 
@@ -49,9 +51,9 @@ def model_spec_of(asked: str | None, model: ChatModel) -> str | None:
 class ModelLink:
     """Starts the model once, and switches it with the session left as it is."""
 
-    def __init__(self, state: AgentState, host: SlotHost) -> None:
+    def __init__(self, state: AgentState, ladder: LadderDriver) -> None:
         self.state = state
-        self.host = host
+        self.ladder = ladder
         self._started = False
         self._learning: asyncio.Future[None] | None = None
 
@@ -102,9 +104,21 @@ class ModelLink:
             # before the first request: llama.cpp is asked with n_cache_reuse from it on
             await self.state.placement.detect()
         # the slot is probed before any request, so every request is pinned to it
-        await on_start(self.host)
-        if self.state.resumed and not self.state.resume_lines:
-            self.state.resume_lines = await on_resume(self.host)
+        s, ladder = self.state, self.ladder
+        line = await on_start(s.slots, s.session)
+        if line:
+            s.start_lines.append((line, "info"))
+        if s.resumed and not s.resume_lines:
+            resumed = await on_resume(
+                s.slots,
+                session=s.session,
+                rent=s.rent,
+                cold_resume=s.cold_resume,
+                policy=ladder.policy,
+                ctx=ladder.policy_context,
+                by_model=isinstance(s.summarizer, ModelSummarizer),
+            )
+            s.resume_lines, s.resume_price, s.cold_resume = resumed.lines, resumed.price, resumed.cold_resume
 
     async def _learn_window(self) -> None:
         s = self.state

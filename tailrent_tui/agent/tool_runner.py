@@ -18,8 +18,7 @@ from typing import Any
 
 from tailrent_tui.agent.approval import ShellOffer, offer_covers, shell_offer
 from tailrent_tui.agent.events import ApprovalRequest, Denied, TurnCallbacks
-from tailrent_tui.agent.ladder import admit_to_session
-from tailrent_tui.agent.ladder_driver import LadderDriver
+from tailrent_tui.agent.ladder_driver import LadderDriver, admit_to_session
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.tools import TOOLS, ToolContext, ToolOutcome, offered_tools, preview_tool, run_tool_async
 from tailrent_tui.agent.tools.base import SpillBudget, error, outcome

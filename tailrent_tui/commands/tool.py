@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from tailrent_tui.agent.ladder import admit_tool_output
+from tailrent_tui.agent.ladder_driver import admit_tool_output
 from tailrent_tui.agent.tools import TOOLS, ToolContext, run_tool
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.tokens import get_counter

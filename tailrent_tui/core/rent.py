@@ -362,6 +362,12 @@ class RentModel:
             return True
         return False
 
+    def assume_cached(self, items: list[Item], at: float) -> None:
+        """The server holds `items` as of `at` (a resume inside the TTL, a KV slot restored):
+        the next request is charged against them as the previous request's."""
+        self._previous = list(items)
+        self._previous_at = at
+
     def rebase_head(self, head_tokens: int) -> None:
         """The head was mis-counted (a server that ignores the tool schema): fix the
         previous request's record so the next prefix still compares with it."""

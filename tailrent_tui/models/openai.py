@@ -272,6 +272,11 @@ class OpenAIModel(HttpBackend):
         """The server's root, beside ``/v1``, where llama.cpp serves ``/props``, ``/tokenize``..."""
         return self.base_url.removesuffix("/v1")
 
+    @property
+    def headers(self) -> dict[str, str] | None:
+        """The headers every request to this server carries (an API key), for other clients of it."""
+        return self._headers
+
     def server_tokenizer(self, *, timeout: float | None = None) -> ServerTokenizer:
         """The server's own tokenizer, if it has one (llama.cpp): ask it with `measure_framing`."""
         from .tokenizer import TIMEOUT, ServerTokenizer  # it renders requests with this module's openai_messages

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -41,7 +41,7 @@ class SlotError(Exception):
 
 
 @dataclass(frozen=True)
-class SlotServer:
+class SlotsInfo:
     """What the server says about its slots."""
 
     total_slots: int | None
@@ -50,8 +50,18 @@ class SlotServer:
     """GET /slots answered (False: the listing is off, the actions may still work)"""
 
 
+class SlotServer(Protocol):
+    """What the slot keeper asks of a server's slots (`SlotClient` over HTTP; a test's fake without it)."""
+
+    def probe(self) -> SlotsInfo: ...
+    def held_tokens(self, slot: int) -> int | None: ...
+    def save(self, slot: int, filename: str) -> LlamaSlotSaved: ...
+    def restore(self, slot: int, filename: str) -> LlamaSlotRestored: ...
+    def close(self) -> None: ...
+
+
 class SlotClient:
-    """The slot endpoints of one llama.cpp server (its root, beside ``/v1``)."""
+    """The slot endpoints of one llama.cpp server (its root, beside ``/v1``): a `SlotServer`."""
 
     def __init__(self, root: str, *, headers: dict[str, str] | None = None, timeout: httpx.Timeout = SLOT_TIMEOUT) -> None:
         self.root = root.rstrip("/")
@@ -60,7 +70,7 @@ class SlotClient:
     def close(self) -> None:
         self._client.close()
 
-    def probe(self) -> SlotServer:
+    def probe(self) -> SlotsInfo:
         """``/props`` (slots and model), else ``GET /slots``; SlotError(unsupported) when neither is llama.cpp's."""
         props: LlamaServerProps | None = None
         try:
@@ -77,7 +87,7 @@ class SlotClient:
             if props is None or props.total_slots is None:
                 raise SlotError(f"{self.root} offers no KV slots ({exc})", status=exc.status, unsupported=True) from None
         total = props.total_slots if props is not None and props.total_slots is not None else (len(listed) if listed else None)
-        return SlotServer(total_slots=total, model_path=props.model_path if props else None, listed=listed is not None)
+        return SlotsInfo(total_slots=total, model_path=props.model_path if props else None, listed=listed is not None)
 
     def held_tokens(self, slot: int) -> int | None:
         """How many tokens slot `slot` holds now (0: none, a server started since); None when the
