@@ -485,7 +485,7 @@ async def test_tiny_window_folds_under_ladder_only(make_agent, policy):
         result = await agent.turn("What did we decide?")
         assert not agent.session.folds
         # `none` never folds, and a request past the window (with room for the reply) is never sent
-        assert agent.session.context_tokens + agent.reply_cap() > agent.session.window
+        assert agent.session.context_tokens + agent.ladder.reply_cap() > agent.session.window
         assert result.error is not None and result.error.message.startswith("not sent")
         assert len(agent.model.requests) == sent
         assert agent.session.messages[-1].content == "What did we decide?"

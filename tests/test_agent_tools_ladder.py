@@ -318,7 +318,7 @@ async def test_a_tool_that_raises_is_a_tool_error(make_agent, monkeypatch):
     spec = ToolSpec(name="explode", description="always fails", parameters={"type": "object", "properties": {}})
     monkeypatch.setitem(tool_registry.TOOLS, "explode", Tool(spec=spec, run=explode))
     agent = make_agent([calls(call("explode")), "It failed."])
-    assert "explode" in [t["name"] for t in agent.offered_tools()]
+    assert "explode" in [t["name"] for t in agent.tools.offered_tools()]
     result = await agent.turn("Try it.")
     assert result.error is None and result.reply.content == "It failed."
     (answer,) = tool_messages(agent)

@@ -432,9 +432,9 @@ def test_listing_hides_the_data_dir(ws: Path, depth: str) -> None:
 @pytest.mark.fault("data dir in workspace")
 async def test_the_agent_tells_its_tools_where_the_data_dir_is(make_agent, tmp_path: Path, workspace: Path) -> None:
     agent = make_agent(data_dir=workspace / ".tailrent")
-    assert agent.tool_ctx.data_dir is not None
-    assert Path(agent.tool_ctx.data_dir).resolve() == (workspace / ".tailrent").resolve()
-    result = run_tool("list_dir", {"path": ".tailrent"}, agent.tool_ctx)
+    assert agent.tools.ctx.data_dir is not None
+    assert Path(agent.tools.ctx.data_dir).resolve() == (workspace / ".tailrent").resolve()
+    result = run_tool("list_dir", {"path": ".tailrent"}, agent.tools.ctx)
     assert result.is_error and "data dir" in result.content
 
 

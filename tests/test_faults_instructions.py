@@ -77,7 +77,7 @@ def test_an_instruction_file_that_leaves_the_workspace_is_refused_in_one_line(tm
     assert "sk-secret-outside" not in sent, "nothing of the file reaches the journal"
     notes = [e.text for e in events if type(e).__name__ == "Note" and name in e.text]
     assert len(notes) == 1 and notes[0].startswith(f"{name} not read: ") and "\n" not in notes[0]
-    agent.refresh_instructions()
+    agent.stores.refresh_instructions()
     assert len([e for e in events if type(e).__name__ == "Note" and name in e.text]) == 1, "said once"
 
 

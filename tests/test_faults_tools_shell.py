@@ -561,6 +561,6 @@ async def test_the_unknown_tool_error_lists_every_tool(make_agent):
     await agent.turn("Call it.", TurnCallbacks())
     (answer,) = tool_messages(agent)
     assert answer.content.startswith("error: unknown tool 'rm_everything'")
-    for name in [t["name"] for t in agent.offered_tools()]:
+    for name in [t["name"] for t in agent.tools.offered_tools()]:
         assert name in answer.content
     assert "read_spill" in answer.content and "delegate" in answer.content

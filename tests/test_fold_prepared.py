@@ -36,7 +36,7 @@ async def test_a_fold_prepared_ahead_applies_at_the_trigger_without_a_request(ma
     agent.on_prepared = reported.append
     i = await turns_until_prepared(agent)
     prepared = agent.ladder.prepared
-    settings = agent.policy_context().settings
+    settings = agent.ladder.policy_context().settings
     limit = min(settings.trigger_tokens, settings.request_limit)
     assert PRE_TRIGGER * limit <= agent.session.context_tokens <= limit
     assert len(writer.requests) == 1 and reported == [prepared]

@@ -44,7 +44,7 @@ def test_agents_md_is_pinned_at_the_head_and_replaced_when_it_changes(tmp_path: 
     assert first.kind == Kind.instructions and first.pinned and first.meta["source"] == "AGENTS.md"
     assert "Run pytest before commits." in first.content
     asyncio.run(agent.turn("hello"))
-    assert agent.refresh_instructions() == []  # unchanged on disk: nothing read, nothing emitted
+    assert agent.stores.refresh_instructions() == []  # unchanged on disk: nothing read, nothing emitted
     _touch_later(tmp_path / "AGENTS.md", "Use spaces.\n")
     asyncio.run(agent.turn("again"))
     s = agent.session
@@ -60,7 +60,7 @@ def test_agents_md_is_pinned_at_the_head_and_replaced_when_it_changes(tmp_path: 
     assert [m.content for m in rebuilt.messages if m.kind == Kind.instructions] == [instructions[0].content]
     # a deleted file's message goes
     (tmp_path / "AGENTS.md").unlink()
-    assert agent.refresh_instructions() == ["AGENTS.md"]
+    assert agent.stores.refresh_instructions() == ["AGENTS.md"]
     assert not s.instructions
 
 

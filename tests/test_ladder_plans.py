@@ -264,7 +264,7 @@ async def test_the_agent_spills_a_message_bigger_than_the_window_and_never_sends
     assert user.kind == Kind.spill_pointer and agent.spill_store.read_spill(user.spill_id) == paste
     assert any("too big for the window" in n.text for n in agent.session.notes)
     usage = agent.session.usage[-1]
-    assert usage.context_tokens + agent.reply_cap() <= agent.session.window
+    assert usage.context_tokens + agent.ladder.reply_cap() <= agent.session.window
 
 
 async def test_escape_during_a_model_summary_applies_no_fold(make_agent):
@@ -359,8 +359,8 @@ async def test_the_demo_runs_through_the_agent(tmp_path: Path):
     from tailrent_tui.ui.demo import open_demo
 
     async with open_demo(pinned=True, speed=64.0, workspace=tmp_path) as app:
-        assert app.feeder.policy.name == "naive"
-        assert app.feeder.policy_context().settings.guard is None
+        assert app.feeder.ladder.policy.name == "naive"
+        assert app.feeder.ladder.policy_context().settings.guard is None
 
 
 async def test_the_pins_panel_warns_when_auto_pinning_stops(tmp_path: Path):
@@ -407,7 +407,7 @@ async def test_the_guard_setting_holds_through_the_agent_and_manual_folds(make_a
         agent.session.add("user", prose(i, 80))
     folded = await agent.fold()
     assert isinstance(folded, Folded) and folded.fold.guard == guard
-    assert agent.policy_context().settings.guard == guard
+    assert agent.ladder.policy_context().settings.guard == guard
 
 
 async def test_a_span_made_only_of_pins_is_refused_with_a_reason(make_agent):

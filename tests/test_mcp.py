@@ -75,7 +75,7 @@ async def test_mcp_tools_run_through_the_agents_door(make_agent, tmp_path: Path)
     assert hub.links["fx"].state == "ready"
     assert {"fx__echo", "fx__big", "fx__image"} <= set(mcp_names())
     # the schema as the server gave it, offered on the wire, and counted apart in the head
-    offered = {t["name"]: t for t in agent.offered_tools()}
+    offered = {t["name"]: t for t in agent.tools.offered_tools()}
     assert offered["fx__echo"]["parameters"]["properties"]["text"]["type"] == "string"
     assert hub.schema_tokens()["fx"] > 0
     assert agent.session.tool_schema_tokens == base + hub.schema_tokens()["fx"]

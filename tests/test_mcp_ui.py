@@ -45,7 +45,7 @@ async def test_mcp_in_the_app(tmp_path: Path, monkeypatch) -> None:
             assert tail.figures is not None and tail.figures.mcp_tokens == {"fx": tokens}
             assert mcp_lines({"fx": tokens})[0] == f"of system, mcp tools: {tokens:,} each request"
             head = agent.session.head_tokens
-            assert any(t["name"] == "fx__echo" for t in agent.offered_tools())
+            assert any(t["name"] == "fx__echo" for t in agent.tools.offered_tools())
 
             await pilot.press(*"/mcp disable fx", "enter")
             deadline = loop.time() + 15
@@ -53,7 +53,7 @@ async def test_mcp_in_the_app(tmp_path: Path, monkeypatch) -> None:
                 assert loop.time() < deadline, "the server was not disabled"
                 await asyncio.sleep(0.05)
             await pilot.pause()
-            assert not any(t["name"].startswith("fx__") for t in agent.offered_tools())
+            assert not any(t["name"].startswith("fx__") for t in agent.tools.offered_tools())
             assert agent.session.head_tokens == head - tokens
             (note,) = [n.text for n in agent.session.notes if "disabled for this session" in n.text]
             assert f"~{tokens:,} tokens fewer in every request's head" in note

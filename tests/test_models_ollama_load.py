@@ -127,7 +127,7 @@ async def test_a_failed_preload_is_noted_and_the_app_opens_anyway(fake_ollama, o
     await _one_turn(ollama_settings)
     del fake_ollama.models[MODEL]  # removed from the server since yesterday
     async with open_agent(ollama_settings, {"continue_": True}, async_writer=False) as agent:
-        assert await agent.preload() is None
+        assert await agent.link.preload() is None
         note = agent.session.notes[-1]
         assert note.level == "warning" and "could not load llama3.2:latest before the first request" in note.text
         assert "\n" not in note.text

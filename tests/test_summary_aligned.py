@@ -111,6 +111,6 @@ async def test_near_the_window_the_summary_request_stops_after_the_span_and_fits
     assert len(summary_request) <= len(last_turn)
     assert summary_request[:-1] == last_turn[: len(summary_request) - 1]
     # it fits the window with the summary's room; its prefix is still read from the cache
-    budget = agent.policy_context().settings.summary_budget(agent.session.folds[0].tokens_before)
+    budget = agent.ladder.policy_context().settings.summary_budget(agent.session.folds[0].tokens_before)
     assert usage.prompt_tokens + budget <= agent.session.window
     assert usage.cached_tokens > usage.evaluated_tokens

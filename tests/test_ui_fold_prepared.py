@@ -34,7 +34,7 @@ def folds_shown(app) -> str:
 async def test_a_fold_prepared_while_you_read_is_shown_and_applied_at_the_trigger(tmp_path):
     agent = make_agent(tmp_path, window=4096, settings=Settings(tokenizer="chars4"))
     await agent.turn("Hello.")  # the server's count (the tool schema) sets the budget's drift
-    limit = min(agent.policy_context().settings.trigger_tokens, agent.policy_context().settings.request_limit)
+    limit = min(agent.ladder.policy_context().settings.trigger_tokens, agent.ladder.policy_context().settings.request_limit)
     while agent.session.context_tokens < PRE_TRIGGER * limit:
         fill(agent.session, 1, pad=4)
     writer = MockModel([SUMMARY] * 3)

@@ -32,7 +32,7 @@ def config_dir(tmp_path, monkeypatch):
 def folding_agent(tmp_path, script, summaries=("- the cache is Redis on port 8000",)):
     """An agent one message short of its fold trigger, whose summaries come from a gated model."""
     agent = make_agent(tmp_path, script=script, window=4096, settings=Settings(tokenizer="chars4"))
-    trigger = agent.policy_context().settings.trigger_tokens
+    trigger = agent.ladder.policy_context().settings.trigger_tokens
     while agent.session.context_tokens + agent.session.count(ASK) <= trigger:
         fill(agent.session, 1, pad=4)
     assert agent.session.context_tokens <= trigger

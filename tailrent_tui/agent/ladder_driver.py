@@ -128,7 +128,7 @@ class LadderDriver:
         s = self.state
         window = s.session.window
         keeper = s.placement
-        placed = {"fold_placement": keeper.state.placement} if keeper is not None and keeper.detected else {}
+        placed: dict[str, Any] = {"fold_placement": keeper.state.placement} if keeper is not None and keeper.detected else {}
         if s.policy_settings is not None:
             settings = s.policy_settings.model_copy(update={"window": window, **placed})
         else:

@@ -6,15 +6,16 @@
 - the session stores (stores.py): decisions, instructions, exports, sub-session transcripts;
 - the model's start and switch (startup.py), the rent and usage (meter.py).
 
-They share one `AgentState` (state.py). The names below were the Agent's before it
-was split; they stay, so callers need not know which room holds what.
+They share one `AgentState` (state.py). The Agent offers what the app and the commands
+call (the `SessionAgent` Protocol of ui/protocol.py, the turn, the close); the bench, the
+demo's feeder and the tests reach a room's own calls through it (`agent.ladder.add_message`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tailrent_tui.agent.closing import Closing, close_parts
 from tailrent_tui.agent.events import (
@@ -27,19 +28,20 @@ from tailrent_tui.agent.events import (
     TurnCallbacks,
     TurnResult,
 )
+from tailrent_tui.agent.fold_requests import PreparedFold
 from tailrent_tui.agent.ladder_driver import OVERFLOW_SHRINK, LadderDriver
 from tailrent_tui.agent.meter import UsageMeter
 from tailrent_tui.agent.placement import PlacementKeeper
+from tailrent_tui.agent.slots import SlotKeeper
 from tailrent_tui.agent.startup import ModelLink
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.tool_runner import ToolRunner, cap_to_tokens
-from tailrent_tui.agent.tools.base import ToolContext, ToolOutcome, error
+from tailrent_tui.agent.tools.base import ToolOutcome, error
 from tailrent_tui.agent.turn import MAX_STEPS, TurnLoop
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.keepwarm import KeepWarm
 from tailrent_tui.core.messages import (
-    Event,
     Folded,
     FoldRecord,
     FoldSkipped,
@@ -54,15 +56,19 @@ from tailrent_tui.core.messages import (
     WatchAdded,
     new_id,
 )
-from tailrent_tui.core.policies import Plan, Policy, PolicyContext, PolicySettings
+from tailrent_tui.core.policies import PolicySettings
 from tailrent_tui.core.probe import ProbeReport
 from tailrent_tui.core.rungs.fold import FoldArchive, MemoryFoldArchive
 from tailrent_tui.core.rungs.spill import MemorySpillStore, SpillStore, spill_message
 from tailrent_tui.core.session import Session
-from tailrent_tui.core.summarize import LossySummarizer, Summarizer
+from tailrent_tui.core.summarize import LossySummarizer, Review, Summarizer, Verdict
 from tailrent_tui.models.base import ChatModel
 from tailrent_tui.settings import Settings
+from tailrent_tui.store.journal import Writer
 from tailrent_tui.store.sessions import OpenedSession
+
+if TYPE_CHECKING:
+    from tailrent_tui.agent.mcp.hub import McpHub
 
 __all__ = [
     "MAX_STEPS",
@@ -96,18 +102,21 @@ class Agent:
     spill_store: SpillStore = _shared("spill_store")
     archive: FoldArchive = _shared("archive")
     memory: Any = _shared("memory")
-    journal: Any = _shared("journal")
+    journal: Writer | None = _shared("journal")
     session_dir: Any = _shared("session_dir")
     opened: OpenedSession | None = _shared("opened", "the session as open_session gave it, closed at exit")
     summarizer: Any = _shared("summarizer")
     rent: Any = _shared("rent")
     is_sub: bool = _shared("is_sub")
     notice: str | None = _shared("notice")
-    on_summary: Any = _shared("on_summary", "told when a fold's summary is asked for and when it is in")
-    on_prepared: Any = _shared("on_prepared", "told when the next fold's summary is written ahead, used or dropped")
-    on_review: Any = _shared("on_review", "shows a fold before it applies (the app's fold preview)")
-    slots: Any = _shared("slots", "saves and restores llama.cpp's KV slot (agent/slots.py)")
-    placement: Any = _shared("placement", "where folds put their summary, and why (agent/placement.py)")
+    #: told when a fold's summary is asked for and when it is in
+    on_summary: Callable[[SummaryProgress], None] | None = _shared("on_summary")
+    #: told when the next fold's summary is written ahead, used or dropped
+    on_prepared: Callable[[PreparedFold | None], None] | None = _shared("on_prepared")
+    #: shows a fold before it applies (the app's fold preview)
+    on_review: Callable[[Review], Awaitable[Verdict]] | None = _shared("on_review")
+    slots: SlotKeeper | None = _shared("slots", "saves and restores llama.cpp's KV slot (agent/slots.py)")
+    placement: PlacementKeeper | None = _shared("placement", "where folds put their summary, and why (agent/placement.py)")
     cold_resume: bool = _shared("cold_resume")
     resumed: bool = _shared("resumed")
     resume_price: Any = _shared("resume_price")
@@ -156,7 +165,7 @@ class Agent:
         self.sub_tokens = 0
         self.sub_sessions: list[str] = []
         #: the session's MCP servers (agent/mcp): build_agent sets it when any is configured
-        self.mcp: Any = None
+        self.mcp: McpHub | None = None
         #: notes written while the session was built, before the app listened to it (build_agent sets them)
         self.startup_notes: list[Any] = []
         #: what SIGTERM or SIGHUP calls while the session is open (the app's exit); None: the block is cancelled
@@ -170,7 +179,8 @@ class Agent:
         self.ladder = LadderDriver(self.state, self.meter, self.stores)
         if self.meter.keep_warm is not None:
             # what an expiry costs is the policy's to say: the ladder folds at a cold resume
-            self.meter.keep_warm.rewrite_tokens = lambda: self.policy.cold_resume_tokens(self.session, self.policy_context())
+            ladder = self.ladder
+            self.meter.keep_warm.rewrite_tokens = lambda: ladder.policy.cold_resume_tokens(self.session, ladder.policy_context())
         self.tools = ToolRunner(self.state, self.ladder)
         self.tools.bind_session(self.delegate)
         # a summary request sends what a turn's request sends: its tools and options
@@ -185,31 +195,12 @@ class Agent:
             start=self.link.start, options=lambda: self.request_options(),
         )
 
-    # -- what other rooms hold, under the Agent's old names ------------------------
-
-    @property
-    def tool_ctx(self) -> ToolContext:
-        return self.tools.ctx
-
-    @property
-    def allowed_prefixes(self) -> set[str]:
-        return self.tools.allowed_prefixes
-
-    @property
-    def allowed_shell_prefixes(self) -> set[tuple[str, ...]]:
-        return self.tools.allowed_shell_prefixes
+    # -- what the app reads of the rooms ----------------------------------------------
 
     @property
     def keep_warm(self) -> KeepWarm | None:
         return self.meter.keep_warm
 
-    @property
-    def request_no(self) -> int:
-        return self.meter.request_no
-
-    @property
-    def policy(self) -> Policy:
-        return self.ladder.policy
 
     # -- closing -------------------------------------------------------------------------
 
@@ -232,9 +223,6 @@ class Agent:
     def will_preload(self) -> bool:
         return self.link.will_preload()
 
-    async def preload(self) -> float | None:
-        return await self.link.preload()
-
     async def start(self) -> None:
         await self.link.start()
 
@@ -242,7 +230,7 @@ class Agent:
         return await self.link.switch_model(spec)
 
     def request_options(self) -> dict[str, Any]:
-        return {"num_ctx": self.session.window, "temperature": 0, "max_tokens": self.reply_cap()}
+        return {"num_ctx": self.session.window, "temperature": 0, "max_tokens": self.ladder.reply_cap()}
 
     # -- the turn ----------------------------------------------------------------------
 
@@ -255,9 +243,6 @@ class Agent:
 
     async def ping(self, now: float | None = None) -> bool:
         return await self.turns.ping(now)
-
-    def offered_tools(self) -> list[dict[str, Any]]:
-        return self.tools.offered_tools()
 
     async def shell(self, command: str) -> Message:
         return await self.tools.shell(command)
@@ -308,44 +293,14 @@ class Agent:
     def unfold_cost(self, fold_no: int) -> tuple[int, float | None, bool]:
         return self.ladder.unfold_cost(fold_no)
 
-    async def prepare_fold(self) -> Any:
+    async def prepare_fold(self) -> PreparedFold | None:
         """Write the next fold's summary while the user reads (ladder_driver.py); None when none is due."""
         return await self.ladder.prepare_fold()
 
     def reread_after(self, record: FoldRecord) -> tuple[int, float | None]:
         return self.ladder.reread_after(record)
 
-    def token_drift(self) -> float:
-        return self.ladder.token_drift()
-
-    def budget_window(self) -> int:
-        return self.ladder.budget_window()
-
-    def reply_cap(self) -> int:
-        return self.ladder.reply_cap()
-
-    def policy_context(self) -> PolicyContext:
-        return self.ladder.policy_context()
-
-    async def run_plan(self, plan: Plan) -> list[Event]:
-        return await self.ladder.run_plan(plan)
-
-    async def after_add(self) -> list[Event]:
-        return await self.ladder.after_add()
-
-    async def before_request(self, cb: TurnCallbacks | None = None) -> list[Event]:
-        return await self.ladder.before_request(cb)
-
-    async def add_message(self, role: Any, content: str, **fields: Any) -> Message:
-        return await self.ladder.add_message(role, content, **fields)
-
-    async def admit_tool_text(self, tool: str, content: str, *, at: float | None = None) -> Message:
-        return await self.ladder.admit_tool_text(tool, content, at=at)
-
     # -- the stores (stores.py) ----------------------------------------------------------------
-
-    def refresh_instructions(self) -> list[str]:
-        return self.stores.refresh_instructions()
 
     async def fold_originals(self, fold_no: int) -> list[Message]:
         return await self.stores.fold_originals_async(fold_no)

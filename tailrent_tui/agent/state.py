@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tailrent_tui.agent.events import SummaryProgress
 from tailrent_tui.core.policies import PolicySettings
@@ -21,7 +21,13 @@ from tailrent_tui.core.summarize import Review, Summarizer, Verdict
 from tailrent_tui.models.base import ChatModel
 from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.settings import Settings
+from tailrent_tui.store.journal import Writer
 from tailrent_tui.store.sessions import OpenedSession
+
+if TYPE_CHECKING:
+    from tailrent_tui.agent.fold_requests import PreparedFold
+    from tailrent_tui.agent.placement import PlacementKeeper
+    from tailrent_tui.agent.slots import SlotKeeper
 
 
 @dataclass
@@ -34,7 +40,7 @@ class AgentState:
     archive: FoldArchive
     summarizer: Summarizer | ModelSummarizer
     memory: Any = None
-    journal: Any = None
+    journal: Writer | None = None
     session_dir: Any = None
     #: the session as `open_session` gave it (journal, directory, lock): closed at exit; None for a sub-session
     opened: OpenedSession | None = None
@@ -46,11 +52,11 @@ class AgentState:
     #: a turn and by hand, so this belongs to the agent, not to one turn's callbacks
     on_summary: Callable[[SummaryProgress], None] | None = None
     #: told when a fold's summary is written ahead (`prepare_fold`), and when it is used or dropped (None)
-    on_prepared: Callable[[Any], None] | None = None
+    on_prepared: Callable[[PreparedFold | None], None] | None = None
     #: shows a fold before it applies (the app's fold preview); unset: folds apply as planned
     on_review: Callable[[Review], Awaitable[Verdict]] | None = None
     #: saves and restores llama.cpp's KV slot (agent/slots.py); None for a sub-session
-    slots: Any = None
+    slots: SlotKeeper | None = None
     #: a resume past the cache TTL: the first request rewrites the prefix (build notes it)
     cold_resume: bool = False
     #: set by build_agent for a session that had requests before: the first start restores its slot and prices the resume
@@ -62,5 +68,5 @@ class AgentState:
     #: how long the model took to load before the first request (`preload`), when it was loaded
     preload_seconds: float | None = None
     #: where folds put their summary, and why (agent/placement.py); None for a sub-session
-    placement: Any = None
+    placement: PlacementKeeper | None = None
     notice: str | None = None

@@ -328,13 +328,13 @@ class AgentDriver:
         self.warm.replay_until(at)
 
     async def add(self, role: Any, content: str, *, pinned: bool, at: float) -> Message:
-        return await self.agent.add_message(role, content, pinned=pinned, at=at)
+        return await self.agent.ladder.add_message(role, content, pinned=pinned, at=at)
 
     async def admit_tool(self, tool: str, content: str, *, at: float) -> None:
-        await self.agent.admit_tool_text(tool, content, at=at)
+        await self.agent.ladder.admit_tool_text(tool, content, at=at)
 
     async def before_request(self) -> None:
-        await self.agent.before_request()
+        await self.agent.ladder.before_request()
 
 
 @asynccontextmanager

@@ -120,10 +120,10 @@ class DemoApp(TailrentApp):
                 continue
             role = record["role"]
             if role == "tool":
-                await self.feeder.admit_tool_text(record["tool"], record["content"])
+                await self.feeder.ladder.admit_tool_text(record["tool"], record["content"])
             else:
                 pin = self.pinned and record["content"] == DECISION
-                await self.feeder.add_message(role, record["content"], pinned=pin, autopin=False)
+                await self.feeder.ladder.add_message(role, record["content"], pinned=pin, autopin=False)
             self.played += 1
             await asyncio.sleep(PACE.get(role, 0.4) / self.speed)
         self.finished.set()

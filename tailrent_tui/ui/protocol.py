@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from tailrent_tui.agent.events import SummaryProgress, TurnCallbacks, TurnResult
+    from tailrent_tui.agent.fold_requests import PreparedFold
+    from tailrent_tui.agent.mcp.hub import McpHub
+    from tailrent_tui.agent.placement import PlacementKeeper
+    from tailrent_tui.agent.slots import SlotKeeper
     from tailrent_tui.core.keepwarm import KeepWarm
     from tailrent_tui.core.messages import (
         Folded,
@@ -27,11 +31,11 @@ if TYPE_CHECKING:
         Unpinned,
         WatchAdded,
     )
-    from tailrent_tui.core.ports import SpillStore
     from tailrent_tui.core.probe import ProbeReport
     from tailrent_tui.core.rent import RentModel
     from tailrent_tui.core.session import Session
     from tailrent_tui.core.summarize import Review, Verdict
+    from tailrent_tui.store.journal import Writer
 
 
 class ModelName(Protocol):
@@ -51,9 +55,7 @@ class SessionAgent(Protocol):
     @property
     def workspace(self) -> Path: ...
     @property
-    def spill_store(self) -> SpillStore: ...
-    @property
-    def journal(self) -> Any:
+    def journal(self) -> Writer | None:
         """The journal writer (sync or async), None for a session kept in memory."""
     @property
     def rent(self) -> RentModel | None:
@@ -61,10 +63,10 @@ class SessionAgent(Protocol):
     @property
     def keep_warm(self) -> KeepWarm | None: ...
     @property
-    def slots(self) -> Any:
+    def slots(self) -> SlotKeeper | None:
         """The KV slot keeper (llama.cpp), None when there is none."""
     @property
-    def placement(self) -> Any:
+    def placement(self) -> PlacementKeeper | None:
         """Where folds put their summary, and why (agent/placement.py), None when nothing detects it."""
     @property
     def notice(self) -> str | None:
@@ -81,17 +83,17 @@ class SessionAgent(Protocol):
     @property
     def preload_seconds(self) -> float | None: ...
     @property
-    def mcp(self) -> Any:
+    def mcp(self) -> McpHub | None:
         """The session's MCP servers (agent/mcp `McpHub`), None when none is configured."""
 
     # set by the session screen while it is mounted
     on_summary: Callable[[SummaryProgress], None] | None
     on_review: Callable[[Review], Awaitable[Verdict]] | None
-    on_prepared: Callable[[Any], None] | None
+    on_prepared: Callable[[PreparedFold | None], None] | None
 
     def will_preload(self) -> bool: ...
     async def start(self) -> None: ...
-    async def prepare_fold(self) -> Any: ...
+    async def prepare_fold(self) -> PreparedFold | None: ...
     async def ping(self, now: float | None = None) -> bool: ...
     async def turn(self, text: str | None, cb: TurnCallbacks | None = None) -> TurnResult: ...
     async def attach_paste(self, label: str, text: str) -> Message: ...
