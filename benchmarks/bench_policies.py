@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from tailrent_tui.scenarios.bench import BenchResult, run_bench  # noqa: E402
+from tailrent_tui.bench.runner import BenchResult, run_bench  # noqa: E402
 from tailrent_tui.scenarios.traces import get_trace  # noqa: E402
 
 

@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from test_ladder_plans import _VOCABULARY  # noqa: E402
 
+from tailrent_tui.bench.runner import run_bench  # noqa: E402
 from tailrent_tui.core.messages import Folded, UsageRecorded  # noqa: E402
-from tailrent_tui.scenarios.bench import run_bench  # noqa: E402
 from tailrent_tui.scenarios.traces import get_trace  # noqa: E402
 from tailrent_tui.store.sessions import find_session  # noqa: E402
 

@@ -129,8 +129,8 @@ def corrections(lines: list[dict[str, Any]]) -> dict[str, int]:
 def canary(windows: tuple[int, ...] = (2048, 4096), summarizers: tuple[str, ...] = ("mock-lossy", "mock-extractive")) -> str:
     """The canary traces through every policy: probed words visible (all rounds, and the last
     round's probes alone), superseded words shown as current, facts lost, requests over the window."""
+    from tailrent_tui.bench.runner import run_bench
     from tailrent_tui.core.policies import PolicySettings
-    from tailrent_tui.scenarios.bench import run_bench
     from tailrent_tui.scenarios.traces import get_trace
 
     rows = [

@@ -82,7 +82,7 @@ def morning(settings: Settings, case: str) -> dict[str, Any]:
     before = len(agent.session.usage)
     started = time.perf_counter()
     try:
-        import tailrent_tui.agent.slots as slots_mod
+        import tailrent_tui.agent.kv_slots as slots_mod
 
         slots_mod.time.time = later  # type: ignore[attr-defined]
         result = asyncio.run(agent.turn("Good morning. Which port does service 3 use?", None))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tailrent_tui.bench.runner import run_bench
 from tailrent_tui.cli import cli
-from tailrent_tui.scenarios.bench import run_bench
 from tailrent_tui.scenarios.traces import load_trace
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from tailrent_tui.agent.loop import SummaryEnded, SummaryStarted
+from tailrent_tui.bench.runner import run_bench
 from tailrent_tui.cli import cli
 from tailrent_tui.core.guard import REPAIR_HEADING
 from tailrent_tui.core.messages import Folded, FoldSkipped, Kind, MessageAdded
@@ -42,7 +43,6 @@ from tailrent_tui.core.summarize import (
 from tailrent_tui.core.tokens import Chars4Counter, get_counter
 from tailrent_tui.models.mock import MockModel
 from tailrent_tui.models.summarizer import ModelSummarizer
-from tailrent_tui.scenarios.bench import run_bench
 from tailrent_tui.scenarios.traces import get_trace
 from tailrent_tui.store.sessions import find_session
 
@@ -349,7 +349,7 @@ def test_bench_agent_driver_equals_core_driver(trace, summarizer):
 
 
 def test_bench_model_summarizer_needs_the_agent_driver():
-    from tailrent_tui.scenarios.bench import BenchError
+    from tailrent_tui.bench.runner import BenchError
 
     with pytest.raises(BenchError, match="--driver agent"):
         run_bench(get_trace("article"), ["ladder"], summarizer="model", driver="core")

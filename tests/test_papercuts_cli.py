@@ -52,7 +52,7 @@ def test_bench_plot_says_where_and_shows_the_none_curve(tmp_path: Path) -> None:
     )
     assert r.exit_code == 0, r.output
     assert f"plot written to {svg.resolve()}" in r.stderr
-    from tailrent_tui.scenarios.bench import run_many
+    from tailrent_tui.bench.runner import run_many
     from tailrent_tui.scenarios.traces import get_trace
 
     (t,) = run_many([get_trace("article")], ["none", "naive"]).traces

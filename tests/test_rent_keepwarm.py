@@ -17,9 +17,9 @@ import math
 
 import pytest
 
+from tailrent_tui.bench.runner import run_bench
 from tailrent_tui.core.keepwarm import KeepWarm, competitive_ratio, pause_ratio, ping_price
 from tailrent_tui.core.rent import PriceSheet, PriceSheetError, RentModel, get_price_sheet, parse_price_sheets
-from tailrent_tui.scenarios.bench import run_bench
 from tailrent_tui.scenarios.traces import BUILTIN_TRACES, get_trace
 
 SHEET = PriceSheet(

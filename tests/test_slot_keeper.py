@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tailrent_tui.agent.slots import SlotKeeper
+from tailrent_tui.agent.kv_slots import SlotKeeper
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.tokens import get_counter
+from tailrent_tui.models.kv_slots import SlotError, SlotsInfo
 from tailrent_tui.models.openai import OpenAIModel, rendered_prompt
-from tailrent_tui.models.slots import SlotError, SlotsInfo
 from tailrent_tui.models.wire import LlamaSlotRestored, LlamaSlotSaved
 from tailrent_tui.settings import Settings
 from tailrent_tui.store.sessions import SessionDir

@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from tailrent_tui.cli import cli
-from tailrent_tui.core.slots import (
+from tailrent_tui.core.kv_slots import (
     ResumePrice,
     SlotFile,
     SlotRecord,

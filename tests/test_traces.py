@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from tailrent_tui.bench.runner import run_bench
 from tailrent_tui.core.tokens import get_counter
-from tailrent_tui.scenarios.bench import run_bench
 from tailrent_tui.scenarios.traces import DEFAULT_START, TraceError, get_trace, load_trace
 
 

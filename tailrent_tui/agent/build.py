@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tailrent_tui.agent.kv_slots import SlotKeeper, idle_words
 from tailrent_tui.agent.loop import Agent
-from tailrent_tui.agent.slots import SlotKeeper, idle_words
 from tailrent_tui.agent.startup import model_options, model_spec_of
 from tailrent_tui.agent.tools import offered_tools
 from tailrent_tui.agent.wire import wire_messages
@@ -336,7 +336,7 @@ def _agent_for(
         sheet = sheet.with_ttl(max(keep_alive_seconds(settings.keep_alive), 1.0))
     elif sheet.local and isinstance(model, OpenAIModel):
         # llama.cpp (and the embedded engine) keep a slot's KV until another prompt takes the slot:
-        # no clock says when; the resume asks the server what its slot holds (agent/slots.py)
+        # no clock says when; the resume asks the server what its slot holds (agent/kv_slots.py)
         sheet = sheet.with_ttl(math.inf)
     rent = RentModel(sheet)
     last = last_request_at(session)

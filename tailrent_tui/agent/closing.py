@@ -17,7 +17,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tailrent_tui.agent.slots import SlotKeeper, SlotOutcome
+from tailrent_tui.agent.kv_slots import SlotKeeper, SlotOutcome
 from tailrent_tui.core.tokens import TokenCounter
 from tailrent_tui.models.base import ChatModel
 from tailrent_tui.models.embedded import EngineStuck

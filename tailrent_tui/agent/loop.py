@@ -29,10 +29,10 @@ from tailrent_tui.agent.events import (
     TurnResult,
 )
 from tailrent_tui.agent.fold_requests import PreparedFold
+from tailrent_tui.agent.kv_slots import SlotKeeper
 from tailrent_tui.agent.ladder_driver import OVERFLOW_SHRINK, LadderDriver
 from tailrent_tui.agent.meter import UsageMeter
 from tailrent_tui.agent.placement import PlacementKeeper
-from tailrent_tui.agent.slots import SlotKeeper
 from tailrent_tui.agent.startup import ModelLink
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.stores import SessionStores
@@ -115,7 +115,7 @@ class Agent:
     on_prepared: Callable[[PreparedFold | None], None] | None = _shared("on_prepared")
     #: shows a fold before it applies (the app's fold preview)
     on_review: Callable[[Review], Awaitable[Verdict]] | None = _shared("on_review")
-    slots: SlotKeeper | None = _shared("slots", "saves and restores llama.cpp's KV slot (agent/slots.py)")
+    slots: SlotKeeper | None = _shared("slots", "saves and restores llama.cpp's KV slot (agent/kv_slots.py)")
     placement: PlacementKeeper | None = _shared("placement", "where folds put their summary, and why (agent/placement.py)")
     cold_resume: bool = _shared("cold_resume")
     resumed: bool = _shared("resumed")

@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+from tailrent_tui.agent.kv_slots import on_resume, on_start
 from tailrent_tui.agent.ladder_driver import LadderDriver
-from tailrent_tui.agent.slots import on_resume, on_start
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.models.base import ChatModel, Preloadable
 from tailrent_tui.models.embedded import EmbeddedModel

@@ -26,8 +26,8 @@ from tailrent_tui.store.sessions import OpenedSession
 
 if TYPE_CHECKING:
     from tailrent_tui.agent.fold_requests import PreparedFold
+    from tailrent_tui.agent.kv_slots import SlotKeeper
     from tailrent_tui.agent.placement import PlacementKeeper
-    from tailrent_tui.agent.slots import SlotKeeper
 
 
 @dataclass
@@ -55,7 +55,7 @@ class AgentState:
     on_prepared: Callable[[PreparedFold | None], None] | None = None
     #: shows a fold before it applies (the app's fold preview); unset: folds apply as planned
     on_review: Callable[[Review], Awaitable[Verdict]] | None = None
-    #: saves and restores llama.cpp's KV slot (agent/slots.py); None for a sub-session
+    #: saves and restores llama.cpp's KV slot (agent/kv_slots.py); None for a sub-session
     slots: SlotKeeper | None = None
     #: a resume past the cache TTL: the first request rewrites the prefix (build notes it)
     cold_resume: bool = False

@@ -25,9 +25,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tailrent_tui.agent.events import TurnCallbacks, TurnResult
+from tailrent_tui.agent.kv_slots import check_held
 from tailrent_tui.agent.ladder_driver import LadderDriver
 from tailrent_tui.agent.meter import UsageMeter
-from tailrent_tui.agent.slots import check_held
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.text_protocol import PROTOCOL_META, PROTOCOL_NOTE, parse_actions

@@ -8,13 +8,7 @@ from pathlib import Path
 
 import click
 
-from tailrent_tui.commands._common import load_settings_or_fail
-from tailrent_tui.core.keepwarm import competitive_ratio
-from tailrent_tui.core.policies import POLICY_NAMES, UnknownPolicy
-from tailrent_tui.core.rent import PriceSheetError
-from tailrent_tui.core.tokens import TOKENIZERS, UnknownTokenizer
-from tailrent_tui.models.text import redact
-from tailrent_tui.scenarios.bench import (
+from tailrent_tui.bench.runner import (
     DRIVERS,
     SUMMARIZERS,
     BenchError,
@@ -23,6 +17,12 @@ from tailrent_tui.scenarios.bench import (
     TraceResult,
     run_many,
 )
+from tailrent_tui.commands._common import load_settings_or_fail
+from tailrent_tui.core.keepwarm import competitive_ratio
+from tailrent_tui.core.policies import POLICY_NAMES, UnknownPolicy
+from tailrent_tui.core.rent import PriceSheetError
+from tailrent_tui.core.tokens import TOKENIZERS, UnknownTokenizer
+from tailrent_tui.models.text import redact
 from tailrent_tui.scenarios.traces import BUILTIN_TRACES, TraceError, get_trace
 from tailrent_tui.settings import user_price_files
 

@@ -31,9 +31,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from tailrent_tui.core.kv_slots import SlotRecord
 from tailrent_tui.core.messages import Event, EventAdapter, Kind, UsageRecorded
 from tailrent_tui.core.session import DecisionMatcher, Session, SessionError
-from tailrent_tui.core.slots import SlotRecord
 from tailrent_tui.core.tokens import Framing, TokenCounter, get_counter
 from tailrent_tui.store.archive import FileFoldArchive
 from tailrent_tui.store.journal import (
@@ -47,6 +47,7 @@ from tailrent_tui.store.journal import (
     header_line,
     replay_journal,
 )
+from tailrent_tui.store.kv_slots import SlotListing, session_slots
 from tailrent_tui.store.memory import MemoryStore
 from tailrent_tui.store.paths import (
     FILE_MODE,
@@ -58,7 +59,6 @@ from tailrent_tui.store.paths import (
     write_file_atomic,
 )
 from tailrent_tui.store.rescue import RESCUE_DIR, RescueOutcome, rescue_unsaved, state_rescue_dir, unsaved_message
-from tailrent_tui.store.slots import SlotListing, session_slots
 from tailrent_tui.store.spills import FileSpillStore
 
 
@@ -101,7 +101,7 @@ class SessionMeta(BaseModel):
     tool_schema_tokens: int = 0
     summary: SessionSummary | None = None
     slots: list[SlotRecord] = Field(
-        default_factory=list, description="KV slot files the server saved for this session (store/slots.py)"
+        default_factory=list, description="KV slot files the server saved for this session (store/kv_slots.py)"
     )
 
 

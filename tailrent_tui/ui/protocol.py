@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from tailrent_tui.agent.events import SummaryProgress, TurnCallbacks, TurnResult
     from tailrent_tui.agent.fold_requests import PreparedFold
+    from tailrent_tui.agent.kv_slots import SlotKeeper
     from tailrent_tui.agent.mcp.hub import McpHub
     from tailrent_tui.agent.placement import PlacementKeeper
-    from tailrent_tui.agent.slots import SlotKeeper
     from tailrent_tui.core.keepwarm import KeepWarm
     from tailrent_tui.core.messages import (
         Folded,

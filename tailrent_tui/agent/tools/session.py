@@ -35,8 +35,9 @@ RANGE_LINES = 2000
 Delegate = Callable[[str], Awaitable[ToolOutcome]]
 
 
-class SessionStores(Protocol):
-    """The session and the stores outside its context (the agent's state has them)."""
+class SessionView(Protocol):
+    """What a session tool reads: the session and the stores outside its context
+    (not agent/stores.py's `SessionStores`, which writes them)."""
 
     session: Session
     spill_store: SpillStore
@@ -48,7 +49,7 @@ class SessionStores(Protocol):
 class SessionBinding:
     """What `ToolContext.session` holds in a session: its stores, and how it delegates (rung 3)."""
 
-    stores: SessionStores
+    stores: SessionView
     delegate: Delegate
 
 

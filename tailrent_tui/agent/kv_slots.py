@@ -1,4 +1,4 @@
-"""KV slots that survive restarts, and the resume's price: the driver around core/slots.py.
+"""KV slots that survive restarts, and the resume's price: the driver around core/kv_slots.py.
 
 When the model is an OpenAI-compatible server that turns out to be llama.cpp, every
 request is pinned to one slot (``id_slot``, the ``slot_id`` setting), so that slot
@@ -30,11 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tailrent_tui.agent.wire import wire_messages
-from tailrent_tui.core.messages import UsageRecorded
-from tailrent_tui.core.policies import Policy, PolicyContext
-from tailrent_tui.core.rent import HEAD_ID, RentModel, context_items, generation_rate, prompt_rate
-from tailrent_tui.core.session import Session
-from tailrent_tui.core.slots import (
+from tailrent_tui.core.kv_slots import (
     ResumePrice,
     SlotRecord,
     choose_restore,
@@ -43,13 +39,17 @@ from tailrent_tui.core.slots import (
     resume_price,
     slot_file_name,
 )
+from tailrent_tui.core.messages import UsageRecorded
+from tailrent_tui.core.policies import Policy, PolicyContext
+from tailrent_tui.core.rent import HEAD_ID, RentModel, context_items, generation_rate, prompt_rate
+from tailrent_tui.core.session import Session
 from tailrent_tui.models.base import ChatModel
+from tailrent_tui.models.kv_slots import SlotClient, SlotError, SlotServer
 from tailrent_tui.models.openai import OpenAIModel, SentPrompt, rendered_prompt
-from tailrent_tui.models.slots import SlotClient, SlotError, SlotServer
 from tailrent_tui.models.text import redact
 from tailrent_tui.settings import Settings
+from tailrent_tui.store.kv_slots import delete_slot_files, scan_slot_dir
 from tailrent_tui.store.sessions import SessionDir
-from tailrent_tui.store.slots import delete_slot_files, scan_slot_dir
 
 MB = 1024 * 1024
 

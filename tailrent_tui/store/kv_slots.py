@@ -7,7 +7,7 @@ session's meta.json keeps the names and sizes the server reported, and cleanup i
 the user's (``tailrent sessions --json`` lists what was saved).
 
 Only files named like tailrent's (``tailrent-<session>-<hash>.bin``, see
-``core/slots.py``) are ever touched: the same directory may hold other clients' slots.
+``core/kv_slots.py``) are ever touched: the same directory may hold other clients' slots.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from tailrent_tui.core.slots import SlotFile, SlotRecord, parse_slot_file_name
+from tailrent_tui.core.kv_slots import SlotFile, SlotRecord, parse_slot_file_name
 
 
 class SlotListing(BaseModel):
