@@ -175,7 +175,18 @@ class Agent:
         #: False when the model is the caller's (the bench's engine): `aclose` leaves it open
         self.owns_model = True
         self.meter = UsageMeter(self.state)
-        self.stores = SessionStores(self.state, instructions=instructions)
+        state = self.state
+        self.stores = SessionStores(
+            session=session,
+            session_dir=session_dir,
+            workspace=workspace,
+            spill_store=state.spill_store,
+            archive=state.archive,
+            memory=memory,
+            decisions_file=settings.decisions_file,
+            data_dir=settings.data_dir,
+            instructions=instructions and not is_sub,
+        )
         self.ladder = LadderDriver(self.state, self.meter, self.stores)
         if self.meter.keep_warm is not None:
             # what an expiry costs is the policy's to say: the ladder folds at a cold resume
