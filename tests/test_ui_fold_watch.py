@@ -189,9 +189,8 @@ async def test_the_server_dies_during_a_fold_the_fold_falls_back_and_the_message
 
 
 async def test_the_reply_counts_its_time_and_says_how_long_the_prompt_takes_to_read(tmp_path):
-    agent = make_agent(tmp_path)
+    agent = make_agent(tmp_path, rent=RentModel(get_price_sheet("local")))
     model = agent.model = GatedModel([{"text": "Done reading."}, {"text": "Read faster."}], chunk_size=4)
-    agent.rent = RentModel(get_price_sheet("local"))
     fill(agent.session, 6, pad=4)
     clock = FixedClock()
     app = make_app(agent, clock=clock)

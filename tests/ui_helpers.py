@@ -9,6 +9,7 @@ from typing import Any
 
 from tailrent_tui.agent.loop import Agent
 from tailrent_tui.core.messages import Kind, new_spill_id
+from tailrent_tui.core.rent import RentModel
 from tailrent_tui.core.rungs.fold import MemoryFoldArchive
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
@@ -38,6 +39,7 @@ def make_agent(
     clock: Callable[[], float] | None = None,
     notice: str | None = None,
     spill_ids: Callable[[], str] = new_spill_id,
+    rent: RentModel | None = None,
 ) -> Agent:
     session = Session(counter=get_counter("chars4"), system="You are a test agent.", window=window,
                       clock=clock or FixedClock(), spill_ids=spill_ids, id="test-session")
@@ -50,6 +52,7 @@ def make_agent(
         spill_store=MemorySpillStore(),
         archive=MemoryFoldArchive(),
         notice=notice,
+        rent=rent,
     )
 
 

@@ -174,7 +174,7 @@ class Agent:
         self.closing: Closing | None = None
         #: False when the model is the caller's (the bench's engine): `aclose` leaves it open
         self.owns_model = True
-        self.meter = UsageMeter(self.state)
+        self.meter = UsageMeter(session, rent, lambda: self.model.name)
         state = self.state
         self.stores = SessionStores(
             session=session,

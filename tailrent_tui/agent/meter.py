@@ -7,38 +7,42 @@ server reported, so the Tail panel and `tailrent sessions` can compare them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from tailrent_tui.agent.events import RequestStarted
-from tailrent_tui.agent.state import AgentState
 from tailrent_tui.core.keepwarm import KeepWarm
 from tailrent_tui.core.messages import UsageRecorded
-from tailrent_tui.core.rent import context_items, prompt_rate
+from tailrent_tui.core.rent import RentModel, context_items, prompt_rate
+from tailrent_tui.core.session import Session
 from tailrent_tui.models.base import Usage
 
 
 class UsageMeter:
     """Predicts each request's rent and records its usage; holds the keep-warm rule and the last request sent."""
 
-    def __init__(self, state: AgentState) -> None:
-        self.state = state
-        self.request_no = len(state.session.usage)
+    def __init__(self, session: Session, rent: RentModel | None, model_name: Callable[[], str]) -> None:
+        """`model_name`: the current model's name (a /model switch changes it), for a usage without one."""
+        self.session = session
+        self.rent = rent
+        self._model_name = model_name
+        self.request_no = len(session.usage)
         #: the keep-warm rule on this rent model; the app's timer asks it when to `ping`
-        self.keep_warm: KeepWarm | None = KeepWarm(state.rent) if state.rent is not None else None
+        self.keep_warm: KeepWarm | None = KeepWarm(rent) if rent is not None else None
         #: the last conversation request as sent (messages, tools): a ping re-sends exactly this prefix
         self.last_sent: tuple[list[dict[str, Any]], list[dict[str, Any]] | None] | None = None
         #: the pause (the time of the request it follows) whose ping failed: no more pings in it
         self.failed_pause: float | None = None
 
     def predict(self) -> Any:
-        rent, session = self.state.rent, self.state.session
+        rent, session = self.rent, self.session
         if rent is None:
             return None
         return rent.request(context_items(session), head_tokens=session.head_tokens, at=session.clock())
 
     def request_started(self, predicted: Any) -> RequestStarted:
         to_read = predicted.tail_tokens if predicted is not None else None
-        rent, session = self.state.rent, self.state.session
+        rent, session = self.rent, self.session
         rate = prompt_rate(session.usage, rent.sheet) if rent is not None else None
         # the sheet's guess of a speed is no measure of this machine: no estimate from it
         measured = rate is not None and rate.measured and to_read is not None
@@ -51,7 +55,7 @@ class UsageMeter:
     def record(
         self, predicted: Any, usage: Usage | None, purpose: Literal["turn", "summary", "ping"] = "turn", at: float | None = None,
     ) -> None:
-        session = self.state.session
+        session = self.session
         self.request_no += 1
         ev = UsageRecorded(
             request_no=self.request_no,
@@ -66,7 +70,7 @@ class UsageMeter:
             prompt_ms=usage.prompt_ms if usage else None,
             generation_ms=usage.generation_ms if usage else None,
             done_reason=usage.done_reason if usage else None,
-            model=(usage.model if usage and usage.model else self.state.model.name),
+            model=(usage.model if usage and usage.model else self._model_name()),
             purpose=purpose,
             at=session.clock() if at is None else at,
         )
