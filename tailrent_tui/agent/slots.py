@@ -193,6 +193,11 @@ class SlotKeeper:
         if model is None:
             self.state, self.off_reason = "off", "only llama.cpp's server saves KV slots"
             return None
+        if getattr(model, "started", True) is False:
+            return None  # the embedded engine has not started (or could not): asked once it listens
+        refused = getattr(model, "slots_refused", None)
+        if refused:
+            return self._turn_off(f"{refused}; resumes re-read the whole context")
         self._client = SlotClient(model.server_root, headers=getattr(model, "_headers", None))
         try:
             server = self._client.probe()
@@ -258,7 +263,7 @@ class SlotKeeper:
             outcome.level = "info" if "no slot was saved" in choice.reason else "warning"
             return outcome
         record = choice.record
-        damaged = _damaged_slot_file(slot_dir, record)
+        damaged = _damaged_slot_file(slot_dir, record, in_process=getattr(self.model, "kind", "") == "embedded")
         if damaged:
             # llama.cpp's engine asserts (GGML_ASSERT) on a short slot file and aborts the whole process
             self.restore_why = damaged
@@ -376,6 +381,10 @@ class SlotKeeper:
                     why = f"{record.file} is not in slot_dir {slot_dir}: is that the server's --slot-save-path?"
                 notes.extend(filter(None, [self._once("slot_dir", f"slot files not cleaned up: {why}")]))
             else:
+                digest = file_digest(slot_dir / record.file)
+                if digest is not None:
+                    record = record.model_copy(update={"digest": digest})
+                    records[-1] = record
                 doomed = cleanup_plan(
                     on_disk, keep=record.file,
                     session_cap=self.settings.slot_session_mb * MB, total_cap=self.settings.slot_total_mb * MB,
@@ -604,12 +613,37 @@ async def on_resume(agent: SlotHost) -> list[tuple[str, str]]:
     return lines
 
 
-def _damaged_slot_file(slot_dir: Path | None, record: SlotRecord) -> str | None:
+#: the first bytes of a llama.cpp slot file ("ggsq", LLAMA_STATE_SEQ_MAGIC, little-endian)
+SLOT_MAGIC = b"qsgg"
+
+
+def file_digest(path: Path) -> str | None:
+    """sha256 of a regular file (not followed through a symlink); None when it cannot be read."""
+    import hashlib
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        h = hashlib.sha256()
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _damaged_slot_file(slot_dir: Path | None, record: SlotRecord, *, in_process: bool = False) -> str | None:
     """Why the slot file of `record` must not be handed to the server to restore; None when it looks whole.
 
-    Checked only where tailrent can see the slot dir: a symlink, a file that is not regular, or one
-    whose size is not what the server reported writing (cut short by a full disk, replaced)."""
-    if slot_dir is None or not record.bytes:
+    Checked only where tailrent can see the slot dir: a symlink, a file that is not regular, one
+    that is not a llama.cpp slot file, one whose size is not what the server reported writing (cut
+    short by a full disk), or whose content is not what it wrote (another session's or another
+    model's slot under this name, a flipped bit). llama.cpp aborts its process (GGML_ASSERT) on a
+    short file: with the engine in this process (`in_process`), a record that cannot be checked
+    (no size, from an older tailrent) is not restored either."""
+    if slot_dir is None:
         return None
     path = slot_dir / record.file
     try:
@@ -618,10 +652,27 @@ def _damaged_slot_file(slot_dir: Path | None, record: SlotRecord) -> str | None:
         return None  # gone: choose_restore has said so where it can
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
         return f"{record.file} in the slot dir is not a regular file"
-    if st.st_size != record.bytes:
+    if record.bytes and st.st_size != record.bytes:
         return (
             f"{record.file} in the slot dir is {st.st_size:,} bytes, not the {record.bytes:,} the server wrote "
             "(cut short or replaced)"
+        )
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(SLOT_MAGIC))
+    except OSError as exc:
+        return f"{record.file} in the slot dir cannot be read ({exc.strerror or exc})"
+    if head != SLOT_MAGIC:
+        return f"{record.file} in the slot dir is not a llama.cpp slot file"
+    if record.digest is not None and file_digest(path) != record.digest:
+        return (
+            f"{record.file} in the slot dir is not the file the server wrote (its content changed: another "
+            "session's or another model's slot, or damage)"
+        )
+    if in_process and not record.bytes and record.digest is None:
+        return (
+            f"{record.file} has no recorded size to check it against, and a short slot file would abort "
+            "the embedded engine (and tailrent with it)"
         )
     return None
 
