@@ -77,6 +77,7 @@ from tailrent_tui.core.summarize import (
     Summarizer,
     Summary,
     Verdict,
+    check_edit,
     check_summary,
     fit_budget,
 )
@@ -322,12 +323,17 @@ def reviewed(
     mode = ctx.settings.fold_preview
     if mode == "never" or (mode == "manual" and not manual):
         return record
+    note: str | None = None
     while True:
-        verdict = yield Review(record, tuple(span))
+        verdict = yield Review(record, tuple(span), note=note)
         if not verdict.apply:
             return None
         if verdict.text is None:
             return record
+        why = check_edit(verdict.text)
+        note = f"your edit was not used: {why}" if why else None
+        if why:
+            continue  # the fold as it was, shown again with why
         record = prepare_fold(
             session, record.span_ids, summary=verdict.text, summarizer_name="you (edited)",
             guard=cast(GuardMode, record.guard), position=position, header=header, trigger=record.trigger,
