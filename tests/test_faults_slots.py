@@ -132,7 +132,7 @@ def _engine_copy(engine_session, tmp_path):
 @pytest.mark.parametrize("damage", ["one byte short", "one byte short, its size not recorded (older meta)", "half"])
 def test_a_short_slot_file_never_aborts_the_embedded_engine(engine_session, tmp_path, damage):
     """llama.cpp asserts (GGML_ASSERT, SIGABRT) on a short slot file: in tailrent's own process."""
-    home, ws, sid, file, sd = _engine_copy(engine_session, tmp_path)
+    home, ws, _sid, file, sd = _engine_copy(engine_session, tmp_path)
     slot = sd / "slots" / file
     body = slot.read_bytes()
     slot.write_bytes(body[: len(body) // 2] if damage == "half" else body[:-1])
