@@ -187,4 +187,6 @@ def test_a_hostile_slot_dir_turns_slots_off_in_one_line_and_the_turn_goes_on(eng
     off = [ln for ln in done.stderr.splitlines() if "KV slots off for this session" in ln]
     assert len(off) == 1 and str(slots) in off[0], done.stderr[-1500:]
     assert not [ln for ln in done.stderr.splitlines() if "KV slot not saved" in ln]
+    resume = [ln for ln in done.stderr.splitlines() if "resume: the first request" in ln]
+    assert resume and "the embedded engine starts empty" in resume[0], "never counted warm: the engine starts empty"
     assert list(elsewhere.iterdir()) == [], "nothing written through the symlink"

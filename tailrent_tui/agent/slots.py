@@ -456,6 +456,9 @@ def price_resume(agent: SlotHost, *, now: float | None = None, slot_why_said: bo
         idle = now - last
         if held is not None and held.warm is not None:
             warm, why = held.warm, (f"idle {idle_words(idle)}; {held.why}" if idle >= 0 else held.why)
+        elif getattr(agent.model, "kind", "") == "embedded":
+            # tailrent started this engine: nothing of the last request is in its cache
+            warm, why = False, "the embedded engine starts empty"
         elif idle < 0:
             why = f"the clock is {idle_words(-idle)} behind the last request: cannot tell whether the cache is warm, counted cold"
         elif idle < sheet.ttl_seconds:

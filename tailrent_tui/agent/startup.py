@@ -97,6 +97,8 @@ class ModelLink:
     async def _learn(self) -> None:
         # first: the embedded engine must listen before anything asks it, and a resumed Ollama model loads
         await self.preload()
+        if isinstance(self.state.model, EmbeddedModel) and not self.state.model.started:
+            return  # the engine did not start, and its note said why once: the first request tries again
         await self._learn_window()
         if self.state.placement is not None:
             # before the first request: llama.cpp is asked with n_cache_reuse from it on
