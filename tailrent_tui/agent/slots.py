@@ -193,11 +193,8 @@ class SlotKeeper:
         if model is None:
             self.state, self.off_reason = "off", "only llama.cpp's server saves KV slots"
             return None
-        if getattr(model, "started", True) is False:
-            return None  # the embedded engine has not started (or could not): asked once it listens
-        refused = getattr(model, "slots_refused", None)
-        if refused:
-            return self._turn_off(f"{refused}; resumes re-read the whole context")
+        if (why := _engine_slots(model)) is not None:
+            return self._turn_off(why) if why else None
         self._client = SlotClient(model.server_root, headers=getattr(model, "_headers", None))
         try:
             server = self._client.probe()
@@ -289,12 +286,7 @@ class SlotKeeper:
             return outcome
         ms = answer.timings.restore_ms if answer.timings else None
         outcome.ok, outcome.file, outcome.tokens, outcome.bytes, outcome.ms = (
-            True,
-            record.file,
-            answer.n_restored,
-            answer.n_read,
-            ms,
-        )
+            True, record.file, answer.n_restored, answer.n_read, ms)
         took = f" in {ms:.0f} ms" if ms is not None else ""
         outcome.line = f"KV slot restored: {answer.n_restored:,} tokens from {record.file}{took}"
         self._saved_hash = record.hash  # the file holds this prefix already
@@ -359,7 +351,8 @@ class SlotKeeper:
             )
             outcome.level = "warning"
             return outcome
-        record = plan.record.model_copy(update={"tokens": answer.n_saved, "bytes": answer.n_written})
+        digest = file_digest(self.slot_dir / plan.file) if self.slot_dir is not None else None
+        record = plan.record.model_copy(update={"tokens": answer.n_saved, "bytes": answer.n_written, "digest": digest})
         outcome.ok, outcome.tokens, outcome.bytes, outcome.ms = True, answer.n_saved, answer.n_written, ms
         outcome.line = f"KV slot saved ({reason}): {answer.n_saved:,} tokens, {answer.n_written / MB:.1f} MB in {ms:.0f} ms"
         self._saved_hash = record.hash
@@ -381,10 +374,6 @@ class SlotKeeper:
                     why = f"{record.file} is not in slot_dir {slot_dir}: is that the server's --slot-save-path?"
                 notes.extend(filter(None, [self._once("slot_dir", f"slot files not cleaned up: {why}")]))
             else:
-                digest = file_digest(slot_dir / record.file)
-                if digest is not None:
-                    record = record.model_copy(update={"digest": digest})
-                    records[-1] = record
                 doomed = cleanup_plan(
                     on_disk, keep=record.file,
                     session_cap=self.settings.slot_session_mb * MB, total_cap=self.settings.slot_total_mb * MB,
@@ -614,6 +603,15 @@ async def on_resume(agent: SlotHost) -> list[tuple[str, str]]:
     for text, level in lines:
         agent.session.note(text, level)
     return lines
+
+
+def _engine_slots(model: Any) -> str | None:
+    """The embedded engine's say on slots: "" before it listens (asked once it does), why it keeps
+    none (its slot dir refused), or None (any other server: ask it)."""
+    if getattr(model, "started", True) is False:
+        return ""
+    refused = getattr(model, "slots_refused", None)
+    return f"{refused}; resumes re-read the whole context" if refused else None
 
 
 #: the first bytes of a llama.cpp slot file ("ggsq", LLAMA_STATE_SEQ_MAGIC, little-endian)
