@@ -68,9 +68,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     llama.cpp engine at a time on the machine, its threads not fighting a second one. They
     are collected first, so that their worker starts on them while the others share the rest
     (last, they made a tail of minutes with one worker busy). The other `slow` tests come next
-    (longest first, as a scheduler should hand them out): collected in file order, the
-    bench-grade ones landed wherever their file fell, and one near the end left a tail of one
-    busy worker. Only the order changes; every test runs."""
+    (long ones first, as a scheduler should hand them out): collected in file order, the
+    bench-grade ones land wherever their file falls, and one handed out last leaves a tail of
+    one busy worker. Only the order changes; every test runs."""
     for item in items:
         if item.get_closest_marker("engine") is not None:
             item.add_marker(pytest.mark.xdist_group("engine"))
