@@ -27,7 +27,7 @@ from textual.widgets import Footer, Header
 from tailrent_tui.core.rent import get_price_sheet
 from tailrent_tui.ui.actions import BINDINGS, NAVIGATION_ACTIONS
 from tailrent_tui.ui.commands import LadderCommands
-from tailrent_tui.ui.completion import Sources, mentions
+from tailrent_tui.ui.completion import Sources, mentioned_files
 from tailrent_tui.ui.events import MessageFocused, PromptSubmitted
 from tailrent_tui.ui.messages import AgentNotice
 from tailrent_tui.ui.screens.session_clocks import RentClocks
@@ -206,16 +206,14 @@ class SessionScreen(SessionCommands, LadderActions, TurnFeed, RentClocks):
                 box.prompt_history.error = None
 
     def _mentioned_files(self, text: str) -> list[str]:
-        """The `@path` mentions that name a file in the workspace (others, like @someone, are just text)."""
+        """The `@path` mentions that name a file in the workspace; one that looks like a path but
+        is missing or leads out is said (others, like @someone, are just text)."""
         workspace = self.agent.workspace
         if workspace is None:
             return []
-        root = Path(workspace).resolve()
-        files = []
-        for path in mentions(text):
-            real = (root / path).resolve()
-            if (real == root or root in real.parents) and real.is_file():
-                files.append(path)
+        files, problems = mentioned_files(text, Path(workspace))
+        for line in problems:
+            self.notify(line, severity="warning")
         return files
 
     # -- focus: the input, or navigation among the messages ------------------------------
