@@ -386,6 +386,10 @@ async def test_cancel_mid_stream_keeps_the_partial_reply_marked(ollama_agent, fa
     assert partial.content == "".join(rec.deltas) and partial.content
     assert [m.content for m in agent.session.messages if m.role == "user"] == [question]
     assert any("cancelled" in n.text for n in agent.session.notes)
+    # the server read the prompt: the request is counted, as predicted, marked cancelled
+    counted = [u for u in agent.session.usage if u.cancelled]
+    assert len(counted) == 1 and counted[0].purpose == "turn" and counted[0].prompt_tokens is None
+    assert counted[0].predicted_evaluated > 0
     # the connection was dropped, so the server stops generating
     assert await asyncio.to_thread(fake_ollama.disconnected.wait, 10)
     # both the message and the marked partial reply are on disk

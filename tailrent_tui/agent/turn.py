@@ -21,10 +21,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from tailrent_tui.agent.events import TurnCallbacks, TurnResult
+from tailrent_tui.agent.events import MODEL_ERROR_NOTE, TurnCallbacks, TurnResult
 from tailrent_tui.agent.ladder_driver import LadderDriver
 from tailrent_tui.agent.meter import UsageMeter
 from tailrent_tui.agent.slots import check_held
@@ -37,11 +37,15 @@ from tailrent_tui.core.messages import Message, ToolCall
 from tailrent_tui.core.rent import context_item
 from tailrent_tui.core.summarize import TEMPLATE_TOKEN
 from tailrent_tui.models.base import TextDelta, ThinkingDelta, ToolCallChunk, Usage
-from tailrent_tui.models.errors import ContextOverflow, ModelError, ToolsUnsupported
+from tailrent_tui.models.errors import Busy, ContextOverflow, ModelError, ToolsUnsupported
 from tailrent_tui.models.openai import OpenAIModel
 from tailrent_tui.text import storable
 
 MAX_STEPS = 24
+#: seconds to wait before each retry of a request the server answered busy (HTTP 503 "Loading
+#: model", 429) before any of its reply: bounded, about half a minute in all; a Retry-After the
+#: server sends is followed up to the longest of them
+BUSY_WAITS = (2.0, 4.0, 8.0, 16.0)
 
 
 class TurnLoop:
@@ -119,7 +123,7 @@ class TurnLoop:
                 continue
             except ModelError as exc:
                 result.error = exc
-                session.note(f"model error: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""), "error")
+                session.note(f"{MODEL_ERROR_NOTE}{exc.message}" + (f" ({exc.hint})" if exc.hint else ""), "error")
                 return result
             except asyncio.CancelledError:
                 result.cancelled = True
@@ -187,7 +191,7 @@ class TurnLoop:
         usage: Usage | None = None
         cb.on_reply_start(self.meter.request_started(predicted))
         self.meter.last_sent = (wire, tools or None)
-        stream = model.stream(wire, tools=tools or None, options=self._options())
+        stream = self._busy_retried(lambda: model.stream(wire, tools=tools or None, options=self._options()), cb, result)
         caps = self.state.settings.caps
         size = 0
         cut_reply = False
@@ -214,6 +218,8 @@ class TurnLoop:
             if partial:
                 session.add("assistant", partial, autopin=False, meta={"cancelled": True})
             session.note("reply cancelled" + (" (partial reply kept)" if partial else ""), "warning")
+            # the server read its prompt all the same: counted, as predicted (it reports nothing)
+            self.meter.record(predicted, usage, cancelled=True)
             with contextlib.suppress(Exception):
                 await stream.aclose()  # type: ignore[attr-defined]
             raise
@@ -257,6 +263,35 @@ class TurnLoop:
             self._check_schema_sent(usage, cb)
         await self.ladder.after_add()
         return reply, list(zip(tool_calls, calls, strict=True)), usage
+
+    async def _busy_retried(
+        self, open_stream: Callable[[], Any], cb: TurnCallbacks, result: TurnResult
+    ) -> AsyncIterator[Any]:
+        """The model's stream, opened again after a wait (`BUSY_WAITS`) while the server answers busy
+        before any of the reply (llama.cpp's 503 "Loading model"); each wait is said in the transcript."""
+        for attempt in range(len(BUSY_WAITS) + 1):
+            stream = open_stream()
+            started = False
+            try:
+                async for chunk in stream:
+                    started = True
+                    yield chunk
+                return
+            except Busy as exc:
+                if started or attempt == len(BUSY_WAITS):
+                    raise
+                wait = BUSY_WAITS[attempt]
+                if exc.retry_after is not None:
+                    wait = min(max(exc.retry_after, 0.0), max(BUSY_WAITS))
+                self._warn(
+                    f"the server is busy ({exc.message}): retry {attempt + 1} of {len(BUSY_WAITS)} in {wait:g} s",
+                    cb,
+                    result,
+                )
+                await asyncio.sleep(wait)
+            finally:
+                with contextlib.suppress(Exception):
+                    await stream.aclose()
 
     def _bounded_calls(self, calls: list[ToolCallChunk], cb: TurnCallbacks, result: TurnResult) -> list[ToolCallChunk]:
         return bounded_calls(calls, self.state.settings.caps, lambda text: self._warn(text, cb, result))

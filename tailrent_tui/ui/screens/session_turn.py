@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from textual.notifications import SeverityLevel
 
 from tailrent_tui.agent.events import (
+    MODEL_ERROR_NOTE,
     Approval,
     ApprovalRequest,
     RequestStarted,
@@ -95,7 +96,9 @@ class TurnFeed(RentClocks):
                 await transcript.apply_event(event)
                 self.sidebar.note_event(event)
                 # the ladder's warnings (a spilled message, auto-pin stopped) are the user's to see
-                if isinstance(event, Note) and event.level in ("warning", "error") and await transcript.show_notice(event.text):
+                # a turn's model error is shown once, at the turn's end, with what to do
+                said = isinstance(event, Note) and event.level in ("warning", "error")
+                if said and not event.text.startswith(MODEL_ERROR_NOTE) and await transcript.show_notice(event.text):
                     self.notify(event.text, severity=event.level)
             case ReplyText(text=text):
                 await transcript.reply_text(text)
@@ -135,8 +138,8 @@ class TurnFeed(RentClocks):
         if error is not None:
             self.retry_pending = True
             text = f"model error: {error.message}" + (f"\n{error.hint}" if error.hint else "")
+            # one failure, one message: this block (no note beside it, no toast)
             await self.transcript.show_turn_error(text + "\nYour message is kept: ctrl+r or /retry sends it again.")
-            self.notify(error.message, title="model error", severity="error")
             await self._give_back_waiting("the model failed")
             return
         self._arm_slot_save()
