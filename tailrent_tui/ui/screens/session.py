@@ -143,10 +143,12 @@ class SessionScreen(SessionCommands, LadderActions, TurnFeed, RentClocks):
             seconds = self.agent.preload_seconds
             if seconds is not None:
                 self.notify(f"{self._model_name()} loaded in {seconds:.1f} s", timeout=4)
-            # the resume's price and the slot restored; warnings come through their notes already
+            # the resume's price and the slot restored, kept in the transcript (why the first request
+            # reads what it reads: a slot another client took, a restarted server); warnings come
+            # through their notes already
             for text, level in self.agent.resume_lines:
                 if level == "info":
-                    self.notify(text, title="resume", timeout=15)
+                    await self.transcript.show_notice(text)
 
         self.run_worker(run(), group="start", name="ask the server", exit_on_error=False)
 
