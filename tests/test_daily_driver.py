@@ -115,3 +115,106 @@ def test_a_server_that_stays_busy_is_given_up_on_after_the_last_wait_in_one_erro
     errors = [line for line in out.stderr.splitlines() if "Loading model" in line and "retry" not in line.split(":")[0]]
     assert "Traceback" not in out.output + out.stderr
     assert errors, out.stderr
+
+
+# -- issue 26, item 11: after a crash mid-reply, ctrl+r answers the last user message ----------
+
+
+class Stalling:
+    """A server that streams the start of a reply, then holds the connection open."""
+
+    def __init__(self) -> None:
+        self.streaming = threading.Event()
+        self.release = threading.Event()
+        self.url = ""
+
+
+@pytest.fixture
+def stalling() -> Iterator[Stalling]:
+    state = Stalling()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            data = json.dumps({"data": [{"id": "tiny.gguf", "meta": {"n_ctx": 8192}}]}).encode()
+            self.send_response(200 if self.path.startswith("/v1/models") else 404)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            chunk = {"choices": [{"delta": {"content": "The port is "}}], "model": "tiny.gguf"}
+            self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            self.wfile.flush()
+            state.streaming.set()
+            state.release.wait(60)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    yield state
+    state.release.set()
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_after_a_crash_mid_reply_ctrl_r_answers_the_last_user_message(tmp_path, stalling, monkeypatch):
+    import asyncio
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from ui_helpers import wait_until
+
+    from tailrent_tui.agent.build import build_agent
+    from tailrent_tui.models.mock import MockModel
+    from tailrent_tui.settings import Settings
+    from tailrent_tui.store.sessions import last_active
+    from tailrent_tui.ui.app import TailrentApp
+    from tailrent_tui.ui.launch import close_agent_sync
+
+    monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
+    ws, data = tmp_path / "ws", tmp_path / "data"
+    ws.mkdir()
+    env = {**os.environ, "TAILRENT_HOME": str(data), "TAILRENT_TOKENIZER": "chars4", "TAILRENT_FSYNC": "false"}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tailrent_tui", "--workspace", str(ws), "ask", "--model", f"openai:{stalling.url}",
+         "Which port does the API use?"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert stalling.streaming.wait(120), "the reply never started"
+    finally:
+        child.send_signal(signal.SIGKILL)  # the crash: nothing runs after it
+        child.wait(30)
+
+    settings = Settings(model="mock", data_dir=data, workspace=ws, fsync=False, tokenizer="chars4")
+    agent = build_agent(settings, {"continue_": True})
+    assert [m.role for m in agent.session.messages if not m.cut_off][-1] == "user"
+    agent.model = MockModel([{"text": "It listens on 8443."}])
+    app = TailrentApp(agent, settings)
+
+    async def morning() -> None:
+        async with app.run_test(size=(140, 40)) as pilot:
+            notices = lambda: [str(w.render()) for w in app.transcript.query(".turn-notice")]  # noqa: E731
+            await wait_until(pilot, lambda: any("has no reply" in n for n in notices()), what="the owed reply said")
+            await pilot.press("ctrl+r")
+            await wait_until(pilot, lambda: not app.running and agent.session.messages[-1].role == "assistant", what="reply")
+            await pilot.press("ctrl+q")
+
+    try:
+        asyncio.run(morning())
+    finally:
+        close_agent_sync(agent)
+    said = [(m.role, m.content) for m in agent.session.messages if not m.cut_off and m.role in ("user", "assistant")]
+    assert said == [("user", "Which port does the API use?"), ("assistant", "It listens on 8443.")]
+    assert last_active(data).id == agent.session.id

@@ -118,6 +118,13 @@ class SessionScreen(SessionCommands, LadderActions, TurnFeed, RentClocks):
         # the notes that replaying the journal wrote
         for note in self.agent.startup_notes:
             self._queue.put_nowait(AgentNotice(note.text, note.level))
+        if self._owes_reply():
+            # the session stopped before its last message was answered (a crash mid-reply)
+            self.retry_pending = True
+            self._queue.put_nowait(AgentNotice(
+                "the last message has no reply (the session stopped before it came): ctrl+r or /retry answers it",
+                "warning",
+            ))
         self.post_message(self.Ready())
         self.focus_at_start()
         self.call_after_refresh(self._start_agent)
