@@ -187,6 +187,7 @@ class TurnLoop:
         wire = wire_messages(session)
         predicted = self.meter.predict()
         parts: list[str] = []
+        thinking: list[str] = []
         calls: list[ToolCallChunk] = []
         usage: Usage | None = None
         cb.on_reply_start(self.meter.request_started(predicted))
@@ -208,6 +209,7 @@ class TurnLoop:
                     parts.append(chunk.text)
                     cb.on_text(chunk.text)
                 elif isinstance(chunk, ThinkingDelta):
+                    thinking.append(chunk.text)
                     cb.on_thinking(chunk.text)
                 elif isinstance(chunk, ToolCallChunk):
                     calls.append(chunk)
@@ -249,6 +251,9 @@ class TurnLoop:
         tool_calls = [ToolCall(id=c.id or f"call_{i}", name=c.name, arguments=c.arguments) for i, c in enumerate(calls)]
         text = "".join(parts)
         meta = _call_errors(calls)
+        if thinking:
+            # kept for the export and the inspector; never sent back, never counted in the context
+            meta["thinking"] = "".join(thinking)
         # a reply that ran to its token cap, or that writes the chat template's own tokens (a base
         # model rambling on), is no decision to pin whole: the user can still pin it by hand
         runaway = (usage is not None and usage.truncated) or TEMPLATE_TOKEN.search(text) is not None
