@@ -172,7 +172,8 @@ def build_demo(*, pinned: bool, speed: float, clock: Any = None, workspace: Path
         archive=MemoryFoldArchive(),
         summarizer=LossySummarizer(),
         policy_settings=policy_settings,
-        instructions=True,
+        # the article's run, the same in any folder: a workspace's AGENTS.md is not part of it
+        instructions=False,
     )
     extra = {"clock": clock} if clock is not None else {}
     return DemoApp(agent, settings, records=records, pinned=pinned, speed=speed, **extra)
