@@ -39,7 +39,7 @@ from tailrent_tui.core.summarize import TEMPLATE_TOKEN
 from tailrent_tui.models.base import TextDelta, ThinkingDelta, ToolCallChunk, Usage
 from tailrent_tui.models.errors import Busy, ContextOverflow, ModelError, ToolsUnsupported
 from tailrent_tui.models.openai import OpenAIModel
-from tailrent_tui.text import storable
+from tailrent_tui.text import model_label, storable
 
 MAX_STEPS = 24
 #: seconds to wait before each retry of a request the server answered busy (HTTP 503 "Loading
@@ -168,7 +168,7 @@ class TurnLoop:
             self._warn(f"tool_protocol = \"text\": {how}", cb, result)
         else:
             self._warn(
-                f"{model.name or 'this model'} cannot call tools through this server{why}, so it may invent what files "
+                f"{model_label(model.name) if model.name else 'this model'} cannot call tools through this server{why}, so it may invent what files "
                 f"hold: from now on {how} (tool_protocol = \"native\" turns this off)",
                 cb,
                 result,
@@ -245,7 +245,7 @@ class TurnLoop:
         if usage is not None:
             result.usage.append(usage)
             if usage.tools_dropped:
-                msg = f"{model.name} does not support tools: the reply was made without them"
+                msg = f"{model_label(model.name)} does not support tools: the reply was made without them"
                 result.notices.append(msg)
                 cb.on_notice(msg, "warning")
         tool_calls = [ToolCall(id=c.id or f"call_{i}", name=c.name, arguments=c.arguments) for i, c in enumerate(calls)]

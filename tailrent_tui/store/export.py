@@ -35,7 +35,7 @@ from tailrent_tui.core.session import Session, replay
 from tailrent_tui.store.ledger_report import ledger_markdown, ledger_rows
 from tailrent_tui.store.paths import write_file_atomic
 from tailrent_tui.store.sessions import SessionDir
-from tailrent_tui.text import json_visible, visible
+from tailrent_tui.text import json_visible, model_label, visible
 
 Format = Literal["md", "json"]
 PIN = "📌"
@@ -55,9 +55,9 @@ def reply_models(events: list[Event]) -> dict[str, str]:
         if isinstance(ev, MessageAdded) and ev.message.role == "assistant":
             waiting.append(ev.message.id)
         elif isinstance(ev, UsageRecorded) and ev.sub_session is None and ev.purpose == "turn" and ev.model:
-            last = ev.model
+            last = model_label(ev.model)
             for mid in waiting:
-                models[mid] = ev.model
+                models[mid] = last
             waiting = []
     for mid in waiting:
         if last is not None:
