@@ -272,3 +272,16 @@ def test_fold_notes_name_the_model_not_its_gguf_path():
     assert ModelSummarizer(served).name == "model:SmolLM2-135M-Instruct-Q8_0"
     assert model_label("qwen2.5-coder:7b") == "qwen2.5-coder:7b"
     assert model_label("C:\\models\\gemma.GGUF") == "gemma"
+
+
+def test_a_bad_config_toml_reports_every_error_at_once(tmp_path, monkeypatch):
+    from tailrent_tui.cli import cli
+
+    cfg = tmp_path / "config"
+    cfg.mkdir()
+    (cfg / "config.toml").write_text('window = "big"\nfold_trigger = 7\nbogus_key = 1\nspill_threshold = -1\n', encoding="utf-8")
+    monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(cfg))
+    out = CliRunner().invoke(cli, ["config"])
+    assert out.exit_code != 0 and "Traceback" not in out.output
+    for key in ("unknown key 'bogus_key'", "window:", "fold_trigger:", "spill_threshold:"):
+        assert key in out.output, out.output
