@@ -298,3 +298,81 @@ def test_the_ledger_panel_and_the_tail_panel_agree_on_pin_tokens():
     s.add("assistant", "ok")
     led, pins, _ = ledger_tokens(s)
     assert led + pins == s.totals.pinned and s.totals.pinned > 0
+
+
+# -- issue 26, item 14: keys and scrolling in the app ----------------------------------------
+
+
+async def test_the_spill_viewer_searches_and_end_goes_to_the_last_line(tmp_path):
+    from ui_helpers import make_agent, make_app, wait_until
+
+    from tailrent_tui.core.messages import Spilled
+    from tailrent_tui.ui.screens.spill_viewer import SpillViewer
+
+    agent = make_agent(tmp_path)
+    lines = [f"row {i}: all fine" for i in range(400)]
+    lines[120] = "row 120: ERROR disk full"
+    lines[330] = "row 330: error again, disk full"
+    text = "\n".join(lines)
+    spill = Spilled(id="m1", spill_id="s1", tool="run_shell", location="", tokens_before=4000, pointer="p", pointer_tokens=5, at=0)
+    app = make_app(agent)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.push_screen(SpillViewer(spill, text))
+        await wait_until(pilot, lambda: isinstance(app.screen, SpillViewer) and bool(app.screen.query("TextArea")), what="viewer")
+        viewer = app.screen
+        area = viewer.query_one("TextArea")
+        await pilot.press("end")
+        assert area.cursor_location[0] == 399 and area.scroll_y > 0
+        await pilot.press("home")
+        assert area.cursor_location == (0, 0)
+        await pilot.press("slash", *"error", "enter")
+        assert area.selection.start == (120, 9) and area.selected_text == "ERROR"
+        assert "match 1 of 2" in str(viewer.query_one("#found").render())
+        await pilot.press("n")
+        assert area.selection.start[0] == 330 and area.selected_text == "error"
+        await pilot.press("n")
+        assert area.selection.start[0] == 120, "wraps round"
+        await pilot.press("N")
+        assert area.selection.start[0] == 330
+        await pilot.press("escape")
+        assert not isinstance(app.screen, SpillViewer)
+
+
+async def test_k_on_the_first_message_stays_in_navigation_and_types_nothing(tmp_path):
+    from ui_helpers import fill, make_agent, make_app
+
+    from tailrent_tui.ui.widgets.message import MessageView
+
+    agent = make_agent(tmp_path)
+    fill(agent.session, 4)
+    app = make_app(agent)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("tab")
+        for _ in range(8):  # past the first message
+            await pilot.press("k")
+        assert app.prompt.text == ""
+        assert isinstance(app.screen.focused, MessageView) and app.screen.focused.message.id == "m00000"
+
+
+@pytest.mark.parametrize("reading", [True, False])
+async def test_a_reply_scrolls_into_view_only_for_a_reader_at_the_bottom(tmp_path, reading):
+    from ui_helpers import GatedModel, fill, make_agent, make_app, wait_until
+
+    agent = make_agent(tmp_path)
+    fill(agent.session, 60, pad=2)
+    agent.model = GatedModel([{"text": "a line of the reply\n" * 80}], chunk_size=4)
+    app = make_app(agent)
+    async with app.run_test(size=(120, 30)) as pilot:
+        app.prompt.value = "go on"
+        await pilot.press("enter")
+        transcript = app.transcript
+        if reading:
+            await pilot.press("tab", *"k" * 15)  # reading an earlier message
+        before = transcript.scroll_y
+        agent.model.gate.set()
+        await wait_until(pilot, lambda: not app.running, what="the reply")
+        await pilot.pause()
+        if reading:
+            assert transcript.scroll_y == before < transcript.max_scroll_y
+        else:
+            assert transcript.scroll_y == transcript.max_scroll_y > before
