@@ -376,3 +376,18 @@ async def test_a_reply_scrolls_into_view_only_for_a_reader_at_the_bottom(tmp_pat
             assert transcript.scroll_y == before < transcript.max_scroll_y
         else:
             assert transcript.scroll_y == transcript.max_scroll_y > before
+
+
+async def test_a_new_session_with_project_instructions_owes_no_reply(make_agent, workspace):
+    """The pinned AGENTS.md is no user message waiting for an answer (seen in tmux on the real engine)."""
+    from ui_helpers import make_app
+
+    (workspace / "AGENTS.md").write_text("# Agents\nKeep functions small.\n", encoding="utf-8")
+    agent = make_agent()
+    assert any(m.kind.value == "instructions" for m in agent.session.messages)
+    app = make_app(agent)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        assert not app.screen.retry_pending
+        assert not [w for w in app.transcript.query(".turn-notice") if "has no reply" in str(w.render())]

@@ -31,7 +31,7 @@ from tailrent_tui.agent.events import (
     TurnCallbacks,
     TurnResult,
 )
-from tailrent_tui.core.messages import Event, Note
+from tailrent_tui.core.messages import Event, Kind, Note
 from tailrent_tui.models.errors import ModelError
 from tailrent_tui.ui.messages import (
     AgentNotice,
@@ -155,9 +155,14 @@ class TurnFeed(RentClocks):
             return  # written again at the next pause, or at the trigger as any fold
 
     def _owes_reply(self) -> bool:
-        """Is the last message the model was (or would be) sent a user's or a tool's, with no reply after it?"""
-        last = next((m for m in reversed(self.session.messages) if not m.cut_off), None)
-        return last is not None and last.role in ("user", "tool")
+        """Is the last turn of the conversation a user's message, or a tool's answer to the model's call,
+        with no reply after it? What sits in the context without asking for one does not count: the
+        project instructions, the ledger, a fold's summary, a `!cmd` and its output, an attached file."""
+        placed = (Kind.instructions, Kind.ledger, Kind.fold_summary)
+        last = next((m for m in reversed(self.session.messages) if not m.cut_off and m.kind not in placed), None)
+        if last is None or last.meta.get("shell"):
+            return False
+        return (last.role == "user" and last.kind is Kind.chat) or (last.role == "tool" and last.tool_call_id is not None)
 
     def _turn_callbacks(self) -> TurnCallbacks:
         put = self._queue.put_nowait
