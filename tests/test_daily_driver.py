@@ -314,7 +314,9 @@ async def test_the_spill_viewer_searches_and_end_goes_to_the_last_line(tmp_path)
     lines[120] = "row 120: ERROR disk full"
     lines[330] = "row 330: error again, disk full"
     text = "\n".join(lines)
-    spill = Spilled(id="m1", spill_id="s1", tool="run_shell", location="", tokens_before=4000, pointer="p", pointer_tokens=5, at=0)
+    spill = Spilled(
+        id="m1", spill_id="s1", tool="run_shell", location="", tokens_before=4000, pointer="p", pointer_tokens=5, at=0
+    )
     app = make_app(agent)
     async with app.run_test(size=(120, 40)) as pilot:
         app.push_screen(SpillViewer(spill, text))

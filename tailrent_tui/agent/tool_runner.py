@@ -212,7 +212,9 @@ class ToolRunner:
         m.meta = {"spill_location": str(raw_path_for(spill_id)), "spilled_tokens": est}
         return session.add_message(m, autopin=False)
 
-    async def _admit(self, tool: str, result: ToolOutcome, *, threshold: int | None = None, preview_tail: bool = False) -> Message:
+    async def _admit(
+        self, tool: str, result: ToolOutcome, *, threshold: int | None = None, preview_tail: bool = False
+    ) -> Message:
         s = self.state
         threshold = max(s.settings.spill_threshold, threshold or 0)
         result = self.within_spill_budget(tool, result, threshold)

@@ -167,8 +167,9 @@ class TurnLoop:
         if choice == "text":
             self._warn(f"tool_protocol = \"text\": {how}", cb, result)
         else:
+            named = model_label(model.name) if model.name else "this model"
             self._warn(
-                f"{model_label(model.name) if model.name else 'this model'} cannot call tools through this server{why}, so it may invent what files "
+                f"{named} cannot call tools through this server{why}, so it may invent what files "
                 f"hold: from now on {how} (tool_protocol = \"native\" turns this off)",
                 cb,
                 result,

@@ -97,8 +97,12 @@ class TurnFeed(RentClocks):
                 self.sidebar.note_event(event)
                 # the ladder's warnings (a spilled message, auto-pin stopped) are the user's to see
                 # a turn's model error is shown once, at the turn's end, with what to do
-                said = isinstance(event, Note) and event.level in ("warning", "error")
-                if said and not event.text.startswith(MODEL_ERROR_NOTE) and await transcript.show_notice(event.text):
+                if (
+                    isinstance(event, Note)
+                    and event.level in ("warning", "error")
+                    and not event.text.startswith(MODEL_ERROR_NOTE)
+                    and await transcript.show_notice(event.text)
+                ):
                     self.notify(event.text, severity=event.level)
             case ReplyText(text=text):
                 await transcript.reply_text(text)
