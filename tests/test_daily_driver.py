@@ -393,3 +393,16 @@ async def test_a_new_session_with_project_instructions_owes_no_reply(make_agent,
         await pilot.pause()
         assert not app.screen.retry_pending
         assert not [w for w in app.transcript.query(".turn-notice") if "has no reply" in str(w.render())]
+
+
+def test_the_text_protocols_note_puts_no_statements_in_the_ledger():
+    """Seen in tmux on SmolLM2: the pinned protocol note filled the Ledger panel with the app's own rules."""
+    from tailrent_tui.agent.text_protocol import PROTOCOL_NOTE
+    from tailrent_tui.core.session import Session
+    from tailrent_tui.core.tokens import get_counter
+
+    s = Session(counter=get_counter("chars4"), system="sys", window=8192, detect_statements=True)
+    s.add("system", PROTOCOL_NOTE, pinned=True, autopin=False)
+    assert not s.statements
+    s.add("user", "SECURITY RULE: never log tokens.")
+    assert len(s.statements) == 1

@@ -506,7 +506,9 @@ class Session:
         """
         auto = None
         found: list[ledger_rules.Found] = []
-        if self.detect_statements and m.kind in (Kind.chat, Kind.tool_result) and not m.cut_off:
+        # a system message is the app's own words (the text protocol's note), no one's statement
+        said = m.kind in (Kind.chat, Kind.tool_result) and m.role != "system"
+        if self.detect_statements and said and not m.cut_off:
             found = ledger_rules.detect(m.content, m.role)
         if (
             autopin
