@@ -180,7 +180,6 @@ def test_after_a_crash_mid_reply_ctrl_r_answers_the_last_user_message(tmp_path, 
     from tailrent_tui.settings import Settings
     from tailrent_tui.store.sessions import last_active
     from tailrent_tui.ui.app import TailrentApp
-    from tailrent_tui.ui.launch import close_agent_sync
 
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
     ws, data = tmp_path / "ws", tmp_path / "data"
@@ -214,7 +213,7 @@ def test_after_a_crash_mid_reply_ctrl_r_answers_the_last_user_message(tmp_path, 
     try:
         asyncio.run(morning())
     finally:
-        close_agent_sync(agent)
+        asyncio.run(agent.aclose())  # after the loop, as `tailrent` does
     said = [(m.role, m.content) for m in agent.session.messages if not m.cut_off and m.role in ("user", "assistant")]
     assert said == [("user", "Which port does the API use?"), ("assistant", "It listens on 8443.")]
     assert last_active(data).id == agent.session.id
