@@ -369,6 +369,13 @@ async def test_a_reply_scrolls_into_view_only_for_a_reader_at_the_bottom(tmp_pat
         transcript = app.transcript
         if reading:
             await pilot.press("tab", *"k" * 15)  # reading an earlier message
+            # the focus moves scroll the view: let it settle before it is measured
+            settled = [transcript.scroll_y]
+            for _ in range(200):
+                await pilot.pause()
+                settled.append(transcript.scroll_y)
+                if settled[-4:] == [settled[-1]] * 4:
+                    break
         before = transcript.scroll_y
         agent.model.gate.set()
         await wait_until(pilot, lambda: not app.running, what="the reply")
