@@ -15,7 +15,7 @@ import pytest
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
-from tailrent_tui.agent.build import build_agent, close_agent  # noqa: E402 (after the bytecode setting)
+from tailrent_tui.agent.build import build_agent  # noqa: E402 (after the bytecode setting)
 from tailrent_tui.models.mock import MockModel  # noqa: E402
 from tailrent_tui.settings import Settings  # noqa: E402
 
@@ -44,7 +44,8 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def make_agent(tmp_path: Path, workspace: Path, monkeypatch):
-    """Build agents like the app does, in a tmp data dir; closed (lock released) at the end."""
+    """Open agents like the app does (`open_agent`'s opening half), in a tmp data dir; closed by
+    `Agent.aclose`, the close `open_agent` runs, at the end (lock released)."""
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
     agents = []
 
@@ -59,16 +60,18 @@ async def make_agent(tmp_path: Path, workspace: Path, monkeypatch):
 
     yield make
     for agent in agents:
-        await agent.model.aclose()
-        close_agent(agent)
+        await agent.aclose()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With pytest-xdist's `--dist loadgroup`, the engine tests share one worker: one
     llama.cpp engine at a time on the machine, its threads not fighting a second one. They
     are collected first, so that their worker starts on them while the others share the rest
-    (last, they made a tail of minutes with one worker busy)."""
+    (last, they made a tail of minutes with one worker busy). The other `slow` tests come next
+    (long ones first, as a scheduler should hand them out): collected in file order, the
+    bench-grade ones land wherever their file falls, and one handed out last leaves a tail of
+    one busy worker. Only the order changes; every test runs."""
     for item in items:
         if item.get_closest_marker("engine") is not None:
             item.add_marker(pytest.mark.xdist_group("engine"))
-    items.sort(key=lambda item: item.get_closest_marker("engine") is None)
+    items.sort(key=lambda item: (item.get_closest_marker("engine") is None, item.get_closest_marker("slow") is None))

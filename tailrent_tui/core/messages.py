@@ -337,6 +337,10 @@ class UsageRecorded(_Event):
         "outside the conversation's rent), or a keep-warm ping (the cached prefix, one output token); "
         "journals written before it are all turns",
     )
+    cancelled: bool = Field(
+        default=False,
+        description="the reply was cancelled: the server read the prompt, its usage is the prediction (it reported none)",
+    )
 
 
 class Note(_Event):
