@@ -38,7 +38,8 @@ CORPUS = Path(__file__).resolve().parents[1] / "tests" / "ledger_corpus"
 
 
 def load(part: str) -> list[dict[str, Any]]:
-    with open(CORPUS / f"{part}.jsonl", encoding="utf-8") as f:
+    path = Path(part) if part.endswith(".jsonl") else CORPUS / f"{part}.jsonl"
+    with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
@@ -57,9 +58,16 @@ def score(lines: list[dict[str, Any]], misses: int = 0) -> dict[str, Any]:
     false_lines = 0
     missed: list[str] = []
     spurious: list[str] = []
+    kept = kept_total = kept_chatter = 0
     for line in lines:
         found = detect(line["text"], line["role"])
         labels = line["statements"]
+        # what the ledger keeps word for word: the statements, and the user's other words worth keeping
+        words = detect(line["text"], line["role"], words=True) if line["role"] in ("user", "instructions") else found
+        kept_total += len(labels)
+        kept += sum(1 for lab in labels if any(_covers(f.text, lab) for f in words))
+        if not labels:
+            kept_chatter += bool(words)
         if not labels:
             empty_lines += 1
             false_lines += bool(found)
@@ -96,6 +104,8 @@ def score(lines: list[dict[str, Any]], misses: int = 0) -> dict[str, Any]:
         "chatter_lines": empty_lines,
         "false_pin_rate": false_lines / empty_lines if empty_lines else None,
         "corrections": corrections(lines),
+        "kept_verbatim": kept / kept_total if kept_total else None,
+        "kept_on_chatter": kept_chatter / empty_lines if empty_lines else None,
         "missed": missed,
         "spurious": spurious,
     }
@@ -222,6 +232,8 @@ def report(part: str, r: dict[str, Any]) -> str:
     out += [
         "",
         f"false pins on chatter: {_pct(r['false_pin_rate'])} of {r['chatter_lines']} lines with nothing load-bearing",
+        f"kept verbatim (statements + the user's other words, ranked last): {_pct(r['kept_verbatim'])} of the "
+        f"statements; {_pct(r['kept_on_chatter'])} of the chatter lines keep something",
         f"corrections: {c['superseded_right']} of {c['labelled']} superseded what they correct; "
         f"{c['superseded_unlabelled']} supersessions no label asked for",
     ]
@@ -234,7 +246,7 @@ def report(part: str, r: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("dev", "heldout", "both"), default="both")
+    ap.add_argument("--part", default="both", help="dev, heldout, heldout2, a .jsonl path, or both (every part there is)")
     ap.add_argument("--misses", type=int, default=0, help="list up to N misses and spurious finds per part")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--canary", action="store_true", help="the canary traces through every policy instead")
@@ -246,7 +258,7 @@ def main() -> None:
     if args.ask:
         print(ask_session(args.ask))
         return
-    parts = ("dev", "heldout") if args.part == "both" else (args.part,)
+    parts = tuple(p for p in ("dev", "heldout", "heldout2") if (CORPUS / f"{p}.jsonl").exists()) if args.part == "both" else (args.part,)
     results = {p: score(load(p), args.misses) for p in parts}
     if args.json:
         print(json.dumps(results, indent=1))

@@ -48,6 +48,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from tailrent_tui.core import ledger_scorer
+
 StatementKind = Literal["decision", "rule", "constraint", "preference", "goal", "fact"]
 STATEMENT_KINDS: tuple[StatementKind, ...] = ("decision", "rule", "constraint", "preference", "goal", "fact")
 Status = Literal["current", "superseded", "proposal"]
@@ -71,6 +73,8 @@ class Statement(BaseModel):
     supersedes: str | None = None
     superseded_by: str | None = None
     edited: bool = False
+    score: float = Field(default=1.0, description="the detector's confidence that this is a statement (0..1)")
+    said: bool = Field(default=False, description="the user's words, not recognized as a statement: kept, ranked last")
     original: str | None = Field(default=None, description="the words its message holds, once the user edited them")
     at: float = 0.0
 
@@ -88,6 +92,10 @@ class Found:
     start: int
     label: str | None
     correction: bool
+    #: how sure the detector is that this is a statement (0..1): what leaves first when the budget binds
+    score: float = 1.0
+    #: the user's own words that the detector could not call a statement: kept verbatim all the same
+    said: bool = False
 
 
 # -- splitting ---------------------------------------------------------------------------
@@ -120,7 +128,8 @@ def _sentences(line: str) -> Iterable[tuple[int, str]]:
 _LEAD_RE = re.compile(
     r"^(?:[-*•>]+\s*|\d{1,2}[.)]\s+|#{1,6}\s+)?(?:\*\*|__)?\s*"
     r"(?:(?:ok(?:ay)?|so|and|also|oh|btw|fyi|heads[- ]up|note|one more thing|just|plus|again|important|reminder|"
-    r"remember|also remember|please note|pls|ps|hey|alright|right|cool|great|thanks|ty|yeah|yes|yep|nope|no)"
+    r"remember|also remember|please note|pls|ps|hey|alright|right|cool|great|thanks|ty|yeah|yes|yep|nope|no|hmm+|ugh|huh|ah+|well|"
+    r"actually|wait|no wait|oh wait|one thing|quick one|fwiw|sorry|update|correction)"
     r"[,:!.]*\s+)*",
     re.I,
 )
@@ -147,7 +156,8 @@ _NON_LABELS = re.compile(
 )
 
 _QUESTION_START = re.compile(
-    r"^(?:should|shall|can|could|would|will|do|does|did|is|are|was|were|have|has|had|what|why|how|when|where|which|"
+    r"^(?!(?:do|does|did)\s+not\b|(?:is|are)\s+(?:read[- ]only|required|mandatory|forbidden|not\s+allowed)\b)"
+    r"(?:should|shall|can|could|would|will|do|does|did|is|are|was|were|have|has|had|what|why|how|when|where|which|"
     r"who|whom|whose|any idea|anyone|wdyt|thoughts|isn'?t|aren'?t|don'?t you|doesn'?t|am i|may i|mind if|whats|what['’]s|"
     r"hows|how['’]s|wheres|where['’]s|any chance|quick q)\b",
     re.I,
@@ -162,8 +172,9 @@ _HEDGE_RE = re.compile(
 )
 _NEGATED_DECISION = re.compile(r"\b(?:not|never|n't)\s+(?:yet\s+)?(?:decided|agreed|chosen|settled|going with)\b", re.I)
 _REPORT_RE = re.compile(
-    r"^(?:i |we )?(?:ran|run|running|tried|trying|looked|looking|checked|checking|fixed|fixing|pushed|pushing|"
-    r"merged|deployed|opened|closed|added|removed|updated|saw|see|seeing|got|getting|found|noticed|reading|read|"
+    r"^(?:i |we )?(?:ran|running|tried|trying|looked|looking|checked|checking|fixed|fixing|pushed|pushing|"
+    r"merged|deployed|opened|closed|added|removed|updated|saw|seeing|got|getting|found|noticed|reading|"
+    r"(?:i|we)\s+(?:run|see|read)|"
     r"here'?s|here is|here are|this is|that'?s|thanks|thank you|cool|nice|great|lgtm|sounds good|ok|okay|sure|"
     r"yes|yeah|yep|no|nope|hmm|huh|lol|ugh|oops)\b",
     re.I,
@@ -331,9 +342,16 @@ _CORRECTION_RE = re.compile(
     r"renamed?|revised|overrides?|supersedes?|change\s+of\s+plan|bumped|went\s+(?:up|down)\s+to|lowered|raised|becomes|"
     r"dropping|drop\s+it\s+to|has\s+to\s+be\s+\S+\s+not|is\s+too\s+(?:strict|aggressive|high|low|big|small|slow)|"
     r"(?:changed|moved|switched|set|cut)\b[^.!?]{0,40}\bto\b|lost\s+(?:one|two|some)|\w+\s+again\b|heads\s+up|"
-    r"not\s+\S+\s+any\s?more)\b",
+    r"not\s+\S+\s+any\s?more|no\s+wait|oh\s+wait|wait|sorry|ignore\s+what\s+i\s+said\s+about|unblocked|"
+    r"decomm?(?:ed|issioned)?|retired|replaced|not\s+[$€£]?\d[\w.]*|was\s+wrong|is\s+wrong|we\s+now|it['’]?s\s+now|"
+    r"(?:is|are)\s+now|done,?\s+next|next\s+up)\b",
     re.I,
 )
+# A correction that names the value it replaces: "80 not 50", "from 10 to 15", "instead of 3.9"
+_OLD_VALUE_RE = re.compile(r"\b(?:not|from|instead\s+of|rather\s+than|was|no\s+longer)\s+[$€£~]?(?P<v>\d[\d,.]*|[A-Za-z][\w.:/-]*\d[\w.:/-]*)", re.I)
+_NUM_RE = re.compile(r"\d[\d,.]*\d|\d")
+# A goal that moves on: what was next is done, unblocked, or replaced by a new next step
+_GOAL_SHIFT_RE = re.compile(r"\b(?:done|finished|unblocked|landed|merged|shipped|next\s+up|now\s+on|moving\s+on)\b", re.I)
 _BACKREF_RE = re.compile(r"\b(?:scratch\s+that|forget\s+(?:that|it|what\s+i\s+said)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|my\s+bad|i\s+meant)\b", re.I)
 _QUOTED_RE = re.compile(r"\"[^\"\n]{3,}\"|“[^”\n]{3,}”|'[^'\n]{12,}'")
 _SAYS_RE = re.compile(
@@ -448,6 +466,90 @@ def classify(sentence: str, role: str = "user") -> StatementKind | None:
     return None
 
 
+def signals(sentence: str, role: str, rule_kind: StatementKind | None) -> list[str]:
+    """What the rules see in a sentence, as the learned scorer's features."""
+    s = _clean(sentence)
+    out = [f"rule={rule_kind or 'none'}"]
+    checks = (
+        ("question", _is_question(s)),
+        ("hedge", bool(_HEDGE_RE.search(s))),
+        ("negated", bool(_NEGATED_DECISION.search(s))),
+        ("says", bool(_SAYS_RE.search(s))),
+        ("report", bool(_REPORT_RE.match(s))),
+        ("done", bool(_DONE_RE.search(s))),
+        ("ident", _has_identifier(s)),
+        ("cap", bool(_CAP_RE.search(s) and _CAP_VALUE_RE.search(s))),
+        ("rule_any", bool(_RULE_ANY_RE.search(s) or _RULE_START_RE.match(s))),
+        ("pref", bool(_PREFERENCE_RE.search(s))),
+        ("goalcue", bool(_GOAL_RE.search(s) or _MORE_GOAL_RE.search(s))),
+        ("decisioncue", bool(_DECISION_RE.search(s))),
+    )
+    out += [name for name, on in checks if on]
+    return out
+
+
+#: a sentence the rules found is kept unless the scorer is at least this sure it is not load-bearing
+VETO = 0.9
+#: a sentence the rules missed is kept when the scorer gives it at least this chance of being one
+ADMIT = 0.5
+
+
+def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, float, StatementKind]:
+    """The kind of statement a sentence makes (None: not load-bearing), how sure the detector
+    is that it is one (0..1), and its best guess of the kind all the same: the rules' verdict,
+    weighed by the learned scorer."""
+    rule_kind = classify(sentence, role)
+    s = _clean(sentence)
+    if len(s) < 4:
+        return None, 0.0, rule_kind or "fact"
+    probs = ledger_scorer.probabilities(ledger_scorer.features(s, role, signals(sentence, role, rule_kind)))
+    p_stmt = 1.0 - probs[0]
+    guess = rule_kind or STATEMENT_KINDS[max(range(1, len(probs)), key=probs.__getitem__) - 1]
+    if rule_kind is not None:
+        return (rule_kind if probs[0] < VETO else None), p_stmt, guess
+    if p_stmt < ADMIT or len(s.split()) < 2 or sentence.lstrip().startswith("#") or (_is_question(s) and not _RULE_ANY_RE.search(s)):
+        return None, p_stmt, guess
+    return guess, p_stmt, guess
+
+
+_ACK_RE = re.compile(
+    r"^(?:ok(?:ay)?|k|kk|sure|thanks?|thx|ty|cool|nice|great|perfect|awesome|lgtm|sgtm|yes|yep|yeah|yup|no|nope|nah|"
+    r"go|go ahead|do it|ship it|sounds good|makes sense|got it|right|ah|ahh|oh|hmm+|lol|haha|brb|back|morning|hi|hello|hey|"
+    r"good|fine|done|all good|np|no worries|cheers|bye|later|continue|proceed|next|yes please|please do|agreed)\b[\s,.!]*",
+    re.I,
+)
+
+
+def worth_keeping(sentence: str) -> bool:
+    """Is a sentence of the user's that the detector did not call a statement still worth keeping
+    word for word? Yes, unless it is a question, an acknowledgement, a hedge or a report of
+    someone else's words: the user's own words are never handed to a summarizer to paraphrase."""
+    s = _clean(sentence)
+    words = s.split()
+    if len(words) < 3 or sentence.lstrip().startswith("#"):
+        return False
+    # a condition is no hedge here: "if it breaks at night page oncall-hazel-4f78" is a rule
+    hedged = any(not h.group(0).lower().startswith(("if ", "unless ")) for h in _HEDGE_RE.finditer(s))
+    if _is_question(s) or hedged or _NEGATED_DECISION.search(s) or _SAYS_RE.search(s):
+        return False
+    rest = _ACK_RE.sub("", s, count=1)
+    return len(rest.split()) >= 3
+
+
+def judge(sentence: str, role: str = "user") -> StatementKind | None:
+    """The kind of statement an unlabelled sentence makes, or None (see :func:`score`)."""
+    return score(sentence, role)[0]
+
+
+def detect_scored(sentence: str, role: str, words: bool) -> tuple[StatementKind | None, float, bool]:
+    """(kind, score, said) of one unlabelled sentence; with ``words``, a user's sentence the detector
+    did not call a statement but that is worth keeping comes back as ``said``."""
+    kind, p, guess = score(sentence, role)
+    if kind is None and words and role in ("user", "instructions") and worth_keeping(sentence):
+        return guess, p, True
+    return kind, p, False
+
+
 _LOG_LINE_RE = re.compile(r"^\s*(?:\[?\d[\d:.TZ-]*\]?\s+)?\[?(?:INFO|DEBUG|WARN(?:ING)?|ERROR|TRACE|FATAL|CRITICAL|NOTICE)\b", re.I)
 _COMMENT_RE = re.compile(r"^[ \t]*(?:#+|//+|--|;+|/\*+|\*)[ \t]+(?P<body>\S.*?)(?:\*/)?[ \t]*$")
 
@@ -464,9 +566,10 @@ def _pieces(line: str) -> Iterable[tuple[int, str]]:
     yield start, line[start:]
 
 
-def detect(text: str, role: str = "user") -> list[Found]:
+def detect(text: str, role: str = "user", *, words: bool = False) -> list[Found]:
     """The statements of a message, in order. Tool output counts only its labelled lines
-    and its prose rules ("Never commit secrets."), not its logs; code blocks count nothing."""
+    and its prose rules ("Never commit secrets."), not its logs; code blocks count nothing.
+    With ``words``, the user's other sentences worth keeping come too, marked ``said``."""
     found: list[Found] = []
     in_code = False
     offset = 0
@@ -486,7 +589,7 @@ def detect(text: str, role: str = "user") -> list[Found]:
             if comment is None:
                 continue
             body = comment.group("body")
-            for f in _detect_piece(body, base + comment.start("body"), "user"):
+            for f in _detect_piece(body, base + comment.start("body"), "user", False):
                 if f.kind in ("rule", "constraint", "decision") and (f.label or _RULE_ANY_RE.search(f.text) or _RULE_START_RE.match(_clean(f.text))):
                     found.append(f)
             continue
@@ -495,7 +598,7 @@ def detect(text: str, role: str = "user") -> list[Found]:
         if len(stripped) > 4 * MAX_STATEMENT_CHARS:
             stripped = stripped[: 4 * MAX_STATEMENT_CHARS]
         for at, piece in _pieces(stripped):
-            found.extend(_detect_piece(piece, base + at, role))
+            found.extend(_detect_piece(piece, base + at, role, words))
             if len(found) >= MAX_PER_MESSAGE:
                 break
         if len(found) >= MAX_PER_MESSAGE:
@@ -503,7 +606,7 @@ def detect(text: str, role: str = "user") -> list[Found]:
     return [f for f in found[:MAX_PER_MESSAGE] if len(f.text) <= MAX_STATEMENT_CHARS]
 
 
-def _detect_piece(stripped: str, base: int, role: str) -> list[Found]:
+def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Found]:
     """The statements of one line (or of one labelled part of it)."""
     found: list[Found] = []
     tool = role == "tool"
@@ -521,16 +624,16 @@ def _detect_piece(stripped: str, base: int, role: str) -> list[Found]:
                 label = " ".join(labelled.group("label").split())
                 return [Found(kind, text_, base + stripped.find(text_), label, _corrects(body))]
     if tool and not (
-        re.match(r"\s*(?:[-*]\s+)?(?:never|always|do\s+not|don['’]?t|must|only|run|use|please)\b", stripped, re.I)
+        re.match(r"\s*(?:[-*]\s+|\d{1,2}[.)]\s+)?(?:never|always|do\s+not|don['’]?t|must|only|run|use|please)\b", stripped, re.I)
         and re.search(r"[.!]\s*$", stripped)
     ):
         return found
     for start, piece in _sentences(stripped):
-        kind = classify(piece, role)
+        kind, p, said = detect_scored(piece, role, words)
         if kind is None or (role == "assistant" and kind not in ("decision", "goal", "rule")):
             continue  # the model's facts and figures are its work, not the user's statements
         text_ = piece.strip()
-        found.append(Found(kind, text_, base + start + piece.find(text_), None, _corrects(piece)))
+        found.append(Found(kind, text_, base + start + piece.find(text_), None, _corrects(piece), p, said))
     return found
 
 
@@ -566,6 +669,20 @@ def _values(text: str) -> frozenset[str]:
     )
 
 
+def _num(v: str) -> str:
+    return v.casefold().rstrip(".,").replace(",", "")
+
+
+def _stems(text: str) -> set[str]:
+    """Identifiers without their numbers: "bastion-2.ops.internal" and "bastion-3" share "bastion"."""
+    out = set()
+    for t in identifiers(text):
+        head = re.split(r"[-_.:/]?\d", t.casefold(), maxsplit=1)[0].strip("-_./:")
+        if len(head) >= 4 and any(c.isdigit() for c in t):
+            out.add(head)
+    return out
+
+
 def overlap(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
@@ -581,26 +698,39 @@ def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | Non
     other values. "Forget that" / "scratch that" alone replaces the latest one.
     """
     candidates = [s for s in earlier if s.status == "current" and s.role != "instructions"]
-    if not candidates:
+    # Only a correction supersedes: taking a current statement for a replaced one would
+    # drop it silently, the very loss the ledger is for.
+    if not candidates or not new.correction:
         return None
     subj = subject_words(new.text, new.label)
     vals = _values(new.text)
+    old_values = {_num(m.group("v")) for m in _OLD_VALUE_RE.finditer(new.text)}
+    stems = _stems(new.text)
+    shifts_goal = new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text))
     best: Statement | None = None
     best_score = 0.0
     for s in reversed(candidates):
         other = subject_words(s.text, s.label)
         score = overlap(subj, other)
         same_kind = s.kind == new.kind
-        # Only a correction supersedes: taking a current statement for a replaced one would
-        # drop it silently, the very loss the ledger is for.
-        if not new.correction:
-            return None
+        # evidence beyond shared words: the old value named ("80 not 50"), a sibling identifier
+        # ("bastion-2" → "bastion-3.ops.internal"), a goal that moves on from the last one
+        bonus = 0.0
+        if old_values & ({_num(v) for v in _NUM_RE.findall(s.text)} | {t.casefold() for t in identifiers(s.text)}):
+            bonus += 1.0
+        if stems & _stems(s.text):
+            bonus += 1.0
+        if shifts_goal and s.kind == "goal" and score > 0:
+            bonus += 0.5
         need = 0.25 if same_kind else 0.5
-        if not (vals - _values(s.text)) and score < 1.0 and not _BACKREF_RE.search(new.text):
+        if not (vals - _values(s.text)) and score < 1.0 and not _BACKREF_RE.search(new.text) and not bonus:
             need = max(need, 0.5)
-        if score >= need and score > best_score:
-            best, best_score = s, score
-    if best is None and new.correction and _BACKREF_RE.search(new.text):
+        total = score + bonus
+        if new.said and bonus < 1.0:
+            continue  # the user's unrecognized words replace a statement only when they name its value
+        if (score >= need or bonus >= 1.0) and total > best_score:
+            best, best_score = s, total
+    if best is None and not new.said and _BACKREF_RE.search(new.text):
         same = [s for s in candidates if s.kind == new.kind]
         best = same[-1] if same else candidates[-1]
     return best
@@ -624,6 +754,9 @@ LEDGER_HEADER = "[ledger: statements kept verbatim]"
 
 
 def ledger_line(s: Statement) -> str:
+    if s.said and s.status == "current":
+        # kept because the user said it, not because the detector knew what it is
+        return f"- said: {' '.join(s.text.split())}"
     if s.status == "proposal":
         # the model's own words: kept, but said to be unagreed, so nobody takes it for the user's decision
         return f"- proposed {s.kind} (the assistant's, not agreed): {' '.join(s.text.split())}"

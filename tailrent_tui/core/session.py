@@ -507,7 +507,8 @@ class Session:
         auto = None
         found: list[ledger_rules.Found] = []
         if self.detect_statements and m.kind in (Kind.chat, Kind.tool_result) and not m.cut_off:
-            found = ledger_rules.detect(m.content, m.role)
+            found = ledger_rules.detect(m.content, m.role, words=m.role == "user")
+        known = [f for f in found if not f.said]
         if (
             autopin
             and not m.pinned
@@ -519,8 +520,8 @@ class Session:
                 m.role == "user" or not self.detect_statements or any(f.label and f.kind == "decision" for f in found)
             ):
                 auto = self.decisions.match(m.content)
-            if auto is None and m.role == "user" and found and self._mostly_statement(m, found):
-                auto = f"ledger: {found[0].kind}"
+            if auto is None and m.role == "user" and known and self._mostly_statement(m, known):
+                auto = f"ledger: {known[0].kind}"
             if auto is not None and self._restates_a_pin(m.content):
                 auto = None
         over_budget = auto is not None and self.totals.pinned + m.tokens > self.pin_budget
@@ -567,7 +568,7 @@ class Session:
             proposal = role == "assistant" and f.label is None
             st = Statement(
                 id=f"{m.id}.{n}", message_id=m.id, kind=f.kind, text=f.text, role=role, label=f.label,
-                status="proposal" if proposal else "current", at=m.created,
+                status="proposal" if proposal else "current", at=m.created, score=round(f.score, 3), said=f.said,
             )
             if not proposal and (role in labelled_roles or f.label):
                 old = ledger_rules.find_superseded(f, earlier)
@@ -603,20 +604,26 @@ class Session:
         ledger: as many as the pins' budget has room for (the span's own ledger messages give
         theirs back). The rest stay in the span's text, for the summary and the guard."""
         room = self.pin_budget - self.totals.pinned + sum(self.sent_tokens(m) for m in span if m.pinned or m.kind is Kind.ledger)
-        out: list[Statement] = []
+        held: list[Statement] = []
         seen: set[str] = set()
         for m in span:
             for sid in self.statements_held(m.id):
                 st = self.statements.get(sid)
                 if st is None or st.status == "superseded" or sid in seen:
                     continue
-                cost = self.counter.count(ledger_rules.ledger_line(st)) + 1
-                if budget and cost > room:
-                    continue
-                room -= cost
                 seen.add(sid)
-                out.append(st)
-        return out
+                held.append(st)
+        if not budget:
+            return held
+        # when the budget binds, what the detector is least sure of stays behind first (the user's
+        # unrecognized words, then the lowest scores); the guard counts what the summary then drops
+        keep: set[str] = set()
+        for st in sorted(held, key=lambda st: (st.said, -st.score)):
+            cost = self.counter.count(ledger_rules.ledger_line(st)) + 1
+            if cost <= room:
+                room -= cost
+                keep.add(st.id)
+        return [st for st in held if st.id in keep]
 
     def summarizable(self, span: Sequence[Message]) -> list[Message]:
         """The span as a summarizer sees it: ledger messages out, and the text of every
@@ -657,7 +664,7 @@ class Session:
         for m in list(self._messages):
             if m.id in self._statements_of or m.kind not in (Kind.chat, Kind.tool_result) or m.cut_off:
                 continue
-            found = ledger_rules.detect(m.content, m.role)
+            found = ledger_rules.detect(m.content, m.role, words=m.role == "user")
             if found:
                 self._record_statements(m, found)
         return len(self.statements) - before
