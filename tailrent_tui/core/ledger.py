@@ -366,8 +366,8 @@ _DONE_RE = re.compile(
 
 def _corrects(text: str) -> bool:
     """Does the statement say it corrects an earlier one? The cue must open it (its first
-    dozen words): a long statement that mentions a rename in passing corrects nothing."""
-    head = " ".join(text.split()[:12])
+    sixteen words): a long statement that mentions a rename in passing corrects nothing."""
+    head = " ".join(text.split()[:16])
     return bool(_CORRECTION_RE.search(head))
 
 
