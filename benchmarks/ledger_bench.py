@@ -258,7 +258,8 @@ def main() -> None:
     if args.ask:
         print(ask_session(args.ask))
         return
-    parts = tuple(p for p in ("dev", "heldout", "heldout2") if (CORPUS / f"{p}.jsonl").exists()) if args.part == "both" else (args.part,)
+    every = tuple(p for p in ("dev", "heldout", "heldout2") if (CORPUS / f"{p}.jsonl").exists())
+    parts = every if args.part == "both" else (args.part,)
     results = {p: score(load(p), args.misses) for p in parts}
     if args.json:
         print(json.dumps(results, indent=1))

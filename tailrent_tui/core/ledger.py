@@ -75,6 +75,7 @@ class Statement(BaseModel):
     edited: bool = False
     score: float = Field(default=1.0, description="the detector's confidence that this is a statement (0..1)")
     said: bool = Field(default=False, description="the user's words, not recognized as a statement: kept, ranked last")
+    unpinned: bool = Field(default=False, description="the user unpinned it: the next fold does not carry it verbatim")
     original: str | None = Field(default=None, description="the words its message holds, once the user edited them")
     at: float = 0.0
 
@@ -754,6 +755,8 @@ LEDGER_HEADER = "[ledger: statements kept verbatim]"
 
 
 def ledger_line(s: Statement) -> str:
+    if s.unpinned and s.status == "current":
+        return f"- {s.kind} (unpinned: the next fold may summarize it): {' '.join(s.text.split())}"
     if s.said and s.status == "current":
         # kept because the user said it, not because the detector knew what it is
         return f"- said: {' '.join(s.text.split())}"

@@ -19,6 +19,7 @@ import re
 import zlib
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import pairwise
 
 #: the classes, in the order the weights store them
 CLASSES: tuple[str, ...] = ("none", "decision", "rule", "constraint", "preference", "goal", "fact")
@@ -41,7 +42,7 @@ def features(sentence: str, role: str, signals: Sequence[str]) -> list[int]:
     toks = [_norm(t) for t in _TOKEN_RE.findall(low)]
     names = [f"role={role}", *signals, "bias"]
     names += [f"w={t}" for t in toks]
-    names += [f"b={a} {b}" for a, b in zip(toks, toks[1:], strict=False)]
+    names += [f"b={a} {b}" for a, b in pairwise(toks)]
     if toks:
         names.append(f"first={toks[0]}")
         names.append(f"first2={' '.join(toks[:2])}")

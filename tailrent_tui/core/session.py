@@ -377,6 +377,8 @@ class Session:
             raise SessionError(f"no statement {e.id!r} in the ledger")
         if e.status is not None:
             st.status = e.status
+        if e.pinned is not None:
+            st.unpinned = not e.pinned
         if e.text is not None and e.text != st.text:
             if st.original is None:
                 st.original = st.text
@@ -609,7 +611,7 @@ class Session:
         for m in span:
             for sid in self.statements_held(m.id):
                 st = self.statements.get(sid)
-                if st is None or st.status == "superseded" or sid in seen:
+                if st is None or st.status == "superseded" or st.unpinned or sid in seen:
                     continue
                 seen.add(sid)
                 held.append(st)
@@ -709,6 +711,15 @@ class Session:
                 # its own message still says the old words: it is not pinned for them any more
                 self.emit(Unpinned(id=holder.id, at=self.clock()))
         return ev  # type: ignore[return-value]
+
+    def pin_statement(self, statement_id: str, pinned: bool = True) -> StatementChanged | None:
+        """Pin or unpin one statement. Unpinned, the next fold does not carry it verbatim (its text goes
+        to the summary, and the guard checks it like any other); the ledger message that holds it
+        stays pinned for its other statements. None when nothing changed."""
+        st = self._statement(statement_id)
+        if st.unpinned != pinned:
+            return None
+        return self.emit(StatementChanged(id=statement_id, pinned=pinned, at=self.clock()))  # type: ignore[return-value]
 
     def _statement(self, statement_id: str) -> Statement:
         st = self.statements.get(statement_id)
