@@ -119,7 +119,7 @@ def _b36(n: int) -> str:
     return ("-" if neg else "") + s
 
 
-def pack(w: dict[int, list[float]], prune: float = 0.02) -> tuple[str, dict[int, tuple[float, ...]]]:
+def pack(w: dict[int, list[float]], prune: float = 0.05) -> tuple[str, dict[int, tuple[float, ...]]]:
     lines = []
     kept: dict[int, tuple[float, ...]] = {}
     for f in sorted(w):

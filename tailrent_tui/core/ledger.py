@@ -129,9 +129,9 @@ def _sentences(line: str) -> Iterable[tuple[int, str]]:
 _LEAD_RE = re.compile(
     r"^(?:[-*•>]+\s*|\d{1,2}[.)]\s+|#{1,6}\s+)?(?:\*\*|__)?\s*"
     r"(?:(?:ok(?:ay)?|so|and|also|oh|btw|fyi|heads[- ]up|note|one more thing|just|plus|again|important|reminder|"
-    r"remember|also remember|please note|pls|ps|hey|alright|right|cool|great|thanks|ty|yeah|yes|yep|nope|no|hmm+|ugh|huh|ah+|well|"
+    r"remember|also remember|please note|pls|ps|hey|alright|right|cool|great|thanks|ty|yeah|yes|yep|hmm+|ugh|huh|ah+|well|"
     r"actually|wait|no wait|oh wait|one thing|quick one|fwiw|sorry|update|correction)"
-    r"[,:!.]*\s+)*",
+    r"[,:!.]*\s+|(?:no|nope)[,:!.]+\s+)*",
     re.I,
 )
 _LABEL_RE = re.compile(
@@ -143,7 +143,7 @@ _LABEL_KINDS: tuple[tuple[StatementKind, re.Pattern[str]], ...] = (
     ("rule", re.compile(r"\b(?:rules?|polic(?:y|ies)|never|prohibit\w*|forbidden|must|security|safety|guardrails?|hard rule|do not|don'?t|law)\b", re.I)),
     ("constraint", re.compile(r"\b(?:limits?|constraints?|budget|caps?|quota|max(?:imum)?|min(?:imum)?|slo|sla|deadline|versions?|pin(?:ned|s)?|requirements?|timeouts?|ttl|thresholds?|permissions?|access|latency|memory|spend|cost|size|rate)\b", re.I)),
     ("preference", re.compile(r"\b(?:preferences?|prefs?|style|conventions?|tone|language|format(?:ting)?|prefer(?:red)?|taste|naming|wording)\b", re.I)),
-    ("goal", re.compile(r"\b(?:goals?|next(?: steps?| up)?|todo|to do|status|blockers?|blocked|open questions?|plan|current state|where we are|progress|wip|milestone|objective|focus|remaining|done|now|state|current task|task)\b", re.I)),
+    ("goal", re.compile(r"\b(?:goals?|next(?: steps?| up)?|tmrw|tomorrow|today|tonight|eod|this week|next week|todo|to do|status|blockers?|blocked|open questions?|plan|current state|where we are|progress|wip|milestone|objective|focus|remaining|done|now|state|current task|task)\b", re.I)),
     ("fact", re.compile(r"\b(?:facts?|hosts?|hostname|servers?|keys?|ids?|branch(?:es)?|commits?|queues?|topics?|buckets?|flags?|ports?|endpoints?|urls?|env|environment|db|database|repo(?:sitory)?|accounts?|owners?|contacts?|regions?|clusters?|names?|services?|config|path|secret|token|credentials?|tickets?|project|channel|table|namespace|image|domain|ip|address|email|user(?:name)?|team)\b", re.I)),
 )
 # Labels that are not statements whatever follows (a log's level, a speaker, a field of output).
@@ -157,10 +157,12 @@ _NON_LABELS = re.compile(
 )
 
 _QUESTION_START = re.compile(
-    r"^(?!(?:do|does|did)\s+not\b|(?:is|are)\s+(?:read[- ]only|required|mandatory|forbidden|not\s+allowed)\b)"
-    r"(?:should|shall|can|could|would|will|do|does|did|is|are|was|were|have|has|had|what|why|how|when|where|which|"
+    # an auxiliary opens a question only with its subject after it ("do we ...", "is the box up"), not "do 50"
+    r"^(?:(?:should|shall|can|could|would|will|do|does|did|is|are|was|were|have|has|had)\s+(?!not\b)"
+    r"(?:i|we|you|u|they|it|he|she|this|that|these|those|there|the|a|an|any|anyone|someone|my|our|your|their|its)\b|"
+    r"(?:what|why|how|when|where|which|"
     r"who|whom|whose|any idea|anyone|wdyt|thoughts|isn'?t|aren'?t|don'?t you|doesn'?t|am i|may i|mind if|whats|what['’]s|"
-    r"hows|how['’]s|wheres|where['’]s|any chance|quick q)\b",
+    r"hows|how['’]s|wheres|where['’]s|any chance|quick q)\b)",
     re.I,
 )
 _HEDGE_RE = re.compile(
@@ -292,7 +294,7 @@ _CHOICE_RE = re.compile(
     re.I,
 )
 _MORE_RULE_RE = re.compile(
-    r"(?:^|[,;:(]\s*|\b(?:and|but|please|so|just|you|we|also|pls)\s+)dont\s+(?:ever\s+)?(?!know|think|remember|"
+    r"(?:^|[,;:(]\s*|\b(?:and|but|please|so|just|you|we|also|pls)\s+)dont\s+(?:ever\s+)?(?!read\s+(?:anything|too\s+much)\s+into|know|think|remember|"
     r"see|get|understand|care|mind|worry|assume|have|need|want|like)\w+|"
     r"\b(?:stays?|remains?|keeps?\s+running|keep\s+it)\s+(?:on|off|in|enabled|disabled|as\s+it\s+is|exactly|running|untouched)\b|"
     r"^no\s+\S+(?:\s+\S+){0,3}\s+(?:in|on|for|from|into)\b|\bfrom\s+now\s+on\b|"
@@ -383,7 +385,7 @@ def _is_question(s: str) -> bool:
 
 
 def _has_identifier(text: str) -> bool:
-    return any(identifier_ok(m.group(0)) for m in _IDENT_RE.finditer(text))
+    return any(identifier_ok(m.group(0)) and not _ORDINAL_RE.match(m.group(0)) for m in _IDENT_RE.finditer(text))
 
 
 def identifier_ok(token: str) -> bool:
@@ -428,34 +430,75 @@ def _label_kind(label: str) -> StatementKind | None:
     return None
 
 
+_SHORT_RE = re.compile(
+    r"^(?:[\w./@`+#-]+\s+){1,2}only\s*[.!]?$|^(?:please\s+)?be\s+(?:terse|brief|concise|careful|explicit|verbose|polite|direct)\b",
+    re.I,
+)
+_SUGGESTION_RE = re.compile(r"^(?:i['’]?d|i\s+would|we['’]?d|you\s+could|one\s+option)\s+(?!rather|prefer|like|love|want)\w+", re.I)
+_EXTRA_RULE_RE = re.compile(
+    r"\b(?:is|are)\s+never\s+\w+|\bonly\s+(?:on|in|during|after|before|from|via|through|with|by)\b|"
+    r"\bkeep\s+\S+\s+(?:untouched|as\s+is|clean|green|private|off|out\s+of)\b|"
+    r"\bbefore\s+(?:saying|calling|marking|declaring|claiming)\b",
+    re.I,
+)
+_EXTRA_DECISION_RE = re.compile(
+    r"^(?:agreed|decided|settled)\s+(?:on|to|that)\b|\b(?:that['’]?s|thats|it['’]?s|its)\s+settled\b|"
+    r"^(?:move|set|change|make|bump|raise|lower|cut|drop|switch)\s+(?:it|them|the\s+\w+(?:\s+\w+)?)\s+(?:to\s+)?[$€£~]?\d",
+    re.I,
+)
+_EXTRA_PREFERENCE_RE = re.compile(
+    r"\b(?:i|we)(?:['’]d|\s+would)\s+(?:rather|prefer|like)\b|\bwe\s+use\s+\S+[^.]*?,?\s+not\s+\w+|"
+    r"^(?:tag|ping|cc|loop\s+in)\s+@\w",
+    re.I,
+)
+_MOVED_FACT_RE = re.compile(r"\b(?:moved\s+to|switched\s+to|changed\s+to|renamed\s+to)\s+\S|\bnow\s*[.!]?$", re.I)
+_CONDITIONAL_RULE_RE = re.compile(
+    r"^(?:if|when|whenever)\b[^?]{3,80}?,?\s+(?:then\s+)?(?:always\s+)?(?:page|call|ping|escalate\s+to|alert|notify|roll\s+back|"
+    r"rollback|stop|restart|tell|ask|wake|open\s+a\s+ticket|revert|fail\s+over)\b",
+    re.I,
+)
+_ORDINAL_RE = re.compile(r"^\d+(?:st|nd|rd|th)$", re.I)
+
+
 def classify(sentence: str, role: str = "user") -> StatementKind | None:
     """The kind of statement an unlabelled sentence makes, or None: not load-bearing."""
     s = _clean(sentence)
+    if role in ("user", "instructions") and _SHORT_RE.search(s):
+        return "preference"
     if len(s) < 8 or len(s.split()) < 3:
         return None
+    if _CONDITIONAL_RULE_RE.match(s):
+        return "rule"  # "if it breaks at night page oncall-hazel-4f78": a condition, not a hedge
+    if _SUGGESTION_RE.match(s) and not _RULE_ANY_RE.search(s):
+        return None  # an opinion or an offer ("I'd fix it to stay in Decimal"), not a statement
     if _is_question(s) or _HEDGE_RE.search(s) or _NEGATED_DECISION.search(s):
         return None
     if _SAYS_RE.search(s):
         return None  # a report of someone else's words, or a quote being discussed
     if _REPORT_RE.match(s) and not (_GOAL_RE.search(s) or _RULE_ANY_RE.search(s)):
         return None
-    if _DONE_RE.search(s) and not re.search(r"\b(?:next|then|blocked|unblocked|tomorrow|now\s+we)\b", s, re.I):
+    if _DONE_RE.search(s) and not (
+        re.search(r"\b(?:next|then|blocked|unblocked|tomorrow|now\s+we)\b", s, re.I) or _RULE_START_RE.match(s)
+        or _EXTRA_RULE_RE.search(s)
+    ):
         return None  # a report of what is done
-    if _DECISION_RE.search(s):
+    if _DECISION_RE.search(s) or _EXTRA_DECISION_RE.search(s):
         return "decision"
     capped = _CAP_RE.search(s) and _CAP_VALUE_RE.search(s)
     if _RULE_START_RE.match(s):
         return "constraint" if capped and not re.match(r"(?:please\s+)?(?:never|don|do\s+not|dont)", s, re.I) else "rule"
     if capped or _PERMISSION_RE.search(s) or _VERSION_LINE_RE.match(s) or _RUNTIME_RE.search(s):
         return "constraint"
-    if _RULE_ANY_RE.search(s) or _MORE_RULE_RE.search(s):
+    if _RULE_ANY_RE.search(s) or _MORE_RULE_RE.search(s) or _EXTRA_RULE_RE.search(s):
         return "rule"
     if _MORE_CONSTRAINT_RE.search(s) and _CAP_VALUE_RE.search(s):
         return "constraint"
     if _GOAL_RE.search(s) or _MORE_GOAL_RE.search(s):
         return "goal"
-    if _PREFERENCE_RE.search(s) and role in ("user", "instructions"):
+    if (_PREFERENCE_RE.search(s) or _EXTRA_PREFERENCE_RE.search(s)) and role in ("user", "instructions"):
         return "preference"
+    if _has_identifier(s) and _MOVED_FACT_RE.search(s) and role != "assistant":
+        return "fact"
     if _PERSON_RE.search(s.strip()):
         return "fact"
     if re.search(r"\b(?:listens?|runs?|serves?|is|sits?|lives?)\s+on\s+port\s+\d{2,5}\b", s, re.I):
@@ -489,10 +532,10 @@ def signals(sentence: str, role: str, rule_kind: StatementKind | None) -> list[s
     return out
 
 
-#: a sentence the rules found is kept unless the scorer is at least this sure it is not load-bearing
-VETO = 0.9
 #: a sentence the rules missed is kept when the scorer gives it at least this chance of being one
 ADMIT = 0.5
+#: the user's other words are kept verbatim (ranked last) unless the scorer gives them less than this
+SAID_MIN = 0.02
 
 
 def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, float, StatementKind]:
@@ -507,7 +550,8 @@ def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, floa
     p_stmt = 1.0 - probs[0]
     guess = rule_kind or STATEMENT_KINDS[max(range(1, len(probs)), key=probs.__getitem__) - 1]
     if rule_kind is not None:
-        return (rule_kind if probs[0] < VETO else None), p_stmt, guess
+        # the scorer never overrules the rules (a veto cost more recall than it bought precision)
+        return rule_kind, p_stmt, guess
     if p_stmt < ADMIT or len(s.split()) < 2 or sentence.lstrip().startswith("#") or (_is_question(s) and not _RULE_ANY_RE.search(s)):
         return None, p_stmt, guess
     return guess, p_stmt, guess
@@ -527,14 +571,20 @@ def worth_keeping(sentence: str) -> bool:
     someone else's words: the user's own words are never handed to a summarizer to paraphrase."""
     s = _clean(sentence)
     words = s.split()
-    if len(words) < 3 or sentence.lstrip().startswith("#"):
+    short_but_specific = len(words) == 2 and (
+        _has_identifier(s) or any(c.isdigit() for c in s) or re.search(r"\b(?:only|never|always|no)\b", s, re.I)
+    )
+    if (len(words) < 3 and not short_but_specific) or sentence.lstrip().startswith("#"):
         return False
     # a condition is no hedge here: "if it breaks at night page oncall-hazel-4f78" is a rule
     hedged = any(not h.group(0).lower().startswith(("if ", "unless ")) for h in _HEDGE_RE.finditer(s))
-    if _is_question(s) or hedged or _NEGATED_DECISION.search(s) or _SAYS_RE.search(s):
+    # a report of someone's words is kept too ("mei says start from 2025-01-01"): it is ranked last, not believed
+    if _is_question(s) or hedged or _NEGATED_DECISION.search(s):
         return False
+    if re.match(r"(?:here['’]?s|here\s+(?:is|are)|attached|pasting|see\s+(?:below|above))\b", s, re.I):
+        return False  # a paste's cover note: the paste itself is what counts
     rest = _ACK_RE.sub("", s, count=1)
-    return len(rest.split()) >= 3
+    return len(rest.split()) >= (2 if short_but_specific else 3)
 
 
 def judge(sentence: str, role: str = "user") -> StatementKind | None:
@@ -546,7 +596,7 @@ def detect_scored(sentence: str, role: str, words: bool) -> tuple[StatementKind 
     """(kind, score, said) of one unlabelled sentence; with ``words``, a user's sentence the detector
     did not call a statement but that is worth keeping comes back as ``said``."""
     kind, p, guess = score(sentence, role)
-    if kind is None and words and role in ("user", "instructions") and worth_keeping(sentence):
+    if kind is None and words and role in ("user", "instructions") and p >= SAID_MIN and worth_keeping(sentence):
         return guess, p, True
     return kind, p, False
 
@@ -620,13 +670,18 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
             kind = None
         if kind is not None:
             body = labelled.group("body")
-            if not (_is_question(body) or _HEDGE_RE.search(stripped) or re.match(r"(?:none|n/a|tbd|pending|\?|-)\s*$", body, re.I)):
+            asks = _is_question(body) and not (kind == "goal" and re.search(r"\bquestions?\b", labelled.group("label"), re.I))
+            if not (asks or _HEDGE_RE.search(stripped) or re.match(r"(?:none|n/a|tbd|pending|\?|-)\s*$", body, re.I)):
                 text_ = stripped.strip()
                 label = " ".join(labelled.group("label").split())
                 return [Found(kind, text_, base + stripped.find(text_), label, _corrects(body))]
     if tool and not (
-        re.match(r"\s*(?:[-*]\s+|\d{1,2}[.)]\s+)?(?:never|always|do\s+not|don['’]?t|must|only|run|use|please)\b", stripped, re.I)
-        and re.search(r"[.!]\s*$", stripped)
+        re.search(r"[.!]\s*$", stripped)
+        and (
+            re.match(r"\s*(?:[-*]\s+|\d{1,2}[.)]\s+)?(?:never|always|do\s+not|don['’]?t|must|only|run|use|please)\b", stripped, re.I)
+            # a document's list (CONTRIBUTING.md, a runbook) read through a tool states its rules as items
+            or (re.match(r"\s*(?:[-*]|\d{1,2}[.)])\s+\S", stripped) and classify(stripped, "user") in ("rule", "constraint"))
+        )
     ):
         return found
     for start, piece in _sentences(stripped):
