@@ -457,6 +457,20 @@ _CONDITIONAL_RULE_RE = re.compile(
     r"rollback|stop|restart|tell|ask|wake|open\s+a\s+ticket|revert|fail\s+over)\b",
     re.I,
 )
+# A request to the agent for this turn ("Open X and show me Y"): work to do, not a statement to keep
+_REQUEST_RE = re.compile(
+    r"^(?:please\s+|pls\s+|now\s+|then\s+)?(?:open|show|read|look\s+(?:at|into)|explain|find|grep|search|list|print|cat|"
+    r"tell\s+me|walk\s+me|give\s+me|summari[sz]e|review|compare|diff|investigate|debug|trace|profile|paste|dump)\b",
+    re.I,
+)
+
+
+def _is_request(s: str) -> bool:
+    return bool(_REQUEST_RE.match(s)) and not (
+        _RULE_ANY_RE.search(s) or _MORE_RULE_RE.search(s) or _EXTRA_RULE_RE.search(s) or _RULE_START_RE.match(s)
+    )
+
+
 _ORDINAL_RE = re.compile(r"^\d+(?:st|nd|rd|th)$", re.I)
 
 
@@ -468,7 +482,9 @@ def classify(sentence: str, role: str = "user") -> StatementKind | None:
     if len(s) < 8 or len(s.split()) < 3:
         return None
     if _CONDITIONAL_RULE_RE.match(s):
-        return "rule"  # "if it breaks at night page oncall-hazel-4f78": a condition, not a hedge
+        return "rule"
+    if _is_request(s):
+        return None  # "if it breaks at night page oncall-hazel-4f78": a condition, not a hedge
     if _SUGGESTION_RE.match(s) and not _RULE_ANY_RE.search(s):
         return None  # an opinion or an offer ("I'd fix it to stay in Decimal"), not a statement
     if _is_question(s) or _HEDGE_RE.search(s) or _NEGATED_DECISION.search(s):
@@ -579,7 +595,7 @@ def worth_keeping(sentence: str) -> bool:
     # a condition is no hedge here: "if it breaks at night page oncall-hazel-4f78" is a rule
     hedged = any(not h.group(0).lower().startswith(("if ", "unless ")) for h in _HEDGE_RE.finditer(s))
     # a report of someone's words is kept too ("mei says start from 2025-01-01"): it is ranked last, not believed
-    if _is_question(s) or hedged or _NEGATED_DECISION.search(s):
+    if _is_question(s) or hedged or _NEGATED_DECISION.search(s) or _is_request(s):
         return False
     if re.match(r"(?:here['’]?s|here\s+(?:is|are)|attached|pasting|see\s+(?:below|above))\b", s, re.I):
         return False  # a paste's cover note: the paste itself is what counts
