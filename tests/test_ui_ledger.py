@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from ui_helpers import PAD, approve_preview, make_agent, make_app, submit, wait_until
+from ui_helpers import approve_preview, make_agent, make_app, submit, wait_until
 
 from tailrent_tui.agent.build import build_agent, close_agent
 from tailrent_tui.cli import cli
@@ -22,6 +22,8 @@ from tailrent_tui.ui.widgets.message import MessageView
 RULE = "SECURITY RULE: never print the signing secret sk-9q2-alder"
 OLD = "the spend limit is $300"
 NEW = "update: the spend limit is now $500"
+# chatter the ledger keeps nothing of (a question): the user's other words would be kept as said
+PAD = " Did everyone in the room think it looked fine?"
 PROPOSAL = "Sounds good. We decided to use Postgres 16 for the billing service."
 
 

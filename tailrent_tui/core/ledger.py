@@ -551,7 +551,7 @@ def signals(sentence: str, role: str, rule_kind: StatementKind | None) -> list[s
 #: a sentence the rules missed is kept when the scorer gives it at least this chance of being one
 ADMIT = 0.5
 #: the user's other words are kept verbatim (ranked last) unless the scorer gives them less than this
-SAID_MIN = 0.02
+SAID_MIN = 0.0
 
 
 def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, float, StatementKind]:

@@ -45,6 +45,10 @@ from tailrent_tui.core.messages import (
 from tailrent_tui.core.tokens import Framing, TokenCounter, get_counter
 
 
+
+#: the share of the pins' budget the user's unclassified words (`said` statements) may hold at most
+SAID_SHARE = 0.5
+
 class SessionError(ValueError):
     """A command the session cannot carry out (unknown message, bad state)."""
 
@@ -619,11 +623,22 @@ class Session:
             return held
         # when the budget binds, what the detector is least sure of stays behind first (the user's
         # unrecognized words, then the lowest scores); the guard counts what the summary then drops
+        # and the user's unclassified words never take more than SAID_SHARE of the budget, so that what
+        # the detector recognized later still finds room (a fold cannot take back an earlier one's room)
+        in_span = {m.id for m in span}
+        said_room = int(self.pin_budget * SAID_SHARE) - sum(
+            self.counter.count(ledger_rules.ledger_line(self.statements[i])) + 1
+            for m in self._messages
+            if m.kind is Kind.ledger and m.id not in in_span
+            for i in m.meta.get("statements", ())
+            if i in self.statements and self.statements[i].said and self.statements[i].status != "superseded"
+        )
         keep: set[str] = set()
         for st in sorted(held, key=lambda st: (st.said, -st.score)):
             cost = self.counter.count(ledger_rules.ledger_line(st)) + 1
-            if cost <= room:
+            if cost <= room and (not st.said or cost <= said_room):
                 room -= cost
+                said_room -= cost if st.said else 0
                 keep.add(st.id)
         return [st for st in held if st.id in keep]
 
