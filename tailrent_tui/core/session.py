@@ -44,8 +44,6 @@ from tailrent_tui.core.messages import (
 )
 from tailrent_tui.core.tokens import Framing, TokenCounter, get_counter
 
-
-
 #: the share of the pins' budget the user's unclassified words (`said` statements) may hold at most
 SAID_SHARE = 0.5
 
