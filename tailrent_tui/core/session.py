@@ -47,6 +47,7 @@ from tailrent_tui.core.tokens import Framing, TokenCounter, get_counter
 #: the share of the pins' budget the user's unclassified words (`said` statements) may hold at most
 SAID_SHARE = 0.5
 
+
 class SessionError(ValueError):
     """A command the session cannot carry out (unknown message, bad state)."""
 
