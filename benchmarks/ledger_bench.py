@@ -216,7 +216,10 @@ def _pct(x: float | None) -> str:
 
 
 def report(part: str, r: dict[str, Any]) -> str:
-    out = [f"## {part}: {r['lines']} lines, {sum(k['statements'] for k in r['kinds'].values())} statements", ""]
+    from tailrent_tui.core._ledger_weights import TRAINED_ON
+
+    seen = " (the learned scorer was trained on this part: not a held-out figure)" if part in TRAINED_ON else ""
+    out = [f"## {part}: {r['lines']} lines, {sum(k['statements'] for k in r['kinds'].values())} statements{seen}", ""]
     out.append("| kind | statements | recall | recall, kind right | detections | precision |")
     out.append("| --- | ---: | ---: | ---: | ---: | ---: |")
     for k, v in r["kinds"].items():

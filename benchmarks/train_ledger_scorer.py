@@ -131,12 +131,13 @@ def pack(w: dict[int, list[float]], prune: float = 0.05) -> tuple[str, dict[int,
     return "\n".join(lines), kept
 
 
-def write(text: str, meta: str) -> None:
+def write(text: str, meta: str, parts: list[str]) -> None:
     OUT.write_text(
         '"""Weights of the ledger\'s learned scorer (core/ledger_scorer.py), written by\n'
         f"benchmarks/train_ledger_scorer.py: {meta}. Do not edit by hand.\n\n"
         "Each line: a feature's hash, then its weight per class (thousandths), base 36.\n"
         '"""\n\n'
+        f"TRAINED_ON = {tuple(parts)!r}\n\n"
         f'WEIGHTS = """\n{text}\n"""\n',
         encoding="utf-8",
     )
@@ -168,7 +169,7 @@ def main() -> None:
         finally:
             ledger_scorer._weights = real  # type: ignore[assignment]
         return
-    write(text, meta)
+    write(text, meta, args.train)
     print(f"wrote {OUT.relative_to(ROOT)} ({OUT.stat().st_size:,} bytes)")
 
 
