@@ -58,6 +58,8 @@ Status = Literal["current", "superseded", "proposal"]
 MAX_PER_MESSAGE = 48
 #: a statement longer than this many characters is a document, not a statement: not kept verbatim
 MAX_STATEMENT_CHARS = 600
+#: a labelled line longer than this states its first sentence only; the rest is read sentence by sentence
+LABELLED_LINE_CHARS = 300
 
 
 class Statement(BaseModel):
@@ -597,6 +599,8 @@ def worth_keeping(sentence: str) -> bool:
     # a report of someone's words is kept too ("mei says start from 2025-01-01"): it is ranked last, not believed
     if _is_question(s) or hedged or _NEGATED_DECISION.search(s) or _is_request(s):
         return False
+    if _REPORT_RE.match(s) and not (_has_identifier(s) or any(c.isdigit() for c in s)):
+        return False  # the user's account of their own work ("I read through the scheduler"), nothing specific in it
     if re.match(r"(?:here['’]?s|here\s+(?:is|are)|attached|pasting|see\s+(?:below|above))\b", s, re.I):
         return False  # a paste's cover note: the paste itself is what counts
     rest = _ACK_RE.sub("", s, count=1)
@@ -688,9 +692,18 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
             body = labelled.group("body")
             asks = _is_question(body) and not (kind == "goal" and re.search(r"\bquestions?\b", labelled.group("label"), re.I))
             if not (asks or _HEDGE_RE.search(stripped) or re.match(r"(?:none|n/a|tbd|pending|\?|-)\s*$", body, re.I)):
-                text_ = stripped.strip()
                 label = " ".join(labelled.group("label").split())
-                return [Found(kind, text_, base + stripped.find(text_), label, _corrects(body))]
+                rest = ""
+                if len(stripped) > LABELLED_LINE_CHARS:
+                    # a label inside a paragraph states one sentence, not the rest of the paragraph
+                    first = next(iter(_sentences(body)), (0, body))[1]
+                    cut = labelled.start("body") + len(first)
+                    stripped, rest = stripped[:cut], stripped[cut:]
+                text_ = stripped.strip()
+                found_ = [Found(kind, text_, base + stripped.find(text_), label, _corrects(body))]
+                if rest.strip():
+                    found_ += _detect_piece(rest, base + len(stripped), role, words)
+                return found_
     if tool and not (
         re.search(r"[.!]\s*$", stripped)
         and (
