@@ -184,3 +184,35 @@ def test_the_scorer_is_a_probability_and_the_trainer_never_reads_the_fresh_held_
     assert ledger_scorer.probabilities(ledger_scorer.features("lol ok", "user", ["rule=none"]))[0] > 0.5
     with pytest.raises(SystemExit, match="never trained on"):
         train_ledger_scorer.load("heldout2")
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("if the nightly job breaks page oncall-hazel-4f78", "rule"),
+        ("Do not edit files under src/recon/generated/; they come from the XSD.", "rule"),
+        ("reports are never overwritten, a rerun writes _v2", "rule"),
+        ("I'd rather you ask before running anything with sudo", "preference"),
+        ("pnpm only", "preference"),
+        ("its bastion-3.ops.internal now", "fact"),
+    ],
+)
+def test_natural_phrasings_the_rules_now_read(text, kind):
+    assert [f.kind for f in detect(text)] == [kind]
+
+
+def test_a_request_an_opinion_and_an_ordinal_are_not_statements():
+    for text in (
+        "Open services/orders/app/db.py and show me the batch handling.",
+        "I'd fix it to stay in Decimal.",
+        "the 29th one is tiny, weird.",
+    ):
+        assert detect(text) == [], text
+
+
+def test_a_label_inside_a_paragraph_states_one_sentence_and_the_rest_is_read_on_its_own():
+    long = "I walked the call path from the cron entry down to the worker and back again. " * 6
+    found = detect(f"the bastion box sits behind the vpn for now. RULE: never restart a worker without a drain. {long}",
+                   "user", words=True)
+    labelled = [f for f in found if f.label]
+    assert [f.text for f in labelled] == ["RULE: never restart a worker without a drain."]
