@@ -253,8 +253,13 @@ def main() -> None:
     ap.add_argument("--misses", type=int, default=0, help="list up to N misses and spurious finds per part")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--canary", action="store_true", help="the canary traces through every policy instead")
+    ap.add_argument("--rules-only", action="store_true", help="the rules alone: the learned scorer admits nothing")
     ap.add_argument("--ask", type=int, metavar="TURNS", help="an ask-driven session of TURNS turns instead")
     args = ap.parse_args()
+    if args.rules_only:
+        from tailrent_tui.core import ledger
+
+        ledger.ADMIT = 2.0
     if args.canary:
         print(canary())
         return
