@@ -216,3 +216,22 @@ def test_a_label_inside_a_paragraph_states_one_sentence_and_the_rest_is_read_on_
                    "user", words=True)
     labelled = [f for f in found if f.label]
     assert [f.text for f in labelled] == ["RULE: never restart a worker without a drain."]
+
+
+def test_the_users_words_fit_beside_a_system_prompt_that_takes_most_of_the_window():
+    # the ask session of the issue: a 1,300-token head in a 2,048 window, each turn saying something unclassified
+    policy = get_policy("ladder")
+    system = "You are a coding agent. " + "Tools: read_file, write_file, run_shell, grep, search_history. " * 88
+    s = Session(counter=get_counter("cl100k"), system=system, window=2048, decisions=DecisionDetector())
+    ctx = PolicyContext(spill_store=MemorySpillStore(), archive=MemoryFoldArchive(), settings=PolicySettings(window=2048))
+    assert s.head_tokens > 1200
+    summarizer = LossySummarizer()
+    for i in range(30):
+        s.add("user", f"Step {i}: the build uses port {8000 + i}. " + "we looked at the logs and talked it over " * 12)
+        run_plan(policy.after_add(s, ctx), summarizer)
+        run_plan(policy.before_request(s, ctx, expired=False), summarizer)
+        assert s.context_tokens <= ctx.settings.request_limit, f"turn {i}: {s.context_tokens} tokens"
+        s.add("assistant", "Acknowledged.")
+        run_plan(policy.after_add(s, ctx), summarizer)
+    said = [st for st in s.statements.values() if st.said and s.carrier.get(st.id) in s]
+    assert said, "nothing the user said was kept"

@@ -625,7 +625,8 @@ class Session:
         # and the user's unclassified words never take more than SAID_SHARE of the budget, so that what
         # the detector recognized later still finds room (a fold cannot take back an earlier one's room)
         in_span = {m.id for m in span}
-        said_room = int(self.pin_budget * SAID_SHARE) - sum(
+        # (its share is of the room the head leaves: a 1,300-token system prompt in a 2,048 window leaves little)
+        said_room = int(min(self.pin_budget, self.pin_share * (self.window - self.head_tokens)) * SAID_SHARE) - sum(
             self.counter.count(ledger_rules.ledger_line(self.statements[i])) + 1
             for m in self._messages
             if m.kind is Kind.ledger and m.id not in in_span
