@@ -215,10 +215,11 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.0%}"
 
 
-def report(part: str, r: dict[str, Any]) -> str:
+def report(part: str, r: dict[str, Any], trained_on: tuple[str, ...] | None = None) -> str:
     from tailrent_tui.core._ledger_weights import TRAINED_ON
 
-    seen = " (the learned scorer was trained on this part: not a held-out figure)" if part in TRAINED_ON else ""
+    trained = TRAINED_ON if trained_on is None else trained_on
+    seen = " (the learned scorer was trained on this part: not a held-out figure)" if part in trained else ""
     out = [f"## {part}: {r['lines']} lines, {sum(k['statements'] for k in r['kinds'].values())} statements{seen}", ""]
     out.append("| kind | statements | recall | recall, kind right | detections | precision |")
     out.append("| --- | ---: | ---: | ---: | ---: | ---: |")

@@ -149,6 +149,7 @@ def main() -> None:
     ap.add_argument("--check", nargs="*", default=[], help="parts to score with the new weights (nothing is written)")
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--l2", type=float, default=1e-4)
+    ap.add_argument("--misses", type=int, default=0, help="with --check: list up to N misses and false finds")
     args = ap.parse_args()
     lines = [line for part in args.train for line in load(part)]
     data = examples(lines)
@@ -165,7 +166,7 @@ def main() -> None:
         ledger_scorer._weights = lambda: kept  # type: ignore[assignment]
         try:
             for part in args.check:
-                print(bench.report(part, bench.score(bench.load(part), 40)))
+                print(bench.report(part, bench.score(bench.load(part), args.misses), tuple(args.train)))
         finally:
             ledger_scorer._weights = real  # type: ignore[assignment]
         return
