@@ -583,6 +583,11 @@ _ACK_RE = re.compile(
 )
 
 
+# a numbered entry's lead ("Turn 17:", "Step 3 -", "Day 2.") and a past-tense opening ("Investigated ...")
+_ENTRY_RE = re.compile(r"^[A-Za-z]+\s+\d+\s*[:.)-]\s*")
+_PAST_RE = re.compile(r"^(?:i\s+|we\s+)?(?!need|feed|seed|speed|embed|proceed|succeed|exceed)[a-z]{3,}ed\b", re.I)
+
+
 def worth_keeping(sentence: str) -> bool:
     """Is a sentence of the user's that the detector did not call a statement still worth keeping
     word for word? Yes, unless it is a question, an acknowledgement, a hedge or a report of
@@ -599,8 +604,11 @@ def worth_keeping(sentence: str) -> bool:
     # a report of someone's words is kept too ("mei says start from 2025-01-01"): it is ranked last, not believed
     if _is_question(s) or hedged or _NEGATED_DECISION.search(s) or _is_request(s):
         return False
-    if _REPORT_RE.match(s) and not (_has_identifier(s) or any(c.isdigit() for c in s)):
-        return False  # the user's account of their own work ("I read through the scheduler"), nothing specific in it
+    # the user's account of their own work ("I read through the scheduler", "Turn 17: Investigated a flaky
+    # test"), nothing specific in it
+    entry = _ENTRY_RE.sub("", s, count=1)
+    if (_REPORT_RE.match(entry) or _PAST_RE.match(entry)) and not (_has_identifier(entry) or any(c.isdigit() for c in entry)):
+        return False
     if re.match(r"(?:here['’]?s|here\s+(?:is|are)|attached|pasting|see\s+(?:below|above))\b", s, re.I):
         return False  # a paste's cover note: the paste itself is what counts
     rest = _ACK_RE.sub("", s, count=1)
