@@ -287,6 +287,8 @@ class StatementChanged(_Event):
     id: str
     status: Literal["current", "superseded", "proposal"] | None = None
     text: str | None = None
+    #: per statement: False lets the next fold summarize it (its ledger message stays pinned for the rest)
+    pinned: bool | None = None
 
 
 class FoldRetired(_Event):
