@@ -17,18 +17,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tailrent_tui.agent.wire import wire_messages
+from tailrent_tui.agent.wire import wire_entries
 from tailrent_tui.core.messages import FoldRecord, Message
 from tailrent_tui.core.policies import FALLBACKS
 from tailrent_tui.core.rent import Item, aside_rent, context_item, context_items, prompt_rate
-from tailrent_tui.core.rungs.fold import span_messages, span_to_target
+from tailrent_tui.core.rungs.fold import after_position, span_messages, span_to_target
 from tailrent_tui.core.session import SessionError
 from tailrent_tui.core.summarize import Summarize, Summary
 from tailrent_tui.models.errors import ModelError
-from tailrent_tui.models.summarizer import ModelSummarizer, SummaryContext, aligned_instruction, aligned_messages
+from tailrent_tui.models.summarizer import (
+    ModelSummarizer,
+    SummaryContext,
+    aligned_instruction,
+    aligned_messages,
+    asks_apart,
+)
 
 #: past this share of the fold trigger, an idle agent writes the next fold's summary ahead (`prepare_fold`)
 PRE_TRIGGER = 0.8
+
+
+def asked_key(instruction: str) -> str:
+    """The rent item of a summary request's instruction (its answer's is `answer_key`): when the fold
+    keeps them as its summary, the rent model renames the two to the summary message."""
+    return f"__summary_request__:{hash(instruction)}"
+
+
+def answer_key(instruction: str) -> str:
+    return f"__summary_answer__:{hash(instruction)}"
 
 
 @dataclass(frozen=True)
@@ -138,6 +154,9 @@ class FoldRequests:
                 # what it is: the conversation's cached prefix read again, then the instruction (it moves
                 # the engine's cache as any request does, and is counted apart from the turns)
                 predicted = rent.request(items, session.head_tokens, at, output, aside=True)
+                if summary.asked is not None and output:
+                    # the engine keeps the answer it wrote: the fold sends it back as it was
+                    rent.generated((answer_key(summary.asked), output))
             else:
                 # a request of its own (no conversation to align with, or the cache is cold):
                 # all of it read, and the conversation's cache left as it was
@@ -148,48 +167,77 @@ class FoldRequests:
         return Summary(text=summarizer.summarize(request.span), by=summarizer.name)
 
     def summary_context(self, request: Summarize, summarizer: ModelSummarizer) -> tuple[SummaryContext | None, list[Item]]:
-        """The conversation as the next request would send it, with the span's positions in it,
-        and its rent items with the summary instruction last; (None, []) when a request of the
-        span on its own reads fewer tokens (the cache is cold: the context would be read whole).
+        """The conversation as the last request sent it, with the span's positions in it, and its
+        rent items with the summary instruction last; (None, []) when a request of the span on its
+        own reads fewer tokens (the cache is cold: the context would be read whole).
 
         Its messages are `wire_messages` of the session, its tools and options the turn's: the
         same tokens as the last request, so an engine that kept its KV reads only the instruction.
+        The context stops where a fold placed `after` puts its summary (`after_position`): before
+        the turn in flight (the user's new message, a tool exchange), which the engine has not
+        read yet, so the instruction is a message of its own after a reply. The fold then keeps
+        the instruction and the summary as a question and its answer, where they were asked:
+        tokens the engine holds already.
         """
         session = self.state.session
-        visible = [m for m in session.messages if not m.cut_off]
-        offset = 1 if session.system else 0
         ids = {m.id for m in request.span}
-        positions = tuple(i + offset for i, m in enumerate(visible) if m.id in ids)
-        if not positions:
+        entries = wire_entries(session)
+        visible = [m for m in session.messages if not m.cut_off]
+        if not any(m.id in ids for m in visible):
             return None, []
+        # the messages before the summary's place, in the session (the span among them)
+        kept_before = after_position(session, ids)
+        kept = [m for m in session.messages if m.id not in ids]
+        last_span = max(i for i, m in enumerate(session.messages) if m.id in ids)
+        end_index = last_span + 1
+        if kept_before > 0:
+            end_index = max(end_index, session.messages.index(kept[kept_before - 1]) + 1)
+        ends = self._cut(session, entries, visible, end_index)
         tools = self.driver.offered_tools() if self.driver.offered_tools is not None else None
-        messages = wire_messages(session)
-        items = context_items(session)
+        options = self.driver.request_options() if self.driver.request_options is not None else {}
+        context, items = self._context(session, entries, ends, ids, tools, options)
         instruction_tokens = session.sent_tokens(session.make_message("user", aligned_instruction_probe(request)))
         whole = session.head_tokens + sum(t for _, t in items) + instruction_tokens + request.budget
         if whole > self.driver.budget_window():
             # the fold comes when the context is near the window: with the instruction and the summary's
             # room it would not fit. What follows the span is not needed to summarize it: the request
             # stops after the span, its prefix still the cached one
-            end = max(positions) + 1
-            messages, items = messages[:end], items[: end - offset]
-        context = SummaryContext(
-            messages=messages, positions=positions, tools=tools or None,
-            options=self.driver.request_options() if self.driver.request_options is not None else {},
-        )
+            ends = self._cut(session, entries, visible, last_span + 1)
+            context, items = self._context(session, entries, ends, ids, tools, options)
         instruction = aligned_messages(context, request.budget)[-1]
-        if context.messages[-1]["role"] == "user" and items:
+        sent = session.sent_tokens(session.make_message("user", instruction["content"]))
+        if not asks_apart(context) and items:
             # appended to the last user message: that message is read again with it
             key, _ = items[-1]
-            items[-1] = (key + "+summary-request", session.sent_tokens(session.make_message("user", instruction["content"])))
+            items[-1] = (key + "+summary-request", sent)
         else:
-            items.append(("__summary_request__", session.sent_tokens(session.make_message("user", instruction["content"]))))
+            items.append((asked_key(instruction["content"]), sent))
         rent = self.state.rent
         if rent is not None:
             whole, cached, _ = rent.predict(items, session.head_tokens, session.clock())
             alone = sum(session.count(m["content"]) for m in summarizer.request_messages(request.span))
             if whole - cached > alone:
                 return None, []
+        return context, items
+
+    @staticmethod
+    def _cut(session: Any, entries: list[tuple[str | None, Any]], visible: list[Message], end_index: int) -> tuple[int, int]:
+        """(wire entries, visible messages) before session message `end_index`."""
+        before = {m.id for m in session.messages[:end_index]}
+        n_entries = sum(1 for owner, _ in entries if owner is None or owner in before)
+        n_visible = sum(1 for m in visible if m.id in before)
+        return n_entries, n_visible
+
+    def _context(
+        self, session: Any, entries: list[tuple[str | None, Any]], ends: tuple[int, int], ids: set[str],
+        tools: Any, options: Any,
+    ) -> tuple[SummaryContext, list[Item]]:
+        n_entries, n_visible = ends
+        messages = [entry for _, entry in entries[:n_entries]]
+        positions = tuple(i for i, (owner, _) in enumerate(entries[:n_entries]) if owner in ids)
+        items = context_items(session)[:n_visible]
+        later = [entry for _, entry in entries[n_entries:]]
+        context = SummaryContext(messages=messages, positions=positions, tools=tools or None, options=options, later=later)
         return context, items
 
     def reread_after(self, record: FoldRecord) -> tuple[int, float | None]:
