@@ -87,3 +87,38 @@ async def test_a_prepared_summary_that_no_longer_fits_the_span_is_not_used(make_
         i += 1
     assert agent.session.folds[0].summarizer == "model:mock"
     assert len(writer.requests) == 2
+
+
+@pytest.mark.parametrize("fold_target", [0.35, 0.6])
+async def test_a_fold_placed_after_with_its_summary_prepared_costs_the_next_request_its_new_message(make_agent, fold_target):
+    # the model writes the summaries in the conversation's context; the mock shifts its cache as llama.cpp does.
+    # A deep fold (0.35) takes all but the last messages: its span grows each turn and is written again; a
+    # shallow one (0.6) keeps its span, and is sent again after each turn (one token asked) to stay cached
+    agent = make_agent(
+        window=8192, fold_placement="after", system_prompt="Be brief.", tokenizer="chars4", fold_target=fold_target
+    )
+    await agent.start()
+    agent.summarizer = ModelSummarizer(agent.model)
+    prepared_requests = []
+    i = 0
+    while not agent.session.folds:
+        await agent.turn(chatter(i, 100))
+        i += 1
+        before = len(agent.session.usage)
+        await agent.prepare_fold()
+        prepared_requests += agent.session.usage[before:]
+    record = agent.session.folds[0]
+    assert record.summarizer.endswith("prepared") and record.summary.meta.get("asked")
+    summaries = [u for u in prepared_requests if (u.output_tokens or 0) > 1]
+    warm = [u for u in prepared_requests if (u.output_tokens or 0) <= 1]
+    assert summaries
+    assert bool(warm) is (fold_target == 0.6)
+    # each summary request read its instruction only
+    assert all(u.evaluated_tokens < 0.05 * record.tokens_before for u in summaries)
+    turns = [u for u in agent.session.usage if u.purpose == "turn"]
+    ordinary, after = turns[-2], turns[-1]
+    new_message = agent.session.sent_tokens(agent.session.messages[-2])
+    # the fold came before the last request: it read the user's new message, nothing of the fold
+    assert after.evaluated_tokens <= new_message + 8 < ordinary.evaluated_tokens + 16
+    for u in [*prepared_requests, *turns]:
+        assert u.predicted_evaluated == pytest.approx(u.evaluated_tokens, rel=0.1, abs=8), u

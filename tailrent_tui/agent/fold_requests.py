@@ -24,6 +24,7 @@ from tailrent_tui.core.rent import Item, aside_rent, context_item, context_items
 from tailrent_tui.core.rungs.fold import after_position, span_messages, span_to_target
 from tailrent_tui.core.session import SessionError
 from tailrent_tui.core.summarize import Summarize, Summary
+from tailrent_tui.models.base import Usage
 from tailrent_tui.models.errors import ModelError
 from tailrent_tui.models.summarizer import (
     ModelSummarizer,
@@ -76,6 +77,8 @@ class FoldRequests:
         self.state = driver.state
         #: the next fold's summary, written while the user read (`prepare_fold`)
         self.prepared: PreparedFold | None = None
+        #: the request number of the prepared summary's last request (`warm` sends it again after a turn)
+        self.prepared_at = 0
 
     def prepared_span(self) -> list[Message] | None:
         """The span the ladder would fold at the trigger, when the context is past the pre-trigger
@@ -90,9 +93,12 @@ class FoldRequests:
         session, trigger = s.session, min(settings.trigger_tokens, settings.request_limit)
         if not PRE_TRIGGER * trigger <= session.context_tokens <= trigger:
             return None
-        # at the trigger the excess is (trigger - target): ask span_to_target for that much now
+        # at the trigger the excess is (trigger - target): ask span_to_target for that much now; the
+        # user's next message will be one of the messages the fold keeps, so one fewer is kept now
+        # (else the span at the trigger runs a message longer, and that message is added unsummarized)
         lowered = settings.target_tokens - (trigger - session.context_tokens)
-        ids = span_to_target(session, lowered, keep_recent=settings.keep_recent, summary_share=settings.summary_share)
+        keep = max(0, settings.keep_recent - 1)
+        ids = span_to_target(session, lowered, keep_recent=keep, summary_share=settings.summary_share)
         return span_messages(session, ids) if ids else None
 
     async def prepare_fold(self) -> PreparedFold | None:
@@ -104,17 +110,53 @@ class FoldRequests:
         if span is None:
             return None
         ids = tuple(m.id for m in span)
-        if self.prepared is not None and self.prepared.span_ids == ids:
-            return self.prepared
         tokens = sum(m.tokens for m in span)
         request = Summarize(tuple(span), self.driver.policy_context().settings.summary_budget(tokens))
+        if self.prepared is not None and self.prepared.span_ids == ids:
+            if self.driver.meter.request_no > self.prepared_at:
+                await self.warm(self.prepared, request)
+            return self.prepared
         summary = await self.driver.summary_for(request)
         if summary.error or not summary.text:
             return None
+        self.prepared_at = self.driver.meter.request_no
         self.prepared = PreparedFold(ids, tokens, summary)
         if self.state.on_prepared is not None:
             self.state.on_prepared(self.prepared)
         return self.prepared
+
+    async def warm(self, prepared: PreparedFold, request: Summarize) -> None:
+        """A turn came since the prepared summary was written, and the engine's cache holds that turn
+        now: send the conversation with the prepared instruction and summary after it (one token
+        asked), so that at the trigger the fold finds them cached again. Priced and journaled as a
+        summary request (it is the prepared fold's); skipped when the instruction would read
+        differently now, or the model does not write the summaries."""
+        summarizer = self.state.summarizer
+        asked = prepared.summary.asked
+        if not isinstance(summarizer, ModelSummarizer) or asked is None:
+            return
+        context, items = self.summary_context(request, summarizer)
+        if context is None or not asks_apart(context) or aligned_instruction(context, request.budget) != asked:
+            return
+        session = self.state.session
+        text = prepared.summary.text
+        messages = [*context.messages, {"role": "user", "content": asked}, {"role": "assistant", "content": text}]
+        options = {**context.options, **summarizer.options, "max_tokens": 1}
+        at = session.clock()
+        usage: Usage | None = None
+        try:
+            async for chunk in summarizer.model.stream(messages, tools=context.tools, options=options):
+                if isinstance(chunk, Usage):
+                    usage = chunk
+        except ModelError:
+            return
+        rent = self.state.rent
+        predicted = None
+        if rent is not None:
+            items = [*items, (answer_key(asked), session.count(text))]
+            predicted = rent.request(items, session.head_tokens, at, 0, aside=True)
+        self.prepared_at = self.driver.meter.request_no + 1
+        self.driver.meter.record(predicted, usage, "summary")
 
     def prepared_summary(self, request: Summarize) -> Summary | None:
         """The prepared summary, when it covers the start of the asked span as it still is: the
@@ -134,7 +176,7 @@ class FoldRequests:
         text = prepared.summary.text
         if rest:
             text += "\n" + FALLBACKS[0].summarize(rest)
-        return Summary(text=text, by=f"{prepared.summary.by}, prepared")
+        return Summary(text=text, by=f"{prepared.summary.by}, prepared", asked=prepared.summary.asked)
 
     async def summary_for(self, request: Summarize) -> Summary:
         summarizer = self.state.summarizer
