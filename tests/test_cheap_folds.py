@@ -12,14 +12,17 @@ import itertools
 
 import pytest
 from test_models_openai import Scripted, ScriptedServer, collect
+from test_slots import fake as fake_fixture
 from test_summary_aligned import chatter
 
+from tailrent_tui.agent.build import build_agent, close_agent
 from tailrent_tui.agent.wire import summary_pair, wire_messages
 from tailrent_tui.core.messages import ToolCall
 from tailrent_tui.core.rungs.fold import after_position, prepare_fold
 from tailrent_tui.core.session import Session
 from tailrent_tui.models.openai import OpenAIModel, alternated
 from tailrent_tui.models.summarizer import ModelSummarizer
+from tailrent_tui.settings import Settings
 
 
 def conversation(turns: int) -> Session:
@@ -152,3 +155,81 @@ async def test_any_other_server_error_is_not_retried(server):
     await model.aclose()
 
 
+
+
+def contiguous_span(session: Session) -> list[str]:
+    """Four messages in a row, none pinned (the text-protocol note the server's answer brings is)."""
+    msgs = session.messages
+    start = max((i + 1 for i, m in enumerate(msgs[:-6]) if m.pinned), default=0)
+    span = msgs[start : start + 4]
+    assert not any(m.pinned for m in span)
+    return [m.id for m in span]
+
+
+async def test_unfold_restores_the_slot_saved_before_the_fold(tmp_path, monkeypatch):
+    # a scripted llama.cpp with --slot-save-path: the engine's prompt cache may have let the prompt
+    # before the fold go; the slot saved before the fold is restored before the next request
+    gen = fake_fixture.__wrapped__()
+    fake = next(gen)
+    try:
+        fake.slot_dir = tmp_path / "slots"
+        fake.slot_dir.mkdir()
+        monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
+        settings = Settings(
+            model=f"openai:{fake.url}", data_dir=tmp_path / "data", workspace=tmp_path, fsync=False,
+            slot_dir=fake.slot_dir, tokenizer="chars4", window=16384, summarizer="lossy",
+        )
+        agent = build_agent(settings, async_writer=False, new=True)
+        try:
+            await agent.start()
+            for i in range(4):
+                await agent.turn(f"question {i}: " + " ".join(chatter(i, 300).split()[3:]))
+            folded = await agent.fold(contiguous_span(agent.session))
+            assert folded is not None and agent.session.folds
+            saves = [name for action, name in fake.actions if action == "save"]
+            assert saves, "the slot was saved before the fold"
+            agent.unfold(agent.session.folds[-1].fold_no)
+            assert not [a for a in fake.actions if a[0] == "restore"], "nothing is restored before a request needs it"
+            await agent.turn("and now?")
+            restores = [name for action, name in fake.actions if action == "restore"]
+            assert restores == [saves[-1]], [n.text for n in agent.session.notes]
+            # the restore came before the request, and was said
+            assert any("the slot saved before the fold" in n.text for n in agent.session.notes)
+        finally:
+            await agent.model.aclose()
+            close_agent(agent)
+    finally:
+        next(gen, None)
+
+
+async def test_unfold_with_the_slot_file_gone_says_so_and_the_turn_goes_on(tmp_path, monkeypatch):
+    gen = fake_fixture.__wrapped__()
+    fake = next(gen)
+    try:
+        fake.slot_dir = tmp_path / "slots"
+        fake.slot_dir.mkdir()
+        monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
+        settings = Settings(
+            model=f"openai:{fake.url}", data_dir=tmp_path / "data", workspace=tmp_path, fsync=False,
+            slot_dir=fake.slot_dir, tokenizer="chars4", window=16384, summarizer="lossy",
+        )
+        agent = build_agent(settings, async_writer=False, new=True)
+        try:
+            await agent.start()
+            for i in range(4):
+                await agent.turn(f"question {i}: " + " ".join(chatter(i, 300).split()[3:]))
+            await agent.fold(contiguous_span(agent.session))
+            for f in fake.slot_dir.iterdir():
+                f.unlink()  # the slot files were cleaned away meanwhile
+            agent.unfold(agent.session.folds[-1].fold_no)
+            before = len(fake.bodies)
+            await agent.turn("and now?")
+            assert len(fake.bodies) == before + 1, "the turn went on"
+            assert not [a for a in fake.actions if a[0] == "restore"]
+            said = [n.text for n in agent.session.notes if n.text.startswith("after /unfold")]
+            assert len(said) == 1 and "no KV slot restored" in said[0]
+        finally:
+            await agent.model.aclose()
+            close_agent(agent)
+    finally:
+        next(gen, None)

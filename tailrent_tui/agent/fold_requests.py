@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tailrent_tui.agent.slots import save_before_fold
 from tailrent_tui.agent.wire import wire_entries
 from tailrent_tui.core.messages import FoldRecord, Message
 from tailrent_tui.core.policies import FALLBACKS
@@ -179,6 +180,7 @@ class FoldRequests:
         return Summary(text=text, by=f"{prepared.summary.by}, prepared", asked=prepared.summary.asked)
 
     async def summary_for(self, request: Summarize) -> Summary:
+        await save_before_fold(self.state)
         summarizer = self.state.summarizer
         if isinstance(summarizer, ModelSummarizer):
             session = self.state.session

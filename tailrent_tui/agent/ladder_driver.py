@@ -18,6 +18,7 @@ from typing import Any
 from tailrent_tui.agent.events import SummaryEnded, SummaryStarted, TurnCallbacks, noop
 from tailrent_tui.agent.fold_requests import FoldRequests, PreparedFold, answer_key, asked_key
 from tailrent_tui.agent.meter import UsageMeter
+from tailrent_tui.agent.slots import restore_after_unfold
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.core.messages import Event, Folded, FoldRecord, FoldSkipped, Message, Unfolded
@@ -242,6 +243,7 @@ class LadderDriver:
         """The policy's step before each request: after a cache expiry it may fold at no
         extra cost, and it makes the request fit the window with room for the reply."""
         self.stores.refresh_instructions()
+        await restore_after_unfold(self.state)
         cold = self.state.cold_resume
         expired = self._cache_expired()
         if expired and not cold:
@@ -268,7 +270,13 @@ class LadderDriver:
         the archive, back in its summary's place if they fit under the fold trigger.
         SessionError says why not; ArchiveError when its archive entry is damaged."""
         originals = self.stores.fold_originals(fold_no)
-        return unfold(self.state.session, fold_no, originals, limit=self.policy_context().settings.trigger_tokens)
+        event = unfold(self.state.session, fold_no, originals, limit=self.policy_context().settings.trigger_tokens)
+        # the engine's prompt cache may have let the prompt before the fold go: the slot saved
+        # before the fold brings it back before the next request (slots.restore_after_unfold)
+        keeper = self.state.slots
+        if keeper is not None and keeper.state == "on":
+            keeper.restore_pending = fold_no
+        return event
 
     def reread_after(self, record: FoldRecord) -> tuple[int, float | None]:
         return self.requests.reread_after(record)
