@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tailrent_tui.agent.slots import save_before_fold
@@ -37,6 +37,11 @@ from tailrent_tui.models.summarizer import (
 
 #: past this share of the fold trigger, an idle agent writes the next fold's summary ahead (`prepare_fold`)
 PRE_TRIGGER = 0.8
+#: a summary request near the window asks for a shorter summary rather than leave the kept messages out,
+#: down to a third of its budget and never under this many tokens
+MIN_FIT_BUDGET = 48
+#: tokens kept free for the difference between our count and the server's
+FIT_MARGIN = 16
 
 
 def asked_key(instruction: str) -> str:
@@ -80,6 +85,10 @@ class FoldRequests:
         self.prepared: PreparedFold | None = None
         #: the request number of the prepared summary's last request (`warm` sends it again after a turn)
         self.prepared_at = 0
+        #: the budget the last `summary_context` fitted the request to (a shorter one near the window)
+        self.fitted_budget = 0
+        #: a summary request of the span alone replaced the engine's slot since the last fold was placed
+        self.cache_moved = False
 
     def prepared_span(self) -> list[Message] | None:
         """The span the ladder would fold at the trigger, when the context is past the pre-trigger
@@ -137,7 +146,7 @@ class FoldRequests:
         if not isinstance(summarizer, ModelSummarizer) or asked is None:
             return
         context, items = self.summary_context(request, summarizer)
-        if context is None or not asks_apart(context) or aligned_instruction(context, request.budget) != asked:
+        if context is None or not asks_apart(context) or aligned_instruction(context, self.fitted_budget) != asked:
             return
         session = self.state.session
         text = prepared.summary.text
@@ -185,6 +194,8 @@ class FoldRequests:
         if isinstance(summarizer, ModelSummarizer):
             session = self.state.session
             context, items = self.summary_context(request, summarizer)
+            if context is not None:
+                request = replace(request, budget=self.fitted_budget)
             at = session.clock()
             try:
                 summary = await summarizer.asummarize(request.span, request.budget, context=context)
@@ -206,6 +217,8 @@ class FoldRequests:
                 # all of it read, and the conversation's cache left as it was
                 sent = sum(session.count(m["content"]) for m in summarizer.request_messages(request.span))
                 predicted = aside_rent(sent, output, getattr(rent, "sheet", None))
+                # the engine's slot held another prompt meanwhile: the next request is no test of its KV shift
+                self.cache_moved = True
             self.driver.meter.record(predicted, usage, "summary")
             return summary
         return Summary(text=summarizer.summarize(request.span), by=summarizer.name)
@@ -224,6 +237,7 @@ class FoldRequests:
         tokens the engine holds already.
         """
         session = self.state.session
+        self.rename_folded()
         ids = {m.id for m in request.span}
         entries = wire_entries(session)
         visible = [m for m in session.messages if not m.cut_off]
@@ -241,13 +255,21 @@ class FoldRequests:
         options = self.driver.request_options() if self.driver.request_options is not None else {}
         context, items = self._context(session, entries, ends, ids, tools, options)
         instruction_tokens = session.sent_tokens(session.make_message("user", aligned_instruction_probe(request)))
-        whole = session.head_tokens + sum(t for _, t in items) + instruction_tokens + request.budget
-        if whole > self.driver.budget_window():
+        room = self.driver.budget_window() - (session.head_tokens + sum(t for _, t in items) + instruction_tokens)
+        room -= FIT_MARGIN
+        if room < request.budget:
             # the fold comes when the context is near the window: with the instruction and the summary's
-            # room it would not fit. What follows the span is not needed to summarize it: the request
-            # stops after the span, its prefix still the cached one
-            ends = self._cut(session, entries, visible, last_span + 1)
-            context, items = self._context(session, entries, ends, ids, tools, options)
+            # room it would not fit. A shorter summary, when it is not much shorter, keeps the engine's
+            # cache of everything (stopping the request after the span would overwrite the kept messages'
+            # KV with the summary's, and the request after the fold would read them again)
+            if room >= max(MIN_FIT_BUDGET, request.budget // 3):
+                request = replace(request, budget=room)
+            else:
+                # else what follows the span is left out: the request stops after the span, its prefix
+                # still the cached one
+                ends = self._cut(session, entries, visible, last_span + 1)
+                context, items = self._context(session, entries, ends, ids, tools, options)
+        self.fitted_budget = request.budget
         instruction = aligned_messages(context, request.budget)[-1]
         sent = session.sent_tokens(session.make_message("user", instruction["content"]))
         if not asks_apart(context) and items:
@@ -263,6 +285,15 @@ class FoldRequests:
             if whole - cached > alone:
                 return None, []
         return context, items
+
+    def rename_folded(self) -> None:
+        """The last fold's summary, asked in context, is the summary request's instruction and answer
+        the rent model holds last: it is known by the summary's name from now on (`RentModel.rename`)."""
+        rent, session = self.state.rent, self.state.session
+        record = session.folds[-1] if session.folds else None
+        asked = record.summary.meta.get("asked") if record is not None else None
+        if rent is not None and record is not None and isinstance(asked, str) and record.summary.id in session:
+            rent.rename([asked_key(asked), answer_key(asked)], context_item(session, session.get(record.summary.id)))
 
     @staticmethod
     def _cut(session: Any, entries: list[tuple[str | None, Any]], visible: list[Message], end_index: int) -> tuple[int, int]:

@@ -16,14 +16,14 @@ from collections.abc import Callable
 from typing import Any
 
 from tailrent_tui.agent.events import SummaryEnded, SummaryStarted, TurnCallbacks, noop
-from tailrent_tui.agent.fold_requests import FoldRequests, PreparedFold, answer_key, asked_key
+from tailrent_tui.agent.fold_requests import FoldRequests, PreparedFold
 from tailrent_tui.agent.meter import UsageMeter
 from tailrent_tui.agent.slots import restore_after_unfold
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.core.messages import Event, Folded, FoldRecord, FoldSkipped, Message, Unfolded
 from tailrent_tui.core.policies import Plan, Policy, PolicyContext, PolicySettings, get_policy
-from tailrent_tui.core.rent import context_item, context_items
+from tailrent_tui.core.rent import context_items
 from tailrent_tui.core.rungs.fold import unfold
 from tailrent_tui.core.summarize import Review, Summarize, Summary, Verdict
 from tailrent_tui.models.errors import ContextOverflow
@@ -144,14 +144,11 @@ class LadderDriver:
         """Tell the placement keeper of each fold, with what an in-place fold would have kept cached
         (the head and the messages before the span): the next request is judged against it."""
         session = self.state.session
-        rent = self.state.rent
-        for ev in events:
-            asked = ev.fold.summary.meta.get("asked") if isinstance(ev, Folded) else None
-            if rent is not None and isinstance(ev, Folded) and isinstance(asked, str):
-                # its summary request's instruction and answer are now the summary message, in the cache
-                rent.rename([asked_key(asked), answer_key(asked)], context_item(session, ev.fold.summary))
+        # the last fold's summary request's instruction and answer are now its summary, in the cache
+        self.requests.rename_folded()
+        moved, self.requests.cache_moved = self.requests.cache_moved, False
         keeper = self.state.placement
-        if keeper is None:
+        if keeper is None or moved:
             return
         for ev in events:
             if isinstance(ev, Folded):
