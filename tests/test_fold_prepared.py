@@ -122,3 +122,20 @@ async def test_a_fold_placed_after_with_its_summary_prepared_costs_the_next_requ
     assert after.evaluated_tokens <= new_message + 8 < ordinary.evaluated_tokens + 16
     for u in [*prepared_requests, *turns]:
         assert u.predicted_evaluated == pytest.approx(u.evaluated_tokens, rel=0.1, abs=8), u
+
+
+async def test_a_span_with_statements_is_prepared_as_the_ladder_asks_it(make_agent):
+    # each message states a fact the ledger carries: the ladder asks a summary of the span without them,
+    # and the prepared fold must be of that same span, or it is not used at the trigger
+    agent = make_agent(window=2048, fold_placement="after", max_reply_tokens=8, tokenizer="chars4", summarizer="model")
+    agent.model = MockModel([SUMMARY] * 60)
+    await agent.start()
+    agent.summarizer = ModelSummarizer(agent.model)
+    for i in range(12):
+        await agent.turn(f"Turn {i}: the billing worker now takes {100 + 37 * i} ms at p95 on host node-{i}. " + chatter(i, 120))
+        await agent.prepare_fold()
+        if agent.session.folds:
+            break
+    assert agent.session.statements, "the facts were found"
+    record = agent.session.folds[0]
+    assert record.summarizer.endswith("prepared"), record.summarizer

@@ -119,6 +119,12 @@ class FoldRequests:
         span = self.prepared_span()
         if span is None:
             return None
+        session = self.state.session
+        if session.statements:
+            # as the ladder will ask it (`ask_summary`): without the statements the fold carries
+            span = session.summarizable(span)
+            if not span:
+                return None
         ids = tuple(m.id for m in span)
         tokens = sum(m.tokens for m in span)
         request = Summarize(tuple(span), self.driver.policy_context().settings.summary_budget(tokens))
