@@ -245,13 +245,13 @@ async def test_near_the_window_the_summary_is_asked_shorter_rather_than_losing_t
     while not agent.session.folds:
         await agent.turn(chatter(i, 80))
         i += 1
-    k = next(n for n, r in enumerate(agent.model.requests) if "leave the context here" in r[-1]["content"])
+    k = next(n for n, r in enumerate(agent.model.requests) if "leave the context." in r[-1]["content"])
     summary_request, last_turn = agent.model.requests[k], agent.model.requests[k - 1]
     # everything the engine held (the last request, then its reply), then the instruction
     assert summary_request[: len(last_turn)] == last_turn and len(summary_request) == len(last_turn) + 2
     planned = agent.policy_context().settings.summary_budget(agent.session.folds[0].tokens_before)
     asked = agent.session.folds[0].summary.meta["asked"]
-    fitted = int(asked.split("at most ")[1].split()[0])
+    fitted = int(asked.split("under ")[1].split()[0])
     assert fitted < planned
     turns = [u for u in agent.session.usage if u.purpose == "turn"]
     usage = next(u for u in agent.session.usage if u.purpose == "summary")

@@ -37,9 +37,9 @@ async def test_the_summary_request_is_the_last_request_plus_one_instruction(make
     assert sent[: len(last)] == last
     assert sent[len(last)]["role"] == "assistant" and len(sent) == len(last) + 2
     instruction = sent[-1]
-    assert instruction["role"] == "user" and "Messages 1 to 4 " in instruction["content"]
+    assert instruction["role"] == "user" and "Messages 1-4 " in instruction["content"]
     # named by position and by the first words of its first and last message
-    assert 'from "Turn 0 notes.' in instruction["content"] and 'to "(mock) I read' in instruction["content"]
+    assert '("Turn 0 notes.' in instruction["content"] and 'to "(mock) I read' in instruction["content"]
     (usage,) = summary_usage(agent)
     # the engine read the instruction only, and the rent model said so before it was sent
     span_tokens = agent.session.folds[0].tokens_before
@@ -69,7 +69,7 @@ async def test_a_template_that_forbids_two_user_messages_sees_the_roles_alternat
     folded = await agent.fold([m.id for m in agent.session.messages[:4]])
     sent = agent.model.requests[-1]
     # the request stops before the turn in flight (the engine has not read it): the instruction follows a reply
-    assert [m["role"] for m in sent[-2:]] == ["assistant", "user"] and "Messages 1 to 4 " in sent[-1]["content"]
+    assert [m["role"] for m in sent[-2:]] == ["assistant", "user"] and "Messages 1-4 " in sent[-1]["content"]
     assert not any("Turn 9 notes." in m["content"] for m in sent)
     assert folded is not None and folded.fold.summarizer == "model:mock" and folded.fold.rejected is None
     # after the fold the summary travels as that instruction and its answer: the roles still alternate
@@ -112,7 +112,7 @@ async def test_near_the_window_the_summary_request_stops_after_the_span_and_fits
         await agent.turn(chatter(i, 200))
         i += 1
     (usage,) = summary_usage(agent)[:1]
-    k = next(n for n, r in enumerate(agent.model.requests) if "leave the context here" in r[-1]["content"])
+    k = next(n for n, r in enumerate(agent.model.requests) if "leave the context." in r[-1]["content"])
     summary_request, last_turn = agent.model.requests[k], agent.model.requests[k - 1]
     # the request is the last one (and its reply) up to the turn in flight, or stops right after the
     # span when that would not fit: either way a prefix of what the engine holds, then the instruction

@@ -34,7 +34,7 @@ from tailrent_tui.core.summarize import Summary, role_content
 from .base import ChatModel, TextDelta, ToolSpec, Usage, WireMessage
 
 #: words quoted from each end of the span to name it
-QUOTED_WORDS = 5
+QUOTED_WORDS = 4
 
 
 @cache
