@@ -4,6 +4,7 @@ summary is written ahead; at the trigger the fold applies with it, no summary re
 from __future__ import annotations
 
 import asyncio
+import random
 
 import pytest
 from test_summary_aligned import chatter
@@ -124,6 +125,21 @@ async def test_a_fold_placed_after_with_its_summary_prepared_costs_the_next_requ
         assert u.predicted_evaluated == pytest.approx(u.evaluated_tokens, rel=0.1, abs=8), u
 
 
+PROSE_TEXT = (
+    "We looked at the logs again and the numbers moved a little since yesterday. The team wants a short answer "
+    "before the standup, so keep it brief and say what you would try next."
+)
+PROSE = PROSE_TEXT.split(" ")
+
+
+def fact_message(i: int) -> str:
+    """A fact the ledger carries, then prose (as benchmarks/cheapfold_bench.py writes its turns)."""
+    rng = random.Random(i)
+    body = " ".join(rng.choice(PROSE) for _ in range(150))
+    fact = f"Turn {i}: the billing worker now takes {100 + 37 * i} ms at p95 on host node-{i}."
+    return f"{fact} {body}. What should we check first?"
+
+
 async def test_a_span_with_statements_is_prepared_as_the_ladder_asks_it(make_agent):
     # each message states a fact the ledger carries: the ladder asks a summary of the span without them,
     # and the prepared fold must be of that same span, or it is not used at the trigger
@@ -132,10 +148,20 @@ async def test_a_span_with_statements_is_prepared_as_the_ladder_asks_it(make_age
     await agent.start()
     agent.summarizer = ModelSummarizer(agent.model)
     for i in range(12):
-        await agent.turn(f"Turn {i}: the billing worker now takes {100 + 37 * i} ms at p95 on host node-{i}. " + chatter(i, 120))
+        await agent.turn(fact_message(i))
         await agent.prepare_fold()
         if agent.session.folds:
             break
     assert agent.session.statements, "the facts were found"
     record = agent.session.folds[0]
     assert record.summarizer.endswith("prepared"), record.summarizer
+    # the ledger the fold carries comes after its summary, and was sent with it while the user read:
+    # the request after the fold reads the user's new message only
+    assert record.ledger is not None
+    ids = [m.id for m in agent.session.messages]
+    assert ids.index(record.summary.id) + 1 == ids.index(record.ledger.id)
+    # a ledger was sent after the prepared pair while the user read (at the trigger the span may have
+    # grown by a message: what the next request reads is measured on llama.cpp, benchmarks/RESULTS.md)
+    assert any(m["content"].startswith("[context note]\n[ledger") for r in agent.model.requests for m in r[-1:])
+    for u in agent.session.usage:
+        assert u.predicted_evaluated == pytest.approx(u.evaluated_tokens, rel=0.1, abs=8), u

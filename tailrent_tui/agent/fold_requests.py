@@ -19,6 +19,7 @@ from typing import Any
 
 from tailrent_tui.agent.slots import save_before_fold
 from tailrent_tui.agent.wire import wire_entries
+from tailrent_tui.core import ledger as ledger_rules
 from tailrent_tui.core.messages import FoldRecord, Message
 from tailrent_tui.core.policies import FALLBACKS
 from tailrent_tui.core.rent import Item, aside_rent, context_item, context_items, prompt_rate
@@ -54,6 +55,10 @@ def answer_key(instruction: str) -> str:
     return f"__summary_answer__:{hash(instruction)}"
 
 
+def ledger_key(instruction: str) -> str:
+    return f"__summary_ledger__:{hash(instruction)}"
+
+
 @dataclass(frozen=True)
 class PreparedFold:
     """A summary written ahead, while the user read: the span it covers, as it was then."""
@@ -61,6 +66,8 @@ class PreparedFold:
     span_ids: tuple[str, ...]
     span_tokens: int
     summary: Summary
+    #: the span as the ladder takes it, statements and all (what the fold's ledger carries from)
+    raw_ids: tuple[str, ...] = ()
 
     @property
     def messages(self) -> int:
@@ -119,6 +126,7 @@ class FoldRequests:
         span = self.prepared_span()
         if span is None:
             return None
+        raw = span
         session = self.state.session
         if session.statements:
             # as the ladder will ask it (`ask_summary`): without the statements the fold carries
@@ -136,7 +144,10 @@ class FoldRequests:
         if summary.error or not summary.text:
             return None
         self.prepared_at = self.driver.meter.request_no
-        self.prepared = PreparedFold(ids, tokens, summary)
+        self.prepared = PreparedFold(ids, tokens, summary, tuple(m.id for m in raw))
+        if self._ledger_text(self.prepared) is not None:
+            # the statements the fold will carry are new tokens: read them now, after the summary
+            await self.warm(self.prepared, request)
         if self.state.on_prepared is not None:
             self.state.on_prepared(self.prepared)
         return self.prepared
@@ -157,6 +168,9 @@ class FoldRequests:
         session = self.state.session
         text = prepared.summary.text
         messages = [*context.messages, {"role": "user", "content": asked}, {"role": "assistant", "content": text}]
+        ledger = self._ledger_text(prepared)
+        if ledger is not None:
+            messages.append({"role": "user", "content": f"[context note]\n{ledger}"})
         options = {**context.options, **summarizer.options, "max_tokens": 1}
         at = session.clock()
         usage: Usage | None = None
@@ -170,9 +184,19 @@ class FoldRequests:
         predicted = None
         if rent is not None:
             items = [*items, (answer_key(asked), session.count(text))]
+            if ledger is not None:
+                items.append((ledger_key(asked), session.sent_tokens(session.make_message("system", ledger))))
             predicted = rent.request(items, session.head_tokens, at, 0, aside=True)
         self.prepared_at = self.driver.meter.request_no + 1
         self.driver.meter.record(predicted, usage, "summary")
+
+    def _ledger_text(self, prepared: PreparedFold) -> str | None:
+        """The ledger message the fold of this span will carry (core makes it the same way), or None."""
+        session = self.state.session
+        if not session.statements or not prepared.raw_ids:
+            return None
+        carried = session.carried_by([session.get(i) for i in prepared.raw_ids if i in session])
+        return ledger_rules.ledger_text(carried) if carried else None
 
     def prepared_summary(self, request: Summarize) -> Summary | None:
         """The prepared summary, when it covers the start of the asked span as it still is: the
@@ -298,8 +322,15 @@ class FoldRequests:
         rent, session = self.state.rent, self.state.session
         record = session.folds[-1] if session.folds else None
         asked = record.summary.meta.get("asked") if record is not None else None
-        if rent is not None and record is not None and isinstance(asked, str) and record.summary.id in session:
-            rent.rename([asked_key(asked), answer_key(asked)], context_item(session, session.get(record.summary.id)))
+        if rent is None or record is None or not isinstance(asked, str) or record.summary.id not in session:
+            return
+        summary = context_item(session, session.get(record.summary.id))
+        if record.ledger is not None and record.ledger.id in session:
+            # a prepared fold sent its ledger after the pair too (`warm`)
+            ledger = context_item(session, session.get(record.ledger.id))
+            if rent.rename([asked_key(asked), answer_key(asked), ledger_key(asked)], [summary, ledger]):
+                return
+        rent.rename([asked_key(asked), answer_key(asked)], [summary])
 
     @staticmethod
     def _cut(session: Any, entries: list[tuple[str | None, Any]], visible: list[Message], end_index: int) -> tuple[int, int]:
