@@ -249,6 +249,8 @@ class FoldRequests:
                 predicted = aside_rent(sent, output, getattr(rent, "sheet", None))
                 # the engine's slot held another prompt meanwhile: the next request is no test of its KV shift
                 self.cache_moved = True
+                if rent is not None and rent.sheet.local:
+                    rent.expire()  # and it reads the conversation again
             self.driver.meter.record(predicted, usage, "summary")
             return summary
         return Summary(text=summarizer.summarize(request.span), by=summarizer.name)
@@ -312,7 +314,9 @@ class FoldRequests:
         if rent is not None:
             whole, cached, _ = rent.predict(items, session.head_tokens, session.clock())
             alone = sum(session.count(m["content"]) for m in summarizer.request_messages(request.span))
-            if whole - cached > alone:
+            # on a local engine a request of the span alone takes the slot: the next turn reads the whole
+            # context again (measured: 988 tokens instead of ~680), so it is cheaper only when nothing is cached
+            if whole - cached > alone and not (rent.sheet.local and cached > 0):
                 return None, []
         return context, items
 
