@@ -15,7 +15,7 @@ from test_models_openai import Scripted, ScriptedServer, collect
 from test_slots import fake as fake_fixture
 from test_summary_aligned import chatter
 
-from tailrent_tui.agent.build import build_agent, close_agent
+from tailrent_tui.agent.build import build_agent
 from tailrent_tui.agent.wire import summary_pair, wire_messages
 from tailrent_tui.core.messages import ToolCall
 from tailrent_tui.core.rungs.fold import after_position, prepare_fold
@@ -196,8 +196,7 @@ async def test_unfold_restores_the_slot_saved_before_the_fold(tmp_path, monkeypa
             # the restore came before the request, and was said
             assert any("the slot saved before the fold" in n.text for n in agent.session.notes)
         finally:
-            await agent.model.aclose()
-            close_agent(agent)
+            await agent.aclose()
     finally:
         next(gen, None)
 
@@ -229,8 +228,7 @@ async def test_unfold_with_the_slot_file_gone_says_so_and_the_turn_goes_on(tmp_p
             said = [n.text for n in agent.session.notes if n.text.startswith("after /unfold")]
             assert len(said) == 1 and "no KV slot restored" in said[0]
         finally:
-            await agent.model.aclose()
-            close_agent(agent)
+            await agent.aclose()
     finally:
         next(gen, None)
 
