@@ -134,6 +134,8 @@ class SlotKeeper:
         self.last_save: SlotOutcome | None = None
         #: what the slot held when last asked (`ask_held`): a resume's warm or cold
         self.held: HeldSlot | None = None
+        #: a fold was undone: the slot saved before it is restored before the next request
+        self.restore_pending: int | None = None
         # the idle save (a worker thread) and the save on quit may overlap
         self._writing = threading.Lock()
 
@@ -407,6 +409,11 @@ class SlotKeeper:
         self.last_save = self._write(plan, reason)
         return self.last_save
 
+    async def save_before_fold(self) -> SlotOutcome | None:
+        """Save the slot while it holds the conversation as it is before a fold: `/unfold` restores it
+        when the engine's prompt cache no longer holds that prompt. A failure is a warning, once."""
+        return await self.save("before a fold")
+
     async def save(self, reason: str) -> SlotOutcome | None:
         """Save from the event loop: what is sent is read here, the request runs in a thread."""
         plan = self._plan() if self.state != "unknown" else await asyncio.to_thread(self._plan)
@@ -414,6 +421,46 @@ class SlotKeeper:
             return plan
         self.last_save = await asyncio.to_thread(self._write, plan, reason)
         return self.last_save
+
+
+async def save_before_fold(state: Any) -> None:
+    """The slot saved before a fold (a fold's first summary request, or its fallback's, is next)."""
+    keeper: SlotKeeper | None = getattr(state, "slots", None)
+    if keeper is None or keeper.state != "on":
+        return
+    outcome = await keeper.save_before_fold()
+    if outcome is not None and not outcome.ok and outcome.line:
+        line = keeper._once("save-before-fold", outcome.line)
+        if line:
+            state.session.note(line, "warning")
+
+
+async def restore_after_unfold(state: Any) -> None:
+    """After `/unfold`, before the next request: the newest slot whose prefix is the context's
+    (the one saved before the fold) is restored, so the request reads what came after it, whether or
+    not the engine's prompt cache still held the prompt before the fold. Said in one line."""
+    keeper: SlotKeeper | None = getattr(state, "slots", None)
+    if keeper is None or keeper.restore_pending is None:
+        return
+    fold_no, keeper.restore_pending = keeper.restore_pending, None
+    outcome = await asyncio.to_thread(keeper.restore)
+    if outcome is None:
+        return
+    if outcome.ok and outcome.tokens:
+        rent = state.rent
+        if rent is not None:
+            # the slot holds the prompt as it was before the fold: the items that fit in what was restored
+            items, held = [], state.session.head_tokens
+            for item in context_items(state.session):
+                if held + item[1] > outcome.tokens:
+                    break
+                items.append(item)
+                held += item[1]
+            rent._previous = [(HEAD_ID, state.session.head_tokens), *items]
+            rent._previous_at = time.time()
+        state.session.note(f"after /unfold {fold_no}: {outcome.line} (the slot saved before the fold)", "info")
+    elif outcome.line:
+        state.session.note(f"after /unfold {fold_no}: {outcome.line}", "warning")
 
 
 # -- the resume's price --------------------------------------------------------------

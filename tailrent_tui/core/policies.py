@@ -279,10 +279,10 @@ def choose_fold(
             )
     span_tokens = sum(m.tokens for m in span)
 
-    def fold_with(text: str, by: str, rejected: str | None) -> FoldRecord:
+    def fold_with(text: str, by: str, rejected: str | None, asked: str | None = None) -> FoldRecord:
         return prepare_fold(
             session, ids, summary=text, summarizer_name=by, guard=guard,
-            position=position, header=header, trigger=trigger, rejected=rejected,
+            position=position, header=header, trigger=trigger, rejected=rejected, asked=asked,
         )
 
     reasons: list[str] = []
@@ -290,10 +290,10 @@ def choose_fold(
     if why is None and budget is not None:
         fitted = fit_budget(reply.text, budget, session.count)
         if fitted != reply.text:
-            reply = Summary(text=fitted, by=reply.by)
+            reply = Summary(text=fitted, by=reply.by, asked=reply.asked)
     record = None
     if why is None:
-        record = fold_with(reply.text, reply.by, None)
+        record = fold_with(reply.text, reply.by, None, reply.asked)
         if shrinks(record, min_gain):
             return record
         why = "with its header and the guard's facts it was not smaller than the span"

@@ -41,12 +41,16 @@ class Summary:
 
     `truncated` says the writer stopped at the budget (a model's
     done_reason "length"); `error` says it could not write one at all.
+    `asked` is the user message a model answered with it, in the conversation's
+    own context: the fold keeps it as the summary's header, and a request sends
+    the summary as that question and its answer, the tokens the engine cached.
     """
 
     text: str
     by: str
     truncated: bool = False
     error: str | None = None
+    asked: str | None = None
 
 
 @dataclass(frozen=True)
