@@ -462,6 +462,8 @@ def load_settings(flags: dict[str, Any] | None = None, *, path: Path | None = No
     """Effective settings and, for each key, where its value came from."""
     values: dict[str, Any] = {}
     source: dict[str, str] = dict.fromkeys(Settings.model_fields, "default")
+    # every problem of the file and the values, said at once (one line each), not one per start
+    problems: list[str] = []
     cfg = path or config_file()
     if cfg.exists():
         try:
@@ -474,7 +476,8 @@ def load_settings(flags: dict[str, Any] | None = None, *, path: Path | None = No
             raise SettingsError(f"{cfg}: not valid TOML ({exc})") from None
         for key, value in data.items():
             if key not in Settings.model_fields:
-                raise SettingsError(f"{cfg}: unknown key {key!r}{did_you_mean(key, Settings.model_fields)}")
+                problems.append(f"{cfg}: unknown key {key!r}{did_you_mean(key, Settings.model_fields)}")
+                continue
             if (
                 key in ("data_dir", "slot_dir")
                 and isinstance(value, str)
@@ -504,14 +507,17 @@ def load_settings(flags: dict[str, Any] | None = None, *, path: Path | None = No
     try:
         settings = Settings(**values)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"]) or "?"
-        top = str(err["loc"][0]) if err["loc"] else key
-        where = source.get(top, "settings")
-        if where == "default":
-            # a default that clashes with a value set elsewhere (fold_target against fold_trigger): name that one
-            where = next((source[k] for k in Settings.model_fields if source[k] != "default" and k in err["msg"]), where)
-        raise SettingsError(f"{where}: {key}: {err['msg'].removeprefix('Value error, ')}") from None
+        for err in exc.errors():
+            key = ".".join(str(p) for p in err["loc"]) or "?"
+            top = str(err["loc"][0]) if err["loc"] else key
+            where = source.get(top, "settings")
+            if where == "default":
+                # a default that clashes with a value set elsewhere (fold_target against fold_trigger): name that one
+                where = next((source[k] for k in Settings.model_fields if source[k] != "default" and k in err["msg"]), where)
+            problems.append(f"{where}: {key}: {err['msg'].removeprefix('Value error, ')}")
+        raise SettingsError("\n".join(problems)) from None
+    if problems:
+        raise SettingsError("\n".join(problems))
     _check_price_sheet(settings, source)
     return settings, source
 

@@ -77,7 +77,9 @@ from tailrent_tui.core.summarize import (
     Summarizer,
     Summary,
     Verdict,
+    check_edit,
     check_summary,
+    cut_to_budget,
     fit_budget,
 )
 
@@ -277,10 +279,10 @@ def choose_fold(
             )
     span_tokens = sum(m.tokens for m in span)
 
-    def fold_with(text: str, by: str, rejected: str | None) -> FoldRecord:
+    def fold_with(text: str, by: str, rejected: str | None, asked: str | None = None) -> FoldRecord:
         return prepare_fold(
             session, ids, summary=text, summarizer_name=by, guard=guard,
-            position=position, header=header, trigger=trigger, rejected=rejected,
+            position=position, header=header, trigger=trigger, rejected=rejected, asked=asked,
         )
 
     reasons: list[str] = []
@@ -288,10 +290,10 @@ def choose_fold(
     if why is None and budget is not None:
         fitted = fit_budget(reply.text, budget, session.count)
         if fitted != reply.text:
-            reply = Summary(text=fitted, by=reply.by)
+            reply = Summary(text=fitted, by=reply.by, asked=reply.asked)
     record = None
     if why is None:
-        record = fold_with(reply.text, reply.by, None)
+        record = fold_with(reply.text, reply.by, None, reply.asked)
         if shrinks(record, min_gain):
             return record
         why = "with its header and the guard's facts it was not smaller than the span"
@@ -322,12 +324,17 @@ def reviewed(
     mode = ctx.settings.fold_preview
     if mode == "never" or (mode == "manual" and not manual):
         return record
+    note: str | None = None
     while True:
-        verdict = yield Review(record, tuple(span))
+        verdict = yield Review(record, tuple(span), note=note)
         if not verdict.apply:
             return None
         if verdict.text is None:
             return record
+        why = check_edit(verdict.text)
+        note = f"your edit was not used: {why}" if why else None
+        if why:
+            continue  # the fold as it was, shown again with why
         record = prepare_fold(
             session, record.span_ids, summary=verdict.text, summarizer_name="you (edited)",
             guard=cast(GuardMode, record.guard), position=position, header=header, trigger=record.trigger,
@@ -503,8 +510,11 @@ class NaivePolicy(Policy):
         reply = yield from ask_summary(ctx, span)
         if reply.error is not None:
             raise RuntimeError(reply.error)
+        # its summary request had a max_tokens, as a model's does: a mock's text is cut there too (the
+        # extractive mock keeps every fact sentence of the summary it refolds, which grew without end)
+        text = cut_to_budget(reply.text, ctx.settings.summary_budget(sum(m.tokens for m in span)), session.count)
         record = prepare_fold(
-            session, span_ids, summary=reply.text, summarizer_name=reply.by, guard=self.guard_for(ctx),
+            session, span_ids, summary=text, summarizer_name=reply.by, guard=self.guard_for(ctx),
             position=self.position, header=self.header, trigger=self.name,
         )
         return [apply_fold(session, record, ctx.archive)]

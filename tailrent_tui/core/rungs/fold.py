@@ -100,11 +100,21 @@ def retire_summaries(session: Session, target_tokens: int, *, keep_recent: int =
         gone = {m.id, *(records_by_no[no].summary.id for no in merged)}
         summaries_tokens = sum(session.get(i).tokens for i in gone)
         # what its fold guarded and kept: the facts of the span's conversation (not of its tool output)
+        # (an older pointer holds the facts of the folds merged into it before: all of them leave now)
+        covered: list[int] = []
+        todo = list(merged)
+        while todo:
+            no = todo.pop()
+            if no in covered or no not in records_by_no:
+                continue
+            covered.append(no)
+            todo.extend(session.retired[no].merged if no in session.retired else ())
+        lost_before = {t for no in covered if no in session.retired for t in session.retired[no].facts_lost}
         held = [
             fact_guard.Fact(text=t, kind="quoted")
-            for r in (record, *(records_by_no[no] for no in merged))
+            for r in (record, *(records_by_no[no] for no in covered))
             for t in r.facts
-            if t not in set(r.facts_lost)
+            if t not in set(r.facts_lost) and t not in lost_before
         ]
         others = (o.content for o in session.messages if o.id not in gone)
         rest = fact_guard.Visible("\n".join([session.system, pointer, *others]))
@@ -226,6 +236,26 @@ def span_messages(session: Session, span_ids: Iterable[str]) -> list[Message]:
     return span
 
 
+def after_position(session: Session, span_ids: Iterable[str]) -> int:
+    """Where a fold placed `after` puts its summary, as an index among the messages it keeps:
+    after the last finished reply (an assistant message with no tool call), before the turn in
+    flight (the user's new message, a tool exchange), so a request never ends on the summary;
+    with no reply since the span, before the last user message; never before the span's place."""
+    ids = set(span_ids)
+    kept = [m for m in session.messages if m.id not in ids]
+    first = next((i for i, m in enumerate(session.messages) if m.id in ids), len(session.messages))
+    place = sum(1 for m in session.messages[:first] if m.id not in ids)
+    for i in range(len(kept) - 1, place - 1, -1):
+        m = kept[i]
+        if m.role == "assistant" and not m.tool_calls and not m.cut_off:
+            return i + 1
+    # no reply since the span: before the last user message (the turn in flight), else in place
+    for i in range(len(kept) - 1, place - 1, -1):
+        if kept[i].role == "user" and not kept[i].cut_off:
+            return i
+    return place
+
+
 def prepare_fold(
     session: Session,
     span_ids: Iterable[str],
@@ -237,15 +267,19 @@ def prepare_fold(
     header: str | None = None,
     trigger: str = "manual",
     rejected: str | None = None,
+    asked: str | None = None,
 ) -> FoldRecord:
     """The fold of a span with this summary, guarded, as a record: nothing is applied yet.
 
     The caller sees the summary's size (`tokens_after`) against the span's
-    (`tokens_before`) before deciding to apply it with `apply_fold`.
+    (`tokens_before`) before deciding to apply it with `apply_fold`. `asked`: the
+    user message the summary answered in the conversation's context (`Summary.asked`):
+    it heads the summary in place of `header`, and the summary travels as that
+    question and its answer (agent/wire.py), the tokens the engine cached.
     """
     return _prepare(
         session, span_messages(session, span_ids), summary=summary, summarizer_name=summarizer_name, guard=guard,
-        position=position, header=header, trigger=trigger, rejected=rejected,
+        position=position, header=header, trigger=trigger, rejected=rejected, asked=asked,
     )
 
 
@@ -260,6 +294,7 @@ def _prepare(
     header: str | None,
     trigger: str,
     rejected: str | None,
+    asked: str | None = None,
 ) -> FoldRecord:
     """prepare_fold of the span's messages (`span_messages`)."""
     if not span:
@@ -280,7 +315,7 @@ def _prepare(
 
     if header is None:
         header = "[fold #{no} · {n} messages · depth {depth}]"
-    head = header.format(no=fold_no, n=len(span), depth=depth)
+    head = asked if asked else header.format(no=fold_no, n=len(span), depth=depth)
     facts: list[str] = []
     dropped: list[str] = []
     lost: list[str] = []
@@ -335,7 +370,7 @@ def _prepare(
 
     content = head + "\n" + body
     tokens_before = sum(m.tokens for m in span)
-    summary_msg = session.make_message("system", content, kind=Kind.fold_summary)
+    summary_msg = session.make_message("system", content, kind=Kind.fold_summary, meta={"asked": asked} if asked else None)
     summary_msg.fold_depth = depth
     summary_msg.folded_ids = [m.id for m in span]
     repair_tokens = summary_msg.tokens - session.count(head + "\n" + summary) if repaired else 0
@@ -344,7 +379,7 @@ def _prepare(
     if position == "front":
         position_index = 0
     elif position == "after":
-        position_index = len(session.messages) - len(span)
+        position_index = after_position(session, ids)
     else:
         # the summary takes the place of the span's first message, so the
         # prefix before it (and its cache) is left untouched

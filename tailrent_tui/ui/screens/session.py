@@ -27,7 +27,7 @@ from textual.widgets import Footer, Header
 from tailrent_tui.core.rent import get_price_sheet
 from tailrent_tui.ui.actions import BINDINGS, NAVIGATION_ACTIONS
 from tailrent_tui.ui.commands import LadderCommands
-from tailrent_tui.ui.completion import Sources, mentions
+from tailrent_tui.ui.completion import Sources, mentioned_files
 from tailrent_tui.ui.events import MessageFocused, PromptSubmitted
 from tailrent_tui.ui.messages import AgentNotice
 from tailrent_tui.ui.screens.session_clocks import RentClocks
@@ -118,6 +118,13 @@ class SessionScreen(SessionCommands, LadderActions, TurnFeed, RentClocks):
         # the notes that replaying the journal wrote
         for note in self.agent.startup_notes:
             self._queue.put_nowait(AgentNotice(note.text, note.level))
+        if self._owes_reply():
+            # the session stopped before its last message was answered (a crash mid-reply)
+            self.retry_pending = True
+            self._queue.put_nowait(AgentNotice(
+                "the last message has no reply (the session stopped before it came): ctrl+r or /retry answers it",
+                "warning",
+            ))
         self.post_message(self.Ready())
         self.focus_at_start()
         self.call_after_refresh(self._start_agent)
@@ -143,10 +150,12 @@ class SessionScreen(SessionCommands, LadderActions, TurnFeed, RentClocks):
             seconds = self.agent.preload_seconds
             if seconds is not None:
                 self.notify(f"{self._model_name()} loaded in {seconds:.1f} s", timeout=4)
-            # the resume's price and the slot restored; warnings come through their notes already
+            # the resume's price and the slot restored, kept in the transcript (why the first request
+            # reads what it reads: a slot another client took, a restarted server); warnings come
+            # through their notes already
             for text, level in self.agent.resume_lines:
                 if level == "info":
-                    self.notify(text, title="resume", timeout=15)
+                    await self.transcript.show_notice(text)
 
         self.run_worker(run(), group="start", name="ask the server", exit_on_error=False)
 
@@ -206,16 +215,14 @@ class SessionScreen(SessionCommands, LadderActions, TurnFeed, RentClocks):
                 box.prompt_history.error = None
 
     def _mentioned_files(self, text: str) -> list[str]:
-        """The `@path` mentions that name a file in the workspace (others, like @someone, are just text)."""
+        """The `@path` mentions that name a file in the workspace; one that looks like a path but
+        is missing or leads out is said (others, like @someone, are just text)."""
         workspace = self.agent.workspace
         if workspace is None:
             return []
-        root = Path(workspace).resolve()
-        files = []
-        for path in mentions(text):
-            real = (root / path).resolve()
-            if (real == root or root in real.parents) and real.is_file():
-                files.append(path)
+        files, problems = mentioned_files(text, Path(workspace))
+        for line in problems:
+            self.notify(line, severity="warning")
         return files
 
     # -- focus: the input, or navigation among the messages ------------------------------

@@ -28,6 +28,7 @@ from textual.worker import Worker
 
 from tailrent_tui.core.session import Session
 from tailrent_tui.store.history import PromptHistory
+from tailrent_tui.text import model_label
 from tailrent_tui.ui.messages import Update
 from tailrent_tui.ui.protocol import SessionAgent
 from tailrent_tui.ui.widgets.input import PromptInput
@@ -111,9 +112,8 @@ class SessionBase(Screen[None]):
         self.notice_bar.show(notice)
 
     def _model_name(self) -> str:
-        model = self.agent.model.name or "(asking the server)"
         # llama.cpp names its model by the file it loaded: the file name is enough
-        return model.rsplit("/", 1)[-1]
+        return model_label(self.agent.model.name) if self.agent.model.name else "(asking the server)"
 
     def _sub_title(self) -> str:
         model = self._model_name()

@@ -15,7 +15,7 @@ import asyncio
 import shlex
 
 from tailrent_tui.core.ledger import Statement
-from tailrent_tui.core.messages import FoldSkipped, Message
+from tailrent_tui.core.messages import FoldSkipped, Kind, Message
 from tailrent_tui.core.ports import ArchiveError
 from tailrent_tui.core.session import SessionError
 from tailrent_tui.core.summarize import Review, Verdict
@@ -70,7 +70,35 @@ class LadderActions(TurnFeed):
         self.notify("focus a message first (tab, then up/down)", severity="warning")
         return None
 
+    def _carried_pick(self) -> Statement | None:
+        """The Ledger panel's highlighted statement, when a ledger message carries it (p and u act on it alone)."""
+        picked = self._ledger_pick()
+        if picked is None or picked[0] != "statement":
+            return None
+        holder = self.session.carrier.get(picked[1])
+        if holder is None or holder not in self.session or self.session.get(holder).kind is not Kind.ledger:
+            return None
+        return self.session.statements[picked[1]]
+
+    def pin_statement(self, st: Statement, pinned: bool) -> bool:
+        no = self._number(st)
+        try:
+            changed = self.agent.pin_statement(st.id, pinned)
+        except (SessionError, OSError) as exc:
+            self.notify(str(exc), severity="error")
+            return False
+        if changed is None:
+            self.notify(f"#{no} is {'pinned' if pinned else 'unpinned'} already")
+        elif pinned:
+            self.notify(f"#{no} pinned: folds carry it verbatim")
+        else:
+            self.notify(f"#{no} unpinned: the next fold may summarize it; the rest of its ledger stays pinned")
+        return True
+
     def pin(self, message_id: str | None = None, *, fallback_last: bool = False) -> bool:
+        carried = self._carried_pick() if message_id is None else None
+        if carried is not None:
+            return self.pin_statement(carried, True)
         m = self.target_message(message_id, fallback_last=fallback_last)
         if m is None:
             return False
@@ -85,6 +113,9 @@ class LadderActions(TurnFeed):
         return True
 
     def unpin(self, message_id: str | None = None, *, fallback_last: bool = False) -> bool:
+        carried = self._carried_pick() if message_id is None else None
+        if carried is not None:
+            return self.pin_statement(carried, False)
         m = self.target_message(message_id, fallback_last=fallback_last)
         if m is None:
             return False
@@ -368,11 +399,14 @@ class LadderActions(TurnFeed):
     async def _slash_ledger(self, rest: str) -> bool:
         verb, _, args = rest.strip().partition(" ")
         args = args.strip()
-        usage = "/ledger lists it; /ledger accept N, /ledger supersede N, /ledger edit N TEXT (N: its number or id)"
+        usage = (
+            "/ledger lists it; /ledger accept N, /ledger supersede N, /ledger pin N, /ledger unpin N, "
+            "/ledger edit N TEXT (N: its number or id)"
+        )
         if not verb:
             await self.show_ledger()
             return True
-        if verb not in ("accept", "supersede", "edit"):
+        if verb not in ("accept", "supersede", "edit", "pin", "unpin"):
             self.notify(f"/ledger {verb}: unknown; {usage}", severity="error")
             return False
         ref, _, text = args.partition(" ")
@@ -383,6 +417,9 @@ class LadderActions(TurnFeed):
             return self.accept_statement(ref)
         if verb == "supersede":
             return self.supersede_statement(ref)
+        if verb in ("pin", "unpin"):
+            st = self.target_statement(ref, verb, {"current", "proposal"})
+            return st is not None and self.pin_statement(st, verb == "pin")
         if not text.strip():
             # the input opens on the statement's text, to edit there (kept: not accepted)
             self.edit_statement(ref, None)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from textual.notifications import SeverityLevel
 
 from tailrent_tui.agent.events import (
+    MODEL_ERROR_NOTE,
     Approval,
     ApprovalRequest,
     RequestStarted,
@@ -30,7 +31,7 @@ from tailrent_tui.agent.events import (
     TurnCallbacks,
     TurnResult,
 )
-from tailrent_tui.core.messages import Event, Note
+from tailrent_tui.core.messages import Event, Kind, Note
 from tailrent_tui.models.errors import ModelError
 from tailrent_tui.ui.messages import (
     AgentNotice,
@@ -95,7 +96,13 @@ class TurnFeed(RentClocks):
                 await transcript.apply_event(event)
                 self.sidebar.note_event(event)
                 # the ladder's warnings (a spilled message, auto-pin stopped) are the user's to see
-                if isinstance(event, Note) and event.level in ("warning", "error") and await transcript.show_notice(event.text):
+                # a turn's model error is shown once, at the turn's end, with what to do
+                if (
+                    isinstance(event, Note)
+                    and event.level in ("warning", "error")
+                    and not event.text.startswith(MODEL_ERROR_NOTE)
+                    and await transcript.show_notice(event.text)
+                ):
                     self.notify(event.text, severity=event.level)
             case ReplyText(text=text):
                 await transcript.reply_text(text)
@@ -135,8 +142,8 @@ class TurnFeed(RentClocks):
         if error is not None:
             self.retry_pending = True
             text = f"model error: {error.message}" + (f"\n{error.hint}" if error.hint else "")
+            # one failure, one message: this block (no note beside it, no toast)
             await self.transcript.show_turn_error(text + "\nYour message is kept: ctrl+r or /retry sends it again.")
-            self.notify(error.message, title="model error", severity="error")
             await self._give_back_waiting("the model failed")
             return
         self._arm_slot_save()
@@ -152,9 +159,14 @@ class TurnFeed(RentClocks):
             return  # written again at the next pause, or at the trigger as any fold
 
     def _owes_reply(self) -> bool:
-        """Is the last message the model was (or would be) sent a user's or a tool's, with no reply after it?"""
-        last = next((m for m in reversed(self.session.messages) if not m.cut_off), None)
-        return last is not None and last.role in ("user", "tool")
+        """Is the last turn of the conversation a user's message, or a tool's answer to the model's call,
+        with no reply after it? What sits in the context without asking for one does not count: the
+        project instructions, the ledger, a fold's summary, a `!cmd` and its output, an attached file."""
+        placed = (Kind.instructions, Kind.ledger, Kind.fold_summary)
+        last = next((m for m in reversed(self.session.messages) if not m.cut_off and m.kind not in placed), None)
+        if last is None or last.meta.get("shell"):
+            return False
+        return (last.role == "user" and last.kind is Kind.chat) or (last.role == "tool" and last.tool_call_id is not None)
 
     def _turn_callbacks(self) -> TurnCallbacks:
         put = self._queue.put_nowait
