@@ -16,7 +16,7 @@ from test_slots import ask, fake, home  # noqa: F401
 def test_a_damaged_slot_file_is_not_restored(home, fake, tmp_path, monkeypatch, damage):
     fake.slot_dir = tmp_path / "slots"
     fake.slot_dir.mkdir()
-    monkeypatch.setenv("TAILRENT_SLOT_DIR", str(fake.slot_dir))
+    monkeypatch.setenv("TAILRENT_SLOTS_DIR", str(fake.slot_dir))
     first = json.loads(ask(home, fake, "--json", "One.").stdout)
     slot = fake.slot_dir / first["slot"]["save"]["file"]
     if damage == "truncated":

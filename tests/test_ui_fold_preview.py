@@ -16,8 +16,8 @@ def config_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
 
 
-def agent_with_history(tmp_path, **settings):
-    agent = make_agent(tmp_path, window=8192, settings=Settings(tokenizer="chars4", summarizer="extractive", **settings))
+def agent_with_history(tmp_path, **fold):
+    agent = make_agent(tmp_path, window=8192, settings=Settings(tokenizer="chars4", fold={"summarizer": "extractive", **fold}))
     fill(agent.session, 12, pad=4)
     return agent
 
@@ -89,7 +89,7 @@ async def test_e_edits_the_summary_and_the_guard_checks_the_edit(tmp_path):
 
 
 async def test_unfold_from_the_inspector_and_by_command(tmp_path):
-    agent = agent_with_history(tmp_path, fold_preview="never")
+    agent = agent_with_history(tmp_path, preview="never")
     order = [m.id for m in agent.session.messages]
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
@@ -111,7 +111,7 @@ async def test_unfold_from_the_inspector_and_by_command(tmp_path):
 
 
 async def test_unfold_refuses_when_the_originals_would_pass_the_trigger(tmp_path):
-    agent = agent_with_history(tmp_path, fold_preview="never")
+    agent = agent_with_history(tmp_path, preview="never")
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("tab", "f")

@@ -91,7 +91,7 @@ async def test_a_chip_expands_back_into_text(tmp_path):
 
 
 async def test_history_is_kept_per_workspace_across_a_restart(tmp_path):
-    settings = Settings(spill_threshold=200, tokenizer="chars4", data_dir=tmp_path / "data")
+    settings = Settings(tools={"spill_threshold": 200}, tokenizer="chars4", data_dir=tmp_path / "data")
     first = make_app(make_agent(tmp_path, settings=settings, script=[{"text": "ok"}, {"text": "ok"}]))
     async with first.run_test(size=(140, 40)) as pilot:
         await pilot.press(*"first question", "enter")

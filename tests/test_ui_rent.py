@@ -87,7 +87,7 @@ async def test_a_priced_sheet_shows_dollars(make_agent):
 
 
 async def test_a_model_written_fold_is_a_summary_request_that_reads_the_cached_conversation(make_agent):
-    agent = make_agent(policy="ladder", window=4096, summarizer="model")
+    agent = make_agent(policy="ladder", window=4096, fold={"summarizer": "model"})
     predictions = []
     summarize = agent.ladder.summary_for
 

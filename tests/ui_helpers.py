@@ -41,7 +41,7 @@ def make_agent(
 ) -> Agent:
     session = Session(counter=get_counter("chars4"), system="You are a test agent.", window=window,
                       clock=clock or FixedClock(), spill_ids=spill_ids, id="test-session")
-    settings = settings or Settings(spill_threshold=200, tokenizer="chars4")
+    settings = settings or Settings(tools={"spill_threshold": 200}, tokenizer="chars4")
     return Agent(
         session=session,
         model=MockModel(script, delay=delay, chunk_size=4),

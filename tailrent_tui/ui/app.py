@@ -58,10 +58,13 @@ class TailrentApp(App[None]):
         theme_dirs: Sequence[Traversable] | None = None,
         remember_theme: Callable[[str, Any], None] | None = None,
         history: PromptHistory | None = None,
+        load_warnings: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.agent = agent
         self.settings = settings
+        #: what loading the settings warned of (old flat keys): said once at start
+        self.load_warnings = list(load_warnings)
         self.clock = clock
         self.prompt_history = history if history is not None else self._open_history()
         self._remember_theme = remember_theme
@@ -231,11 +234,11 @@ class TailrentApp(App[None]):
     # -- the keymap, quit -----------------------------------------------------------
 
     def settings_warnings(self) -> list[str]:
-        """Misspelled TAILRENT_* variables, and keymap ids or keys that clash: said once at start."""
+        """Old flat keys, misspelled TAILRENT_* variables, and keymap ids or keys that clash: said once at start."""
         from tailrent_tui.settings import env_warnings
         from tailrent_tui.ui.keymap import keymap_warnings
 
-        return [*env_warnings(), *keymap_warnings(self.settings.keymap)]
+        return [*self.load_warnings, *env_warnings(), *keymap_warnings(self.settings.keymap)]
 
     def farewell(self) -> str | None:
         """What the terminal shows after the app: the session's id and how to come back to it."""

@@ -152,16 +152,16 @@ def build_demo(*, pinned: bool, speed: float, clock: Any = None, workspace: Path
     """The demo app with a real Agent (mock model, memory stores) around the demo session."""
     from tailrent_tui.agent.loop import Agent
     from tailrent_tui.models.mock import MockModel
-    from tailrent_tui.settings import Settings
+    from tailrent_tui.settings import FoldSettings, Settings, ToolSettings
 
     session, records, policy_settings = demo_session(clock)
     settings = Settings(
         policy="naive",
-        guard="report",
         tokenizer="chars4",
-        spill_threshold=SPILL_THRESHOLD,
-        fold_trigger=policy_settings.fold_trigger,
-        fold_target=min(0.99, policy_settings.fold_trigger / 2),
+        fold=FoldSettings(
+            guard="report", trigger=policy_settings.fold_trigger, target=min(0.99, policy_settings.fold_trigger / 2)
+        ),
+        tools=ToolSettings(spill_threshold=SPILL_THRESHOLD),
     )
     agent = Agent(
         session=session,

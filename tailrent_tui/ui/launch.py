@@ -18,7 +18,7 @@ def launch(flags: dict[str, Any]) -> None:
     from tailrent_tui.ui.app import TailrentApp
 
     try:
-        settings, sources = load_settings(flags)
+        settings, sources, warnings = load_settings(flags)
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
     if flags.get("resume") == "":
@@ -33,7 +33,7 @@ def launch(flags: dict[str, Any]) -> None:
         except (BuildError, ValueError, OSError) as exc:
             raise click.ClickException(str(exc)) from None
         try:
-            app = TailrentApp(agent, settings)
+            app = TailrentApp(agent, settings, load_warnings=warnings)
             app.run()
         finally:
             save_slot_on_quit(agent)

@@ -63,8 +63,8 @@ class SessionScreen(SessionCommands, LadderActions, TurnFeed, RentClocks):
         rent = self.agent.rent
         self.sidebar = Sidebar(
             self.session,
-            fold_trigger=self.settings.fold_trigger,
-            fold_target=self.settings.fold_target,
+            fold_trigger=self.settings.fold.trigger,
+            fold_target=self.settings.fold.target,
             # the rent model's own sheet (a user's prices.toml included); the demo has no rent model
             price_sheet=rent.sheet if rent is not None else get_price_sheet(self.settings.price_sheet),
             clock=self.clock,
@@ -75,10 +75,10 @@ class SessionScreen(SessionCommands, LadderActions, TurnFeed, RentClocks):
         if keeper is not None:
             self.sidebar.placement = lambda: keeper.state.panel_lines() if keeper.detected else None
         self.transcript = Transcript(
-            self.session, watermark=self.settings.prune_watermark_lines, clock=self.clock, id="transcript"
+            self.session, clock=self.clock, id="transcript"
         )
         menu = CompletionMenu(id="completion")
-        threshold = self.settings.spill_threshold or 2000
+        threshold = self.settings.tools.spill_threshold
         self.prompt = PromptInput(
             self.prompt_history, menu=menu, sources=self._completion_sources(), chip_chars=threshold * 4, id="input"
         )

@@ -3,7 +3,7 @@
 Once a second the Tail panel asks how long the cache has left and what the
 keep-warm rule says, and `keep_warm_tick` sends a ping when one is due (never
 during a turn or a fold). After a turn, the llama.cpp slot is saved once the
-session has stayed idle for `slot_save_idle` seconds.
+session has stayed idle for `SLOT_SAVE_IDLE` seconds.
 """
 
 from __future__ import annotations
@@ -11,9 +11,15 @@ from __future__ import annotations
 from tailrent_tui.core.keepwarm import KeepWarmStatus
 from tailrent_tui.ui.screens.session_base import SessionBase
 
+#: seconds of idleness after a turn before the app saves the KV slot
+SLOT_SAVE_IDLE = 30.0
+
 
 class RentClocks(SessionBase):
     """The keep-warm ping, the cache countdown and the KV slot's idle save (part of `SessionScreen`)."""
+
+    #: seconds of idleness after a turn before the slot is saved
+    slot_save_idle = SLOT_SAVE_IDLE
 
     def keep_warm_status(self) -> KeepWarmStatus | None:
         """The keep-warm rule's decision now, for the Tail panel (None without a rent model)."""
@@ -55,7 +61,7 @@ class RentClocks(SessionBase):
         keeper = self.agent.slots
         if keeper is None or keeper.state != "on":
             return
-        self._slot_timer = self.set_timer(self.settings.slot_save_idle, self._save_slot_idle, name="slot save")
+        self._slot_timer = self.set_timer(self.slot_save_idle, self._save_slot_idle, name="slot save")
 
     def _disarm_slot_save(self) -> None:
         timer = self._slot_timer
@@ -70,7 +76,7 @@ class RentClocks(SessionBase):
             return
 
         async def save() -> None:
-            outcome = await keeper.save(f"idle {self.settings.slot_save_idle:g} s")
+            outcome = await keeper.save(f"idle {self.slot_save_idle:g} s")
             if outcome is None or not outcome.line:
                 return
             text = "; ".join([outcome.line, *outcome.extra])
