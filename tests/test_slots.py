@@ -495,7 +495,7 @@ def test_the_app_says_the_resume_price_restores_and_saves_when_idle_and_on_quit(
     agent = build_agent(settings, {"continue_": True})
     assert agent.session.id == first["session"] and agent.resumed
     app = TailrentApp(agent, settings)
-    app.session_screen.slot_save_idle = 0.2
+    app.session_screen.clocks.slot_save_idle = 0.2
 
     def notices(title: str) -> list[str]:
         return [str(n.message) for n in app._notifications if n.title == title]
@@ -513,7 +513,7 @@ def test_the_app_says_the_resume_price_restores_and_saves_when_idle_and_on_quit(
                 pilot, lambda: any("KV slot saved (idle 0.2 s)" in str(n.message) for n in app._notifications), what="its notice"
             )
             saves = len([a for a in fake.actions if a[0] == "save"])
-            app.session_screen.slot_save_idle = 60.0  # the next turn is not left idle long enough
+            app.session_screen.clocks.slot_save_idle = 60.0  # the next turn is not left idle long enough
             await pilot.press(*"and the TTL?", "enter")
             await wait_until(pilot, lambda: not app.running and len(fake.bodies) == 3, what="the second reply")
             await pilot.press("ctrl+q")

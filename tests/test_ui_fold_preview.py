@@ -96,7 +96,7 @@ async def test_unfold_from_the_inspector_and_by_command(tmp_path):
         await pilot.press("tab", "f")
         await wait_until(pilot, lambda: bool(agent.session.folds) and not app.busy, what="the fold")
         assert [m.id for m in agent.session.messages] != order
-        assert await app.session_screen.inspect(1)
+        assert await app.session_screen.ladder.inspect(1)
         await wait_until(pilot, lambda: isinstance(app.screen, FoldInspector), what="the inspector")
         await pilot.press("u")
         await wait_until(pilot, lambda: bool(agent.session.unfolded), what="the unfold")
@@ -105,7 +105,7 @@ async def test_unfold_from_the_inspector_and_by_command(tmp_path):
         await pilot.pause()
         assert "undone" in str(app.sidebar.folds.get_option_at_index(0).prompt)
         # a second time: a one-line reason
-        assert not app.session_screen.unfold(1)
+        assert not app.session_screen.ladder.unfold(1)
         await pilot.pause()
         assert any("undone already" in n.message for n in app._notifications), [n.message for n in app._notifications]
 
@@ -121,7 +121,7 @@ async def test_unfold_refuses_when_the_originals_would_pass_the_trigger(tmp_path
         while agent.session.context_tokens + back <= trigger:  # the context grows near the trigger again
             fill(agent.session, 1, prefix="n", pad=4)
         assert agent.session.context_tokens <= trigger
-        assert not await app.session_screen._slash_unfold("1")
+        assert not await app.session_screen.run_slash("/unfold 1")
         await pilot.pause()
-        assert any("tokens must go first" in n.message for n in app._notifications)
+        assert any("tokens must go first" in n.message for n in app._notifications), [n.message for n in app._notifications]
         assert not agent.session.unfolded

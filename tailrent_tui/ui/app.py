@@ -126,13 +126,13 @@ class TailrentApp(App[None]):
     # the ladder actions the snapshot tests call directly
 
     async def inspect(self, fold_no: int | None) -> bool:
-        return await self.session_screen.inspect(fold_no)
+        return await self.session_screen.ladder.inspect(fold_no)
 
     async def open_spill(self, spill_id: str) -> bool:
-        return await self.session_screen.open_spill(spill_id)
+        return await self.session_screen.ladder.open_spill(spill_id)
 
     def start_fold(self, span_ids: list[str] | None = None) -> bool:
-        return self.session_screen.start_fold(span_ids)
+        return self.session_screen.ladder.start_fold(span_ids)
 
     def _open_history(self) -> PromptHistory:
         """The workspace's input history, kept in the data dir when the session is (else in memory)."""
