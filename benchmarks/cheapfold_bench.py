@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from engine import start_llama_server  # noqa: E402
 
-from tailrent_tui.agent.build import build_agent, close_agent  # noqa: E402
+from tailrent_tui.agent.build import build_agent  # noqa: E402
 from tailrent_tui.agent.events import TurnCallbacks  # noqa: E402
 from tailrent_tui.core.messages import UsageRecorded  # noqa: E402
 from tailrent_tui.models.embedded import choose_model  # noqa: E402
@@ -112,8 +112,7 @@ async def run(url: str, placement: str, turns: int, reply: int, window: int, hom
             "notes": [n.text for n in agent.session.notes if n.level in ("warning", "error")],
         }
     finally:
-        await agent.model.aclose()
-        close_agent(agent)
+        await agent.aclose()  # the close `open_agent` runs
 
 
 def _usage(u: UsageRecorded) -> dict[str, Any]:

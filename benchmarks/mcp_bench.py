@@ -64,7 +64,7 @@ def first_frames(runs: int = 8) -> tuple[list[float], list[float]]:
 
 async def servers_after_first_frame() -> tuple[float, float]:
     """In process: (first frame, all three servers ready), seconds from the app's start."""
-    from tailrent_tui.agent.build import build_agent
+    from tailrent_tui.agent.lifecycle import open_agent
     from tailrent_tui.settings import Settings
     from tailrent_tui.ui.app import TailrentApp
 
@@ -72,7 +72,6 @@ async def servers_after_first_frame() -> tuple[float, float]:
     os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")
     servers = {name: {"command": sys.executable, "args": [str(SERVER)]} for name in "abc"}
     settings = Settings(model="mock", data_dir=tmp / "data", workspace=tmp, fsync=False, mcp={"servers": servers})
-    agent = build_agent(settings, {}, new=True)
     frame: list[float] = []
 
     class Timed(TailrentApp):
@@ -80,17 +79,15 @@ async def servers_after_first_frame() -> tuple[float, float]:
             super().on_mount()
             self.call_after_refresh(lambda: frame.append(time.perf_counter()))
 
-    app = Timed(agent, settings)
-    t0 = time.perf_counter()
-    async with app.run_test(size=(140, 40)) as pilot:
-        while not frame:
-            await pilot.pause()
-        while any(link.state != "ready" for link in agent.mcp.links.values()):
-            await asyncio.sleep(0.01)
-        ready = time.perf_counter()
-    from tailrent_tui.agent.build import close_agent
-
-    close_agent(agent)
+    async with open_agent(settings, {}, new=True) as agent:
+        app = Timed(agent, settings)
+        t0 = time.perf_counter()
+        async with app.run_test(size=(140, 40)) as pilot:
+            while not frame:
+                await pilot.pause()
+            while any(link.state != "ready" for link in agent.mcp.links.values()):
+                await asyncio.sleep(0.01)
+            ready = time.perf_counter()
     return frame[0] - t0, ready - t0
 
 
@@ -100,7 +97,7 @@ async def per_call(calls: int) -> tuple[list[float], list[float], list[float]]:
     so a drift of the host hits all three alike."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    from tailrent_tui.agent.build import build_agent, close_agent
+    from tailrent_tui.agent.build import build_agent
     from tailrent_tui.agent.events import TurnCallbacks
     from tailrent_tui.agent.tools import run_tool_async
     from tailrent_tui.core.messages import ToolCall
@@ -138,8 +135,7 @@ async def per_call(calls: int) -> tuple[list[float], list[float], list[float]]:
                     door.append(t2 - t1)
                     whole.append(t3 - t2)
     finally:
-        await hub.aclose()
-        close_agent(agent)
+        await agent.aclose()  # the close `open_agent` runs (the servers, the journal, the lock)
     return direct, door, whole
 
 

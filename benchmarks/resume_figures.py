@@ -30,7 +30,8 @@ from typing import Any
 import httpx
 
 from tailrent_tui.agent import build as build_mod
-from tailrent_tui.agent.build import build_agent, close_agent, save_slot_at_exit
+from tailrent_tui.agent.build import build_agent
+from tailrent_tui.agent.lifecycle import open_agent
 from tailrent_tui.settings import Settings
 
 PAUSE = 14 * 3600.0
@@ -54,14 +55,15 @@ def settings_for(url: str, root: Path, window: int | None = None) -> Settings:
 
 
 def yesterday(settings: Settings, turns: int) -> None:
-    agent = build_agent(settings, async_writer=False, new=True)
-    try:
-        for i in range(turns):
-            result = asyncio.run(agent.turn(FACT.format(i=i, port=8000 + i), None))
-            assert result.error is None, result.error
-        print("  yesterday:", save_slot_at_exit(agent, "quit"))
-    finally:
-        close_agent(agent)
+    async def day() -> None:
+        async with open_agent(settings, async_writer=False, new=True, say=None) as agent:
+            for i in range(turns):
+                result = await agent.turn(FACT.format(i=i, port=8000 + i), None)
+                assert result.error is None, result.error
+        slot = agent.closing.slot if agent.closing is not None else None  # saved on quit, by the close
+        print("  yesterday:", slot.line if slot is not None else None)
+
+    asyncio.run(day())
 
 
 def other_client(url: str) -> None:
@@ -102,7 +104,7 @@ def morning(settings: Settings, case: str) -> dict[str, Any]:
             "seconds_until_reply": round(wall, 1),
         }
     finally:
-        close_agent(agent)
+        asyncio.run(agent.aclose())  # the close `open_agent` runs
 
 
 def main() -> None:

@@ -50,23 +50,25 @@ async def _run_until_first_frame(app) -> None:
 
 
 def child_cold_start(t0: float) -> None:
-    """In a fresh interpreter: imports, settings, build_agent (no server: the mock), first frame."""
-    from tailrent_tui.agent.build import build_agent
+    """In a fresh interpreter: imports, settings, open_agent (no server: the mock), first frame."""
+    from tailrent_tui.agent.lifecycle import open_agent
     from tailrent_tui.settings import load_settings
     from tailrent_tui.ui.app import TailrentApp
-    from tailrent_tui.ui.launch import close_agent_sync
 
     tmp = Path(tempfile.mkdtemp())
     os.environ["OLLAMA_HOST"] = "http://127.0.0.1:9"  # nothing listens there: the probe fails fast
     settings = load_settings({"data_dir": tmp / "data", "workspace": tmp}).settings
     t_imported = time.perf_counter()
-    agent = build_agent(settings, {})
-    t_agent = time.perf_counter()
-    app = _first_frame_app(TailrentApp)(agent, settings)
-    asyncio.run(_run_until_first_frame(app))
-    print(f"{app.first_frame_at - t0:.4f} {t_imported - t0:.4f} {t_agent - t_imported:.4f} "
-          f"{app.first_frame_at - t_agent:.4f} {app.first_frame_epoch:.6f} {agent.model.name}")
-    close_agent_sync(agent)  # the app's loop has ended, as in `tailrent`
+
+    async def run() -> None:
+        async with open_agent(settings, {}) as agent:  # as `tailrent` opens the session
+            t_agent = time.perf_counter()
+            app = _first_frame_app(TailrentApp)(agent, settings)
+            await _run_until_first_frame(app)
+            print(f"{app.first_frame_at - t0:.4f} {t_imported - t0:.4f} {t_agent - t_imported:.4f} "
+                  f"{app.first_frame_at - t_agent:.4f} {app.first_frame_epoch:.6f} {agent.model.name}")
+
+    asyncio.run(run())
 
 
 def cold_start(runs: int = 3, *, bytecode_cache: bool = False) -> list[float]:
@@ -90,16 +92,15 @@ def cold_start(runs: int = 3, *, bytecode_cache: bool = False) -> list[float]:
         # to the first frame, not to the process's exit (closing the agent and the interpreter come after)
         out.append(frame_at - t0)
         print(f"  cold start: {out[-1]:.3f} s wall (process start to first frame); inside Python {in_child:.3f} s ="
-              f" imports {imports:.3f} + build_agent {agent:.3f} + app to first frame {app:.3f}", flush=True)
+              f" imports {imports:.3f} + open_agent {agent:.3f} + app to first frame {app:.3f}", flush=True)
     return out
 
 
 def open_big_session(n: int = 10_000) -> tuple[float, float]:
-    """(seconds to replay the journal with build_agent, seconds from the app to its first frame)."""
-    from tailrent_tui.agent.build import build_agent, close_agent
+    """(seconds to replay the journal with open_agent, seconds from the app to its first frame)."""
+    from tailrent_tui.agent.lifecycle import open_agent
     from tailrent_tui.settings import load_settings
     from tailrent_tui.ui.app import TailrentApp
-    from tailrent_tui.ui.launch import close_agent_sync
 
     tmp = Path(tempfile.mkdtemp())
     os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")
@@ -107,24 +108,28 @@ def open_big_session(n: int = 10_000) -> tuple[float, float]:
     settings = load_settings(flags).settings
     settings.fsync = False
     settings.policy = "none"
-    agent = build_agent(settings, flags, async_writer=False, new=True)
-    s = agent.session
-    for i in range(n):
-        role = "user" if i % 2 == 0 else "assistant"
-        s.add(role, f"message {i}: the cache on port {8000 + i % 100} keeps a {i % 60} minute TTL. " * 3, autopin=False)
-    sid = s.id
-    close_agent(agent)
 
-    t0 = time.perf_counter()
-    agent = build_agent(settings, {**flags, "resume": sid})
-    t1 = time.perf_counter()
-    assert len(agent.session) == n, len(agent.session)
-    app = _first_frame_app(TailrentApp)(agent, settings)
-    t2 = time.perf_counter()
-    asyncio.run(_run_until_first_frame(app))
-    frame = app.first_frame_at - t2
-    close_agent_sync(agent)  # the app's loop has ended, as in `tailrent`
-    return t1 - t0, frame
+    async def write() -> str:
+        async with open_agent(settings, flags, async_writer=False, new=True) as agent:
+            s = agent.session
+            for i in range(n):
+                role = "user" if i % 2 == 0 else "assistant"
+                s.add(role, f"message {i}: the cache on port {8000 + i % 100} keeps a {i % 60} minute TTL. " * 3, autopin=False)
+            return s.id
+
+    sid = asyncio.run(write())
+
+    async def reopen() -> tuple[float, float]:
+        t0 = time.perf_counter()
+        async with open_agent(settings, {**flags, "resume": sid}) as agent:
+            t1 = time.perf_counter()
+            assert len(agent.session) == n, len(agent.session)
+            app = _first_frame_app(TailrentApp)(agent, settings)
+            t2 = time.perf_counter()
+            await _run_until_first_frame(app)
+            return t1 - t0, app.first_frame_at - t2
+
+    return asyncio.run(reopen())
 
 
 async def key_to_update(presses: int = 20) -> list[float]:

@@ -15,7 +15,7 @@ import pytest
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
-from tailrent_tui.agent.build import build_agent, close_agent  # noqa: E402 (after the bytecode setting)
+from tailrent_tui.agent.build import build_agent  # noqa: E402 (after the bytecode setting)
 from tailrent_tui.agent.tools.caps import ToolCaps  # noqa: E402
 from tailrent_tui.models.mock import MockModel  # noqa: E402
 from tailrent_tui.settings import Settings  # noqa: E402
@@ -45,7 +45,8 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def make_agent(tmp_path: Path, workspace: Path, monkeypatch):
-    """Build agents like the app does, in a tmp data dir; closed (lock released) at the end."""
+    """Open agents like the app does (`open_agent`'s opening half), in a tmp data dir; closed by
+    `Agent.aclose`, the close `open_agent` runs, at the end (lock released)."""
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
     agents = []
 
@@ -62,8 +63,7 @@ async def make_agent(tmp_path: Path, workspace: Path, monkeypatch):
 
     yield make
     for agent in agents:
-        await agent.model.aclose()
-        close_agent(agent)
+        await agent.aclose()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

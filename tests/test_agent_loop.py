@@ -17,7 +17,6 @@ import pytest
 from engine import llama_server  # noqa: F401
 from fake_ollama import FakeModel, FakeOllama, Reply, fake_ollama  # noqa: F401
 
-from tailrent_tui.agent.build import close_agent
 from tailrent_tui.agent.loop import RequestStarted, TurnCallbacks
 from tailrent_tui.core.messages import Kind, MessageAdded, Note, UsageRecorded
 from tailrent_tui.models.errors import (
@@ -169,7 +168,7 @@ async def test_journal_replays_to_the_same_session(make_agent, workspace):
     await agent.turn("Hello there.")
     await agent.turn("Read notes.md and decide where tokens live.")
     before = snapshot(agent.session)
-    close_agent(agent)
+    await agent.aclose()
 
     replayed, load = SessionDir(agent.session_dir.path).replay()
     assert snapshot(replayed) == before

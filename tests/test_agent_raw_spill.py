@@ -3,11 +3,12 @@ only a pointer enters the context, and read_spill brings back any line range."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
-from tailrent_tui.agent.build import build_agent, close_agent
+from tailrent_tui.agent.build import build_agent
 from tailrent_tui.agent.tools.base import ToolCaps
 from tailrent_tui.core.messages import Kind
 from tailrent_tui.models.mock import MockModel
@@ -25,7 +26,7 @@ def agent(tmp_path: Path, monkeypatch):
     )
     a = build_agent(settings, async_writer=False, new=True)
     yield a
-    close_agent(a)
+    asyncio.run(a.aclose())
 
 
 async def test_streamed_shell_output_enters_as_a_pointer_and_reads_back_by_range(agent):

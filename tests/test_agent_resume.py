@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from tailrent_tui.agent import build as build_mod
-from tailrent_tui.agent.build import build_agent, close_agent
+from tailrent_tui.agent.build import build_agent
+from tailrent_tui.agent.lifecycle import open_agent
 from tailrent_tui.settings import Settings
 
 
@@ -23,14 +24,10 @@ def settings(tmp_path: Path, monkeypatch) -> Settings:
 
 
 async def _first_turn(settings: Settings) -> None:
-    agent = build_agent(settings, async_writer=False, new=True)
-    try:
+    async with open_agent(settings, async_writer=False, new=True) as agent:
         for text in ("first question about the cache", "second question about the queue"):
             result = await agent.turn(text, None)
             assert result.error is None
-    finally:
-        await agent.model.aclose()
-        close_agent(agent)
 
 
 async def _resume_and_ask(settings: Settings, monkeypatch, seconds_later: float):
@@ -46,7 +43,7 @@ async def _resume_and_ask(settings: Settings, monkeypatch, seconds_later: float)
         return agent, agent.session.usage[-1]
     finally:
         await agent.model.aclose()
-        close_agent(agent)
+        await agent.aclose()
 
 
 async def test_resume_within_the_ttl_keeps_the_prefix_cached(settings, monkeypatch):

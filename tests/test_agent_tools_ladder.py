@@ -16,7 +16,6 @@ import pytest
 from fake_ollama import Reply, fake_ollama  # noqa: F401
 
 from tailrent_tui.agent import tools as tool_registry
-from tailrent_tui.agent.build import close_agent
 from tailrent_tui.agent.loop import ApprovalRequest, TurnCallbacks
 from tailrent_tui.agent.tools import Tool, ToolSpec
 from tailrent_tui.core.messages import Folded, Kind
@@ -400,7 +399,7 @@ async def test_delegate_usage_is_journaled_with_the_sub_session_id(make_agent):
     (sub_id,) = agent.sub_sessions
     sub_usage = [u for u in agent.session.usage if u.sub_session == sub_id]
     assert len(sub_usage) == 2
-    close_agent(agent)
+    await agent.aclose()
     replayed, _ = SessionDir(agent.session_dir.path).replay()
     assert [u.sub_session for u in replayed.usage].count(sub_id) == 2
 
@@ -526,7 +525,7 @@ async def test_tools_session_replays_from_the_journal(make_agent, workspace):
     )
     await agent.turn("Go.")
     before = [(m.id, m.kind, m.content, m.spill_id, m.tool_call_id) for m in agent.session.messages]
-    close_agent(agent)
+    await agent.aclose()
     replayed, _ = SessionDir(agent.session_dir.path).replay()
     assert [(m.id, m.kind, m.content, m.spill_id, m.tool_call_id) for m in replayed.messages] == before
     assert set(replayed.spills) == set(agent.session.spills)

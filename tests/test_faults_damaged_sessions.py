@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tailrent_tui.agent.build import BuildError, build_agent, close_agent
+from tailrent_tui.agent.build import BuildError, build_agent
 from tailrent_tui.cli import cli
 from tailrent_tui.settings import Settings
 from tailrent_tui.store.sessions import session_dirs
@@ -34,7 +34,7 @@ def _make_session(data: Path, ws: Path) -> str:
         agent.spill([m for m in agent.session.messages if m.role == "user"][-1].id)
     finally:
         asyncio.run(agent.model.aclose())
-        close_agent(agent)
+        asyncio.run(agent.aclose())
     (sd,) = session_dirs(data)
     return sd.id
 
@@ -137,7 +137,7 @@ def _run(entry: str, data: Path, ws: Path, sid: str, monkeypatch) -> tuple[int, 
         except BuildError as exc:
             return 1, "", f"error: {exc}"
         asyncio.run(agent.model.aclose())
-        close_agent(agent)
+        asyncio.run(agent.aclose())
         return 0, agent.notice or "", ""
     args = {
         "sessions": ["sessions"],

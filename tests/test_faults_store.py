@@ -286,21 +286,24 @@ def test_a_turn_that_fails_on_a_bug_still_says_where_the_turn_went(short_tmp, li
 
 APP_RESCUE = textwrap.dedent(
     """
-    import resource, signal, sys
-    from tailrent_tui.agent.build import build_agent
+    import asyncio, resource, signal, sys
+    from tailrent_tui.agent.lifecycle import open_agent
     from tailrent_tui.settings import Settings
-    from tailrent_tui.ui.launch import close_agent_sync
 
     settings = Settings(model="mock", data_dir=sys.argv[1], workspace=sys.argv[2], tokenizer="chars4")
-    agent = build_agent(settings, {}, async_writer=True, new=True)
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    # room for a rescue file of the line below, not for the journal with it
-    for n in range(10):
-        agent.session.add("user", f"saved {n} " + "y" * 500)
-    limit = agent.journal.path.stat().st_size + 1000  # the line below is about 3,000 bytes
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-    agent.session.add("user", "DECISION: " + "x" * 2500)
-    close_agent_sync(agent)  # what the app runs after its loop has ended
+
+    async def main():
+        async with open_agent(settings, {}, new=True) as agent:  # the app's journal, its close
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            # room for a rescue file of the line below, not for the journal with it
+            for n in range(10):
+                agent.session.add("user", f"saved {n} " + "y" * 500)
+            await agent.journal.drain()
+            limit = agent.journal.path.stat().st_size + 1000  # the line below is about 3,000 bytes
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+            agent.session.add("user", "DECISION: " + "x" * 2500)
+
+    asyncio.run(main())
     """
 )
 

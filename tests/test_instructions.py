@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tailrent_tui.agent.build import build_agent, close_agent
+from tailrent_tui.agent.build import build_agent
 from tailrent_tui.agent.loop import Agent, wire_messages
 from tailrent_tui.cli import cli
 from tailrent_tui.core.messages import EventAdapter, InstructionsRead, Kind
@@ -99,7 +99,7 @@ def test_ask_reads_agents_md_and_an_app_start_leaves_no_blank_session(tmp_path: 
     # opened and closed with nothing sent (an app started and quit): not kept, not listed
     agent = build_agent(settings, {}, async_writer=False, new=True)
     assert agent.session.messages[0].kind == Kind.instructions
-    report = close_agent(agent)
+    report = asyncio.run(agent.aclose()).report
     assert report is not None and report.discarded
     assert session_dirs(data) == []
     env = {"TAILRENT_HOME": str(data), "TAILRENT_CONFIG_DIR": str(tmp_path / "config")}

@@ -355,12 +355,12 @@ def test_bench_model_summarizer_needs_the_agent_driver():
         run_bench(get_trace("article"), ["ladder"], summarizer="model", driver="core")
 
 
-def test_the_demo_runs_through_the_agent(tmp_path: Path):
-    from tailrent_tui.ui.demo import build_demo
+async def test_the_demo_runs_through_the_agent(tmp_path: Path):
+    from tailrent_tui.ui.demo import open_demo
 
-    app = build_demo(pinned=True, speed=64.0, workspace=tmp_path)
-    assert app.agent.policy.name == "naive"
-    assert app.agent.policy_context().settings.guard is None
+    async with open_demo(pinned=True, speed=64.0, workspace=tmp_path) as app:
+        assert app.feeder.policy.name == "naive"
+        assert app.feeder.policy_context().settings.guard is None
 
 
 async def test_the_pins_panel_warns_when_auto_pinning_stops(tmp_path: Path):

@@ -235,3 +235,14 @@ def test_the_ledger_replays_from_the_journal_and_is_built_for_a_session_journale
     before = replay(plain, counter=s.counter, window=s.window, decisions=DecisionDetector())
     assert not before.statements
     assert before.rebuild_ledger() >= 2 and any(st.status == "superseded" for st in before.statements.values())
+
+
+def test_the_apps_own_system_notices_never_enter_the_ledger():
+    # seen on the real engine: the text protocol's pinned note became five "statements"
+    from tailrent_tui.agent.text_protocol import PROTOCOL_NOTE
+
+    _, s, _ = ladder()
+    s.add("system", PROTOCOL_NOTE, pinned=True, autopin=False)
+    assert s.current_statements() == []
+    s.add("user", "never run migrations against prod without asking me first.")
+    assert [st.kind for st in s.current_statements()] == ["rule"]

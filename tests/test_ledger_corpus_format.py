@@ -22,7 +22,7 @@ from tailrent_tui.scenarios.traces import load_trace
 HERE = pathlib.Path(__file__).resolve().parent / "ledger_corpus"
 KINDS = ("decision", "rule", "constraint", "preference", "goal", "fact")
 ROLES = ("user", "assistant", "tool", "instructions")
-FILES = {"heldout.jsonl": "h", "dev.jsonl": "d"}
+FILES = {"heldout.jsonl": "h", "dev.jsonl": "d", "heldout2.jsonl": "g"}
 TRACES = ("canary-typed.jsonl", "canary-natural.jsonl", "repetitive.jsonl")
 
 
@@ -84,6 +84,17 @@ def test_sizes_and_mix() -> None:
         assert {st["kind"] for row in part for st in row["statements"]} == set(KINDS)
         assert any(row["supersedes"] for row in part)
         assert {row["role"] for row in part} == set(ROLES)
+
+
+def test_second_heldout_sizes_and_mix() -> None:
+    """heldout2 (written by a second hand, before any detector change of its session) stands on its own."""
+    rows = load("heldout2.jsonl")
+    kinds = collections.Counter(st["kind"] for row in rows for st in row["statements"])
+    assert len(rows) >= 240
+    assert all(kinds[k] >= 25 for k in KINDS), kinds
+    assert sum(1 for row in rows if row["supersedes"]) >= 15
+    assert sum(1 for row in rows if not row["statements"]) >= len(rows) / 3
+    assert any(st.get("proposal") for row in rows for st in row["statements"])
 
 
 @pytest.mark.parametrize("name", TRACES)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from test_mcp import SERVER, mcp_names, no_tools_left_behind  # noqa: F401 (the registry check)
 
-from tailrent_tui.agent.build import build_agent, close_agent
+from tailrent_tui.agent.build import build_agent
 from tailrent_tui.settings import Settings
 from tailrent_tui.ui.app import TailrentApp
 from tailrent_tui.ui.widgets.tail_panel import duration, mcp_lines
@@ -82,4 +82,4 @@ async def test_mcp_in_the_app(tmp_path: Path, monkeypatch) -> None:
         assert mcp_names() == []
     finally:
         hub.kill_now()
-        close_agent(agent)
+        await agent.aclose()

@@ -19,7 +19,7 @@ import pytest
 from engine import assemble_model_file, engine_cache_dir
 from ui_helpers import wait_until
 
-from tailrent_tui.agent.build import aclose_agent, build_agent
+from tailrent_tui.agent.build import build_agent
 from tailrent_tui.models import MockModel, ModelSpec, TextDelta, Usage, parse_model_spec
 from tailrent_tui.models import embedded as embedded_mod
 from tailrent_tui.models.embedded import EmbeddedModel, EngineUnavailable
@@ -147,5 +147,5 @@ async def test_the_app_opens_on_the_embedded_engine_when_no_server_answers(tmp_p
             assert agent.model.engine is not None and agent.model.engine.running
     finally:
         engine = agent.model.engine
-        await aclose_agent(agent)
+        await agent.aclose()
     assert engine is not None and not engine.running

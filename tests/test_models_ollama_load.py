@@ -10,7 +10,8 @@ import pytest
 from fake_ollama import FakeModel, FakeOllama, fake_ollama  # noqa: F401
 from ui_helpers import wait_until
 
-from tailrent_tui.agent.build import aclose_agent, build_agent
+from tailrent_tui.agent.build import build_agent
+from tailrent_tui.agent.lifecycle import open_agent
 from tailrent_tui.models import ModelNotFound, OllamaModel
 from tailrent_tui.models.ollama import DEFAULT_KEEP_ALIVE
 from tailrent_tui.settings import (
@@ -82,26 +83,19 @@ def ollama_settings(fake_ollama, tmp_path: Path, monkeypatch):
 
 
 async def _one_turn(settings: Settings) -> None:
-    agent = build_agent(settings, async_writer=False, new=True)
-    try:
+    async with open_agent(settings, async_writer=False, new=True) as agent:
         assert (await agent.turn("where do refresh tokens live?", None)).error is None
-    finally:
-        await aclose_agent(agent)
 
 
 async def test_a_new_session_does_not_preload_a_resumed_one_does(fake_ollama, ollama_settings):
-    agent = build_agent(ollama_settings, async_writer=False, new=True)
-    try:
+    async with open_agent(ollama_settings, async_writer=False, new=True) as agent:
         # the local sheet's TTL is the keep_alive the app sends
         assert agent.rent.sheet.ttl_seconds == 6 * 3600
         await agent.start()
         assert not fake_ollama.loads and agent.preload_seconds is None
         assert (await agent.turn("where do refresh tokens live?", None)).error is None
-    finally:
-        await aclose_agent(agent)
 
-    resumed = build_agent(ollama_settings, {"continue_": True}, async_writer=False)
-    try:
+    async with open_agent(ollama_settings, {"continue_": True}, async_writer=False) as resumed:
         assert resumed.will_preload()
         await resumed.start()
         (load,) = fake_ollama.loads
@@ -110,8 +104,6 @@ async def test_a_new_session_does_not_preload_a_resumed_one_does(fake_ollama, ol
         assert resumed.preload_seconds is not None
         assert (await resumed.turn("and for how long?", None)).error is None
         assert fake_ollama.requests[-1]["options"]["num_ctx"] == load["options"]["num_ctx"]
-    finally:
-        await aclose_agent(resumed)
 
 
 async def test_the_app_shows_the_load_of_a_resumed_model_then_how_long_it_took(fake_ollama, ollama_settings):
@@ -128,17 +120,14 @@ async def test_the_app_shows_the_load_of_a_resumed_model_then_how_long_it_took(f
             assert "model llama3.2:latest" in app.sub_title and "loading" not in app.sub_title
             assert len(fake_ollama.loads) == 1 and agent.preload_seconds >= 0.6
     finally:
-        await aclose_agent(agent)
+        await agent.aclose()
 
 
 async def test_a_failed_preload_is_noted_and_the_app_opens_anyway(fake_ollama, ollama_settings):
     await _one_turn(ollama_settings)
     del fake_ollama.models[MODEL]  # removed from the server since yesterday
-    agent = build_agent(ollama_settings, {"continue_": True}, async_writer=False)
-    try:
+    async with open_agent(ollama_settings, {"continue_": True}, async_writer=False) as agent:
         assert await agent.preload() is None
         note = agent.session.notes[-1]
         assert note.level == "warning" and "could not load llama3.2:latest before the first request" in note.text
         assert "\n" not in note.text
-    finally:
-        await aclose_agent(agent)

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from tailrent_tui.agent.build import build_agent, close_agent, framing_probes
+from tailrent_tui.agent.build import framing_probes
+from tailrent_tui.agent.lifecycle import open_agent
 from tailrent_tui.agent.loop import wire_messages
 from tailrent_tui.core.rent import context_items
 from tailrent_tui.core.rungs.fold import fold_span
@@ -204,43 +205,35 @@ def settings_for(tmp_path: Path, url: str, **overrides: Any) -> Settings:
     return Settings(**{**values, **overrides})
 
 
-def test_auto_counts_with_the_server_and_a_resume_counts_the_same_way(tmp_path, llama, monkeypatch):
+async def test_auto_counts_with_the_server_and_a_resume_counts_the_same_way(tmp_path, llama, monkeypatch):
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
-    agent = build_agent(settings_for(tmp_path, llama.url), async_writer=False, new=True)
-    try:
+    async with open_agent(settings_for(tmp_path, llama.url), async_writer=False, new=True) as agent:
         assert isinstance(agent.session.counter, ServerTokenizer)
         expected = llama.prompt_tokens(wire_messages(agent.session)) + agent.session.tool_schema_tokens
         assert agent.session.context_tokens == expected
         agent.session.add("user", "keep this session")  # a session where nothing was sent is not kept
-    finally:
-        close_agent(agent)
     meta = last_active(tmp_path / "data").read_meta()
     assert meta.tokenizer == "server" and meta.framing.roles == {"user": 3, "assistant": 3, "system": 7, "tool": 9}
     assert meta.tool_schema_tokens > 0  # this template renders the tools
 
     # resumed with a cl100k setting: the session goes on counting as it did
-    agent = build_agent(settings_for(tmp_path, llama.url, tokenizer="cl100k"), {"continue_": True}, async_writer=False)
-    try:
+    cl100k = settings_for(tmp_path, llama.url, tokenizer="cl100k")
+    async with open_agent(cl100k, {"continue_": True}, async_writer=False) as agent:
         assert isinstance(agent.session.counter, ServerTokenizer) and agent.session.framing == meta.framing
-    finally:
-        close_agent(agent)
 
     # resumed where no server can count: said once, and new text is counted like cl100k
-    agent = build_agent(settings_for(tmp_path, llama.url, model="mock"), {"continue_": True}, async_writer=False)
-    try:
+    mock = settings_for(tmp_path, llama.url, model="mock")
+    async with open_agent(mock, {"continue_": True}, async_writer=False) as agent:
         assert agent.session.counter is get_counter("cl100k")
         assert any("counted like cl100k" in n.text for n in agent.session.notes)
-    finally:
-        close_agent(agent)
 
 
-def test_auto_on_a_server_without_tokenize_counts_like_cl100k(tmp_path, monkeypatch):
+async def test_auto_on_a_server_without_tokenize_counts_like_cl100k(tmp_path, monkeypatch):
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
     broken = FakeLlama(broken=True)
     try:
-        agent = build_agent(settings_for(tmp_path, broken.url), async_writer=False, new=True)
-        agent.session.add("user", "keep this session")  # a session where nothing was sent is not kept
-        close_agent(agent)
+        async with open_agent(settings_for(tmp_path, broken.url), async_writer=False, new=True) as agent:
+            agent.session.add("user", "keep this session")  # a session where nothing was sent is not kept
     finally:
         broken.stop()
     meta = last_active(tmp_path / "data").read_meta()

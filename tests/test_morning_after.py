@@ -35,7 +35,6 @@ from tailrent_tui.models.tokenizer import ServerTokenizer
 from tailrent_tui.settings import Settings
 from tailrent_tui.store.sessions import SessionDir, last_active
 from tailrent_tui.ui.app import TailrentApp
-from tailrent_tui.ui.launch import close_agent_sync
 from tailrent_tui.ui.screens.recall import RecallScreen
 from tailrent_tui.ui.widgets.input import PromptInput
 
@@ -154,7 +153,7 @@ def run_app(agent, settings: Settings, script: Callable) -> None:
     try:
         asyncio.run(main())
     finally:
-        close_agent_sync(agent)
+        asyncio.run(agent.aclose())
     assert app.return_code in (0, None), "the app ended on an error"
 
 

@@ -90,7 +90,7 @@ async def test_a_local_engine_keeps_the_reply_it_wrote_so_the_next_turn_reads_on
     """llama.cpp (and the mock, which copies it) keeps the tokens it generated in its KV cache:
     the next request evaluates the new user message, not the reply again. The prediction must
     say the same, or the Tail panel's 'evaluated' and the rent double-count every reply."""
-    from tailrent_tui.agent.build import build_agent, close_agent
+    from tailrent_tui.agent.build import build_agent
     from tailrent_tui.agent.loop import TurnCallbacks
     from tailrent_tui.models.mock import MockModel
     from tailrent_tui.settings import Settings
@@ -107,4 +107,4 @@ async def test_a_local_engine_keeps_the_reply_it_wrote_so_the_next_turn_reads_on
         predicted, measured = second.predicted_evaluated, second.evaluated_tokens
         assert abs(predicted - measured) <= 4, (predicted, measured)
     finally:
-        close_agent(agent)
+        await agent.aclose()

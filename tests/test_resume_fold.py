@@ -12,7 +12,8 @@ import pytest
 from test_resume_cold import settings  # noqa: F401 (the fixture app_settings builds on)
 from ui_helpers import wait_until
 
-from tailrent_tui.agent.build import build_agent, close_agent
+from tailrent_tui.agent.lifecycle import open_agent
+from tailrent_tui.agent.loop import Agent
 from tailrent_tui.core.messages import Folded, Kind
 from tailrent_tui.core.policies import PolicyContext, PolicySettings, get_policy, run_plan
 from tailrent_tui.core.rungs.spill import MemorySpillStore
@@ -22,7 +23,6 @@ from tailrent_tui.core.tokens import get_counter
 from tailrent_tui.settings import Settings
 from tailrent_tui.store.sessions import last_active
 from tailrent_tui.ui.app import TailrentApp
-from tailrent_tui.ui.launch import close_agent_sync
 from tailrent_tui.ui.widgets.tail_panel import keep_warm_lines
 
 TWO_HOURS = 7200.0
@@ -106,19 +106,16 @@ def app_settings(settings) -> Settings:
 
 def _yesterday(settings: Settings) -> int:
     """A session left two hours ago, past the local sheet's TTL: its context's tokens."""
-    agent = build_agent(settings, async_writer=False, new=True)
-    agent.session.clock = lambda: time.time() - TWO_HOURS
 
-    async def yesterday() -> None:
-        for text in ["The API listens on port 8443 because 443 is taken.", *(chatter(i, 20) for i in range(16))]:
-            result = await agent.turn(text, None)
-            assert result.error is None
+    async def yesterday() -> int:
+        async with open_agent(settings, async_writer=False, new=True) as agent:
+            agent.session.clock = lambda: time.time() - TWO_HOURS
+            for text in ["The API listens on port 8443 because 443 is taken.", *(chatter(i, 20) for i in range(16))]:
+                result = await agent.turn(text, None)
+                assert result.error is None
+            return agent.session.context_tokens
 
-    try:
-        asyncio.run(yesterday())
-        return agent.session.context_tokens
-    finally:
-        close_agent(agent)
+    return asyncio.run(yesterday())
 
 
 def test_the_morning_after_in_the_app_starts_from_a_small_context(app_settings):
@@ -127,18 +124,17 @@ def test_the_morning_after_in_the_app_starts_from_a_small_context(app_settings):
     resume_tokens = int(APP_WINDOW * settings.fold.resume_target)
     assert evening > 2 * resume_tokens
 
-    agent = build_agent(settings, {"continue_": True})
-    assert agent.cold_resume
-    app = TailrentApp(agent, settings)
+    async def morning() -> Agent:
+        async with open_agent(settings, {"continue_": True}) as agent:
+            assert agent.cold_resume
+            app = TailrentApp(agent, settings)
+            async with app.run_test(size=(140, 40)) as pilot:
+                await pilot.press(*"which port?", "enter")
+                await wait_until(pilot, lambda: not app.running and agent.session.folds, what="the reply after the resume fold")
+                await pilot.press("ctrl+q")
+        return agent
 
-    async def morning() -> None:
-        async with app.run_test(size=(140, 40)) as pilot:
-            await pilot.press(*"which port?", "enter")
-            await wait_until(pilot, lambda: not app.running and agent.session.folds, what="the reply after the resume fold")
-            await pilot.press("ctrl+q")
-
-    asyncio.run(morning())
-    close_agent_sync(agent)
+    agent = asyncio.run(morning())
 
     sd = last_active(settings.data_dir)
     folds = [e.fold for e in sd.events() if isinstance(e, Folded)]
@@ -160,19 +156,19 @@ def test_a_resume_fold_shown_first_is_promised_as_a_proposal_and_can_be_cancelle
 
     settings = app_settings.model_copy(update={"fold": app_settings.fold.model_copy(update={"preview": "always"})})
     evening = _yesterday(settings)
-    agent = build_agent(settings, {"continue_": True})
-    app = TailrentApp(agent, settings)
 
-    async def morning() -> None:
-        async with app.run_test(size=(140, 40)) as pilot:
-            await pilot.press(*"which port?", "enter")
-            await wait_until(pilot, lambda: isinstance(app.screen, FoldPreview), what="the resume fold's preview")
-            await pilot.press("escape")
-            await wait_until(pilot, lambda: not app.running and len(agent.session.usage) > 17, what="the reply")
-            await pilot.press("ctrl+q")
+    async def morning() -> Agent:
+        async with open_agent(settings, {"continue_": True}) as agent:
+            app = TailrentApp(agent, settings)
+            async with app.run_test(size=(140, 40)) as pilot:
+                await pilot.press(*"which port?", "enter")
+                await wait_until(pilot, lambda: isinstance(app.screen, FoldPreview), what="the resume fold's preview")
+                await pilot.press("escape")
+                await wait_until(pilot, lambda: not app.running and len(agent.session.usage) > 17, what="the reply")
+                await pilot.press("ctrl+q")
+        return agent
 
-    asyncio.run(morning())
-    close_agent_sync(agent)
+    agent = asyncio.run(morning())
     price = agent.resume_price
     assert price is not None and price.saver == "fold" and price.fold_reviewed
     line = next(n.text for n in agent.session.notes if "the cache is cold" in n.text)
@@ -188,21 +184,22 @@ def test_a_resume_fold_the_model_would_write_is_not_made_when_the_reread_costs_l
     request, so on a cold cache it costs more than re-reading a context that fits: no fold."""
     settings = app_settings.model_copy(update={"fold": app_settings.fold.model_copy(update={"summarizer": "model"})})
     evening = _yesterday(settings)
-    agent = build_agent(settings, {"continue_": True})
-    try:
-        asyncio.run(agent.start())
-        price = agent.resume_price
-        fold = agent.policy.cold_resume_fold(agent.session, agent.policy_context())
-        assert fold is not None and fold.summary_tokens > 0, "the ladder would fold, were it free"
-        assert price is not None and price.saver == "none" and price.to_read == evening
-        line = next(n.text for n in agent.session.notes if n.text.startswith("resume:"))
-        assert f"re-reads {evening:,} of {evening:,} context tokens" in line
-        assert f"no fold first: a summary of up to {fold.summary_tokens:,} tokens" in line
-        result = asyncio.run(agent.turn("which port?", None))
-        assert result.error is None and not agent.session.folds
-        assert agent.session.usage[-1].context_tokens >= evening
-    finally:
-        close_agent(agent)
+
+    async def morning() -> None:
+        async with open_agent(settings, {"continue_": True}) as agent:
+            await agent.start()
+            price = agent.resume_price
+            fold = agent.policy.cold_resume_fold(agent.session, agent.policy_context())
+            assert fold is not None and fold.summary_tokens > 0, "the ladder would fold, were it free"
+            assert price is not None and price.saver == "none" and price.to_read == evening
+            line = next(n.text for n in agent.session.notes if n.text.startswith("resume:"))
+            assert f"re-reads {evening:,} of {evening:,} context tokens" in line
+            assert f"no fold first: a summary of up to {fold.summary_tokens:,} tokens" in line
+            result = await agent.turn("which port?", None)
+            assert result.error is None and not agent.session.folds
+            assert agent.session.usage[-1].context_tokens >= evening
+
+    asyncio.run(morning())
 
 
 def settings_rate(agent) -> float:

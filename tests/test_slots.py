@@ -488,7 +488,6 @@ def test_the_app_says_the_resume_price_restores_and_saves_when_idle_and_on_quit(
     from tailrent_tui.agent.build import build_agent
     from tailrent_tui.settings import load_settings
     from tailrent_tui.ui.app import TailrentApp
-    from tailrent_tui.ui.launch import close_agent_sync, save_slot_on_quit
 
     first = json.loads(ask(home, fake, "--json", "The API listens on port 8443.").stdout)
     settings = load_settings({"model": f"openai:{fake.url}", "workspace": home.parent / "ws"}).settings
@@ -520,8 +519,7 @@ def test_the_app_says_the_resume_price_restores_and_saves_when_idle_and_on_quit(
         assert len([a for a in fake.actions if a[0] == "save"]) == saves, "quit before the idle timer: not saved yet"
 
     asyncio.run(resume())
-    save_slot_on_quit(agent)  # after the loop, as `launch` does
-    close_agent_sync(agent)
+    asyncio.run(agent.aclose())  # the close `open_agent` runs: the slot saved on quit
     saved = [a for a in fake.actions if a[0] == "save"]
     assert len(saved) == 3 and len({name for _, name in saved}) == 3, "ask, idle, quit: three prefixes"
     assert len(find_session(home, first["session"]).read_meta().slots) == 3
@@ -593,7 +591,7 @@ def test_a_server_restarted_during_a_pause_is_predicted_cold(home, fake):
     (an empty slot) makes the next request's prediction cold, and says so once."""
     import asyncio
 
-    from tailrent_tui.agent.build import build_agent, close_agent
+    from tailrent_tui.agent.build import build_agent
     from tailrent_tui.settings import Settings
 
     fake.keeps_slot = True
@@ -615,4 +613,4 @@ def test_a_server_restarted_during_a_pause_is_predicted_cold(home, fake):
             "the server's slot is empty: it was started since the last request: this request re-reads the whole context"
         ]
     finally:
-        close_agent(agent)
+        asyncio.run(agent.aclose())  # the close `open_agent` runs: the slot saved on quit

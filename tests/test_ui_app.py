@@ -8,6 +8,7 @@ import pytest
 from textual.widgets import Markdown
 from ui_helpers import approve_preview, fill, make_agent, make_app, submit, wait_until
 
+from tailrent_tui.agent.lifecycle import open_agent
 from tailrent_tui.core.messages import Kind
 from tailrent_tui.settings import Settings, load_settings
 from tailrent_tui.ui.events import SpillOpenRequested
@@ -407,7 +408,6 @@ async def test_folds_panel_shows_lost_facts(tmp_path):
 async def test_start_with_no_server_shows_the_mock_notice(tmp_path, monkeypatch):
     import socket
 
-    from tailrent_tui.agent.build import aclose_agent, build_agent
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -416,8 +416,7 @@ async def test_start_with_no_server_shows_the_mock_notice(tmp_path, monkeypatch)
     # without the embedded engine (test_models_embedded.py has the case with it)
     monkeypatch.setattr("tailrent_tui.models.factory.engine_installed", lambda: False)
     settings = load_settings({"data_dir": tmp_path / "data", "workspace": tmp_path}).settings
-    agent = build_agent(settings, {})
-    try:
+    async with open_agent(settings, {}) as agent:
         assert agent.model.name.startswith("mock")
         app = make_app(agent)
         async with app.run_test(size=(140, 40)) as pilot:
@@ -425,8 +424,6 @@ async def test_start_with_no_server_shows_the_mock_notice(tmp_path, monkeypatch)
             await wait_until(pilot, lambda: bar.has_class("-shown"), what="notice shown")
             shown = str(bar.render())
             assert "mock" in shown and str(port) in shown
-    finally:
-        await aclose_agent(agent)
 
 
 async def test_theme_switch_is_remembered(tmp_path, config_dir):
@@ -508,7 +505,7 @@ async def test_slash_model_switches_and_a_bad_spec_is_reported(tmp_path):
 
 
 async def test_slash_export_writes_the_transcript_or_says_why_not(tmp_path, monkeypatch):
-    from tailrent_tui.agent.build import build_agent, close_agent
+    from tailrent_tui.agent.build import build_agent
 
     unsaved = make_agent(tmp_path)
     app = make_app(unsaved)
@@ -540,4 +537,4 @@ async def test_slash_export_writes_the_transcript_or_says_why_not(tmp_path, monk
         data = json.loads(out.read_text(encoding="utf-8"))
         assert "café ✓" in json.dumps(data, ensure_ascii=False)
     finally:
-        close_agent(saved)
+        await saved.aclose()

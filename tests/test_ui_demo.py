@@ -6,7 +6,7 @@ import pytest
 from ui_helpers import FixedClock, wait_until
 
 from tailrent_tui.scenarios.article import WATCHLIST
-from tailrent_tui.ui.demo import build_demo
+from tailrent_tui.ui.demo import open_demo
 
 
 @pytest.fixture(autouse=True)
@@ -15,8 +15,9 @@ def config_dir(tmp_path, monkeypatch):
 
 
 async def play(tmp_path, pinned: bool):
-    app = build_demo(pinned=pinned, speed=64.0, clock=FixedClock(), workspace=tmp_path)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with open_demo(pinned=pinned, speed=64.0, clock=FixedClock(), workspace=tmp_path) as app, app.run_test(
+        size=(140, 40)
+    ) as pilot:
         await wait_until(pilot, app.finished.is_set, rounds=20000, what="the demo to finish")
         await wait_until(pilot, lambda: app.sidebar.folds.option_count == len(app.session.folds), what="timeline")
         notes = [n.text for n in app.session.notes if n.text.startswith("probe:")]
@@ -40,8 +41,9 @@ async def test_demo_pinned_keeps_the_decision(tmp_path):
 
 
 async def test_space_pauses_the_demo(tmp_path):
-    app = build_demo(pinned=False, speed=64.0, clock=FixedClock(), workspace=tmp_path)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with open_demo(pinned=False, speed=64.0, clock=FixedClock(), workspace=tmp_path) as app, app.run_test(
+        size=(140, 40)
+    ) as pilot:
         await wait_until(pilot, lambda: app.played >= 3, what="the first lines")
         await pilot.press("space")
         paused_at = app.played

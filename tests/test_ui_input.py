@@ -13,7 +13,7 @@ from ui_helpers import FixedClock, fill, make_agent, make_app, wait_until
 from tailrent_tui.core.messages import Kind
 from tailrent_tui.settings import Settings
 from tailrent_tui.store.history import PromptHistory, history_path
-from tailrent_tui.ui.demo import build_demo
+from tailrent_tui.ui.demo import open_demo
 from tailrent_tui.ui.screens.fold_preview import FoldPreview
 from tailrent_tui.ui.screens.history_search import HistorySearch
 from tailrent_tui.ui.widgets.completion_menu import CompletionMenu
@@ -249,8 +249,9 @@ async def test_tab_enters_navigation_and_typing_returns_to_the_input(tmp_path):
 async def test_the_demo_focuses_its_input_and_space_pauses_only_while_it_is_empty(tmp_path):
     # at its own pace the demo is still playing when the keys land (at x8 it outran them to its end,
     # and each key waited on the lines it drew)
-    app = build_demo(pinned=False, speed=1.0, clock=FixedClock(), workspace=tmp_path)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with open_demo(pinned=False, speed=1.0, clock=FixedClock(), workspace=tmp_path) as app, app.run_test(
+        size=(140, 40)
+    ) as pilot:
         await pilot.pause()
         assert isinstance(app.focused, PromptInput)
         await pilot.press(*"/inspect 1")

@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 from ui_helpers import PAD, approve_preview, make_agent, make_app, submit, wait_until
 
-from tailrent_tui.agent.build import build_agent, close_agent
+from tailrent_tui.agent.build import build_agent
+from tailrent_tui.agent.lifecycle import open_agent
 from tailrent_tui.cli import cli
 from tailrent_tui.core.messages import Kind
 from tailrent_tui.settings import Settings
@@ -256,13 +257,9 @@ def settings(tmp_path: Path) -> Settings:
 
 async def _old_session(settings: Settings) -> Path:
     """A session whose journal has no statement in it, as one written before the ledger existed."""
-    agent = build_agent(settings, async_writer=False, new=True)
-    try:
+    async with open_agent(settings, async_writer=False, new=True) as agent:
         for text in (RULE, OLD, NEW):
             assert (await agent.turn(text, None)).error is None
-    finally:
-        await agent.model.aclose()
-        close_agent(agent)
     journal = agent.session_dir.journal_path
     lines = journal.read_text().splitlines()
     kept = [line for line in lines if json.loads(line).get("type") not in ("statements_found", "statement_changed")]
@@ -287,28 +284,20 @@ async def test_resuming_an_old_session_builds_its_ledger_once_and_says_so(settin
             assert " #2 the spend limit is $300 → #3" in rows(app)
     finally:
         await agent.model.aclose()
-        close_agent(agent)
-    again = build_agent(settings, {"continue_": True}, async_writer=False)
-    try:
+        await agent.aclose()
+    async with open_agent(settings, {"continue_": True}, async_writer=False) as again:
         assert len(again.session.statements) == 3  # journaled the first time: not built twice
         assert not any(n.text.startswith("the ledger was built") for n in again.startup_notes)
-    finally:
-        await again.model.aclose()
-        close_agent(again)
 
 
 async def test_inspect_and_export_include_the_ledger(settings, tmp_path):
-    agent = build_agent(settings, async_writer=False, new=True)
-    try:
+    async with open_agent(settings, async_writer=False, new=True) as agent:
         agent.session.add("user", "Deploys go through the staging-7 cluster first." + PAD * 6)
         for text in (OLD, NEW):
             assert (await agent.turn(text, None)).error is None
         s = agent.session
         await agent.fold([s.messages[0].id, s.messages[1].id])
         assert s.folds and s.folds[0].carried
-    finally:
-        await agent.model.aclose()
-        close_agent(agent)
     runner = CliRunner()
     base = ["--data-dir", str(settings.data_dir)]
     out = runner.invoke(cli, [*base, "inspect", s.id])

@@ -12,23 +12,25 @@ from pathlib import Path
 
 SCRIPT = textwrap.dedent(
     """
+    import asyncio
     import sys
-    from tailrent_tui.agent.build import build_agent
+    from tailrent_tui.agent.lifecycle import open_agent
     from tailrent_tui.settings import Settings
     from tailrent_tui.ui.app import TailrentApp
-    from tailrent_tui.ui.launch import close_agent_sync
 
     settings = Settings(model="mock", data_dir=sys.argv[1], workspace=sys.argv[2], tokenizer="chars4")
-    agent = build_agent(settings, {}, async_writer=True, new=True)
 
     class Quitting(TailrentApp):
         def on_ready(self) -> None:
             self.session.add("user", "DECISION: written while the app runs, just before quitting")
             self.call_later(self.exit)
 
-    Quitting(agent, settings).run(headless=True)
-    close_agent_sync(agent)
-    print(agent.session.id)
+    async def main() -> str:
+        async with open_agent(settings, {}, new=True) as agent:  # as `tailrent` runs the app
+            await Quitting(agent, settings).run_async(headless=True)
+        return agent.session.id
+
+    print(asyncio.run(main()))
     """
 )
 

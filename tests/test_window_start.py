@@ -24,7 +24,7 @@ import pytest
 from engine import N_CTX, llama_server  # noqa: F401
 from ui_helpers import wait_until
 
-from tailrent_tui.agent.build import aclose_agent, build_agent
+from tailrent_tui.agent.lifecycle import open_agent
 from tailrent_tui.models import MalformedResponse, OllamaModel, OpenAIModel
 from tailrent_tui.settings import Settings
 from tailrent_tui.store.export import export_session
@@ -106,11 +106,8 @@ def settings_for(tmp_path: Path, monkeypatch):
 @asynccontextmanager
 async def opened(settings: Settings, flags: dict[str, Any] | None = None, **kwargs: Any) -> AsyncIterator[Any]:
     """An agent built as `tailrent` builds it; closed (lock released, HTTP client shut) at the end."""
-    agent = build_agent(settings, flags, **kwargs)
-    try:
+    async with open_agent(settings, flags, **kwargs) as agent:
         yield agent
-    finally:
-        await aclose_agent(agent)
 
 
 # -- what each server says -------------------------------------------------------------

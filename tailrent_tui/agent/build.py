@@ -1,7 +1,7 @@
 """Putting an Agent together: settings, the session directory, the model, the stores.
 
-`build_agent` is synchronous so the app can call it before its event loop runs:
-it opens (or resumes) the session directory, takes its lock, replays the
+`build_agent` is the opening half of `agent/lifecycle.py:open_agent`, which every
+caller uses (it closes on every exit path). It opens (or resumes) the session directory, takes its lock, replays the
 journal, and opens the model (`models.factory.open_model`) — the one asked for,
 else Ollama if it answers at OLLAMA_HOST within a short timeout, else the
 embedded engine when it is installed, else the mock, with a notice saying which
@@ -48,10 +48,9 @@ from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.models.text import redact
 from tailrent_tui.models.tokenizer import PROBE, ServerTokenizer, TokenizerUnavailable, measure_framing
 from tailrent_tui.settings import Settings, keep_alive_seconds, user_price_files
-from tailrent_tui.store.journal import AsyncJournalWriter, JournalError, JournalWriter
+from tailrent_tui.store.journal import JournalError
 from tailrent_tui.store.paths import resolve_data_dir
 from tailrent_tui.store.sessions import (
-    CloseReport,
     OpenedSession,
     SessionDir,
     close_session_sync,
@@ -412,13 +411,6 @@ def mcp_hub(settings: Settings, workspace: Path, session: Session) -> Any:
     return hub if hub else None
 
 
-def stop_mcp_now(agent: Agent) -> None:
-    """After the loop has ended (quit, a crash): kill any MCP server still running."""
-    hub = getattr(agent, "mcp", None)
-    if hub is not None:
-        hub.kill_now()
-
-
 def embedded_slot_dir(session_path: Path) -> Path:
     """Where the embedded engine saves this session's KV slots."""
     return session_path / "slots"
@@ -431,52 +423,3 @@ def tool_schema_tokens(tokenizer: str) -> int:
     from tailrent_tui.models.base import wire_tools
 
     return get_counter(tokenizer).count(json.dumps(wire_tools(offered_tools())))
-
-
-def close_agent(agent: Agent) -> CloseReport | None:
-    """Flush the journal, cache the listing summary, release the lock (sync writer).
-
-    The report says what could not be saved (see `close_session`); None without a sync journal.
-    """
-    from tailrent_tui.store.sessions import close_session
-
-    report = None
-    if agent.opened is not None and isinstance(agent.opened.writer, JournalWriter):
-        report = close_session(agent.opened, discard_blank=True)
-    _close_counter(agent)
-    stop_mcp_now(agent)
-    return report
-
-
-async def aclose_agent(agent: Agent) -> None:
-    """The same for the app's async writer; closes the model's HTTP client too."""
-    from tailrent_tui.store.sessions import close_session
-
-    if agent.mcp is not None:
-        await agent.mcp.aclose()
-    opened = agent.opened
-    if opened is not None:
-        if isinstance(opened.writer, AsyncJournalWriter):
-            await opened.writer.aclose()
-        close_session(opened, discard_blank=True)
-    _close_counter(agent)
-    await agent.model.aclose()
-
-
-def save_slot_at_exit(agent: Agent, reason: str) -> str | None:
-    """Save the KV slot after the event loop has ended (quit, the end of `ask`); a line to print, if any."""
-    keeper = agent.slots
-    if keeper is None:
-        return None
-    try:
-        outcome = keeper.save_sync(reason)
-    finally:
-        keeper.close()
-    if outcome is None or not outcome.line:
-        return None
-    return "; ".join([outcome.line, *outcome.extra])
-
-
-def _close_counter(agent: Agent) -> None:
-    if isinstance(agent.session.counter, ServerTokenizer):
-        agent.session.counter.close()

@@ -12,9 +12,11 @@ was split; they stay, so callers need not know which room holds what.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tailrent_tui.agent.closing import Closing, close_parts
 from tailrent_tui.agent.events import (
     Approval,
     ApprovalRequest,
@@ -164,6 +166,12 @@ class Agent:
         self.mcp: Any = None
         #: notes written while the session was built, before the app listened to it (build_agent sets them)
         self.startup_notes: list[Any] = []
+        #: what SIGTERM or SIGHUP calls while the session is open (the app's exit); None: the block is cancelled
+        self.on_signal: Callable[[str], None] | None = None
+        #: what the close did (agent/closing.py), once `aclose` has run
+        self.closing: Closing | None = None
+        #: False when the model is the caller's (the bench's engine): `aclose` leaves it open
+        self.owns_model = True
         self.meter = UsageMeter(self.state)
         self.stores = SessionStores(self.state, instructions=instructions)
         self.ladder = LadderDriver(self.state, self.meter, self.stores)
@@ -209,6 +217,22 @@ class Agent:
     @property
     def policy(self) -> Policy:
         return self.ladder.policy
+
+    # -- closing -------------------------------------------------------------------------
+
+    async def aclose(self, reason: str = "quit") -> Closing:
+        """Close the session (agent/closing.py), once: the slot saved, the journal closed, the lock
+        released, the model stopped. `open_agent` calls it on every exit path."""
+        if self.closing is None:
+            self.closing = await close_parts(
+                reason=reason,
+                mcp=self.mcp,
+                slots=self.slots,
+                opened=self.opened,
+                counter=self.session.counter,
+                model=self.model if self.owns_model else None,
+            )
+        return self.closing
 
     # -- the model -------------------------------------------------------------------
 

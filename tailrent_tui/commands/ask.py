@@ -28,8 +28,9 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
     Tools that change things (run_shell, write_file, edit_file) are denied
     unless --yolo is given, since there is nobody to ask.
     """
-    from tailrent_tui.agent.build import BuildError, build_agent, close_agent, told_keys
-    from tailrent_tui.agent.loop import ApprovalRequest, TurnCallbacks, TurnResult
+    from tailrent_tui.agent.build import BuildError, told_keys
+    from tailrent_tui.agent.lifecycle import CloseLine, Signalled, open_agent
+    from tailrent_tui.agent.loop import Agent, ApprovalRequest, TurnCallbacks, TurnResult
     from tailrent_tui.core.rent import conversation_usage
     from tailrent_tui.models.errors import ModelError
     from tailrent_tui.settings import SettingsError, load_settings
@@ -52,21 +53,6 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
     prompt = storable(prompt)
     if not prompt.strip():
         raise click.UsageError("the prompt is empty")
-    try:
-        agent = build_agent(
-            settings,
-            {**flags, "continue_": continue_, "resume": resume},
-            async_writer=False,
-            new=not (continue_ or resume),
-            told=told_keys(sources),
-        )
-    except BuildError as exc:
-        raise click.ClickException(str(exc)) from None
-    if agent.notice:
-        click.echo(agent.notice, err=True)
-    for note in agent.startup_notes:
-        if note.level != "info":  # what the app shows in its transcript at start: another model, folder, counter
-            click.echo(f"[{note.level}] {note.text}", err=True)
 
     async def deny(request: ApprovalRequest) -> Literal["deny"]:
         click.echo(f"[denied {request.tool}: `tailrent ask` cannot ask you; pass --yolo to allow]", err=True)
@@ -79,12 +65,32 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
         approve=deny,
     )
 
-    slot: dict[str, Any] = {}
-    # the session's messages before this turn: did the prompt get in before a failure?
-    known = {m.id for m in agent.session.messages}
+    def say(line: CloseLine) -> None:
+        # the journal's close report is worded below, with what it means for the turn
+        if line.about != "journal":
+            click.echo(f"[{line.level}] {line.text}", err=True)
 
-    async def run() -> Any:
-        try:
+    opened: list[Agent] = []
+    # the session's messages before this turn: did the prompt get in before a failure?
+    known: set[str] = set()
+
+    async def run() -> TurnResult:
+        async with open_agent(
+            settings,
+            {**flags, "continue_": continue_, "resume": resume},
+            async_writer=False,
+            new=not (continue_ or resume),
+            told=told_keys(sources),
+            reason="end of ask",
+            say=say,
+        ) as agent:
+            opened.append(agent)
+            known.update(m.id for m in agent.session.messages)
+            if agent.notice:
+                click.echo(agent.notice, err=True)
+            for note in agent.startup_notes:
+                if note.level != "info":  # what the app shows in its transcript at start: another model, folder, counter
+                    click.echo(f"[{note.level}] {note.text}", err=True)
             # before the first request: restore the KV slot, say what the resume costs
             await agent.start()
             for text, level in [*agent.start_lines, *agent.resume_lines]:
@@ -95,36 +101,34 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
                 await agent.mcp.wait_ready()
                 for line in agent.mcp.failures():
                     click.echo(f"[warning] mcp: {line}", err=True)
-            result = await agent.turn(prompt, cb)
-            if agent.slots is not None:
-                saved = await agent.slots.save("end of ask")
-                if saved is not None:
-                    slot["save"] = saved.as_json()
-                    for line in filter(None, [saved.line, *saved.extra]):
-                        click.echo(f"[{saved.level}] {line}", err=True)
-            return result
-        finally:
-            if agent.slots is not None:
-                agent.slots.close()
-            if agent.mcp is not None:
-                await agent.mcp.aclose()
-            await agent.model.aclose()
+            return await agent.turn(prompt, cb)
 
     result: TurnResult | None = None
     # what failed besides the journal, as (message, hint): a model error, a bug in a tool, the loop or a
-    # store, ctrl+c. Every failure ends the same way: one line, the close report, never a traceback
+    # store, ctrl+c, SIGTERM. Every failure ends the same way: one line, the close report, never a traceback
     problem: tuple[str, str] | None = None
     interrupted = False
+    exit_code = 1
     try:
         result = asyncio.run(run())
+    except BuildError as exc:
+        raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt:
         interrupted, problem = True, ("interrupted", "")
+    except Signalled as exc:
+        problem, exit_code = (str(exc), ""), exc.exit_code
     except ModelError as exc:  # raised before the turn (a model that cannot start); the turn reports its own
         problem = (exc.message, exc.hint)
     except Exception as exc:
         problem = (f"the turn failed: {type(exc).__name__}: {' '.join(str(exc).split())}".rstrip(": "), "")
-    finally:
-        report = close_agent(agent)
+    if not opened:  # not even opened: interrupted while the session was being built
+        raise click.ClickException(problem[0] if problem else "the session could not be opened")
+    agent = opened[0]
+    closing = agent.closing
+    report = closing.report if closing is not None else None
+    slot: dict[str, Any] = {}
+    if closing is not None and closing.slot is not None:
+        slot["save"] = closing.slot.as_json()
     if result is not None and result.error is not None:
         problem = (result.error.message, result.error.hint)
     session = agent.session
@@ -204,7 +208,7 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
         click.echo(f"error: {problem[0]}{hint}\n{kept}", err=True)
     if interrupted:
         raise click.Abort()
-    sys.exit(1)
+    sys.exit(exit_code)
 
 
 COMMANDS = [ask]

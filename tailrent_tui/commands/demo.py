@@ -14,9 +14,19 @@ def demo(pinned: bool, speed: float) -> None:
 
     Space pauses; + and - change the pace; every panel and key of the app works meanwhile.
     """
-    from tailrent_tui.ui.demo import build_demo
+    import asyncio
 
-    build_demo(pinned=pinned, speed=speed).run()
+    from tailrent_tui.agent.lifecycle import Signalled
+    from tailrent_tui.ui.demo import open_demo
+
+    async def play() -> None:
+        async with open_demo(pinned=pinned, speed=speed) as app:
+            await app.run_async()
+
+    try:
+        asyncio.run(play())
+    except Signalled as exc:
+        raise SystemExit(exc.exit_code) from None
 
 
 COMMANDS = [demo]

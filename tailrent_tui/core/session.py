@@ -506,7 +506,9 @@ class Session:
         """
         auto = None
         found: list[ledger_rules.Found] = []
-        if self.detect_statements and m.kind in (Kind.chat, Kind.tool_result) and not m.cut_off:
+        # the app's own notices (role "system": the text protocol's note, resume lines) state its rules,
+        # not the user's: they are pinned where needed and never enter the ledger
+        if self.detect_statements and m.kind in (Kind.chat, Kind.tool_result) and m.role != "system" and not m.cut_off:
             found = ledger_rules.detect(m.content, m.role)
         if (
             autopin

@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import gc
 import importlib.util
 import os
 import threading
 import time
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,14 @@ class EngineUnavailable(ModelError):
 
     def __init__(self, message: str, hint: str = INSTALL_HINT) -> None:
         super().__init__(message, hint)
+
+
+class EngineStuck(ModelError):
+    """The embedded engine did not stop in time; it ends with the process."""
+
+
+#: how long closing waits for the embedded engine to stop before leaving it to the process's end
+ENGINE_STOP_SECONDS = 10.0
 
 
 class EmbeddedChoice(BaseModel):
@@ -329,20 +338,21 @@ class EmbeddedModel(OpenAIModel):
                 yield chunk
 
     async def aclose(self) -> None:
-        """Close the client and stop the engine (in a thread: the server joins its loop)."""
-        await super().aclose()
-        if self._starting is not None and not self._starting.done():
-            # a start under way finishes (it cannot be interrupted), then stops
-            await asyncio.wait([self._starting])
-        engine = self._engine_started()
-        if engine is not None:
-            await asyncio.to_thread(engine.stop)
+        """Close the client and stop the engine, within ENGINE_STOP_SECONDS (EngineStuck when it will not).
 
-    def stop_now(self) -> None:
-        """Stop the engine from synchronous code (after the app's loop has ended)."""
+        The engine stops in a daemon thread (the server joins its loop): one that hangs
+        neither holds the close nor keeps the process from exiting.
+        """
+        await super().aclose()
+        starting = self._starting
+        if starting is not None and not starting.done():
+            # a start under way finishes (it cannot be interrupted), then stops
+            await asyncio.wait([starting], timeout=ENGINE_STOP_SECONDS)
         engine = self._engine_started()
-        if engine is not None:
-            engine.stop()
+        if engine is not None and not await _stop_within(engine.stop, ENGINE_STOP_SECONDS):
+            raise EngineStuck(
+                f"the embedded engine did not stop within {ENGINE_STOP_SECONDS:g} s; it ends with this process"
+            )
 
     def _engine_started(self) -> EmbeddedEngine | None:
         """The engine, if one was started (even by a start whose caller went away); forgets it."""
@@ -351,6 +361,27 @@ class EmbeddedModel(OpenAIModel):
         if engine is None and starting is not None and starting.done() and not _failed(starting):
             engine = starting.result()
         return engine
+
+
+async def _stop_within(stop: Callable[[], None], seconds: float) -> bool:
+    """Run `stop` in a daemon thread; True when it returned within `seconds`."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def finished() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def run() -> None:
+        try:
+            stop()
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop has closed meanwhile
+                loop.call_soon_threadsafe(finished)
+
+    threading.Thread(target=run, name="embedded engine stop", daemon=True).start()
+    ended, _ = await asyncio.wait([done], timeout=seconds)
+    return bool(ended)
 
 
 def _failed(future: asyncio.Future[Any]) -> bool:

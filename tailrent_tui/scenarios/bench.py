@@ -33,7 +33,8 @@ import asyncio
 import math
 import random
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -336,7 +337,8 @@ class AgentDriver:
         await self.agent.before_request()
 
 
-def _driver(
+@asynccontextmanager
+async def _driving(
     driver: str,
     name: str,
     session: Session,
@@ -345,18 +347,18 @@ def _driver(
     rent: RentModel,
     model: Any,
     policy: Policy,
-) -> CoreDriver | AgentDriver:
+) -> AsyncIterator[CoreDriver | AgentDriver]:
     if driver == "core":
-        return CoreDriver(session, policy, ctx, summarizer, rent)
-    from tailrent_tui.agent.loop import Agent
+        yield CoreDriver(session, policy, ctx, summarizer, rent)
+        return
+    from tailrent_tui.agent.lifecycle import InMemory, open_agent
     from tailrent_tui.core.rungs.fold import MemoryFoldArchive
-    from tailrent_tui.models.mock import MockModel
     from tailrent_tui.settings import Settings
 
-    agent = Agent(
-        session=session,
-        model=model or MockModel(),
-        settings=Settings.model_validate({"policy": name, "window": ctx.settings.window, "yolo": False}),
+    settings = Settings.model_validate({"policy": name, "window": ctx.settings.window, "yolo": False, "model": "mock"})
+    memory = InMemory(
+        session,
+        model=model,  # the engine's, closed by the bench after every policy; None: the mock, opened here
         workspace=Path.cwd(),
         spill_store=ctx.spill_store,
         archive=ctx.archive or MemoryFoldArchive(),
@@ -364,7 +366,8 @@ def _driver(
         rent=rent,
         policy_settings=ctx.settings,
     )
-    return AgentDriver(agent)
+    async with open_agent(settings, memory=memory, say=None) as agent:
+        yield AgentDriver(agent)
 
 
 async def _drive(
@@ -393,7 +396,21 @@ async def _drive(
     )
     ctx = PolicyContext(spill_store=MemorySpillStore(), settings=settings)
     rent = RentModel(sheet.with_ttl(math.inf) if policy.infinite_ttl else sheet)
-    drive = _driver(driver, name, session, ctx, summarizer, rent, engine.model if engine else None, policy)
+    async with _driving(driver, name, session, ctx, summarizer, rent, engine.model if engine else None, policy) as drive:
+        return await _walk(trace, name, session, now, rent, drive, engine, progress)
+
+
+async def _walk(
+    trace: Trace,
+    name: str,
+    session: Session,
+    now: list[float],
+    rent: RentModel,
+    drive: CoreDriver | AgentDriver,
+    engine: _Engine | None,
+    progress: Progress | None,
+) -> PolicyResult:
+    """The trace, step by step, through one policy's driver; the figures it gave."""
     result = PolicyResult(policy=name)
     repair_of: dict[str, int] = {}
 

@@ -12,6 +12,8 @@ land on the timeline, and the decision's details ("Redis", "15 minute",
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -148,14 +150,17 @@ class DemoApp(TailrentApp):
         self.notify(f"pace x{self.speed:g}")
 
 
-def build_demo(*, pinned: bool, speed: float, clock: Any = None, workspace: Path | None = None) -> DemoApp:
-    """The demo app with a real Agent (mock model, memory stores) around the demo session."""
-    from tailrent_tui.agent.loop import Agent
-    from tailrent_tui.models.mock import MockModel
+@asynccontextmanager
+async def open_demo(
+    *, pinned: bool, speed: float, clock: Any = None, workspace: Path | None = None
+) -> AsyncIterator[DemoApp]:
+    """The demo app around a real Agent (mock model, memory stores), opened and closed by `open_agent`."""
+    from tailrent_tui.agent.lifecycle import InMemory, open_agent
     from tailrent_tui.settings import FoldSettings, Settings, ToolSettings
 
     session, records, policy_settings = demo_session(clock)
     settings = Settings(
+        model="mock",
         policy="naive",
         tokenizer="chars4",
         fold=FoldSettings(
@@ -163,16 +168,17 @@ def build_demo(*, pinned: bool, speed: float, clock: Any = None, workspace: Path
         ),
         tools=ToolSettings(spill_threshold=SPILL_THRESHOLD),
     )
-    agent = Agent(
-        session=session,
-        model=MockModel(),
-        settings=settings,
-        workspace=workspace or Path.cwd(),
+    memory = InMemory(
+        session,
+        workspace=workspace,
         spill_store=MemorySpillStore(),
         archive=MemoryFoldArchive(),
         summarizer=LossySummarizer(),
         policy_settings=policy_settings,
         instructions=True,
     )
-    extra = {"clock": clock} if clock is not None else {}
-    return DemoApp(agent, settings, records=records, pinned=pinned, speed=speed, **extra)
+    async with open_agent(settings, memory=memory) as agent:
+        extra = {"clock": clock} if clock is not None else {}
+        app = DemoApp(agent, settings, records=records, pinned=pinned, speed=speed, **extra)
+        agent.on_signal = lambda name: app.exit()
+        yield app

@@ -60,7 +60,7 @@ def parse(path, prefix):
 
 
 def main():
-    for name, prefix in (("heldout", "h"), ("dev", "d")):
+    for name, prefix in (("heldout", "h"), ("dev", "d"), ("heldout2", "g")):
         src = HERE / "src" / f"{name}.txt"
         if not src.exists():
             continue

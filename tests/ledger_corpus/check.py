@@ -74,7 +74,7 @@ def counts(rows):
 
 def main():
     total = collections.Counter()
-    for name, prefix in (("heldout.jsonl", "h"), ("dev.jsonl", "d")):
+    for name, prefix in (("heldout.jsonl", "h"), ("dev.jsonl", "d"), ("heldout2.jsonl", "g")):
         if not (HERE / name).exists():
             continue
         rows = load(name)
