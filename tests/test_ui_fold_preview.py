@@ -120,6 +120,7 @@ async def test_unfold_refuses_when_the_originals_would_pass_the_trigger(tmp_path
         back = agent.session.folds[0].tokens_before - agent.session.folds[0].tokens_after
         while agent.session.context_tokens + back <= trigger:  # the context grows near the trigger again
             fill(agent.session, 1, prefix="n", pad=4)
+        await pilot.pause()  # the screen has taken the new messages in: the notice below is not left to expire
         assert agent.session.context_tokens <= trigger
         assert not await app.session_screen.run_slash("/unfold 1")
         await pilot.pause()

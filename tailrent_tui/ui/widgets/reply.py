@@ -79,7 +79,9 @@ class ReplyView(MessageView):
         return f"assistant · {elapsed(self.clock() - self.since)} · {doing} · escape cancels"
 
     def show_status(self) -> None:
-        self.query_one(".head", Static).update(self.status())
+        # the timer may fire once more after the reply left the transcript (its head is gone then)
+        for head in self.query(".head").results(Static):
+            head.update(self.status())
 
     async def write(self, delta: str) -> None:
         first = not self.text
