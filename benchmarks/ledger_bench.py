@@ -38,7 +38,8 @@ CORPUS = Path(__file__).resolve().parents[1] / "tests" / "ledger_corpus"
 
 
 def load(part: str) -> list[dict[str, Any]]:
-    with open(CORPUS / f"{part}.jsonl", encoding="utf-8") as f:
+    path = Path(part) if part.endswith(".jsonl") else CORPUS / f"{part}.jsonl"
+    with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
@@ -57,9 +58,16 @@ def score(lines: list[dict[str, Any]], misses: int = 0) -> dict[str, Any]:
     false_lines = 0
     missed: list[str] = []
     spurious: list[str] = []
+    kept = kept_total = kept_chatter = 0
     for line in lines:
         found = detect(line["text"], line["role"])
         labels = line["statements"]
+        # what the ledger keeps word for word: the statements, and the user's other words worth keeping
+        words = detect(line["text"], line["role"], words=True) if line["role"] in ("user", "instructions") else found
+        kept_total += len(labels)
+        kept += sum(1 for lab in labels if any(_covers(f.text, lab) for f in words))
+        if not labels:
+            kept_chatter += bool(words)
         if not labels:
             empty_lines += 1
             false_lines += bool(found)
@@ -96,6 +104,8 @@ def score(lines: list[dict[str, Any]], misses: int = 0) -> dict[str, Any]:
         "chatter_lines": empty_lines,
         "false_pin_rate": false_lines / empty_lines if empty_lines else None,
         "corrections": corrections(lines),
+        "kept_verbatim": kept / kept_total if kept_total else None,
+        "kept_on_chatter": kept_chatter / empty_lines if empty_lines else None,
         "missed": missed,
         "spurious": spurious,
     }
@@ -205,8 +215,12 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.0%}"
 
 
-def report(part: str, r: dict[str, Any]) -> str:
-    out = [f"## {part}: {r['lines']} lines, {sum(k['statements'] for k in r['kinds'].values())} statements", ""]
+def report(part: str, r: dict[str, Any], trained_on: tuple[str, ...] | None = None) -> str:
+    from tailrent_tui.core._ledger_weights import TRAINED_ON
+
+    trained = TRAINED_ON if trained_on is None else trained_on
+    seen = " (the learned scorer was trained on this part: not a held-out figure)" if part in trained else ""
+    out = [f"## {part}: {r['lines']} lines, {sum(k['statements'] for k in r['kinds'].values())} statements{seen}", ""]
     out.append("| kind | statements | recall | recall, kind right | detections | precision |")
     out.append("| --- | ---: | ---: | ---: | ---: | ---: |")
     for k, v in r["kinds"].items():
@@ -222,6 +236,8 @@ def report(part: str, r: dict[str, Any]) -> str:
     out += [
         "",
         f"false pins on chatter: {_pct(r['false_pin_rate'])} of {r['chatter_lines']} lines with nothing load-bearing",
+        f"kept verbatim (statements + the user's other words, ranked last): {_pct(r['kept_verbatim'])} of the "
+        f"statements; {_pct(r['kept_on_chatter'])} of the chatter lines keep something",
         f"corrections: {c['superseded_right']} of {c['labelled']} superseded what they correct; "
         f"{c['superseded_unlabelled']} supersessions no label asked for",
     ]
@@ -234,19 +250,25 @@ def report(part: str, r: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("dev", "heldout", "both"), default="both")
+    ap.add_argument("--part", default="both", help="dev, heldout, heldout2, a .jsonl path, or both (every part there is)")
     ap.add_argument("--misses", type=int, default=0, help="list up to N misses and spurious finds per part")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--canary", action="store_true", help="the canary traces through every policy instead")
+    ap.add_argument("--rules-only", action="store_true", help="the rules alone: the learned scorer admits nothing")
     ap.add_argument("--ask", type=int, metavar="TURNS", help="an ask-driven session of TURNS turns instead")
     args = ap.parse_args()
+    if args.rules_only:
+        from tailrent_tui.core import ledger
+
+        ledger.ADMIT = 2.0
     if args.canary:
         print(canary())
         return
     if args.ask:
         print(ask_session(args.ask))
         return
-    parts = ("dev", "heldout") if args.part == "both" else (args.part,)
+    every = tuple(p for p in ("dev", "heldout", "heldout2") if (CORPUS / f"{p}.jsonl").exists())
+    parts = every if args.part == "both" else (args.part,)
     results = {p: score(load(p), args.misses) for p in parts}
     if args.json:
         print(json.dumps(results, indent=1))

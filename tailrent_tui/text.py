@@ -73,3 +73,10 @@ def json_visible(text: str) -> str:
     JSON leaves raw (DEL, the C1 controls, bidirectional overrides) written as ``\\uXXXX``: the same data,
     safe to print. JSON already escapes the C0 controls, ESC among them."""
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", storable(text))
+
+
+def model_label(name: str) -> str:
+    """A model's name as people say it: llama.cpp names its model by the file it loaded
+    (`/home/me/models/SmolLM2-135M-Instruct-Q8_0.gguf`), and the file's name is enough."""
+    base = re.split(r"[/\\]", name.rstrip("/\\"))[-1] or name
+    return base[: -len(".gguf")] if base.lower().endswith(".gguf") and len(base) > 5 else base

@@ -70,8 +70,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """With pytest-xdist's `--dist loadgroup`, the engine tests share one worker: one
     llama.cpp engine at a time on the machine, its threads not fighting a second one. They
     are collected first, so that their worker starts on them while the others share the rest
-    (last, they made a tail of minutes with one worker busy)."""
+    (last, they made a tail of minutes with one worker busy). The other `slow` tests come next
+    (long ones first, as a scheduler should hand them out): collected in file order, the
+    bench-grade ones land wherever their file falls, and one handed out last leaves a tail of
+    one busy worker. Only the order changes; every test runs."""
     for item in items:
         if item.get_closest_marker("engine") is not None:
             item.add_marker(pytest.mark.xdist_group("engine"))
-    items.sort(key=lambda item: item.get_closest_marker("engine") is None)
+    items.sort(key=lambda item: (item.get_closest_marker("engine") is None, item.get_closest_marker("slow") is None))

@@ -281,7 +281,11 @@ FAULTS = [
 
 
 @pytest.mark.parametrize(("reply", "kind", "words"), FAULTS)
-async def test_fault_keeps_the_message_and_a_retry_works(ollama_agent, fake_ollama, reply, kind, words):
+async def test_fault_keeps_the_message_and_a_retry_works(ollama_agent, fake_ollama, reply, kind, words, monkeypatch):
+    from tailrent_tui.agent import turn as turn_module
+
+    # a busy server is asked again after a wait (tests/test_daily_driver.py); here the fault is kept
+    monkeypatch.setattr(turn_module, "BUSY_WAITS", ())
     agent = ollama_agent()
     question = "What is the TTL of refresh tokens?"
     fake_ollama.push(reply)
@@ -385,6 +389,10 @@ async def test_cancel_mid_stream_keeps_the_partial_reply_marked(ollama_agent, fa
     assert partial.content == "".join(rec.deltas) and partial.content
     assert [m.content for m in agent.session.messages if m.role == "user"] == [question]
     assert any("cancelled" in n.text for n in agent.session.notes)
+    # the server read the prompt: the request is counted, as predicted, marked cancelled
+    counted = [u for u in agent.session.usage if u.cancelled]
+    assert len(counted) == 1 and counted[0].purpose == "turn" and counted[0].prompt_tokens is None
+    assert counted[0].predicted_evaluated > 0
     # the connection was dropped, so the server stops generating
     assert await asyncio.to_thread(fake_ollama.disconnected.wait, 10)
     # both the message and the marked partial reply are on disk

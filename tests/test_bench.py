@@ -116,3 +116,14 @@ def test_engine_model_writes_the_summaries_and_the_prediction_still_agrees(llama
     # summary requests in between leave the conversation's cache in place, as predicted
     assert e.cached_tokens > 0
     assert abs(e.evaluated_error) <= 0.10, e
+
+
+def test_a_policy_past_the_window_is_marked_not_ranked_cheapest():
+    """`none` never folds: on the article's trace its context passes the window, and its rent looks
+    low only because those requests could never be sent whole."""
+    result = CliRunner().invoke(cli, ["bench", "--trace", "article", "--policy", "none", "--policy", "ladder"])
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line for line in result.stdout.splitlines() if line.startswith(("none", "ladder"))}
+    assert "✗" in rows["none"] and "✗" not in rows["ladder"], rows
+    said = [line for line in result.stdout.splitlines() if line.strip().startswith("✗ none:")]
+    assert len(said) == 1 and "past the 2,048-token window" in said[0] and "not comparable" in said[0]

@@ -299,7 +299,11 @@ def test_resume_with_ask_continues_that_session(env: Env, where: str):
     elif where == "ask option":
         out = env.ask("--resume", first.name, "which port?")
     else:
-        out = env.run("--model", "mock", "--resume", first.name[:17], "ask", "which port?")
+        # the shortest prefix past the timestamp that names only the first: two sessions made in
+        # the same second share "YYYYmmdd-HHMMSS-" and, one time in sixteen, the next hex digit
+        other = next(p.name for p in env.session_dirs() if p != first)
+        cut = next(n for n in range(17, len(first.name) + 1) if not other.startswith(first.name[:n]))
+        out = env.run("--model", "mock", "--resume", first.name[:cut], "ask", "which port?")
     assert out.returncode == 0, out.stderr
     assert len(env.session_dirs()) == 2, "--resume was ignored: a new session was made"
     assert (first / "journal.jsonl").stat().st_size > size

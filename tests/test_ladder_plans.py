@@ -270,7 +270,7 @@ async def test_the_agent_spills_a_message_bigger_than_the_window_and_never_sends
 async def test_escape_during_a_model_summary_applies_no_fold(make_agent):
     agent = make_agent(window=2048, system_prompt="Be brief.")
     for i in range(3):
-        agent.session.add("user", prose(i, 80))
+        agent.session.add("assistant", prose(i, 80))  # the user's own words would be kept, not summarized
     gate = asyncio.Event()
 
     class SlowSummarizer(ModelSummarizer):
@@ -295,7 +295,7 @@ async def test_escape_during_a_model_summary_applies_no_fold(make_agent):
 async def test_the_agent_reports_a_fold_summary_as_it_starts_and_ends(make_agent, reply, outcome):
     agent = make_agent(window=2048, system_prompt="Be brief.")
     for i in range(3):
-        agent.session.add("user", prose(i, 80))
+        agent.session.add("assistant", prose(i, 80))  # the user's own words would be kept, not summarized
     agent.summarizer = ModelSummarizer(MockModel([reply]))
     reports = []
     agent.on_summary = reports.append
@@ -404,7 +404,7 @@ async def test_the_guard_setting_holds_through_the_agent_and_manual_folds(make_a
     agent = make_agent(window=2048, system_prompt="Be brief.", fold={"guard": guard})
     agent.session.add("user", FACTS)
     for i in range(6):
-        agent.session.add("user", prose(i, 80))
+        agent.session.add("assistant", prose(i, 80))  # the user's own words would be kept, not summarized
     folded = await agent.fold()
     assert isinstance(folded, Folded) and folded.fold.guard == guard
     assert agent.policy_context().settings.guard == guard
@@ -426,7 +426,7 @@ async def test_a_summarizer_that_fails_is_replaced_and_the_fold_says_why(make_ag
     agent = make_agent(window=2048, system_prompt="Be brief.")
     agent.session.add("user", FACTS)
     for i in range(6):
-        agent.session.add("user", prose(i, 80))
+        agent.session.add("assistant", prose(i, 80))  # the user's own words would be kept, not summarized
     agent.summarizer = ModelSummarizer(MockModel([{"text": "- partial", "fault": fault}]))
     folded = await agent.fold()
     assert isinstance(folded, Folded)
@@ -440,7 +440,7 @@ def test_a_summary_that_saves_under_a_tenth_of_its_span_is_refused_in_every_pass
     # its specifics for almost nothing, so even the first pass refuses it (issue 26, item 3)
     _, s, _ = ladder_session(window=200_000)
     for i in range(8):
-        s.add("user" if i % 2 == 0 else "assistant", prose(i))
+        s.add("assistant", prose(i))  # the user's own words would be kept, not summarized
     span = list(s.messages)
     words = " ".join(role_content(m)[1] for m in span).split()
     nearly_as_long = Summary(text=" ".join(words[: int(len(words) * 0.93)]), by="model:x")

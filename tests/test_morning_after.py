@@ -221,11 +221,6 @@ def error_figures(errors: list[float]) -> dict[str, float]:
 @pytest.mark.engine
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # about a minute on an idle machine; the engine shares two cores with everyone
-@pytest.mark.xfail(
-    reason="issue 26 (open): since the resume asks llama.cpp's /slots, the morning's notice that another client "
-    "took the slot was not seen in the transcript within 300 s on this host; not diagnosed this session",
-    strict=False,
-)
 def test_the_morning_after_on_llama_cpp(tmp_path, llama_server, monkeypatch):
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
     settings = morning_settings(tmp_path, llama_server)
@@ -256,5 +251,7 @@ def test_the_morning_after_on_llama_cpp(tmp_path, llama_server, monkeypatch):
     assert not errors, [e.text for e in errors]
     assert sum(isinstance(e, Note) and OTHER in e.text for e in events) == 1
     figures = error_figures(prediction_errors(sd))
-    assert figures["turns"] == len(FACTS) + 1, figures  # the cancelled request is never recorded
+    # the cancelled request is counted (the server read its prompt) but measured nothing to compare
+    assert figures["turns"] == len(FACTS) + 1, figures
+    assert sum(isinstance(e, UsageRecorded) and e.cancelled for e in events) == 1
     assert abs(figures["worst"]) <= TOLERANCE, figures

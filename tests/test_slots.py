@@ -496,13 +496,14 @@ def test_the_app_says_the_resume_price_restores_and_saves_when_idle_and_on_quit(
     app = TailrentApp(agent, settings)
     app.session_screen.clocks.slot_save_idle = 0.2
 
-    def notices(title: str) -> list[str]:
-        return [str(n.message) for n in app._notifications if n.title == title]
+    def notices() -> list[str]:
+        return [str(w.render()) for w in app.transcript.query(".turn-notice")]
 
     async def resume() -> None:
         async with app.run_test(size=(140, 40)) as pilot:
-            await wait_until(pilot, lambda: len(notices("resume")) == 2, what="the resume notices")
-            restored, price = notices("resume")
+            said = lambda: [t for t in notices() if t.startswith(("KV slot restored", "resume:"))]  # noqa: E731
+            await wait_until(pilot, lambda: len(said()) == 2, what="the resume notices in the transcript")
+            restored, price = said()
             assert restored.startswith("KV slot restored: 30 tokens from " + first["slot"]["save"]["file"])
             assert price.startswith("resume: the first request re-reads") and "a restored KV slot spares 30 tokens" in price
             assert fake.actions[-1] == ("restore", first["slot"]["save"]["file"])

@@ -220,6 +220,20 @@ def test_read_file_refuses_a_binary_file_and_decodes_other_bytes_with_replacemen
     assert "caf\ufffd" in result.content
 
 
+def test_read_file_refuses_a_blob_without_a_nul(ws: Path) -> None:
+    """A compressed or random blob can go kilobytes without a NUL: mostly not text is binary too."""
+    import random
+
+    rng = random.Random(7)
+    blob = bytes(rng.choice(range(1, 256)) for _ in range(20_000))
+    (ws / "data.gz").write_bytes(blob)
+    refused = run_tool("read_file", {"path": "data.gz"}, make_ctx(ws))
+    assert refused.is_error and "data.gz is a binary file" in refused.content and "are not text" in refused.content
+    # text with a few stray bytes is still text (the latin-1 case above), and so is a coloured log
+    (ws / "log.txt").write_bytes(b"\x1b[31mERROR\x1b[0m disk full\n" * 400)
+    assert not run_tool("read_file", {"path": "log.txt"}, make_ctx(ws)).is_error
+
+
 @pytest.mark.parametrize(
     ("args", "words"),
     [

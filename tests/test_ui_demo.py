@@ -53,3 +53,14 @@ async def test_space_pauses_the_demo(tmp_path):
         assert app.played <= paused_at + 1  # the line in flight may land, no more
         await pilot.press("space")
         await wait_until(pilot, lambda: app.played > paused_at + 5, rounds=5000, what="the demo to go on")
+
+
+async def test_the_demo_ignores_the_workspaces_agents_md(tmp_path):
+    """The article's run is the same in any folder: a project's AGENTS.md is not read into it."""
+    (tmp_path / "AGENTS.md").write_text("Always answer in French. Use tabs.\n", encoding="utf-8")
+    async with open_demo(pinned=True, speed=64.0, clock=FixedClock(), workspace=tmp_path) as app, app.run_test(
+        size=(140, 40)
+    ) as pilot:
+        await wait_until(pilot, lambda: app.played >= 3, what="the first lines")
+        assert not any("French" in m.content for m in app.session.messages)
+        assert not app.session.instructions

@@ -63,20 +63,45 @@ async def test_enter_sends_shift_enter_and_ctrl_j_start_a_new_line(tmp_path):
 
 
 async def test_a_big_paste_is_a_chip_and_enters_through_the_ladder(tmp_path):
-    agent = make_agent(tmp_path, script=[{"text": "ok"}])  # spill threshold 200 tokens
+    """Past the room left before the fold trigger, a paste is spilled whole; its pointer shows its
+    head and its tail (a traceback's decisive line is its last)."""
+    agent = make_agent(tmp_path, script=[{"text": "ok"}])  # window 8,192, chars4
     app = make_app(agent)
-    big = "\n".join(f"line {i}: some pasted log text that goes on" for i in range(212))
+    lines = [f"line {i}: some pasted log text that goes on" for i in range(900)]
+    big = "\n".join(["Traceback (most recent call last):", *lines, "ValueError: the decisive line"])
+    assert agent.session.count(big) > agent.ladder.room(), "the paste must not fit the room"
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press(*"why does this fail? ")
         await paste(pilot, app, big)
-        assert app.prompt.text == "why does this fail? [pasted 212 lines]"
+        assert app.prompt.text == "why does this fail? [pasted 902 lines]"
         await pilot.press("enter")
         await wait_until(pilot, lambda: not app.running and agent.session.messages[-1].role == "assistant", what="reply")
         kinds = [(m.role, m.kind, m.tool) for m in agent.session.messages]
         assert kinds[:2] == [("tool", Kind.spill_pointer, "paste"), ("user", Kind.chat, None)]
         pointer = agent.session.messages[0]
-        assert agent.spill_store.read_spill(pointer.spill_id) == "[pasted 212 lines]\n" + big
-        assert user_texts(agent) == ["why does this fail? [pasted 212 lines]"]
+        assert agent.spill_store.read_spill(pointer.spill_id) == "[pasted 902 lines]\n" + big
+        assert "Traceback (most recent call last)" in pointer.content
+        assert "ValueError: the decisive line" in pointer.content, pointer.content
+        assert "line 450:" not in pointer.content, "the middle stays in the spill"
+        assert user_texts(agent) == ["why does this fail? [pasted 902 lines]"]
+
+
+async def test_a_paste_that_fits_the_room_is_kept_inline(tmp_path):
+    """Over the spill threshold (200 tokens here) but well inside the window: the model reads it
+    without a read_spill."""
+    agent = make_agent(tmp_path, script=[{"text": "ok"}])
+    app = make_app(agent)
+    big = "\n".join(f"line {i}: some pasted log text that goes on" for i in range(212))
+    assert agent.settings.spill_threshold < agent.session.count(big) < agent.ladder.room()
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paste(pilot, app, big)
+        assert app.prompt.text == "[pasted 212 lines]"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.running and agent.session.messages[-1].role == "assistant", what="reply")
+        first = agent.session.messages[0]
+        assert (first.role, first.kind, first.tool) == ("tool", Kind.tool_result, "paste")
+        assert first.content == "[pasted 212 lines]\n" + big
+        assert not agent.spill_store.items
 
 
 async def test_a_chip_expands_back_into_text(tmp_path):
@@ -330,3 +355,23 @@ def test_the_farewell_names_the_session_and_how_to_resume_it(tmp_path):
     assert app.farewell() is None  # nothing said yet
     fill(agent.session, 1)
     assert app.farewell() == "session test-session\nresume it with: tailrent --resume test-session"
+
+
+async def test_an_at_path_that_is_missing_or_leads_out_is_said(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text("print('hi')\n")
+    (tmp_path / "secret.txt").write_text("outside\n")
+    agent = make_agent(ws, script=[{"text": "ok"}])
+    app = make_app(agent)
+    async with app.run_test(size=(140, 40)) as pilot:
+        app.prompt.value = "see @app.py @nope.py @../secret.txt and ask @alice"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.running and agent.session.messages[-1].role == "assistant", what="reply")
+        said = [str(n.message) for n in app._notifications]
+        assert any("@nope.py: no such file in the workspace" in n for n in said), said
+        assert any("@../secret.txt: outside the workspace" in n for n in said), said
+        assert not any("alice" in n for n in said), "@someone is just text"
+        attached = [m for m in agent.session.messages if m.tool == "read_file"]
+        assert len(attached) == 1 and "print('hi')" in attached[0].content
+        assert "outside" not in " ".join(m.content for m in agent.session.messages if m.role == "tool")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from ui_helpers import PAD, approve_preview, make_agent, make_app, submit, wait_until
+from ui_helpers import approve_preview, make_agent, make_app, submit, wait_until
 
 from tailrent_tui.agent.build import build_agent
 from tailrent_tui.agent.lifecycle import open_agent
@@ -23,6 +23,8 @@ from tailrent_tui.ui.widgets.message import MessageView
 RULE = "SECURITY RULE: never print the signing secret sk-9q2-alder"
 OLD = "the spend limit is $300"
 NEW = "update: the spend limit is now $500"
+# chatter the ledger keeps nothing of (a question): the user's other words would be kept as said
+PAD = " Did everyone in the room think it looked fine?"
 PROPOSAL = "Sounds good. We decided to use Postgres 16 for the billing service."
 
 
@@ -243,6 +245,34 @@ async def test_a_fold_leaves_a_ledger_message_and_the_inspector_shows_what_it_ca
         assert str(app.screen.query_one("#ledger").render()) == "ledger: carried 1 statement"
         assert str(app.screen.query_one("#carried").render()) == "#1 fact: Deploys go through the staging-7 cluster first."
         await pilot.press("escape")
+
+
+async def test_p_and_u_on_a_statement_a_ledger_message_carries_act_on_that_statement_alone(tmp_path):
+    agent = ledger_agent(tmp_path, window=4096, settings=Settings(fold={"target": 0.05}, tokenizer="chars4"))
+    s = agent.session
+    s.add("user", "Deploys go through the staging-7 cluster first. Never deploy on Fridays." + PAD * 6)
+    s.add("assistant", "Understood." + PAD * 6)
+    s.add("user", "ok" + PAD * 6)
+    first = s.messages[0]
+    app = make_app(agent)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await submit(pilot, app, f"/fold {first.id} {s.messages[1].id}")
+        await approve_preview(pilot, app)
+        await wait_until(pilot, lambda: len(s.folds) == 1, what="the fold")
+        holder = s.folds[0].ledger.id
+        deploys, fridays = s.get(holder).meta["statements"]
+        await wait_until(pilot, lambda: any("Never deploy on Fridays" in r for r in rows(app)), what="the rows")
+        await highlight(pilot, app, "Never deploy on Fridays")
+        await pilot.press("u")
+        assert s.statements[fridays].unpinned and not s.statements[deploys].unpinned
+        assert s.get(holder).pinned, "the whole ledger message was unpinned"
+        await wait_until(pilot, lambda: "unpinned: the next fold may summarize it" in s.get(holder).content, what="shown")
+        await pilot.press("p")
+        assert not s.statements[fridays].unpinned and s.get(holder).pinned
+        await submit(pilot, app, "/ledger unpin 1")
+        assert s.statements[deploys].unpinned and s.get(holder).pinned
+        await submit(pilot, app, "/ledger pin 1")
+        assert not s.statements[deploys].unpinned
 
 
 # -- a session journaled before the ledger, inspect and export ------------------------------------------

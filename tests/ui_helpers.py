@@ -112,7 +112,7 @@ async def submit(pilot: Any, app: Any, text: str) -> None:
 
 
 async def approve_preview(pilot: Any, app: Any) -> None:
-    """A fold by hand opens its preview (fold_preview = "manual", the default): enter applies it."""
+    """A fold by hand opens its preview ([fold] preview = "manual", the default): enter applies it."""
     from tailrent_tui.ui.screens.fold_preview import FoldPreview
 
     await wait_until(pilot, lambda: isinstance(app.screen, FoldPreview), what="the fold preview")

@@ -17,6 +17,10 @@ from tailrent_tui.core.messages import Message, ToolCall
 from tailrent_tui.models.base import Usage
 from tailrent_tui.models.errors import ModelError
 
+#: how the session note of a turn's model error begins: the turn's end shows that error once, with
+#: what to do, so the screen does not show the note besides (one failure, one message)
+MODEL_ERROR_NOTE = "model error: "
+
 
 @dataclass(frozen=True)
 class Denied:

@@ -43,9 +43,11 @@ def admit_to_session(
     spill_store: SpillStore,
     threshold: int,
     tool_call_id: str | None = None,
+    preview_tail: bool = False,
 ) -> Message:
     """Add a tool's outcome to the session through rung 2."""
     m = admit_tool_result(
-        session, tool_name, tool_text(tool_name, outcome), spill_store, threshold=threshold, tool_call_id=tool_call_id
+        session, tool_name, tool_text(tool_name, outcome), spill_store, threshold=threshold, tool_call_id=tool_call_id,
+        preview_tail=preview_tail,
     )
     return m

@@ -77,6 +77,12 @@ class LadderDriver:
         """Tokens a reply may take: the setting, else an eighth of the window."""
         return self.state.settings.max_reply_tokens or max(256, self.state.session.window // 8)
 
+    def room(self) -> int:
+        """Tokens the context can still take before the fold trigger, the reply's room kept."""
+        s = self.state
+        trigger = int(self.budget_window() * s.settings.fold.trigger)
+        return max(0, trigger - self.reply_cap() - s.session.context_tokens)
+
     def policy_context(self) -> PolicyContext:
         s = self.state
         window = s.session.window

@@ -295,6 +295,9 @@ class Agent:
         self.stores.write_decisions(self.tools.ctx)  # its message may be unpinned
         return ev
 
+    def pin_statement(self, statement_id: str, pinned: bool = True) -> StatementChanged | None:
+        return self.session.pin_statement(statement_id, pinned)
+
     def edit_statement(self, statement_id: str, text: str) -> StatementChanged | None:
         ev = self.session.edit_statement(statement_id, text)
         self.stores.write_decisions(self.tools.ctx)

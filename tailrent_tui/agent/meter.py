@@ -50,6 +50,7 @@ class UsageMeter:
 
     def record(
         self, predicted: Any, usage: Usage | None, purpose: Literal["turn", "summary", "ping"] = "turn", at: float | None = None,
+        *, cancelled: bool = False,
     ) -> None:
         session = self.state.session
         self.request_no += 1
@@ -68,6 +69,7 @@ class UsageMeter:
             done_reason=usage.done_reason if usage else None,
             model=(usage.model if usage and usage.model else self.state.model.name),
             purpose=purpose,
+            cancelled=cancelled,
             at=session.clock() if at is None else at,
         )
         session.emit(ev)

@@ -79,12 +79,12 @@ class ToolRunner:
         """A new user turn: its spill budget is whole again."""
         self.turn_budget.restart()
 
-    def within_spill_budget(self, tool: str, result: ToolOutcome) -> ToolOutcome:
+    def within_spill_budget(self, tool: str, result: ToolOutcome, threshold: int | None = None) -> ToolOutcome:
         """A result that would spill takes its bytes from the turn's and the session's spill budget; past
         either it is cut to what is left (at least a head the model can read) and says which budget."""
         size = len(result.content.encode("utf-8", "replace"))
         # far under the spill threshold it enters inline: nothing is written (4 bytes a token at most)
-        if size <= self.state.settings.tools.spill_threshold * 4:
+        if size <= (threshold or self.state.settings.tools.spill_threshold) * 4:
             return result
         granted = self.turn_budget.take(size)
         if granted >= size:
@@ -212,10 +212,15 @@ class ToolRunner:
         m.meta = {"spill_location": str(raw_path_for(spill_id)), "spilled_tokens": est}
         return session.add_message(m, autopin=False)
 
-    async def _admit(self, tool: str, result: ToolOutcome) -> Message:
+    async def _admit(
+        self, tool: str, result: ToolOutcome, *, threshold: int | None = None, preview_tail: bool = False
+    ) -> Message:
         s = self.state
-        result = self.within_spill_budget(tool, result)
-        m = admit_to_session(s.session, tool, result, spill_store=s.spill_store, threshold=s.settings.tools.spill_threshold)
+        threshold = max(s.settings.tools.spill_threshold, threshold or 0)
+        result = self.within_spill_budget(tool, result, threshold)
+        m = admit_to_session(
+            s.session, tool, result, spill_store=s.spill_store, threshold=threshold, preview_tail=preview_tail
+        )
         await self.ladder.after_add()
         return m
 
@@ -235,9 +240,11 @@ class ToolRunner:
         return await self._admit("run_shell", outcome)
 
     async def attach_paste(self, label: str, text: str) -> Message:
-        """A big paste, sent beside a message: it enters as a tool's output does (spilled with a pointer
-        over the threshold), never cut, so the spill holds all of it."""
-        return await self._admit("paste", outcome(storable(f"{label}\n{text}")))
+        """A big paste, sent beside a message: it enters as a tool's output does, never cut. It stays
+        inline while it fits the room left before the fold trigger (or is under the spill threshold);
+        past that it is spilled whole, its pointer previewing its head and its tail (a traceback's
+        decisive line is its last)."""
+        return await self._admit("paste", outcome(storable(f"{label}\n{text}")), threshold=self.ladder.room(), preview_tail=True)
 
     async def attach_file(self, path: str) -> Message:
         """`@path` in a message: the file enters as read_file returns it (its line and byte caps), then rung 2."""

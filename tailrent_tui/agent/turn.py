@@ -21,10 +21,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from tailrent_tui.agent.events import TurnCallbacks, TurnResult
+from tailrent_tui.agent.events import MODEL_ERROR_NOTE, TurnCallbacks, TurnResult
 from tailrent_tui.agent.ladder_driver import LadderDriver
 from tailrent_tui.agent.meter import UsageMeter
 from tailrent_tui.agent.slots import check_held
@@ -37,11 +37,15 @@ from tailrent_tui.core.messages import Message, ToolCall
 from tailrent_tui.core.rent import context_item
 from tailrent_tui.core.summarize import TEMPLATE_TOKEN
 from tailrent_tui.models.base import TextDelta, ThinkingDelta, ToolCallChunk, Usage
-from tailrent_tui.models.errors import ContextOverflow, ModelError, ToolsUnsupported
+from tailrent_tui.models.errors import Busy, ContextOverflow, ModelError, ToolsUnsupported
 from tailrent_tui.models.openai import OpenAIModel
-from tailrent_tui.text import storable
+from tailrent_tui.text import model_label, storable
 
 MAX_STEPS = 24
+#: seconds to wait before each retry of a request the server answered busy (HTTP 503 "Loading
+#: model", 429) before any of its reply: bounded, about half a minute in all; a Retry-After the
+#: server sends is followed up to the longest of them
+BUSY_WAITS = (2.0, 4.0, 8.0, 16.0)
 
 
 class TurnLoop:
@@ -119,7 +123,7 @@ class TurnLoop:
                 continue
             except ModelError as exc:
                 result.error = exc
-                session.note(f"model error: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""), "error")
+                session.note(f"{MODEL_ERROR_NOTE}{exc.message}" + (f" ({exc.hint})" if exc.hint else ""), "error")
                 return result
             except asyncio.CancelledError:
                 result.cancelled = True
@@ -163,8 +167,9 @@ class TurnLoop:
         if choice == "text":
             self._warn(f"[tools] protocol = \"text\": {how}", cb, result)
         else:
+            named = model_label(model.name) if model.name else "this model"
             self._warn(
-                f"{model.name or 'this model'} cannot call tools through this server{why}, so it may invent what files "
+                f"{named} cannot call tools through this server{why}, so it may invent what files "
                 f"hold: from now on {how} ([tools] protocol = \"native\" turns this off)",
                 cb,
                 result,
@@ -183,11 +188,12 @@ class TurnLoop:
         wire = wire_messages(session)
         predicted = self.meter.predict()
         parts: list[str] = []
+        thinking: list[str] = []
         calls: list[ToolCallChunk] = []
         usage: Usage | None = None
         cb.on_reply_start(self.meter.request_started(predicted))
         self.meter.last_sent = (wire, tools or None)
-        stream = model.stream(wire, tools=tools or None, options=self._options())
+        stream = self._busy_retried(lambda: model.stream(wire, tools=tools or None, options=self._options()), cb, result)
         caps = self.state.caps
         size = 0
         cut_reply = False
@@ -204,6 +210,7 @@ class TurnLoop:
                     parts.append(chunk.text)
                     cb.on_text(chunk.text)
                 elif isinstance(chunk, ThinkingDelta):
+                    thinking.append(chunk.text)
                     cb.on_thinking(chunk.text)
                 elif isinstance(chunk, ToolCallChunk):
                     calls.append(chunk)
@@ -214,6 +221,8 @@ class TurnLoop:
             if partial:
                 session.add("assistant", partial, autopin=False, meta={"cancelled": True})
             session.note("reply cancelled" + (" (partial reply kept)" if partial else ""), "warning")
+            # the server read its prompt all the same: counted, as predicted (it reports nothing)
+            self.meter.record(predicted, usage, cancelled=True)
             with contextlib.suppress(Exception):
                 await stream.aclose()  # type: ignore[attr-defined]
             raise
@@ -237,12 +246,15 @@ class TurnLoop:
         if usage is not None:
             result.usage.append(usage)
             if usage.tools_dropped:
-                msg = f"{model.name} does not support tools: the reply was made without them"
+                msg = f"{model_label(model.name)} does not support tools: the reply was made without them"
                 result.notices.append(msg)
                 cb.on_notice(msg, "warning")
         tool_calls = [ToolCall(id=c.id or f"call_{i}", name=c.name, arguments=c.arguments) for i, c in enumerate(calls)]
         text = "".join(parts)
         meta = _call_errors(calls)
+        if thinking:
+            # kept for the export and the inspector; never sent back, never counted in the context
+            meta["thinking"] = "".join(thinking)
         # a reply that ran to its token cap, or that writes the chat template's own tokens (a base
         # model rambling on), is no decision to pin whole: the user can still pin it by hand
         runaway = (usage is not None and usage.truncated) or TEMPLATE_TOKEN.search(text) is not None
@@ -257,6 +269,35 @@ class TurnLoop:
             self._check_schema_sent(usage, cb)
         await self.ladder.after_add()
         return reply, list(zip(tool_calls, calls, strict=True)), usage
+
+    async def _busy_retried(
+        self, open_stream: Callable[[], Any], cb: TurnCallbacks, result: TurnResult
+    ) -> AsyncIterator[Any]:
+        """The model's stream, opened again after a wait (`BUSY_WAITS`) while the server answers busy
+        before any of the reply (llama.cpp's 503 "Loading model"); each wait is said in the transcript."""
+        for attempt in range(len(BUSY_WAITS) + 1):
+            stream = open_stream()
+            started = False
+            try:
+                async for chunk in stream:
+                    started = True
+                    yield chunk
+                return
+            except Busy as exc:
+                if started or attempt == len(BUSY_WAITS):
+                    raise
+                wait = BUSY_WAITS[attempt]
+                if exc.retry_after is not None:
+                    wait = min(max(exc.retry_after, 0.0), max(BUSY_WAITS))
+                self._warn(
+                    f"the server is busy ({exc.message}): retry {attempt + 1} of {len(BUSY_WAITS)} in {wait:g} s",
+                    cb,
+                    result,
+                )
+                await asyncio.sleep(wait)
+            finally:
+                with contextlib.suppress(Exception):
+                    await stream.aclose()
 
     def _bounded_calls(self, calls: list[ToolCallChunk], cb: TurnCallbacks, result: TurnResult) -> list[ToolCallChunk]:
         return bounded_calls(calls, self.state.caps, lambda text: self._warn(text, cb, result))

@@ -82,8 +82,10 @@ def format_table(result: BenchResult) -> str:
         header = [c for c, _ in COLUMNS] + (list(ENGINE_COLUMNS) if t.engine else [])
         rows = [header]
         for name, p in t.policies.items():
+            # a context past the window is a request no server takes whole: its rent is no saving
+            over = " ✗" if p.over_window else ""
             row = [
-                name, f"{p.prompt_tokens:,}", f"{p.cached_tokens:,}", f"{p.reevaluated_tokens:,}",
+                name + over, f"{p.prompt_tokens:,}", f"{p.cached_tokens:,}", f"{p.reevaluated_tokens:,}",
                 f"{p.billed_usd:.4f}", str(p.pings), str(p.folds), f"{p.peak_context_tokens:,}",
                 f"{p.recall_hits}/{p.recall_total}", str(p.facts_lost),
             ]
@@ -97,6 +99,12 @@ def format_table(result: BenchResult) -> str:
             out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
             if j == 0:
                 out.append("  ".join("-" * w for w in widths))
+        out += [
+            f"  ✗ {name}: {p.over_window:,} request(s) past the {t.window:,}-token window (peak "
+            f"{p.peak_context_tokens:,}): a server refuses or cuts them, so its rent is not comparable, not cheapest"
+            for name, p in t.policies.items()
+            if p.over_window
+        ]
         out += fold_cost_lines(t.policies)
         extras = []
         for name, p in t.policies.items():

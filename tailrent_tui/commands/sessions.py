@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from tailrent_tui.core.messages import Folded, Kind
+from tailrent_tui.core.messages import Folded, Kind, Unfolded
 from tailrent_tui.core.ports import ArchiveError
 from tailrent_tui.core.session import Session, replay
 from tailrent_tui.models.text import redact
@@ -260,6 +260,7 @@ def fold_views(sd: SessionDir, session: Session | None = None) -> list[dict[str,
             out.append({"no": numbers.get(sid), "id": sid, "kind": st.kind if st else None, "text": st.text if st else None})
         return out
 
+    undone = {ev.fold_no: ev.at for ev in events if isinstance(ev, Unfolded)}
     views = []
     for ev in events:
         if not isinstance(ev, Folded):
@@ -287,6 +288,7 @@ def fold_views(sd: SessionDir, session: Session | None = None) -> list[dict[str,
             "retired": retired is not None,
             "retired_pointer": retired.pointer if retired is not None else None,
             "unfolded": f.fold_no in session.unfolded,
+            "unfolded_at": undone.get(f.fold_no),
             "originals": None,
             "archive_error": None,
         }
@@ -299,9 +301,13 @@ def fold_views(sd: SessionDir, session: Session | None = None) -> list[dict[str,
 
 
 def _print_fold(v: dict[str, Any]) -> None:
+    undone = ""
+    if v["unfolded"]:
+        when = f" at {_when(v['unfolded_at'])}" if v.get("unfolded_at") is not None else ""
+        undone = f" · UNDONE{when} (/unfold): its originals are back in the context, the summary is not"
     click.echo(
         f"fold #{v['fold_no']} · {_when(v['at'])} · tokens {v['tokens_before']:,} -> {v['tokens_after']:,} "
-        f"(context {v['context_before']:,} -> {v['context_after']:,}) · depth {v['depth']} · {v['trigger']}"
+        f"(context {v['context_before']:,} -> {v['context_after']:,}) · depth {v['depth']} · {v['trigger']}{undone}"
     )
     click.echo("  originals:")
     if v["originals"] is None:

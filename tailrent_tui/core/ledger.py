@@ -48,6 +48,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from tailrent_tui.core import ledger_scorer
+
 StatementKind = Literal["decision", "rule", "constraint", "preference", "goal", "fact"]
 STATEMENT_KINDS: tuple[StatementKind, ...] = ("decision", "rule", "constraint", "preference", "goal", "fact")
 Status = Literal["current", "superseded", "proposal"]
@@ -56,6 +58,8 @@ Status = Literal["current", "superseded", "proposal"]
 MAX_PER_MESSAGE = 48
 #: a statement longer than this many characters is a document, not a statement: not kept verbatim
 MAX_STATEMENT_CHARS = 600
+#: a labelled line longer than this states its first sentence only; the rest is read sentence by sentence
+LABELLED_LINE_CHARS = 300
 
 
 class Statement(BaseModel):
@@ -71,6 +75,9 @@ class Statement(BaseModel):
     supersedes: str | None = None
     superseded_by: str | None = None
     edited: bool = False
+    score: float = Field(default=1.0, description="the detector's confidence that this is a statement (0..1)")
+    said: bool = Field(default=False, description="the user's words, not recognized as a statement: kept, ranked last")
+    unpinned: bool = Field(default=False, description="the user unpinned it: the next fold does not carry it verbatim")
     original: str | None = Field(default=None, description="the words its message holds, once the user edited them")
     at: float = 0.0
 
@@ -88,6 +95,10 @@ class Found:
     start: int
     label: str | None
     correction: bool
+    #: how sure the detector is that this is a statement (0..1): what leaves first when the budget binds
+    score: float = 1.0
+    #: the user's own words that the detector could not call a statement: kept verbatim all the same
+    said: bool = False
 
 
 # -- splitting ---------------------------------------------------------------------------
@@ -120,8 +131,9 @@ def _sentences(line: str) -> Iterable[tuple[int, str]]:
 _LEAD_RE = re.compile(
     r"^(?:[-*•>]+\s*|\d{1,2}[.)]\s+|#{1,6}\s+)?(?:\*\*|__)?\s*"
     r"(?:(?:ok(?:ay)?|so|and|also|oh|btw|fyi|heads[- ]up|note|one more thing|just|plus|again|important|reminder|"
-    r"remember|also remember|please note|pls|ps|hey|alright|right|cool|great|thanks|ty|yeah|yes|yep|nope|no)"
-    r"[,:!.]*\s+)*",
+    r"remember|also remember|please note|pls|ps|hey|alright|right|cool|great|thanks|ty|yeah|yes|yep|hmm+|ugh|huh|ah+|well|"
+    r"actually|wait|no wait|oh wait|one thing|quick one|fwiw|sorry|update|correction)"
+    r"[,:!.]*\s+|(?:no|nope)[,:!.]+\s+)*",
     re.I,
 )
 _LABEL_RE = re.compile(
@@ -133,7 +145,7 @@ _LABEL_KINDS: tuple[tuple[StatementKind, re.Pattern[str]], ...] = (
     ("rule", re.compile(r"\b(?:rules?|polic(?:y|ies)|never|prohibit\w*|forbidden|must|security|safety|guardrails?|hard rule|do not|don'?t|law)\b", re.I)),
     ("constraint", re.compile(r"\b(?:limits?|constraints?|budget|caps?|quota|max(?:imum)?|min(?:imum)?|slo|sla|deadline|versions?|pin(?:ned|s)?|requirements?|timeouts?|ttl|thresholds?|permissions?|access|latency|memory|spend|cost|size|rate)\b", re.I)),
     ("preference", re.compile(r"\b(?:preferences?|prefs?|style|conventions?|tone|language|format(?:ting)?|prefer(?:red)?|taste|naming|wording)\b", re.I)),
-    ("goal", re.compile(r"\b(?:goals?|next(?: steps?| up)?|todo|to do|status|blockers?|blocked|open questions?|plan|current state|where we are|progress|wip|milestone|objective|focus|remaining|done|now|state|current task|task)\b", re.I)),
+    ("goal", re.compile(r"\b(?:goals?|next(?: steps?| up)?|tmrw|tomorrow|today|tonight|eod|this week|next week|todo|to do|status|blockers?|blocked|open questions?|plan|current state|where we are|progress|wip|milestone|objective|focus|remaining|done|now|state|current task|task)\b", re.I)),
     ("fact", re.compile(r"\b(?:facts?|hosts?|hostname|servers?|keys?|ids?|branch(?:es)?|commits?|queues?|topics?|buckets?|flags?|ports?|endpoints?|urls?|env|environment|db|database|repo(?:sitory)?|accounts?|owners?|contacts?|regions?|clusters?|names?|services?|config|path|secret|token|credentials?|tickets?|project|channel|table|namespace|image|domain|ip|address|email|user(?:name)?|team)\b", re.I)),
 )
 # Labels that are not statements whatever follows (a log's level, a speaker, a field of output).
@@ -147,9 +159,12 @@ _NON_LABELS = re.compile(
 )
 
 _QUESTION_START = re.compile(
-    r"^(?:should|shall|can|could|would|will|do|does|did|is|are|was|were|have|has|had|what|why|how|when|where|which|"
+    # an auxiliary opens a question only with its subject after it ("do we ...", "is the box up"), not "do 50"
+    r"^(?:(?:should|shall|can|could|would|will|do|does|did|is|are|was|were|have|has|had)\s+(?!not\b)"
+    r"(?:i|we|you|u|they|it|he|she|this|that|these|those|there|the|a|an|any|anyone|someone|my|our|your|their|its)\b|"
+    r"(?:what|why|how|when|where|which|"
     r"who|whom|whose|any idea|anyone|wdyt|thoughts|isn'?t|aren'?t|don'?t you|doesn'?t|am i|may i|mind if|whats|what['’]s|"
-    r"hows|how['’]s|wheres|where['’]s|any chance|quick q)\b",
+    r"hows|how['’]s|wheres|where['’]s|any chance|quick q)\b)",
     re.I,
 )
 _HEDGE_RE = re.compile(
@@ -162,8 +177,9 @@ _HEDGE_RE = re.compile(
 )
 _NEGATED_DECISION = re.compile(r"\b(?:not|never|n't)\s+(?:yet\s+)?(?:decided|agreed|chosen|settled|going with)\b", re.I)
 _REPORT_RE = re.compile(
-    r"^(?:i |we )?(?:ran|run|running|tried|trying|looked|looking|checked|checking|fixed|fixing|pushed|pushing|"
-    r"merged|deployed|opened|closed|added|removed|updated|saw|see|seeing|got|getting|found|noticed|reading|read|"
+    r"^(?:i |we )?(?:ran|running|tried|trying|looked|looking|checked|checking|fixed|fixing|pushed|pushing|"
+    r"merged|deployed|opened|closed|added|removed|updated|saw|seeing|got|getting|found|noticed|reading|"
+    r"(?:i|we)\s+(?:run|see|read)|"
     r"here'?s|here is|here are|this is|that'?s|thanks|thank you|cool|nice|great|lgtm|sounds good|ok|okay|sure|"
     r"yes|yeah|yep|no|nope|hmm|huh|lol|ugh|oops)\b",
     re.I,
@@ -280,7 +296,7 @@ _CHOICE_RE = re.compile(
     re.I,
 )
 _MORE_RULE_RE = re.compile(
-    r"(?:^|[,;:(]\s*|\b(?:and|but|please|so|just|you|we|also|pls)\s+)dont\s+(?:ever\s+)?(?!know|think|remember|"
+    r"(?:^|[,;:(]\s*|\b(?:and|but|please|so|just|you|we|also|pls)\s+)dont\s+(?:ever\s+)?(?!read\s+(?:anything|too\s+much)\s+into|know|think|remember|"
     r"see|get|understand|care|mind|worry|assume|have|need|want|like)\w+|"
     r"\b(?:stays?|remains?|keeps?\s+running|keep\s+it)\s+(?:on|off|in|enabled|disabled|as\s+it\s+is|exactly|running|untouched)\b|"
     r"^no\s+\S+(?:\s+\S+){0,3}\s+(?:in|on|for|from|into)\b|\bfrom\s+now\s+on\b|"
@@ -331,9 +347,16 @@ _CORRECTION_RE = re.compile(
     r"renamed?|revised|overrides?|supersedes?|change\s+of\s+plan|bumped|went\s+(?:up|down)\s+to|lowered|raised|becomes|"
     r"dropping|drop\s+it\s+to|has\s+to\s+be\s+\S+\s+not|is\s+too\s+(?:strict|aggressive|high|low|big|small|slow)|"
     r"(?:changed|moved|switched|set|cut)\b[^.!?]{0,40}\bto\b|lost\s+(?:one|two|some)|\w+\s+again\b|heads\s+up|"
-    r"not\s+\S+\s+any\s?more)\b",
+    r"not\s+\S+\s+any\s?more|no\s+wait|oh\s+wait|wait|sorry|ignore\s+what\s+i\s+said\s+about|unblocked|"
+    r"decomm?(?:ed|issioned)?|retired|replaced|not\s+[$€£]?\d[\w.]*|was\s+wrong|is\s+wrong|we\s+now|it['’]?s\s+now|"
+    r"(?:is|are)\s+now|done,?\s+next|next\s+up)\b",
     re.I,
 )
+# A correction that names the value it replaces: "80 not 50", "from 10 to 15", "instead of 3.9"
+_OLD_VALUE_RE = re.compile(r"\b(?:not|from|instead\s+of|rather\s+than|was|no\s+longer)\s+[$€£~]?(?P<v>\d[\d,.]*|[A-Za-z][\w.:/-]*\d[\w.:/-]*)", re.I)
+_NUM_RE = re.compile(r"\d[\d,.]*\d|\d")
+# A goal that moves on: what was next is done, unblocked, or replaced by a new next step
+_GOAL_SHIFT_RE = re.compile(r"\b(?:done|finished|unblocked|landed|merged|shipped|next\s+up|now\s+on|moving\s+on)\b", re.I)
 _BACKREF_RE = re.compile(r"\b(?:scratch\s+that|forget\s+(?:that|it|what\s+i\s+said)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|my\s+bad|i\s+meant)\b", re.I)
 _QUOTED_RE = re.compile(r"\"[^\"\n]{3,}\"|“[^”\n]{3,}”|'[^'\n]{12,}'")
 _SAYS_RE = re.compile(
@@ -348,8 +371,8 @@ _DONE_RE = re.compile(
 
 def _corrects(text: str) -> bool:
     """Does the statement say it corrects an earlier one? The cue must open it (its first
-    dozen words): a long statement that mentions a rename in passing corrects nothing."""
-    head = " ".join(text.split()[:12])
+    sixteen words): a long statement that mentions a rename in passing corrects nothing."""
+    head = " ".join(text.split()[:16])
     return bool(_CORRECTION_RE.search(head))
 
 
@@ -364,7 +387,7 @@ def _is_question(s: str) -> bool:
 
 
 def _has_identifier(text: str) -> bool:
-    return any(identifier_ok(m.group(0)) for m in _IDENT_RE.finditer(text))
+    return any(identifier_ok(m.group(0)) and not _ORDINAL_RE.match(m.group(0)) for m in _IDENT_RE.finditer(text))
 
 
 def identifier_ok(token: str) -> bool:
@@ -409,34 +432,91 @@ def _label_kind(label: str) -> StatementKind | None:
     return None
 
 
+_SHORT_RE = re.compile(
+    r"^(?:[\w./@`+#-]+\s+){1,2}only\s*[.!]?$|^(?:please\s+)?be\s+(?:terse|brief|concise|careful|explicit|verbose|polite|direct)\b",
+    re.I,
+)
+_SUGGESTION_RE = re.compile(r"^(?:i['’]?d|i\s+would|we['’]?d|you\s+could|one\s+option)\s+(?!rather|prefer|like|love|want)\w+", re.I)
+_EXTRA_RULE_RE = re.compile(
+    r"\b(?:is|are)\s+never\s+\w+|\bonly\s+(?:on|in|during|after|before|from|via|through|with|by)\b|"
+    r"\bkeep\s+\S+\s+(?:untouched|as\s+is|clean|green|private|off|out\s+of)\b|"
+    r"\bbefore\s+(?:saying|calling|marking|declaring|claiming)\b",
+    re.I,
+)
+_EXTRA_DECISION_RE = re.compile(
+    r"^(?:agreed|decided|settled)\s+(?:on|to|that)\b|\b(?:that['’]?s|thats|it['’]?s|its)\s+settled\b|"
+    r"^(?:move|set|change|make|bump|raise|lower|cut|drop|switch)\s+(?:it|them|the\s+\w+(?:\s+\w+)?)\s+(?:to\s+)?[$€£~]?\d",
+    re.I,
+)
+_EXTRA_PREFERENCE_RE = re.compile(
+    r"\b(?:i|we)(?:['’]d|\s+would)\s+(?:rather|prefer|like)\b|\bwe\s+use\s+\S+[^.]*?,?\s+not\s+\w+|"
+    r"^(?:tag|ping|cc|loop\s+in)\s+@\w",
+    re.I,
+)
+_MOVED_FACT_RE = re.compile(r"\b(?:moved\s+to|switched\s+to|changed\s+to|renamed\s+to)\s+\S|\bnow\s*[.!]?$", re.I)
+_CONDITIONAL_RULE_RE = re.compile(
+    r"^(?:if|when|whenever)\b[^?]{3,80}?,?\s+(?:then\s+)?(?:always\s+)?(?:page|call|ping|escalate\s+to|alert|notify|roll\s+back|"
+    r"rollback|stop|restart|tell|ask|wake|open\s+a\s+ticket|revert|fail\s+over)\b",
+    re.I,
+)
+# A request to the agent for this turn ("Open X and show me Y"): work to do, not a statement to keep
+_REQUEST_RE = re.compile(
+    r"^(?:please\s+|pls\s+|now\s+|then\s+)?(?:open|show|read|look\s+(?:at|into)|explain|find|grep|search|list|print|cat|"
+    r"tell\s+me|walk\s+me|give\s+me|summari[sz]e|review|compare|diff|investigate|debug|trace|profile|paste|dump)\b",
+    re.I,
+)
+
+
+def _is_request(s: str) -> bool:
+    return bool(_REQUEST_RE.match(s)) and not (
+        _RULE_ANY_RE.search(s) or _MORE_RULE_RE.search(s) or _EXTRA_RULE_RE.search(s) or _RULE_START_RE.match(s)
+    )
+
+
+_ORDINAL_RE = re.compile(r"^\d+(?:st|nd|rd|th)$", re.I)
+
+
 def classify(sentence: str, role: str = "user") -> StatementKind | None:
     """The kind of statement an unlabelled sentence makes, or None: not load-bearing."""
     s = _clean(sentence)
+    if role in ("user", "instructions") and _SHORT_RE.search(s):
+        return "preference"
     if len(s) < 8 or len(s.split()) < 3:
         return None
+    if _CONDITIONAL_RULE_RE.match(s):
+        return "rule"
+    if _is_request(s):
+        return None  # "if it breaks at night page oncall-hazel-4f78": a condition, not a hedge
+    if _SUGGESTION_RE.match(s) and not _RULE_ANY_RE.search(s):
+        return None  # an opinion or an offer ("I'd fix it to stay in Decimal"), not a statement
     if _is_question(s) or _HEDGE_RE.search(s) or _NEGATED_DECISION.search(s):
         return None
     if _SAYS_RE.search(s):
         return None  # a report of someone else's words, or a quote being discussed
     if _REPORT_RE.match(s) and not (_GOAL_RE.search(s) or _RULE_ANY_RE.search(s)):
         return None
-    if _DONE_RE.search(s) and not re.search(r"\b(?:next|then|blocked|unblocked|tomorrow|now\s+we)\b", s, re.I):
+    if _DONE_RE.search(s) and not (
+        re.search(r"\b(?:next|then|blocked|unblocked|tomorrow|now\s+we)\b", s, re.I) or _RULE_START_RE.match(s)
+        or _EXTRA_RULE_RE.search(s)
+    ):
         return None  # a report of what is done
-    if _DECISION_RE.search(s):
+    if _DECISION_RE.search(s) or _EXTRA_DECISION_RE.search(s):
         return "decision"
     capped = _CAP_RE.search(s) and _CAP_VALUE_RE.search(s)
     if _RULE_START_RE.match(s):
         return "constraint" if capped and not re.match(r"(?:please\s+)?(?:never|don|do\s+not|dont)", s, re.I) else "rule"
     if capped or _PERMISSION_RE.search(s) or _VERSION_LINE_RE.match(s) or _RUNTIME_RE.search(s):
         return "constraint"
-    if _RULE_ANY_RE.search(s) or _MORE_RULE_RE.search(s):
+    if _RULE_ANY_RE.search(s) or _MORE_RULE_RE.search(s) or _EXTRA_RULE_RE.search(s):
         return "rule"
     if _MORE_CONSTRAINT_RE.search(s) and _CAP_VALUE_RE.search(s):
         return "constraint"
     if _GOAL_RE.search(s) or _MORE_GOAL_RE.search(s):
         return "goal"
-    if _PREFERENCE_RE.search(s) and role in ("user", "instructions"):
+    if (_PREFERENCE_RE.search(s) or _EXTRA_PREFERENCE_RE.search(s)) and role in ("user", "instructions"):
         return "preference"
+    if _has_identifier(s) and _MOVED_FACT_RE.search(s) and role != "assistant":
+        return "fact"
     if _PERSON_RE.search(s.strip()):
         return "fact"
     if re.search(r"\b(?:listens?|runs?|serves?|is|sits?|lives?)\s+on\s+port\s+\d{2,5}\b", s, re.I):
@@ -446,6 +526,107 @@ def classify(sentence: str, role: str = "user") -> StatementKind | None:
     if role == "user" and len(s.split()) <= 12 and _CHOICE_RE.search(s):
         return "decision"
     return None
+
+
+def signals(sentence: str, role: str, rule_kind: StatementKind | None) -> list[str]:
+    """What the rules see in a sentence, as the learned scorer's features."""
+    s = _clean(sentence)
+    out = [f"rule={rule_kind or 'none'}"]
+    checks = (
+        ("question", _is_question(s)),
+        ("hedge", bool(_HEDGE_RE.search(s))),
+        ("negated", bool(_NEGATED_DECISION.search(s))),
+        ("says", bool(_SAYS_RE.search(s))),
+        ("report", bool(_REPORT_RE.match(s))),
+        ("done", bool(_DONE_RE.search(s))),
+        ("ident", _has_identifier(s)),
+        ("cap", bool(_CAP_RE.search(s) and _CAP_VALUE_RE.search(s))),
+        ("rule_any", bool(_RULE_ANY_RE.search(s) or _RULE_START_RE.match(s))),
+        ("pref", bool(_PREFERENCE_RE.search(s))),
+        ("goalcue", bool(_GOAL_RE.search(s) or _MORE_GOAL_RE.search(s))),
+        ("decisioncue", bool(_DECISION_RE.search(s))),
+    )
+    out += [name for name, on in checks if on]
+    return out
+
+
+#: a sentence the rules missed is kept when the scorer gives it at least this chance of being one
+ADMIT = 0.5
+#: the user's other words are kept verbatim (ranked last) unless the scorer gives them less than this
+SAID_MIN = 0.0
+
+
+def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, float, StatementKind]:
+    """The kind of statement a sentence makes (None: not load-bearing), how sure the detector
+    is that it is one (0..1), and its best guess of the kind all the same: the rules' verdict,
+    weighed by the learned scorer."""
+    rule_kind = classify(sentence, role)
+    s = _clean(sentence)
+    if len(s) < 4:
+        return None, 0.0, rule_kind or "fact"
+    probs = ledger_scorer.probabilities(ledger_scorer.features(s, role, signals(sentence, role, rule_kind)))
+    p_stmt = 1.0 - probs[0]
+    guess = rule_kind or STATEMENT_KINDS[max(range(1, len(probs)), key=probs.__getitem__) - 1]
+    if rule_kind is not None:
+        # the scorer never overrules the rules (a veto cost more recall than it bought precision)
+        return rule_kind, p_stmt, guess
+    if p_stmt < ADMIT or len(s.split()) < 2 or sentence.lstrip().startswith("#") or (_is_question(s) and not _RULE_ANY_RE.search(s)):
+        return None, p_stmt, guess
+    return guess, p_stmt, guess
+
+
+_ACK_RE = re.compile(
+    r"^(?:ok(?:ay)?|k|kk|sure|thanks?|thx|ty|cool|nice|great|perfect|awesome|lgtm|sgtm|yes|yep|yeah|yup|no|nope|nah|"
+    r"go|go ahead|do it|ship it|sounds good|makes sense|got it|right|ah|ahh|oh|hmm+|lol|haha|brb|back|morning|hi|hello|hey|"
+    r"good|fine|done|all good|np|no worries|cheers|bye|later|continue|proceed|next|yes please|please do|agreed)\b[\s,.!]*",
+    re.I,
+)
+
+
+# a numbered entry's lead ("Turn 17:", "Step 3 -", "Day 2.") and a past-tense opening ("Investigated ...")
+_ENTRY_RE = re.compile(r"^[A-Za-z]+\s+\d+\s*[:.)-]\s*")
+_PAST_RE = re.compile(r"^(?:i\s+|we\s+)?(?!need|feed|seed|speed|embed|proceed|succeed|exceed)[a-z]{3,}ed\b", re.I)
+
+
+def worth_keeping(sentence: str) -> bool:
+    """Is a sentence of the user's that the detector did not call a statement still worth keeping
+    word for word? Yes, unless it is a question, an acknowledgement, a hedge or a report of
+    someone else's words: the user's own words are never handed to a summarizer to paraphrase."""
+    s = _clean(sentence)
+    words = s.split()
+    short_but_specific = len(words) == 2 and (
+        _has_identifier(s) or any(c.isdigit() for c in s) or re.search(r"\b(?:only|never|always|no)\b", s, re.I)
+    )
+    if (len(words) < 3 and not short_but_specific) or sentence.lstrip().startswith("#"):
+        return False
+    # a condition is no hedge here: "if it breaks at night page oncall-hazel-4f78" is a rule
+    hedged = any(not h.group(0).lower().startswith(("if ", "unless ")) for h in _HEDGE_RE.finditer(s))
+    # a report of someone's words is kept too ("mei says start from 2025-01-01"): it is ranked last, not believed
+    if _is_question(s) or hedged or _NEGATED_DECISION.search(s) or _is_request(s):
+        return False
+    # the user's account of their own work ("I read through the scheduler", "Turn 17: Investigated a flaky
+    # test"), nothing specific in it
+    entry = _ENTRY_RE.sub("", s, count=1)
+    if (_REPORT_RE.match(entry) or _PAST_RE.match(entry)) and not (_has_identifier(entry) or any(c.isdigit() for c in entry)):
+        return False
+    if re.match(r"(?:here['’]?s|here\s+(?:is|are)|attached|pasting|see\s+(?:below|above))\b", s, re.I):
+        return False  # a paste's cover note: the paste itself is what counts
+    rest = _ACK_RE.sub("", s, count=1)
+    return len(rest.split()) >= (2 if short_but_specific else 3)
+
+
+def judge(sentence: str, role: str = "user") -> StatementKind | None:
+    """The kind of statement an unlabelled sentence makes, or None (see :func:`score`)."""
+    return score(sentence, role)[0]
+
+
+def detect_scored(sentence: str, role: str, words: bool) -> tuple[StatementKind | None, float, bool]:
+    """(kind, score, said) of one unlabelled sentence; with ``words``, a user's sentence the detector
+    did not call a statement but that is worth keeping comes back as ``said``."""
+    kind, p, guess = score(sentence, role)
+    if kind is None and words and role in ("user", "instructions") and p >= SAID_MIN and worth_keeping(sentence):
+        return guess, p, True
+    return kind, p, False
 
 
 _LOG_LINE_RE = re.compile(r"^\s*(?:\[?\d[\d:.TZ-]*\]?\s+)?\[?(?:INFO|DEBUG|WARN(?:ING)?|ERROR|TRACE|FATAL|CRITICAL|NOTICE)\b", re.I)
@@ -464,9 +645,10 @@ def _pieces(line: str) -> Iterable[tuple[int, str]]:
     yield start, line[start:]
 
 
-def detect(text: str, role: str = "user") -> list[Found]:
+def detect(text: str, role: str = "user", *, words: bool = False) -> list[Found]:
     """The statements of a message, in order. Tool output counts only its labelled lines
-    and its prose rules ("Never commit secrets."), not its logs; code blocks count nothing."""
+    and its prose rules ("Never commit secrets."), not its logs; code blocks count nothing.
+    With ``words``, the user's other sentences worth keeping come too, marked ``said``."""
     found: list[Found] = []
     in_code = False
     offset = 0
@@ -486,7 +668,7 @@ def detect(text: str, role: str = "user") -> list[Found]:
             if comment is None:
                 continue
             body = comment.group("body")
-            for f in _detect_piece(body, base + comment.start("body"), "user"):
+            for f in _detect_piece(body, base + comment.start("body"), "user", False):
                 if f.kind in ("rule", "constraint", "decision") and (f.label or _RULE_ANY_RE.search(f.text) or _RULE_START_RE.match(_clean(f.text))):
                     found.append(f)
             continue
@@ -495,7 +677,7 @@ def detect(text: str, role: str = "user") -> list[Found]:
         if len(stripped) > 4 * MAX_STATEMENT_CHARS:
             stripped = stripped[: 4 * MAX_STATEMENT_CHARS]
         for at, piece in _pieces(stripped):
-            found.extend(_detect_piece(piece, base + at, role))
+            found.extend(_detect_piece(piece, base + at, role, words))
             if len(found) >= MAX_PER_MESSAGE:
                 break
         if len(found) >= MAX_PER_MESSAGE:
@@ -503,7 +685,7 @@ def detect(text: str, role: str = "user") -> list[Found]:
     return [f for f in found[:MAX_PER_MESSAGE] if len(f.text) <= MAX_STATEMENT_CHARS]
 
 
-def _detect_piece(stripped: str, base: int, role: str) -> list[Found]:
+def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Found]:
     """The statements of one line (or of one labelled part of it)."""
     found: list[Found] = []
     tool = role == "tool"
@@ -516,21 +698,35 @@ def _detect_piece(stripped: str, base: int, role: str) -> list[Found]:
             kind = None
         if kind is not None:
             body = labelled.group("body")
-            if not (_is_question(body) or _HEDGE_RE.search(stripped) or re.match(r"(?:none|n/a|tbd|pending|\?|-)\s*$", body, re.I)):
-                text_ = stripped.strip()
+            asks = _is_question(body) and not (kind == "goal" and re.search(r"\bquestions?\b", labelled.group("label"), re.I))
+            if not (asks or _HEDGE_RE.search(stripped) or re.match(r"(?:none|n/a|tbd|pending|\?|-)\s*$", body, re.I)):
                 label = " ".join(labelled.group("label").split())
-                return [Found(kind, text_, base + stripped.find(text_), label, _corrects(body))]
+                rest = ""
+                if len(stripped) > LABELLED_LINE_CHARS:
+                    # a label inside a paragraph states one sentence, not the rest of the paragraph
+                    first = next(iter(_sentences(body)), (0, body))[1]
+                    cut = labelled.start("body") + len(first)
+                    stripped, rest = stripped[:cut], stripped[cut:]
+                text_ = stripped.strip()
+                found_ = [Found(kind, text_, base + stripped.find(text_), label, _corrects(body))]
+                if rest.strip():
+                    found_ += _detect_piece(rest, base + len(stripped), role, words)
+                return found_
     if tool and not (
-        re.match(r"\s*(?:[-*]\s+)?(?:never|always|do\s+not|don['’]?t|must|only|run|use|please)\b", stripped, re.I)
-        and re.search(r"[.!]\s*$", stripped)
+        re.search(r"[.!]\s*$", stripped)
+        and (
+            re.match(r"\s*(?:[-*]\s+|\d{1,2}[.)]\s+)?(?:never|always|do\s+not|don['’]?t|must|only|run|use|please)\b", stripped, re.I)
+            # a document's list (CONTRIBUTING.md, a runbook) read through a tool states its rules as items
+            or (re.match(r"\s*(?:[-*]|\d{1,2}[.)])\s+\S", stripped) and classify(stripped, "user") in ("rule", "constraint"))
+        )
     ):
         return found
     for start, piece in _sentences(stripped):
-        kind = classify(piece, role)
+        kind, p, said = detect_scored(piece, role, words)
         if kind is None or (role == "assistant" and kind not in ("decision", "goal", "rule")):
             continue  # the model's facts and figures are its work, not the user's statements
         text_ = piece.strip()
-        found.append(Found(kind, text_, base + start + piece.find(text_), None, _corrects(piece)))
+        found.append(Found(kind, text_, base + start + piece.find(text_), None, _corrects(piece), p, said))
     return found
 
 
@@ -566,6 +762,20 @@ def _values(text: str) -> frozenset[str]:
     )
 
 
+def _num(v: str) -> str:
+    return v.casefold().rstrip(".,").replace(",", "")
+
+
+def _stems(text: str) -> set[str]:
+    """Identifiers without their numbers: "bastion-2.ops.internal" and "bastion-3" share "bastion"."""
+    out = set()
+    for t in identifiers(text):
+        head = re.split(r"[-_.:/]?\d", t.casefold(), maxsplit=1)[0].strip("-_./:")
+        if len(head) >= 4 and any(c.isdigit() for c in t):
+            out.add(head)
+    return out
+
+
 def overlap(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
@@ -581,26 +791,39 @@ def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | Non
     other values. "Forget that" / "scratch that" alone replaces the latest one.
     """
     candidates = [s for s in earlier if s.status == "current" and s.role != "instructions"]
-    if not candidates:
+    # Only a correction supersedes: taking a current statement for a replaced one would
+    # drop it silently, the very loss the ledger is for.
+    if not candidates or not new.correction:
         return None
     subj = subject_words(new.text, new.label)
     vals = _values(new.text)
+    old_values = {_num(m.group("v")) for m in _OLD_VALUE_RE.finditer(new.text)}
+    stems = _stems(new.text)
+    shifts_goal = new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text))
     best: Statement | None = None
     best_score = 0.0
     for s in reversed(candidates):
         other = subject_words(s.text, s.label)
         score = overlap(subj, other)
         same_kind = s.kind == new.kind
-        # Only a correction supersedes: taking a current statement for a replaced one would
-        # drop it silently, the very loss the ledger is for.
-        if not new.correction:
-            return None
+        # evidence beyond shared words: the old value named ("80 not 50"), a sibling identifier
+        # ("bastion-2" → "bastion-3.ops.internal"), a goal that moves on from the last one
+        bonus = 0.0
+        if old_values & ({_num(v) for v in _NUM_RE.findall(s.text)} | {t.casefold() for t in identifiers(s.text)}):
+            bonus += 1.0
+        if stems & _stems(s.text):
+            bonus += 1.0
+        if shifts_goal and s.kind == "goal" and score > 0:
+            bonus += 0.5
         need = 0.25 if same_kind else 0.5
-        if not (vals - _values(s.text)) and score < 1.0 and not _BACKREF_RE.search(new.text):
+        if not (vals - _values(s.text)) and score < 1.0 and not _BACKREF_RE.search(new.text) and not bonus:
             need = max(need, 0.5)
-        if score >= need and score > best_score:
-            best, best_score = s, score
-    if best is None and new.correction and _BACKREF_RE.search(new.text):
+        total = score + bonus
+        if new.said and bonus < 1.0:
+            continue  # the user's unrecognized words replace a statement only when they name its value
+        if (score >= need or bonus >= 1.0) and total > best_score:
+            best, best_score = s, total
+    if best is None and not new.said and _BACKREF_RE.search(new.text):
         same = [s for s in candidates if s.kind == new.kind]
         best = same[-1] if same else candidates[-1]
     return best
@@ -624,6 +847,11 @@ LEDGER_HEADER = "[ledger: statements kept verbatim]"
 
 
 def ledger_line(s: Statement) -> str:
+    if s.unpinned and s.status == "current":
+        return f"- {s.kind} (unpinned: the next fold may summarize it): {' '.join(s.text.split())}"
+    if s.said and s.status == "current":
+        # kept because the user said it, not because the detector knew what it is
+        return f"- said: {' '.join(s.text.split())}"
     if s.status == "proposal":
         # the model's own words: kept, but said to be unagreed, so nobody takes it for the user's decision
         return f"- proposed {s.kind} (the assistant's, not agreed): {' '.join(s.text.split())}"

@@ -287,6 +287,8 @@ class StatementChanged(_Event):
     id: str
     status: Literal["current", "superseded", "proposal"] | None = None
     text: str | None = None
+    #: per statement: False lets the next fold summarize it (its ledger message stays pinned for the rest)
+    pinned: bool | None = None
 
 
 class FoldRetired(_Event):
@@ -336,6 +338,10 @@ class UsageRecorded(_Event):
         description="a turn of the conversation, a fold's summary asked of the model (another prefix, "
         "outside the conversation's rent), or a keep-warm ping (the cached prefix, one output token); "
         "journals written before it are all turns",
+    )
+    cancelled: bool = Field(
+        default=False,
+        description="the reply was cancelled: the server read the prompt, its usage is the prediction (it reported none)",
     )
 
 

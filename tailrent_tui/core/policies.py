@@ -78,6 +78,7 @@ from tailrent_tui.core.summarize import (
     Summary,
     Verdict,
     check_summary,
+    cut_to_budget,
     fit_budget,
 )
 
@@ -503,8 +504,11 @@ class NaivePolicy(Policy):
         reply = yield from ask_summary(ctx, span)
         if reply.error is not None:
             raise RuntimeError(reply.error)
+        # its summary request had a max_tokens, as a model's does: a mock's text is cut there too (the
+        # extractive mock keeps every fact sentence of the summary it refolds, which grew without end)
+        text = cut_to_budget(reply.text, ctx.settings.summary_budget(sum(m.tokens for m in span)), session.count)
         record = prepare_fold(
-            session, span_ids, summary=reply.text, summarizer_name=reply.by, guard=self.guard_for(ctx),
+            session, span_ids, summary=text, summarizer_name=reply.by, guard=self.guard_for(ctx),
             position=self.position, header=self.header, trigger=self.name,
         )
         return [apply_fold(session, record, ctx.archive)]

@@ -44,6 +44,9 @@ from tailrent_tui.core.messages import (
 )
 from tailrent_tui.core.tokens import Framing, TokenCounter, get_counter
 
+#: the share of the pins' budget the user's unclassified words (`said` statements) may hold at most
+SAID_SHARE = 0.5
+
 
 class SessionError(ValueError):
     """A command the session cannot carry out (unknown message, bad state)."""
@@ -377,6 +380,8 @@ class Session:
             raise SessionError(f"no statement {e.id!r} in the ledger")
         if e.status is not None:
             st.status = e.status
+        if e.pinned is not None:
+            st.unpinned = not e.pinned
         if e.text is not None and e.text != st.text:
             if st.original is None:
                 st.original = st.text
@@ -509,7 +514,8 @@ class Session:
         # the app's own notices (role "system": the text protocol's note, resume lines) state its rules,
         # not the user's: they are pinned where needed and never enter the ledger
         if self.detect_statements and m.kind in (Kind.chat, Kind.tool_result) and m.role != "system" and not m.cut_off:
-            found = ledger_rules.detect(m.content, m.role)
+            found = ledger_rules.detect(m.content, m.role, words=m.role == "user")
+        known = [f for f in found if not f.said]
         if (
             autopin
             and not m.pinned
@@ -521,8 +527,8 @@ class Session:
                 m.role == "user" or not self.detect_statements or any(f.label and f.kind == "decision" for f in found)
             ):
                 auto = self.decisions.match(m.content)
-            if auto is None and m.role == "user" and found and self._mostly_statement(m, found):
-                auto = f"ledger: {found[0].kind}"
+            if auto is None and m.role == "user" and known and self._mostly_statement(m, known):
+                auto = f"ledger: {known[0].kind}"
             if auto is not None and self._restates_a_pin(m.content):
                 auto = None
         over_budget = auto is not None and self.totals.pinned + m.tokens > self.pin_budget
@@ -569,7 +575,7 @@ class Session:
             proposal = role == "assistant" and f.label is None
             st = Statement(
                 id=f"{m.id}.{n}", message_id=m.id, kind=f.kind, text=f.text, role=role, label=f.label,
-                status="proposal" if proposal else "current", at=m.created,
+                status="proposal" if proposal else "current", at=m.created, score=round(f.score, 3), said=f.said,
             )
             if not proposal and (role in labelled_roles or f.label):
                 old = ledger_rules.find_superseded(f, earlier)
@@ -605,20 +611,38 @@ class Session:
         ledger: as many as the pins' budget has room for (the span's own ledger messages give
         theirs back). The rest stay in the span's text, for the summary and the guard."""
         room = self.pin_budget - self.totals.pinned + sum(self.sent_tokens(m) for m in span if m.pinned or m.kind is Kind.ledger)
-        out: list[Statement] = []
+        held: list[Statement] = []
         seen: set[str] = set()
         for m in span:
             for sid in self.statements_held(m.id):
                 st = self.statements.get(sid)
-                if st is None or st.status == "superseded" or sid in seen:
+                if st is None or st.status == "superseded" or st.unpinned or sid in seen:
                     continue
-                cost = self.counter.count(ledger_rules.ledger_line(st)) + 1
-                if budget and cost > room:
-                    continue
-                room -= cost
                 seen.add(sid)
-                out.append(st)
-        return out
+                held.append(st)
+        if not budget:
+            return held
+        # when the budget binds, what the detector is least sure of stays behind first (the user's
+        # unrecognized words, then the lowest scores); the guard counts what the summary then drops
+        # and the user's unclassified words never take more than SAID_SHARE of the budget, so that what
+        # the detector recognized later still finds room (a fold cannot take back an earlier one's room)
+        in_span = {m.id for m in span}
+        # (its share is of the room the head leaves: a 1,300-token system prompt in a 2,048 window leaves little)
+        said_room = int(min(self.pin_budget, self.pin_share * (self.window - self.head_tokens)) * SAID_SHARE) - sum(
+            self.counter.count(ledger_rules.ledger_line(self.statements[i])) + 1
+            for m in self._messages
+            if m.kind is Kind.ledger and m.id not in in_span
+            for i in m.meta.get("statements", ())
+            if i in self.statements and self.statements[i].said and self.statements[i].status != "superseded"
+        )
+        keep: set[str] = set()
+        for st in sorted(held, key=lambda st: (st.said, -st.score)):
+            cost = self.counter.count(ledger_rules.ledger_line(st)) + 1
+            if cost <= room and (not st.said or cost <= said_room):
+                room -= cost
+                said_room -= cost if st.said else 0
+                keep.add(st.id)
+        return [st for st in held if st.id in keep]
 
     def summarizable(self, span: Sequence[Message]) -> list[Message]:
         """The span as a summarizer sees it: ledger messages out, and the text of every
@@ -659,7 +683,7 @@ class Session:
         for m in list(self._messages):
             if m.id in self._statements_of or m.kind not in (Kind.chat, Kind.tool_result) or m.cut_off:
                 continue
-            found = ledger_rules.detect(m.content, m.role)
+            found = ledger_rules.detect(m.content, m.role, words=m.role == "user")
             if found:
                 self._record_statements(m, found)
         return len(self.statements) - before
@@ -704,6 +728,15 @@ class Session:
                 # its own message still says the old words: it is not pinned for them any more
                 self.emit(Unpinned(id=holder.id, at=self.clock()))
         return ev  # type: ignore[return-value]
+
+    def pin_statement(self, statement_id: str, pinned: bool = True) -> StatementChanged | None:
+        """Pin or unpin one statement. Unpinned, the next fold does not carry it verbatim (its text goes
+        to the summary, and the guard checks it like any other); the ledger message that holds it
+        stays pinned for its other statements. None when nothing changed."""
+        st = self._statement(statement_id)
+        if st.unpinned != pinned:
+            return None
+        return self.emit(StatementChanged(id=statement_id, pinned=pinned, at=self.clock()))  # type: ignore[return-value]
 
     def _statement(self, statement_id: str) -> Statement:
         st = self.statements.get(statement_id)

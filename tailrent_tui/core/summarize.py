@@ -144,6 +144,24 @@ def _is_fact_sentence(sentence: str) -> bool:
     return any(m.start() > 0 for m in _NAME.finditer(sentence.lstrip()))
 
 
+def cut_to_budget(text: str, budget: int, count: Any) -> str:
+    """``text`` as a model asked for at most ``budget`` tokens would return it: whole when it
+    fits, else cut at the budget (the article's harness sent max_tokens with its summary
+    request; a mock summarizer has no such stop). Counts only what it may keep: a text that
+    grew to megabytes costs no more than one the size of the budget."""
+    head = text[: budget * 8]  # no tokenizer packs more than ~8 characters a token
+    if len(head) == len(text) and count(text) <= budget:
+        return text
+    lo, hi = 0, len(head)
+    while lo < hi:  # the longest prefix that fits
+        mid = (lo + hi + 1) // 2
+        if count(head[:mid]) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return head[:lo]
+
+
 class ExtractiveSummarizer:
     """A careful extractive summarizer: keeps load-bearing sentences verbatim.
 

@@ -30,6 +30,7 @@ from importlib import resources
 from typing import Any
 
 from tailrent_tui.core.summarize import Summary, role_content
+from tailrent_tui.text import model_label
 
 from .base import ChatModel, TextDelta, ToolSpec, Usage, WireMessage
 
@@ -137,7 +138,8 @@ class ModelSummarizer:
     @property
     def name(self) -> str:
         # read each time: a server names its model only once asked (resolve_name, the first reply)
-        return f"model:{self.model.name or 'the server model'}"
+        # the model's name, not the path of the GGUF file a llama.cpp server names it by
+        return f"model:{model_label(self.model.name) if self.model.name else 'the server model'}"
 
     def request_messages(
         self, messages: Sequence[Any], budget: int | None = None, context: SummaryContext | None = None

@@ -232,6 +232,8 @@ class PolicyResult(BaseModel):
             "final_context_tokens": self.final_context_tokens,
             "folds_grew": self.folds_grew,
             "requests_over_window": self.over_window,
+            # a policy past the window is not cheaper: a server would refuse or cut those requests
+            "comparable": self.over_window == 0,
             "max_depth": self.max_depth,
             "stale_shown": self.stale_shown,
             "stale_total": self.stale_total,

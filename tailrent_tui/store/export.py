@@ -29,12 +29,13 @@ from tailrent_tui.core.messages import (
     Spilled,
     Unfolded,
     Unpinned,
+    UsageRecorded,
 )
 from tailrent_tui.core.session import Session, replay
 from tailrent_tui.store.ledger_report import ledger_markdown, ledger_rows
 from tailrent_tui.store.paths import write_file_atomic
 from tailrent_tui.store.sessions import SessionDir
-from tailrent_tui.text import json_visible, visible
+from tailrent_tui.text import json_visible, model_label, visible
 
 Format = Literal["md", "json"]
 PIN = "📌"
@@ -44,10 +45,45 @@ def _when(at: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
 
 
+def reply_models(events: list[Event]) -> dict[str, str]:
+    """The model that wrote each assistant message: the one its request's usage names (recorded
+    right after the reply is added); a reply whose request recorded nothing takes the one before."""
+    models: dict[str, str] = {}
+    waiting: list[str] = []
+    last: str | None = None
+    for ev in events:
+        if isinstance(ev, MessageAdded) and ev.message.role == "assistant":
+            waiting.append(ev.message.id)
+        elif isinstance(ev, UsageRecorded) and ev.sub_session is None and ev.purpose == "turn" and ev.model:
+            last = model_label(ev.model)
+            for mid in waiting:
+                models[mid] = last
+            waiting = []
+    for mid in waiting:
+        if last is not None:
+            models[mid] = last
+    return models
+
+
+def model_spans(entries: list[dict[str, Any]]) -> list[tuple[str, float, float, int]]:
+    """(model, first reply's time, last reply's time, replies) for each run of replies by one model."""
+    spans: list[tuple[str, float, float, int]] = []
+    for e in entries:
+        if e["entry"] != "message" or not e.get("model"):
+            continue
+        if spans and spans[-1][0] == e["model"]:
+            model, first, _, n = spans[-1]
+            spans[-1] = (model, first, e["at"], n + 1)
+        else:
+            spans.append((e["model"], e["at"], e["at"], 1))
+    return spans
+
+
 def transcript_entries(events: list[Event]) -> list[dict[str, Any]]:
     """The session's history as plain records, in the order it happened."""
     pinned_now: set[str] = set()
     out: list[dict[str, Any]] = []
+    models = reply_models(events)
     for ev in events:
         if isinstance(ev, MessageAdded):
             m = ev.message
@@ -68,6 +104,8 @@ def transcript_entries(events: list[Event]) -> list[dict[str, Any]]:
                     "spill_id": m.spill_id,
                     "tool_calls": [c.model_dump() for c in m.tool_calls],
                     "cut_off": m.cut_off,
+                    "thinking": m.meta.get("thinking") if isinstance(m.meta.get("thinking"), str) else None,
+                    "model": models.get(m.id),
                 }
             )
         elif isinstance(ev, Pinned):
@@ -173,17 +211,37 @@ def export_markdown(sd: SessionDir) -> str:
     entries = transcript_entries(events)
     lines = [f"# {meta.title or 'tailrent session'} ({meta.id})", ""]
     lines.append(f"Created {_when(meta.created)} · model {meta.model or '-'} · window {meta.window:,} tokens")
+    spans = model_spans(entries)
+    if spans:
+        lines += ["", "Models, in the order they replied:", ""]
+        lines += [
+            f"- `{model}`: {n:,} {'reply' if n == 1 else 'replies'}, {_when(first)}"
+            + (f" to {_when(last)}" if last != first else "")
+            for model, first, last, n in spans
+        ]
     lines.append("")
+    current: str | None = None
     for e in entries:
         kind = e["entry"]
         if kind == "message":
+            if e.get("model") and e["model"] != current:
+                if current is not None:
+                    lines += [f"> model: `{e['model']}` from here (it was `{current}`)", ""]
+                current = e["model"]
             pin = f"{PIN} " if e["pinned"] else ""
             label = e["role"] + (f" ({e['tool']})" if e["tool"] else "")
             extra = " · spill pointer" if e["kind"] == "spill_pointer" else ""
             if e["cut_off"]:
                 extra += f" · {e['cut_off']}: cut off, never sent to the model"
-            lines += [f"### {pin}{label} · {_when(e['at'])}{extra}", f"<sub>id {e['id']} · {e['tokens']:,} tokens</sub>", ""]
-            lines += [e["content"], ""]
+            by = f" · {e['model']}" if e.get("model") else ""
+            lines += [f"### {pin}{label}{by} · {_when(e['at'])}{extra}", f"<sub>id {e['id']} · {e['tokens']:,} tokens</sub>", ""]
+            if e.get("thinking"):
+                lines += ["<details><summary>thinking</summary>", "", _fence(e["thinking"]), "", "</details>", ""]
+            if e["content"]:
+                lines += [e["content"], ""]
+            for call in e["tool_calls"]:
+                args = json.dumps(call["arguments"], ensure_ascii=False, indent=2)
+                lines += [f"→ tool call `{call['name']}` <sub>{call['id']}</sub>", "", _fence(args), ""]
         elif kind == "instructions":
             if e["content"] is None:
                 lines += [f"> project instructions from {e['source']} removed (the file is gone) · {_when(e['at'])}", ""]

@@ -117,9 +117,12 @@ def find_statement(session: Session, ref: str) -> Statement:
 
 
 def ledger_tokens(session: Session) -> tuple[int, int, int]:
-    """(tokens of the ledger messages, tokens of the other pinned messages, the pin budget)."""
-    ledger = sum(m.tokens for m in session.messages if m.kind is Kind.ledger)
-    pins = sum(m.tokens for m in session.pinned if m.kind is not Kind.ledger)
+    """(tokens of the pinned ledger messages, tokens of the other pinned messages, the pin budget),
+    counted as sent (the chat template's framing in) as the Tail panel's pins are: the two add up
+    to its figure."""
+    held = [m for m in session.pinned if not m.cut_off]
+    ledger = sum(session.sent_tokens(m) for m in held if m.kind is Kind.ledger)
+    pins = sum(session.sent_tokens(m) for m in held if m.kind is not Kind.ledger)
     return ledger, pins, session.pin_budget
 
 

@@ -116,6 +116,41 @@ def complete_path(workspace: Path, partial: str) -> tuple[Item, ...]:
     return tuple(out)
 
 
+def looks_like_path(mention: str) -> bool:
+    """Whether an `@word` names a path (a slash, or a dot before a name's end: `@src/app.py`,
+    `@README.md`), rather than someone (`@alice`, `@team.`)."""
+    return "/" in mention or re.search(r"\w\.\w", mention) is not None or mention.startswith(("~", "."))
+
+
+def mentioned_files(text: str, workspace: Path) -> tuple[list[str], list[str]]:
+    """The `@path` mentions of `text` that name a file in `workspace`, and one line for each that
+    looks like a path but is missing, a directory, or leads out of the workspace (others, like
+    @someone, are just text)."""
+    root = workspace.resolve()
+    files: list[str] = []
+    problems: list[str] = []
+    for path in mentions(text):
+        try:
+            real = (root / Path(path).expanduser()).resolve()
+        except (OSError, RuntimeError, ValueError):
+            problems.append(f"@{path}: not a path tailrent can read; not attached")
+            continue
+        inside = real == root or root in real.parents
+        if inside and real.is_file():
+            files.append(path)
+        elif not looks_like_path(path):
+            continue
+        elif not inside:
+            problems.append(f"@{path}: outside the workspace {root}; not attached")
+        elif real.is_dir():
+            problems.append(f"@{path}: a directory; not attached (mention its files, or ask the model to list it)")
+        elif not real.exists():
+            problems.append(f"@{path}: no such file in the workspace; not attached")
+        else:
+            problems.append(f"@{path}: not a regular file; not attached")
+    return files, problems
+
+
 def mentions(text: str) -> list[str]:
     """The `@path` mentions of a message, in order, each once."""
     seen: list[str] = []

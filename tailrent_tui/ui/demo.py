@@ -175,7 +175,8 @@ async def open_demo(
         archive=MemoryFoldArchive(),
         summarizer=LossySummarizer(),
         policy_settings=policy_settings,
-        instructions=True,
+        # the article's run, the same in any folder: a workspace's AGENTS.md is not part of it
+        instructions=False,
     )
     async with open_agent(settings, memory=memory) as agent:
         extra = {"clock": clock} if clock is not None else {}

@@ -120,11 +120,14 @@ async def unfold(host: SlashHost, rest: str) -> bool:
 async def ledger(host: SlashHost, rest: str) -> bool:
     verb, _, args = rest.strip().partition(" ")
     args = args.strip()
-    usage = "/ledger lists it; /ledger accept N, /ledger supersede N, /ledger edit N TEXT (N: its number or id)"
+    usage = (
+        "/ledger lists it; /ledger accept N, /ledger supersede N, /ledger pin N, /ledger unpin N, "
+        "/ledger edit N TEXT (N: its number or id)"
+    )
     if not verb:
         await host.ladder.show_ledger()
         return True
-    if verb not in ("accept", "supersede", "edit"):
+    if verb not in ("accept", "supersede", "edit", "pin", "unpin"):
         host.notify(f"/ledger {verb}: unknown; {usage}", severity="error")
         return False
     ref, _, text = args.partition(" ")
@@ -135,6 +138,9 @@ async def ledger(host: SlashHost, rest: str) -> bool:
         return host.ladder.accept_statement(ref)
     if verb == "supersede":
         return host.ladder.supersede_statement(ref)
+    if verb in ("pin", "unpin"):
+        st = host.ladder.target_statement(ref, verb, {"current", "proposal"})
+        return st is not None and host.ladder.pin_statement(st, verb == "pin")
     if not text.strip():
         # the input opens on the statement's text, to edit there (kept: not accepted)
         host.ladder.edit_statement(ref, None)

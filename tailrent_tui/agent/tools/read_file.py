@@ -7,8 +7,10 @@ so a huge file costs only the range that is kept, and past what is kept its
 lines are counted for at most `_SCAN_MAX` bytes (a 2 GB file said "at least").
 
 A file with a NUL byte in its first `_SNIFF` bytes is binary and refused in one
-line (the way git tells binary from text): read as text it is noise that costs
-the context thousands of tokens.
+line (the way git tells binary from text), and so is one whose start is mostly
+not text (invalid UTF-8 or control bytes: a compressed or encrypted blob holds
+no NUL for a while): read as text it is noise that costs the context thousands
+of tokens (20 KB became 15,717 tokens of replacement characters).
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ from tailrent_tui.agent.tools.base import (
 _PIECE = 1024 * 1024
 #: how much of a file's start is looked at for a NUL byte (binary)
 _SNIFF = 8192
+#: a start with more than this share of bytes that are not text is binary
+_NOT_TEXT_SHARE = 0.3
+#: control characters text files hold (tab, newlines, form feed, escape for colours)
+_TEXT_CONTROLS = frozenset("\t\n\r\f\v\x1b\x08")
 #: past what is kept, lines are counted in at most this many bytes
 _SCAN_MAX = 64 * 1024 * 1024
 
@@ -51,6 +57,25 @@ SPEC = ToolSpec.of(
     "(1-based, inclusive). Long files are cut; the last line then says how to read on.",
     ReadFileArgs,
 )
+
+
+def binary_why(head: bytes) -> str | None:
+    """Why a file whose first bytes are `head` is binary, or None when they read as text."""
+    if b"\x00" in head:
+        return f"a NUL byte in its first {fmt_n(_SNIFF)} bytes"
+    if not head:
+        return None
+    # a character cut at the sniff's end is not held against the file
+    text = head.decode("utf-8", errors="replace")
+    if len(head) >= _SNIFF:
+        for _ in range(3):
+            text = text.removesuffix("\ufffd")
+    if not text:
+        return None
+    noise = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in _TEXT_CONTROLS) or c == "\x7f")
+    if noise > _NOT_TEXT_SHARE * len(text):
+        return f"{noise * 100 // len(text)}% of its first {fmt_n(len(head))} bytes are not text"
+    return None
 
 
 def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
@@ -69,10 +94,11 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         head = os.pread(fh.fileno(), _SNIFF, 0)
     except OSError:
         head = b""
-    if b"\x00" in head:
+    why = binary_why(head)
+    if why:
         fh.close()
         raise ToolError(
-            f"{shown} is a binary file (a NUL byte in its first {fmt_n(_SNIFF)} bytes); read_file reads text: "
+            f"{shown} is a binary file ({why}); read_file reads text: "
             "use run_shell with file, xxd or strings to look into it"
         )
     max_lines = ctx.caps.read_file_max_lines

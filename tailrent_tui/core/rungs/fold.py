@@ -100,11 +100,21 @@ def retire_summaries(session: Session, target_tokens: int, *, keep_recent: int =
         gone = {m.id, *(records_by_no[no].summary.id for no in merged)}
         summaries_tokens = sum(session.get(i).tokens for i in gone)
         # what its fold guarded and kept: the facts of the span's conversation (not of its tool output)
+        # (an older pointer holds the facts of the folds merged into it before: all of them leave now)
+        covered: list[int] = []
+        todo = list(merged)
+        while todo:
+            no = todo.pop()
+            if no in covered or no not in records_by_no:
+                continue
+            covered.append(no)
+            todo.extend(session.retired[no].merged if no in session.retired else ())
+        lost_before = {t for no in covered if no in session.retired for t in session.retired[no].facts_lost}
         held = [
             fact_guard.Fact(text=t, kind="quoted")
-            for r in (record, *(records_by_no[no] for no in merged))
+            for r in (record, *(records_by_no[no] for no in covered))
             for t in r.facts
-            if t not in set(r.facts_lost)
+            if t not in set(r.facts_lost) and t not in lost_before
         ]
         others = (o.content for o in session.messages if o.id not in gone)
         rest = fact_guard.Visible("\n".join([session.system, pointer, *others]))

@@ -68,10 +68,25 @@ def measure_for_spill(session: Session, content: str, threshold: int) -> tuple[i
     return session.count(content), True
 
 
-def pointer_text(tool: str, tokens: int, spill_id: str, content: str) -> str:
-    """The compact pointer left in context in place of a spilled result."""
+def pointer_text(tool: str, tokens: int, spill_id: str, content: str, *, tail: bool = False) -> str:
+    """The compact pointer left in context in place of a spilled result.
+
+    Its preview is the content's head; with `tail` (a paste: a traceback's decisive line is
+    its last) the head and the tail, each `PREVIEW_CHARS` long, when the content is longer
+    than both."""
     flat = " ".join(content[: PREVIEW_CHARS * 8].split())
     preview = flat[:PREVIEW_CHARS] + ("…" if len(flat) > PREVIEW_CHARS else "")
+    if tail:
+        end = " ".join(content[-PREVIEW_CHARS * 8 :].split())
+        whole = " ".join(content.split()) if len(content) <= PREVIEW_CHARS * 16 else None
+        if whole is not None and len(whole) <= 2 * PREVIEW_CHARS:
+            preview = whole
+        else:
+            preview = f"{flat[:PREVIEW_CHARS]} … {end[-PREVIEW_CHARS:]}"
+        return (
+            f'[spill {spill_id}] {tool}: ~{tokens:,} tokens; read_spill("{spill_id}") for the whole. '
+            f"Preview (head … tail): {preview}"
+        )
     return f'[spill {spill_id}] {tool}: ~{tokens:,} tokens; read_spill("{spill_id}") for the whole. Preview: {preview}'
 
 
@@ -130,8 +145,10 @@ def admit_tool_result(
     threshold: int,
     tool_call_id: str | None = None,
     at: float | None = None,
+    preview_tail: bool = False,
 ) -> Message:
-    """Add a tool result through rung 2: inline if small, else spilled with a pointer.
+    """Add a tool result through rung 2: inline if small, else spilled with a pointer
+    (its preview the head, and the tail too with `preview_tail`).
 
     The result is counted once (only its head when it is far over the
     threshold: `measure_for_spill`); if it is over `threshold` tokens the
@@ -157,7 +174,7 @@ def admit_tool_result(
             "tool", content, kind=Kind.tool_result, tool=tool, tool_call_id=tool_call_id, at=at, tokens=tokens
         )
         return session.add_message(m, autopin=False)
-    pointer = pointer_text(tool, tokens, spill_id, content)
+    pointer = pointer_text(tool, tokens, spill_id, content, tail=preview_tail)
     m = session.make_message("tool", pointer, kind=Kind.spill_pointer, tool=tool, tool_call_id=tool_call_id, at=at)
     m.spill_id = spill_id
     m.meta = {"spill_location": location, "spilled_tokens": tokens}

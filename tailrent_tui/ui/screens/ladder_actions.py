@@ -19,7 +19,7 @@ from textual.notifications import SeverityLevel
 from textual.widget import Widget
 
 from tailrent_tui.core.ledger import Statement
-from tailrent_tui.core.messages import FoldSkipped, Message
+from tailrent_tui.core.messages import FoldSkipped, Kind, Message
 from tailrent_tui.core.ports import ArchiveError
 from tailrent_tui.core.session import Session, SessionError
 from tailrent_tui.core.summarize import Review, Verdict
@@ -101,7 +101,36 @@ class LadderActions:
         self.host.notify("focus a message first (tab, then up/down)", severity="warning")
         return None
 
+    def _carried_pick(self) -> Statement | None:
+        """The Ledger panel's highlighted statement, when a ledger message carries it (p and u act on it alone)."""
+        picked = self._ledger_pick()
+        if picked is None or picked[0] != "statement":
+            return None
+        session = self.host.session
+        holder = session.carrier.get(picked[1])
+        if holder is None or holder not in session or session.get(holder).kind is not Kind.ledger:
+            return None
+        return session.statements[picked[1]]
+
+    def pin_statement(self, st: Statement, pinned: bool) -> bool:
+        no = self._number(st)
+        try:
+            changed = self.host.agent.pin_statement(st.id, pinned)
+        except (SessionError, OSError) as exc:
+            self.host.notify(str(exc), severity="error")
+            return False
+        if changed is None:
+            self.host.notify(f"#{no} is {'pinned' if pinned else 'unpinned'} already")
+        elif pinned:
+            self.host.notify(f"#{no} pinned: folds carry it verbatim")
+        else:
+            self.host.notify(f"#{no} unpinned: the next fold may summarize it; the rest of its ledger stays pinned")
+        return True
+
     def pin(self, message_id: str | None = None, *, fallback_last: bool = False) -> bool:
+        carried = self._carried_pick() if message_id is None else None
+        if carried is not None:
+            return self.pin_statement(carried, True)
         m = self.target_message(message_id, fallback_last=fallback_last)
         if m is None:
             return False
@@ -116,6 +145,9 @@ class LadderActions:
         return True
 
     def unpin(self, message_id: str | None = None, *, fallback_last: bool = False) -> bool:
+        carried = self._carried_pick() if message_id is None else None
+        if carried is not None:
+            return self.pin_statement(carried, False)
         m = self.target_message(message_id, fallback_last=fallback_last)
         if m is None:
             return False

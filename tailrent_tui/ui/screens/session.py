@@ -33,14 +33,16 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer, Header
 
-from tailrent_tui.core.messages import Note
+from tailrent_tui.agent.events import MODEL_ERROR_NOTE, SummaryStarted
+from tailrent_tui.core.messages import Kind, Note
 from tailrent_tui.core.rent import get_price_sheet
 from tailrent_tui.core.session import Session
 from tailrent_tui.models.errors import ModelError
 from tailrent_tui.store.history import PromptHistory
+from tailrent_tui.text import model_label
 from tailrent_tui.ui.actions import BINDINGS, NAVIGATION_ACTIONS, SLASH_BY_NAME, SLASH_HELP
 from tailrent_tui.ui.commands import LadderCommands
-from tailrent_tui.ui.completion import Sources, mentions
+from tailrent_tui.ui.completion import Sources, mentioned_files
 from tailrent_tui.ui.events import (
     FoldInspectRequested,
     MessageFocused,
@@ -214,6 +216,13 @@ class SessionScreen(Screen[None]):
         # the notes that replaying the journal wrote
         for note in self.agent.startup_notes:
             self.runner.post(AgentNotice(note.text, note.level))
+        if self._owes_reply():
+            # the session stopped before its last message was answered (a crash mid-reply)
+            self.retry_pending = True
+            self.runner.post(AgentNotice(
+                "the last message has no reply (the session stopped before it came): ctrl+r or /retry answers it",
+                "warning",
+            ))
         self.post_message(self.Ready())
         self.focus_at_start()
         self.call_after_refresh(self._start_agent)
@@ -248,10 +257,12 @@ class SessionScreen(Screen[None]):
             seconds = self.agent.preload_seconds
             if seconds is not None:
                 self.notify(f"{self._model_name()} loaded in {seconds:.1f} s", timeout=4)
-            # the resume's price and the slot restored; warnings come through their notes already
+            # the resume's price and the slot restored, kept in the transcript (why the first request
+            # reads what it reads: a slot another client took, a restarted server); warnings come
+            # through their notes already
             for text, level in self.agent.resume_lines:
                 if level == "info":
-                    self.notify(text, title="resume", timeout=15)
+                    await self.transcript.show_notice(text)
 
         self.run_worker(run(), group="start", name="ask the server", exit_on_error=False)
 
@@ -299,9 +310,8 @@ class SessionScreen(Screen[None]):
             self.app.sub_title = subtitle
 
     def _model_name(self) -> str:
-        model = self.agent.model.name or "(asking the server)"
         # llama.cpp names its model by the file it loaded: the file name is enough
-        return model.rsplit("/", 1)[-1]
+        return model_label(self.agent.model.name) if self.agent.model.name else "(asking the server)"
 
     def _sub_title(self) -> str:
         model = self._model_name()
@@ -329,7 +339,13 @@ class SessionScreen(Screen[None]):
         await self.transcript.apply_event(event)
         self.sidebar.note_event(event)
         # the ladder's warnings (a spilled message, auto-pin stopped) are the user's to see
-        if isinstance(event, Note) and event.level in ("warning", "error") and await self.transcript.show_notice(event.text):
+        # a turn's model error is shown once, at the turn's end, with what to do
+        if (
+            isinstance(event, Note)
+            and event.level in ("warning", "error")
+            and not event.text.startswith(MODEL_ERROR_NOTE)
+            and await self.transcript.show_notice(event.text)
+        ):
             self.notify(event.text, severity=event.level)
 
     @on(ReplyText)
@@ -360,8 +376,6 @@ class SessionScreen(Screen[None]):
 
     @on(FoldProgress)
     async def _fold_progress(self, update: FoldProgress) -> None:
-        from tailrent_tui.agent.events import SummaryStarted
-
         if not await self._attached(update):
             return
         progress = update.progress
@@ -427,8 +441,8 @@ class SessionScreen(Screen[None]):
         if error is not None:
             self.retry_pending = True
             text = f"model error: {error.message}" + (f"\n{error.hint}" if error.hint else "")
+            # one failure, one message: this block (no note beside it, no toast)
             await self.transcript.show_turn_error(text + "\nYour message is kept: ctrl+r or /retry sends it again.")
-            self.notify(error.message, title="model error", severity="error")
             await self._give_back_waiting("the model failed")
             return
         self.clocks.arm_slot_save()
@@ -444,9 +458,14 @@ class SessionScreen(Screen[None]):
             return  # written again at the next pause, or at the trigger as any fold
 
     def _owes_reply(self) -> bool:
-        """Is the last message the model was (or would be) sent a user's or a tool's, with no reply after it?"""
-        last = next((m for m in reversed(self.session.messages) if not m.cut_off), None)
-        return last is not None and last.role in ("user", "tool")
+        """Is the last turn of the conversation a user's message, or a tool's answer to the model's call,
+        with no reply after it? What sits in the context without asking for one does not count: the
+        project instructions, the ledger, a fold's summary, a `!cmd` and its output, an attached file."""
+        placed = (Kind.instructions, Kind.ledger, Kind.fold_summary)
+        last = next((m for m in reversed(self.session.messages) if not m.cut_off and m.kind not in placed), None)
+        if last is None or last.meta.get("shell"):
+            return False
+        return (last.role == "user" and last.kind is Kind.chat) or (last.role == "tool" and last.tool_call_id is not None)
 
     def action_cancel_reply(self) -> None:
         # what runs says "escape cancels": that comes first; with nothing running, escape goes back to the input
@@ -581,16 +600,14 @@ class SessionScreen(Screen[None]):
         self.prompt.action_search_history()
 
     def _mentioned_files(self, text: str) -> list[str]:
-        """The `@path` mentions that name a file in the workspace (others, like @someone, are just text)."""
+        """The `@path` mentions that name a file in the workspace; one that looks like a path but
+        is missing or leads out is said (others, like @someone, are just text)."""
         workspace = self.agent.workspace
         if workspace is None:
             return []
-        root = Path(workspace).resolve()
-        files = []
-        for path in mentions(text):
-            real = (root / path).resolve()
-            if (real == root or root in real.parents) and real.is_file():
-                files.append(path)
+        files, problems = mentioned_files(text, Path(workspace))
+        for line in problems:
+            self.notify(line, severity="warning")
         return files
 
     def _run_shell(self, command: str) -> bool:
