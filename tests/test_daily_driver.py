@@ -278,11 +278,13 @@ def test_a_bad_config_toml_reports_every_error_at_once(tmp_path, monkeypatch):
 
     cfg = tmp_path / "config"
     cfg.mkdir()
-    (cfg / "config.toml").write_text('window = "big"\nfold_trigger = 7\nbogus_key = 1\nspill_threshold = -1\n', encoding="utf-8")
+    (cfg / "config.toml").write_text(
+        'window = "big"\nbogus_key = 1\n[fold]\ntrigger = 7\n[tools]\nspill_threshold = -1\n', encoding="utf-8"
+    )
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(cfg))
     out = CliRunner().invoke(cli, ["config"])
     assert out.exit_code != 0 and "Traceback" not in out.output
-    for key in ("unknown key 'bogus_key'", "window:", "fold_trigger:", "spill_threshold:"):
+    for key in ("unknown key 'bogus_key'", "window:", "fold.trigger:", "tools.spill_threshold:"):
         assert key in out.output, out.output
 
 
