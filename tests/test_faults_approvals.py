@@ -178,3 +178,84 @@ async def test_the_dialog_says_which_approval_it_offers_and_why(tmp_path, ui_con
         assert "covers this exact command line only" in text()
         await pilot.press("d")
         await wait_until(pilot, lambda: not app.running, rounds=2000, what="turn end")
+
+
+# -- round two: where else git reads a config that runs a program, symlinks named bare, more runners --
+
+
+def _git_status_runs_pwn(ws) -> bool:
+    """Runs `git status` (it touches `pwned` in the test's tmp dir at worst): the case is real."""
+    subprocess.run(["git", "status"], cwd=ws, capture_output=True, check=False, timeout=60)
+    return (ws / "pwned").exists()
+
+
+@pytest.mark.fault("C1 session approval allowlist (new cases, round two)")
+@pytest.mark.parametrize("setup", ["section and key on one line", "config.worktree", "a .git file pointing elsewhere",
+                                   "the repository above the workspace"])
+def test_a_git_config_that_runs_a_program_is_found_where_git_reads_it(tmp_path, setup):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    ws = repo / "sub" if setup == "the repository above the workspace" else repo
+    ws.mkdir(exist_ok=True)
+    pwn = tmp_path / "pwn.sh"
+    pwn.write_text(f"#!/bin/sh\ntouch {ws / 'pwned'}\n")
+    pwn.chmod(0o755)
+    if setup == "a .git file pointing elsewhere":
+        subprocess.run(["git", "init", "-q", "--separate-git-dir", str(tmp_path / "elsewhere.git"), str(repo)], check=True)
+    else:
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    approved = shell_offer("git status", ws)
+    assert approved.kind == "read-only" and approved.prefix is not None
+    gitdir = tmp_path / "elsewhere.git" if setup.startswith("a .git file") else repo / ".git"
+    if setup == "section and key on one line":
+        with open(gitdir / "config", "a") as f:
+            f.write(f"[core] fsmonitor = {pwn}\n")
+    elif setup == "config.worktree":
+        subprocess.run(["git", "-C", str(repo), "config", "extensions.worktreeConfig", "true"], check=True)
+        subprocess.run(["git", "-C", str(repo), "config", "--worktree", "core.fsmonitor", str(pwn)], check=True)
+    else:
+        subprocess.run(["git", "-C", str(repo), "config", "core.fsmonitor", str(pwn)], check=True)
+    assert not offer_covers(approved.prefix, "git status", ws), "asked again"
+    assert shell_offer("git status", ws).kind is None
+    assert _git_status_runs_pwn(ws), "git does run it: the case is real"
+
+
+@pytest.mark.fault("C1 session approval allowlist (new cases, round two)")
+def test_a_git_config_that_is_a_fifo_is_refused_without_waiting(tmp_path):
+    import os
+
+    ws = tmp_path / "ws"
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    (ws / ".git" / "config").unlink()
+    os.mkfifo(ws / ".git" / "config")
+    offer = shell_offer("git status", ws)  # git itself would wait on it forever: never run here
+    assert offer.kind is None and "not a regular file" in offer.allows
+
+
+@pytest.mark.fault("C1 session approval allowlist (new cases, round two)")
+def test_git_s_own_fsmonitor_daemon_still_gets_a_session_approval(tmp_path):
+    ws = tmp_path / "ws"
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    subprocess.run(["git", "-C", str(ws), "config", "core.fsmonitor", "false"], check=True)
+    assert shell_offer("git status", ws).kind == "read-only"
+
+
+@pytest.mark.fault("C1 session approval allowlist (new cases, round two)")
+@pytest.mark.parametrize("command", ["jq . link-out", "wc -l link-out", "md5sum link-out", "jq . -- link-out"])
+def test_an_exact_approval_never_covers_a_bare_name_that_is_a_symlink_out(workspace, command):
+    _workspace_for(workspace)
+    offer = shell_offer(command, workspace)
+    assert offer.kind is None and "outside the workspace" in offer.allows, offer.allows
+    (workspace / "inside.json").write_text("{}")
+    (workspace / "link-in").symlink_to(workspace / "inside.json")
+    assert shell_offer(command.replace("link-out", "link-in"), workspace).kind is not None, "a link inside is fine"
+
+
+@pytest.mark.fault("C1 session approval allowlist (new cases, round two)")
+@pytest.mark.parametrize("command", ["eslint src", "prettier --write .", "mypy .", "pylint src", "ruff check .",
+                                     "pre-commit run", "webpack", "tsc", "hg status", "gcc main.c", "m4 macros.m4",
+                                     "ed notes.md", "nc -l 8080", "terraform plan", "tmux new -d"])
+def test_programs_whose_config_or_input_runs_code_are_allowed_once_only(workspace, command):
+    _workspace_for(workspace)
+    offer = shell_offer(command, workspace)
+    assert offer.kind is None and offer.allows.startswith("Allow once only"), offer.allows

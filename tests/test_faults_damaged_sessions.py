@@ -53,9 +53,34 @@ def _files(sd: Path, pattern: str) -> list[Path]:
     return sorted(p for p in sd.glob(pattern) if p.is_file())
 
 
+def _slot_record(sd: Path, size: int) -> str:
+    """Record a saved KV slot in meta.json, as a llama.cpp session keeps one; its file's name."""
+    name = f"tailrent-{sd.name}-0123456789abcdef.bin"
+    meta = json.loads((sd / "meta.json").read_text())
+    meta["slots"] = [{"file": name, "hash": "0123456789abcdef", "messages": 3, "model": "gemma", "tokens": 40,
+                      "bytes": size, "saved_at": 1.0}]
+    (sd / "meta.json").write_text(json.dumps(meta))
+    return name
+
+
 def _damage(sd: Path, how: str, root: Path) -> None:
     meta, journal = sd / "meta.json", sd / "journal.jsonl"
-    if how == "meta missing":
+    data_dir = sd.parent.parent
+    if how == "slot file missing":
+        _slot_record(sd, 1000)
+    elif how == "slot file corrupt":
+        (sd / "slots").mkdir(exist_ok=True)
+        (sd / "slots" / _slot_record(sd, 1000)).write_bytes(b"qsgg" + b"\x00" * 10)
+    elif how == "slot dir a file":
+        _slot_record(sd, 1000)
+        (sd / "slots").write_text("not a directory\n")
+    elif how == "input history corrupt":
+        (data_dir / "history").mkdir(exist_ok=True)
+        for name in ("a", "b"):
+            (data_dir / "history" / f"{name}.jsonl").write_bytes(b"\x00\xff{not json\n[1]\n")
+    elif how == "input history a directory":
+        (data_dir / "history").mkdir(exist_ok=True)
+    elif how == "meta missing":
         meta.unlink()
     elif how == "meta empty":
         meta.write_bytes(b"")
@@ -114,9 +139,13 @@ META = ["meta missing", "meta empty", "meta truncated", "meta not an object", "m
 JOURNAL = ["journal torn", "journal empty", "journal with a NUL", "journal line of another version",
            "journal header of a newer version", "journal missing", "journal header missing"]
 OTHERS = ["archive missing", "archive corrupt", "spill missing", "spill corrupt", "rescue file corrupt",
-          "rescue file a directory"]
+          "rescue file a directory", "slot file missing", "slot file corrupt", "slot dir a file",
+          "input history corrupt", "input history a directory"]
 ENTRY_POINTS = ["sessions", "sessions --json", "export md", "export json", "inspect", "recall", "ask --resume",
-                "ask --continue", "app --resume"]
+                "ask --continue", "app --resume", "the app, a message sent"]
+#: round two (issue 27): damage and the entry point that were not in the first table
+NEW_DAMAGE = {"slot file missing", "slot file corrupt", "slot dir a file", "input history corrupt",
+              "input history a directory"}
 
 
 def _copy(pristine: tuple[Path, str], tmp_path: Path) -> tuple[Path, Path, str]:
@@ -130,6 +159,8 @@ def _run(entry: str, data: Path, ws: Path, sid: str, monkeypatch) -> tuple[int, 
     monkeypatch.setenv("TAILRENT_HOME", str(data))
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(data.parent / "config"))
     monkeypatch.setenv("TAILRENT_FSYNC", "false")
+    if entry == "the app, a message sent":
+        return _in_the_app(data, ws, sid)
     if entry == "app --resume":
         settings = Settings(model="mock", data_dir=str(data), workspace=str(ws), fsync=False)
         try:
@@ -155,15 +186,58 @@ def _run(entry: str, data: Path, ws: Path, sid: str, monkeypatch) -> tuple[int, 
     return result.exit_code, result.stdout, result.stderr
 
 
+def _in_the_app(data: Path, ws: Path, sid: str) -> tuple[int, str, str]:
+    """The real app (Pilot) on the resumed session: the input's history recalled, a message sent."""
+    from ui_helpers import FixedClock, wait_until
+
+    from tailrent_tui.ui.app import TailrentApp
+    from tailrent_tui.ui.widgets.input import PromptInput
+
+    settings = Settings(model="mock", data_dir=str(data), workspace=str(ws), fsync=False)
+    try:
+        agent = build_agent(settings, {"resume": sid}, async_writer=False, new=False)
+    except BuildError as exc:
+        return 1, "", f"error: {exc}"
+
+    async def drive() -> str:
+        app = TailrentApp(agent, agent.settings, clock=FixedClock())
+        async with app.run_test(size=(140, 40)) as pilot:
+            box = app.query_one(PromptInput)
+            box.focus()
+            await pilot.press("up")  # the history, damaged or not
+            box.value = "and the TTL?"
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: not app.busy and any(
+                m.content == "and the TTL?" for m in agent.session.messages), rounds=3000, what="the message sent")
+            assert app.is_running
+            return " | ".join(str(n.message) for n in app._notifications)
+
+    try:
+        said = asyncio.run(drive())
+    finally:
+        asyncio.run(agent.model.aclose())
+        asyncio.run(agent.aclose())
+    return 0, said, ""
+
+
 def _one_line_error(code: int, err: str) -> None:
     lines = [ln for ln in err.strip().splitlines() if ln.startswith(("error:", "Error:"))]
     assert code == 1 and lines, err
     assert "Traceback" not in err
 
 
+def _cases() -> list:
+    cases = []
+    for how in META + JOURNAL + OTHERS:
+        for entry in ENTRY_POINTS:
+            new = how in NEW_DAMAGE or entry == "the app, a message sent"
+            mark = pytest.mark.fault("damaged session files (new cases, round two)" if new else "damaged session files")
+            cases.append(pytest.param(how, entry, marks=mark, id=f"{how}-{entry}"))
+    return cases
+
+
 @pytest.mark.fault("damaged session files")
-@pytest.mark.parametrize("entry", ENTRY_POINTS)
-@pytest.mark.parametrize("how", META + JOURNAL + OTHERS)
+@pytest.mark.parametrize(("how", "entry"), _cases())
 def test_every_entry_point_survives_a_damaged_file(pristine, tmp_path, monkeypatch, how, entry):
     data, ws, sid = _copy(pristine, tmp_path)
     _damage(data / "sessions" / sid, how, pristine[0])

@@ -113,3 +113,39 @@ async def test_the_app_shows_escapes_from_the_model_and_a_tool_as_visible_text(t
         everything = "\n".join(shown)
         assert "]52;c;" in everything and "tail" in everything and "reply" in everything
         assert _raw(everything) == []
+
+
+@pytest.fixture(scope="module")
+def hostile_session(tmp_path_factory):
+    """A session whose first message (so its title), a reply and a fold hold every hostile sequence."""
+    tmp_path = tmp_path_factory.mktemp("hostile-session")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    prompt = "note " + " ".join(HOSTILE) + " " + "pad " * 300
+    for text in (prompt, prompt):
+        args = ["ask", "--model", "mock"] + (["--continue"] if (tmp_path / "data").exists() else []) + [text]
+        done = _cli(tmp_path, ws, *args)
+        assert done.returncode == 0, done.stderr[-800:]
+    (sd,) = (tmp_path / "data" / "sessions").iterdir()
+    return tmp_path, ws, sd.name
+
+
+@pytest.mark.fault("terminal escapes (new cases, round two)")
+@pytest.mark.parametrize("command", ["sessions", "sessions --json", "sessions prune --dry-run", "sessions repair",
+                                     "export md", "export json", "inspect", "recall", "ask --continue"])
+def test_every_command_that_prints_a_sessions_words_shows_escapes_as_text(hostile_session, command):
+    tmp_path, ws, sid = hostile_session
+    args = {
+        "sessions": ["sessions"],
+        "sessions --json": ["sessions", "--json"],
+        "sessions prune --dry-run": ["sessions", "prune", "--older-than", "0", "--dry-run"],
+        "sessions repair": ["sessions", "repair", sid],
+        "export md": ["export", sid, "--format", "md"],
+        "export json": ["export", sid, "--format", "json"],
+        "inspect": ["inspect", sid],
+        "recall": ["recall", sid, "what was the note?", "--expect", "note"],
+        "ask --continue": ["ask", "--model", "mock", "--continue", "again"],
+    }[command]
+    done = _cli(tmp_path, ws, *args)
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr[-800:]
+    assert _raw(done.stdout) == [] and _raw(done.stderr) == [], (done.stdout[-600:], done.stderr[-600:])

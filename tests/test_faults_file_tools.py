@@ -127,6 +127,7 @@ _FAIL_CHILD = textwrap.dedent(
     import json, resource, signal, sys
     from pathlib import Path
     from tailrent_tui.agent.tools import ToolContext, run_tool
+    sys.dont_write_bytecode = True  # no bytecode cache cut short by the limit
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), int(sys.argv[2])))
     ws = Path(sys.argv[1])

@@ -33,7 +33,8 @@ def _drain(master: int) -> None:
 
 
 @pytest.mark.fault("bytes are data")
-def test_a_byte_that_is_not_utf8_typed_in_the_real_app_is_sent_not_a_crash(tmp_path):
+@pytest.mark.parametrize("how", ["typed", pytest.param("bracketed paste", marks=pytest.mark.fault("bracketed pastes"))])
+def test_a_byte_that_is_not_utf8_typed_in_the_real_app_is_sent_not_a_crash(tmp_path, how):
     data, ws = tmp_path / "data", tmp_path / "ws"
     ws.mkdir()
     env = {**os.environ, "TAILRENT_HOME": str(data), "TAILRENT_CONFIG_DIR": str(tmp_path / "config"),
@@ -49,7 +50,8 @@ def test_a_byte_that_is_not_utf8_typed_in_the_real_app_is_sent_not_a_crash(tmp_p
             time.sleep(0.05)
         time.sleep(1.0)  # the first frame: the input has the focus
         _drain(master)
-        os.write(master, b"note: caf\xe9 and \xff\xfe")
+        typed = b"note: caf\xe9 and \xff\xfe"
+        os.write(master, typed if how == "typed" else b"\x1b[200~" + typed + b"\x1b[201~")
         time.sleep(0.3)
         os.write(master, b"\r")
         sent = None

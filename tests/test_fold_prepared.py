@@ -4,6 +4,7 @@ summary is written ahead; at the trigger the fold applies with it, no summary re
 from __future__ import annotations
 
 import asyncio
+import random
 
 import pytest
 from test_summary_aligned import chatter
@@ -87,3 +88,80 @@ async def test_a_prepared_summary_that_no_longer_fits_the_span_is_not_used(make_
         i += 1
     assert agent.session.folds[0].summarizer == "model:mock"
     assert len(writer.requests) == 2
+
+
+@pytest.mark.parametrize("fold_target", [0.35, 0.6])
+async def test_a_fold_placed_after_with_its_summary_prepared_costs_the_next_request_its_new_message(make_agent, fold_target):
+    # the model writes the summaries in the conversation's context; the mock shifts its cache as llama.cpp does.
+    # A deep fold (0.35) takes all but the last messages: its span grows each turn and is written again; a
+    # shallow one (0.6) keeps its span, and is sent again after each turn (one token asked) to stay cached
+    agent = make_agent(
+        window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": fold_target}
+    )
+    await agent.start()
+    agent.summarizer = ModelSummarizer(agent.model)
+    prepared_requests = []
+    i = 0
+    while not agent.session.folds:
+        await agent.turn(chatter(i, 100))
+        i += 1
+        before = len(agent.session.usage)
+        await agent.prepare_fold()
+        prepared_requests += agent.session.usage[before:]
+    record = agent.session.folds[0]
+    assert record.summarizer.endswith("prepared") and record.summary.meta.get("asked")
+    summaries = [u for u in prepared_requests if (u.output_tokens or 0) > 1]
+    warm = [u for u in prepared_requests if (u.output_tokens or 0) <= 1]
+    assert summaries
+    assert bool(warm) is (fold_target == 0.6)
+    # each summary request read its instruction only
+    assert all(u.evaluated_tokens < 0.05 * record.tokens_before for u in summaries)
+    turns = [u for u in agent.session.usage if u.purpose == "turn"]
+    ordinary, after = turns[-2], turns[-1]
+    new_message = agent.session.sent_tokens(agent.session.messages[-2])
+    # the fold came before the last request: it read the user's new message, nothing of the fold
+    assert after.evaluated_tokens <= new_message + 8 < ordinary.evaluated_tokens + 16
+    for u in [*prepared_requests, *turns]:
+        assert u.predicted_evaluated == pytest.approx(u.evaluated_tokens, rel=0.1, abs=8), u
+
+
+PROSE_TEXT = (
+    "We looked at the logs again and the numbers moved a little since yesterday. The team wants a short answer "
+    "before the standup, so keep it brief and say what you would try next."
+)
+PROSE = PROSE_TEXT.split(" ")
+
+
+def fact_message(i: int) -> str:
+    """A fact the ledger carries, then prose (as benchmarks/cheapfold_bench.py writes its turns)."""
+    rng = random.Random(i)
+    body = " ".join(rng.choice(PROSE) for _ in range(150))
+    fact = f"Turn {i}: the billing worker now takes {100 + 37 * i} ms at p95 on host node-{i}."
+    return f"{fact} {body}. What should we check first?"
+
+
+async def test_a_span_with_statements_is_prepared_as_the_ladder_asks_it(make_agent):
+    # each message states a fact the ledger carries: the ladder asks a summary of the span without them,
+    # and the prepared fold must be of that same span, or it is not used at the trigger
+    agent = make_agent(window=2048, max_reply_tokens=8, tokenizer="chars4", fold={"placement": "after", "summarizer": "model"})
+    agent.model = MockModel([SUMMARY] * 60)
+    await agent.start()
+    agent.summarizer = ModelSummarizer(agent.model)
+    for i in range(12):
+        await agent.turn(fact_message(i))
+        await agent.prepare_fold()
+        if agent.session.folds:
+            break
+    assert agent.session.statements, "the facts were found"
+    record = agent.session.folds[0]
+    assert record.summarizer.endswith("prepared"), record.summarizer
+    # the ledger the fold carries comes after its summary, and was sent with it while the user read:
+    # the request after the fold reads the user's new message only
+    assert record.ledger is not None
+    ids = [m.id for m in agent.session.messages]
+    assert ids.index(record.summary.id) + 1 == ids.index(record.ledger.id)
+    # a ledger was sent after the prepared pair while the user read (at the trigger the span may have
+    # grown by a message: what the next request reads is measured on llama.cpp, benchmarks/RESULTS.md)
+    assert any(m["content"].startswith("[context note]\n[ledger") for r in agent.model.requests for m in r[-1:])
+    for u in agent.session.usage:
+        assert u.predicted_evaluated == pytest.approx(u.evaluated_tokens, rel=0.1, abs=8), u

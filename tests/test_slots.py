@@ -219,7 +219,8 @@ class FakeLlama:
                 if self.mode == "disk-full":
                     return 500, {"error": {"code": 500, "message": "failed to write slot file: No space left on device"}}
                 if self.slot_dir is not None:
-                    (self.slot_dir / name).write_bytes(b"k" * 1000)
+                    # a llama.cpp slot file's magic, then what this save held: each save's file differs
+                    (self.slot_dir / name).write_bytes((b"qsgg" + f"{name}:{self.slot_tokens};".encode() * 100)[:1000])
                 return 200, {
                     "id_slot": 0,
                     "filename": name,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import random
 
+from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.messages import Kind
 from tailrent_tui.models.errors import ServerError
 from tailrent_tui.models.mock import MockModel
@@ -36,9 +37,9 @@ async def test_the_summary_request_is_the_last_request_plus_one_instruction(make
     assert sent[: len(last)] == last
     assert sent[len(last)]["role"] == "assistant" and len(sent) == len(last) + 2
     instruction = sent[-1]
-    assert instruction["role"] == "user" and "Summarize messages 1 to 4" in instruction["content"]
+    assert instruction["role"] == "user" and "Messages 1-4 " in instruction["content"]
     # named by position and by the first words of its first and last message
-    assert 'from "Turn 0 notes.' in instruction["content"] and 'to "(mock) I read' in instruction["content"]
+    assert '("Turn 0 notes.' in instruction["content"] and 'to "(mock) I read' in instruction["content"]
     (usage,) = summary_usage(agent)
     # the engine read the instruction only, and the rent model said so before it was sent
     span_tokens = agent.session.folds[0].tokens_before
@@ -58,7 +59,7 @@ class AlternatingModel(MockModel):
             yield chunk
 
 
-async def test_a_template_that_forbids_two_user_messages_gets_the_instruction_in_the_last_one(make_agent):
+async def test_a_template_that_forbids_two_user_messages_sees_the_roles_alternate(make_agent):
     agent = make_agent(window=8192, system_prompt="Be brief.")
     agent.model = AlternatingModel()
     for i in range(3):
@@ -67,8 +68,14 @@ async def test_a_template_that_forbids_two_user_messages_gets_the_instruction_in
     agent.summarizer = ModelSummarizer(agent.model)
     folded = await agent.fold([m.id for m in agent.session.messages[:4]])
     sent = agent.model.requests[-1]
-    assert sent[-1]["content"].startswith("Turn 9 notes.") and "Summarize messages 1 to 4" in sent[-1]["content"]
+    # the request stops before the turn in flight (the engine has not read it): the instruction follows a reply
+    assert [m["role"] for m in sent[-2:]] == ["assistant", "user"] and "Messages 1-4 " in sent[-1]["content"]
+    assert not any("Turn 9 notes." in m["content"] for m in sent)
     assert folded is not None and folded.fold.summarizer == "model:mock" and folded.fold.rejected is None
+    # after the fold the summary travels as that instruction and its answer: the roles still alternate
+    roles = [m["role"] for m in wire_messages(agent.session)][1:]
+    assert all(a != b for a, b in itertools.pairwise(roles)), roles
+    assert roles[-1] == "user"
 
 
 async def test_a_model_that_answers_the_user_instead_is_refused_and_the_fallback_says_why(make_agent):
@@ -105,11 +112,13 @@ async def test_near_the_window_the_summary_request_stops_after_the_span_and_fits
         await agent.turn(chatter(i, 200))
         i += 1
     (usage,) = summary_usage(agent)[:1]
-    k = next(n for n, r in enumerate(agent.model.requests) if "[summary request]" in r[-1]["content"])
+    k = next(n for n, r in enumerate(agent.model.requests) if "leave the context." in r[-1]["content"])
     summary_request, last_turn = agent.model.requests[k], agent.model.requests[k - 1]
-    # the request ends with the instruction right after the span: what the fold keeps is left out
-    assert len(summary_request) <= len(last_turn)
-    assert summary_request[:-1] == last_turn[: len(summary_request) - 1]
+    # the request is the last one (and its reply) up to the turn in flight, or stops right after the
+    # span when that would not fit: either way a prefix of what the engine holds, then the instruction
+    shared = min(len(summary_request) - 1, len(last_turn))
+    assert summary_request[:shared] == last_turn[:shared]
+    assert not any(m["content"] == agent.model.requests[k + 1][-1]["content"] for m in summary_request)
     # it fits the window with the summary's room; its prefix is still read from the cache
     budget = agent.policy_context().settings.summary_budget(agent.session.folds[0].tokens_before)
     assert usage.prompt_tokens + budget <= agent.session.window

@@ -238,7 +238,7 @@ async def test_a_fold_leaves_a_ledger_message_and_the_inspector_shows_what_it_ca
         assert head.startswith("ledger · 1 statement kept verbatim") and "pinned" in head
         assert body == "- fact: Deploys go through the staging-7 cluster first."
         ids = app.transcript.mounted_ids
-        assert ids.index(fold.ledger.id) + 1 == ids.index(fold.summary.id)
+        assert ids.index(fold.summary.id) + 1 == ids.index(fold.ledger.id)
         await wait_until(pilot, lambda: "ledger 0" not in cost(app), what="the panel counts the ledger message")
         await submit(pilot, app, "/inspect 1")
         await wait_until(pilot, lambda: isinstance(app.screen, FoldInspector), what="the inspector")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -144,6 +145,14 @@ for _why, _names in {
     "it is destructive (it deletes, moves, overwrites or changes permissions)": (
         "rm rmdir unlink shred mv cp dd truncate mkfs fdisk sfdisk parted wipefs mkswap chmod chown chgrp chattr "
         "ln install touch mkdir tee kill killall pkill reboot shutdown halt poweroff crontab"),
+    "its config (in the workspace) can load plugins, run hooks or write outside it": (
+        "eslint prettier stylelint mypy pylint flake8 ruff black isort pyright pre-commit lefthook husky webpack vite "
+        "rollup esbuild babel parcel tsc terraform tofu ansible ansible-playbook docker-compose direnv mise asdf "
+        "hg svn"),
+    "a compiler reads any file its sources include and writes what it builds": (
+        "gcc g++ cc c++ clang clang++ rustc javac ld as"),
+    "it can run a command given in its input or open a connection": (
+        "m4 ed ex expect socat nc ncat netcat telnet tmux screen xdg-open open"),
     "its arguments can run code or write any file": (
         "sed tar rsync awk gawk mawk nawk vim vi nvim emacs nano less more sort shuf uniq curl wget gzip gunzip "
         "zip unzip xz unxz bzip2 bunzip2 zstd 7z patch split csplit openssl git"),
@@ -163,6 +172,8 @@ _GIT_RUNS = re.compile(
     r"includeif|filter|diff|pager)",
     re.IGNORECASE,
 )
+
+_BUILTIN_FSMONITOR = re.compile(r"^\s*fsmonitor\s*=\s*(true|false|yes|no|on|off|1|0)\s*$", re.IGNORECASE)
 
 Kind = Literal["read-only", "exact"]
 
@@ -236,22 +247,74 @@ def _words_leave(root: str | Path, words: list[str]) -> str | None:
         if word.startswith("-"):
             candidates = [word.split("=", 1)[1]] if "=" in word else [word.lstrip("-")[1:]] if not word.startswith("--") else []
         for c in candidates:
-            if c and _pathish(c) and path_outside(root, c):
+            # a bare name counts too when the workspace holds it as a symlink (`jq . data.json`, data.json -> ~/.env)
+            if c and (_pathish(c) or os.path.islink(os.path.join(root, c))) and path_outside(root, c):
                 return word
     return None
 
 
-def git_config_runs_programs(root: str | Path) -> str | None:
-    """The first line of the workspace's .git/config that makes git run a program; None if none."""
-    config = Path(root) / ".git" / "config"
+def _git_dirs(root: str | Path) -> list[Path]:
+    """The git directories whose config a git command run in `root` reads: the repository's
+    (found upward from the workspace, as git finds it; a `.git` file's `gitdir:` followed) and,
+    for a linked worktree, its common directory too."""
+    here = Path(os.path.realpath(root))
+    for folder in (here, *here.parents):
+        dot = folder / ".git"
+        try:
+            if dot.is_dir():
+                gitdir = dot
+            elif dot.is_file():
+                with open(dot, "rb") as f:
+                    line = f.read(4096).decode("utf-8", "replace").strip()
+                if not line.startswith("gitdir:"):
+                    return []
+                gitdir = folder / line.removeprefix("gitdir:").strip()
+            else:
+                continue
+        except OSError:
+            return []
+        dirs = [gitdir]
+        try:
+            with open(gitdir / "commondir", "rb") as f:
+                dirs.append(gitdir / f.read(4096).decode("utf-8", "replace").strip())
+        except OSError:
+            pass
+        return dirs
+    return []
+
+
+def _read_config(path: Path) -> str | None:
+    """A config file's text (the first MB); None when there is none. Never waits on a FIFO."""
     try:
-        with open(config, "rb") as f:
-            text = f.read(1 << 20).decode("utf-8", "replace")
-    except OSError:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
         return None
-    for line in text.splitlines():
-        if _GIT_RUNS.search(line):
-            return line.strip()[:80]
+    except OSError as exc:
+        return f"[unreadable: {exc.strerror or exc}]"
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return "[not a regular file]"
+        return f.read(1 << 20).decode("utf-8", "replace")
+
+
+def git_config_runs_programs(root: str | Path) -> str | None:
+    """The first line of the repository's own config (`config`, `config.worktree`, a linked
+    worktree's common `config`) that makes git run a program, or that cannot be read as a plain
+    file; None if none. A section and its first key may share a line (`[core] fsmonitor = x`)."""
+    for gitdir in _git_dirs(root):
+        for name in ("config", "config.worktree"):
+            text = _read_config(gitdir / name)
+            if text is None:
+                continue
+            if text.startswith("[unreadable") or text == "[not a regular file]":
+                return f"{name}: {text.strip('[]')}"
+            for line in text.splitlines():
+                header = re.match(r"^\s*\[[^\]]*\]", line)
+                rest = line[header.end():] if header else line
+                if _BUILTIN_FSMONITOR.match(rest):
+                    continue  # git's own daemon, no program of the repository's
+                if (header and _GIT_RUNS.search(header.group(0))) or _GIT_RUNS.search(rest):
+                    return line.strip()[:80]
     return None
 
 

@@ -14,21 +14,49 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from tailrent_tui.agent.wire import wire_messages
+from tailrent_tui.agent.slots import save_before_fold
+from tailrent_tui.agent.wire import wire_entries
+from tailrent_tui.core import ledger as ledger_rules
 from tailrent_tui.core.messages import FoldRecord, Message
 from tailrent_tui.core.policies import FALLBACKS
 from tailrent_tui.core.rent import Item, aside_rent, context_item, context_items, prompt_rate
-from tailrent_tui.core.rungs.fold import span_messages, span_to_target
+from tailrent_tui.core.rungs.fold import after_position, span_messages, span_to_target
 from tailrent_tui.core.session import SessionError
 from tailrent_tui.core.summarize import Summarize, Summary
+from tailrent_tui.models.base import Usage
 from tailrent_tui.models.errors import ModelError
-from tailrent_tui.models.summarizer import ModelSummarizer, SummaryContext, aligned_instruction, aligned_messages
+from tailrent_tui.models.summarizer import (
+    ModelSummarizer,
+    SummaryContext,
+    aligned_instruction,
+    aligned_messages,
+    asks_apart,
+)
 
 #: past this share of the fold trigger, an idle agent writes the next fold's summary ahead (`prepare_fold`)
 PRE_TRIGGER = 0.8
+#: a summary request near the window asks for a shorter summary rather than leave the kept messages out,
+#: down to a third of its budget and never under this many tokens
+MIN_FIT_BUDGET = 48
+#: tokens kept free for the difference between our count and the server's
+FIT_MARGIN = 16
+
+
+def asked_key(instruction: str) -> str:
+    """The rent item of a summary request's instruction (its answer's is `answer_key`): when the fold
+    keeps them as its summary, the rent model renames the two to the summary message."""
+    return f"__summary_request__:{hash(instruction)}"
+
+
+def answer_key(instruction: str) -> str:
+    return f"__summary_answer__:{hash(instruction)}"
+
+
+def ledger_key(instruction: str) -> str:
+    return f"__summary_ledger__:{hash(instruction)}"
 
 
 @dataclass(frozen=True)
@@ -38,6 +66,8 @@ class PreparedFold:
     span_ids: tuple[str, ...]
     span_tokens: int
     summary: Summary
+    #: the span as the ladder takes it, statements and all (what the fold's ledger carries from)
+    raw_ids: tuple[str, ...] = ()
 
     @property
     def messages(self) -> int:
@@ -60,6 +90,12 @@ class FoldRequests:
         self.state = driver.state
         #: the next fold's summary, written while the user read (`prepare_fold`)
         self.prepared: PreparedFold | None = None
+        #: the request number of the prepared summary's last request (`warm` sends it again after a turn)
+        self.prepared_at = 0
+        #: the budget the last `summary_context` fitted the request to (a shorter one near the window)
+        self.fitted_budget = 0
+        #: a summary request of the span alone replaced the engine's slot since the last fold was placed
+        self.cache_moved = False
 
     def prepared_span(self) -> list[Message] | None:
         """The span the ladder would fold at the trigger, when the context is past the pre-trigger
@@ -74,9 +110,12 @@ class FoldRequests:
         session, trigger = s.session, min(settings.trigger_tokens, settings.request_limit)
         if not PRE_TRIGGER * trigger <= session.context_tokens <= trigger:
             return None
-        # at the trigger the excess is (trigger - target): ask span_to_target for that much now
+        # at the trigger the excess is (trigger - target): ask span_to_target for that much now; the
+        # user's next message will be one of the messages the fold keeps, so one fewer is kept now
+        # (else the span at the trigger runs a message longer, and that message is added unsummarized)
         lowered = settings.target_tokens - (trigger - session.context_tokens)
-        ids = span_to_target(session, lowered, keep_recent=settings.keep_recent, summary_share=settings.summary_share)
+        keep = max(0, settings.keep_recent - 1)
+        ids = span_to_target(session, lowered, keep_recent=keep, summary_share=settings.summary_share)
         return span_messages(session, ids) if ids else None
 
     async def prepare_fold(self) -> PreparedFold | None:
@@ -87,18 +126,77 @@ class FoldRequests:
         span = self.prepared_span()
         if span is None:
             return None
+        raw = span
+        session = self.state.session
+        if session.statements:
+            # as the ladder will ask it (`ask_summary`): without the statements the fold carries
+            span = session.summarizable(span)
+            if not span:
+                return None
         ids = tuple(m.id for m in span)
-        if self.prepared is not None and self.prepared.span_ids == ids:
-            return self.prepared
         tokens = sum(m.tokens for m in span)
         request = Summarize(tuple(span), self.driver.policy_context().settings.summary_budget(tokens))
+        if self.prepared is not None and self.prepared.span_ids == ids:
+            if self.driver.meter.request_no > self.prepared_at:
+                await self.warm(self.prepared, request)
+            return self.prepared
         summary = await self.driver.summary_for(request)
         if summary.error or not summary.text:
             return None
-        self.prepared = PreparedFold(ids, tokens, summary)
+        self.prepared_at = self.driver.meter.request_no
+        self.prepared = PreparedFold(ids, tokens, summary, tuple(m.id for m in raw))
+        if self._ledger_text(self.prepared) is not None:
+            # the statements the fold will carry are new tokens: read them now, after the summary
+            await self.warm(self.prepared, request)
         if self.state.on_prepared is not None:
             self.state.on_prepared(self.prepared)
         return self.prepared
+
+    async def warm(self, prepared: PreparedFold, request: Summarize) -> None:
+        """A turn came since the prepared summary was written, and the engine's cache holds that turn
+        now: send the conversation with the prepared instruction and summary after it (one token
+        asked), so that at the trigger the fold finds them cached again. Priced and journaled as a
+        summary request (it is the prepared fold's); skipped when the instruction would read
+        differently now, or the model does not write the summaries."""
+        summarizer = self.state.summarizer
+        asked = prepared.summary.asked
+        if not isinstance(summarizer, ModelSummarizer) or asked is None:
+            return
+        context, items = self.summary_context(request, summarizer)
+        if context is None or not asks_apart(context) or aligned_instruction(context, self.fitted_budget) != asked:
+            return
+        session = self.state.session
+        text = prepared.summary.text
+        messages = [*context.messages, {"role": "user", "content": asked}, {"role": "assistant", "content": text}]
+        ledger = self._ledger_text(prepared)
+        if ledger is not None:
+            messages.append({"role": "user", "content": f"[context note]\n{ledger}"})
+        options = {**context.options, **summarizer.options, "max_tokens": 1}
+        at = session.clock()
+        usage: Usage | None = None
+        try:
+            async for chunk in summarizer.model.stream(messages, tools=context.tools, options=options):
+                if isinstance(chunk, Usage):
+                    usage = chunk
+        except ModelError:
+            return
+        rent = self.state.rent
+        predicted = None
+        if rent is not None:
+            items = [*items, (answer_key(asked), session.count(text))]
+            if ledger is not None:
+                items.append((ledger_key(asked), session.sent_tokens(session.make_message("system", ledger))))
+            predicted = rent.request(items, session.head_tokens, at, 0, aside=True)
+        self.prepared_at = self.driver.meter.request_no + 1
+        self.driver.meter.record(predicted, usage, "summary")
+
+    def _ledger_text(self, prepared: PreparedFold) -> str | None:
+        """The ledger message the fold of this span will carry (core makes it the same way), or None."""
+        session = self.state.session
+        if not session.statements or not prepared.raw_ids:
+            return None
+        carried = session.carried_by([session.get(i) for i in prepared.raw_ids if i in session])
+        return ledger_rules.ledger_text(carried) if carried else None
 
     def prepared_summary(self, request: Summarize) -> Summary | None:
         """The prepared summary, when it covers the start of the asked span as it still is: the
@@ -118,13 +216,16 @@ class FoldRequests:
         text = prepared.summary.text
         if rest:
             text += "\n" + FALLBACKS[0].summarize(rest)
-        return Summary(text=text, by=f"{prepared.summary.by}, prepared")
+        return Summary(text=text, by=f"{prepared.summary.by}, prepared", asked=prepared.summary.asked)
 
     async def summary_for(self, request: Summarize) -> Summary:
+        await save_before_fold(self.state)
         summarizer = self.state.summarizer
         if isinstance(summarizer, ModelSummarizer):
             session = self.state.session
             context, items = self.summary_context(request, summarizer)
+            if context is not None:
+                request = replace(request, budget=self.fitted_budget)
             at = session.clock()
             try:
                 summary = await summarizer.asummarize(request.span, request.budget, context=context)
@@ -138,58 +239,121 @@ class FoldRequests:
                 # what it is: the conversation's cached prefix read again, then the instruction (it moves
                 # the engine's cache as any request does, and is counted apart from the turns)
                 predicted = rent.request(items, session.head_tokens, at, output, aside=True)
+                if summary.asked is not None and output:
+                    # the engine keeps the answer it wrote: the fold sends it back as it was
+                    rent.generated((answer_key(summary.asked), output))
             else:
                 # a request of its own (no conversation to align with, or the cache is cold):
                 # all of it read, and the conversation's cache left as it was
                 sent = sum(session.count(m["content"]) for m in summarizer.request_messages(request.span))
                 predicted = aside_rent(sent, output, getattr(rent, "sheet", None))
+                # the engine's slot held another prompt meanwhile: the next request is no test of its KV shift
+                self.cache_moved = True
+                if rent is not None and rent.sheet.local:
+                    rent.expire()  # and it reads the conversation again
             self.driver.meter.record(predicted, usage, "summary")
             return summary
         return Summary(text=summarizer.summarize(request.span), by=summarizer.name)
 
     def summary_context(self, request: Summarize, summarizer: ModelSummarizer) -> tuple[SummaryContext | None, list[Item]]:
-        """The conversation as the next request would send it, with the span's positions in it,
-        and its rent items with the summary instruction last; (None, []) when a request of the
-        span on its own reads fewer tokens (the cache is cold: the context would be read whole).
+        """The conversation as the last request sent it, with the span's positions in it, and its
+        rent items with the summary instruction last; (None, []) when a request of the span on its
+        own reads fewer tokens (the cache is cold: the context would be read whole).
 
         Its messages are `wire_messages` of the session, its tools and options the turn's: the
         same tokens as the last request, so an engine that kept its KV reads only the instruction.
+        The context stops where a fold placed `after` puts its summary (`after_position`): before
+        the turn in flight (the user's new message, a tool exchange), which the engine has not
+        read yet, so the instruction is a message of its own after a reply. The fold then keeps
+        the instruction and the summary as a question and its answer, where they were asked:
+        tokens the engine holds already.
         """
         session = self.state.session
-        visible = [m for m in session.messages if not m.cut_off]
-        offset = 1 if session.system else 0
+        self.rename_folded()
         ids = {m.id for m in request.span}
-        positions = tuple(i + offset for i, m in enumerate(visible) if m.id in ids)
-        if not positions:
+        entries = wire_entries(session)
+        visible = [m for m in session.messages if not m.cut_off]
+        if not any(m.id in ids for m in visible):
             return None, []
+        # the messages before the summary's place, in the session (the span among them)
+        kept_before = after_position(session, ids)
+        kept = [m for m in session.messages if m.id not in ids]
+        last_span = max(i for i, m in enumerate(session.messages) if m.id in ids)
+        end_index = last_span + 1
+        if kept_before > 0:
+            end_index = max(end_index, session.messages.index(kept[kept_before - 1]) + 1)
+        ends = self._cut(session, entries, visible, end_index)
         tools = self.driver.offered_tools() if self.driver.offered_tools is not None else None
-        messages = wire_messages(session)
-        items = context_items(session)
+        options = self.driver.request_options() if self.driver.request_options is not None else {}
+        context, items = self._context(session, entries, ends, ids, tools, options)
         instruction_tokens = session.sent_tokens(session.make_message("user", aligned_instruction_probe(request)))
-        whole = session.head_tokens + sum(t for _, t in items) + instruction_tokens + request.budget
-        if whole > self.driver.budget_window():
+        room = self.driver.budget_window() - (session.head_tokens + sum(t for _, t in items) + instruction_tokens)
+        room -= FIT_MARGIN
+        if room < request.budget:
             # the fold comes when the context is near the window: with the instruction and the summary's
-            # room it would not fit. What follows the span is not needed to summarize it: the request
-            # stops after the span, its prefix still the cached one
-            end = max(positions) + 1
-            messages, items = messages[:end], items[: end - offset]
-        context = SummaryContext(
-            messages=messages, positions=positions, tools=tools or None,
-            options=self.driver.request_options() if self.driver.request_options is not None else {},
-        )
+            # room it would not fit. A shorter summary, when it is not much shorter, keeps the engine's
+            # cache of everything (stopping the request after the span would overwrite the kept messages'
+            # KV with the summary's, and the request after the fold would read them again)
+            if room >= max(MIN_FIT_BUDGET, request.budget // 3):
+                request = replace(request, budget=room)
+            else:
+                # else what follows the span is left out: the request stops after the span, its prefix
+                # still the cached one
+                ends = self._cut(session, entries, visible, last_span + 1)
+                context, items = self._context(session, entries, ends, ids, tools, options)
+        self.fitted_budget = request.budget
         instruction = aligned_messages(context, request.budget)[-1]
-        if context.messages[-1]["role"] == "user" and items:
+        sent = session.sent_tokens(session.make_message("user", instruction["content"]))
+        if not asks_apart(context) and items:
             # appended to the last user message: that message is read again with it
             key, _ = items[-1]
-            items[-1] = (key + "+summary-request", session.sent_tokens(session.make_message("user", instruction["content"])))
+            items[-1] = (key + "+summary-request", sent)
         else:
-            items.append(("__summary_request__", session.sent_tokens(session.make_message("user", instruction["content"]))))
+            items.append((asked_key(instruction["content"]), sent))
         rent = self.state.rent
         if rent is not None:
             whole, cached, _ = rent.predict(items, session.head_tokens, session.clock())
             alone = sum(session.count(m["content"]) for m in summarizer.request_messages(request.span))
-            if whole - cached > alone:
+            # on a local engine a request of the span alone takes the slot: the next turn reads the whole
+            # context again (measured: 988 tokens instead of ~680), so it is cheaper only when nothing is cached
+            if whole - cached > alone and not (rent.sheet.local and cached > 0):
                 return None, []
+        return context, items
+
+    def rename_folded(self) -> None:
+        """The last fold's summary, asked in context, is the summary request's instruction and answer
+        the rent model holds last: it is known by the summary's name from now on (`RentModel.rename`)."""
+        rent, session = self.state.rent, self.state.session
+        record = session.folds[-1] if session.folds else None
+        asked = record.summary.meta.get("asked") if record is not None else None
+        if rent is None or record is None or not isinstance(asked, str) or record.summary.id not in session:
+            return
+        summary = context_item(session, session.get(record.summary.id))
+        if record.ledger is not None and record.ledger.id in session:
+            # a prepared fold sent its ledger after the pair too (`warm`)
+            ledger = context_item(session, session.get(record.ledger.id))
+            if rent.rename([asked_key(asked), answer_key(asked), ledger_key(asked)], [summary, ledger]):
+                return
+        rent.rename([asked_key(asked), answer_key(asked)], [summary])
+
+    @staticmethod
+    def _cut(session: Any, entries: list[tuple[str | None, Any]], visible: list[Message], end_index: int) -> tuple[int, int]:
+        """(wire entries, visible messages) before session message `end_index`."""
+        before = {m.id for m in session.messages[:end_index]}
+        n_entries = sum(1 for owner, _ in entries if owner is None or owner in before)
+        n_visible = sum(1 for m in visible if m.id in before)
+        return n_entries, n_visible
+
+    def _context(
+        self, session: Any, entries: list[tuple[str | None, Any]], ends: tuple[int, int], ids: set[str],
+        tools: Any, options: Any,
+    ) -> tuple[SummaryContext, list[Item]]:
+        n_entries, n_visible = ends
+        messages = [entry for _, entry in entries[:n_entries]]
+        positions = tuple(i for i, (owner, _) in enumerate(entries[:n_entries]) if owner in ids)
+        items = context_items(session)[:n_visible]
+        later = [entry for _, entry in entries[n_entries:]]
+        context = SummaryContext(messages=messages, positions=positions, tools=tools or None, options=options, later=later)
         return context, items
 
     def reread_after(self, record: FoldRecord) -> tuple[int, float | None]:

@@ -18,6 +18,7 @@ from typing import Any
 from tailrent_tui.agent.events import SummaryEnded, SummaryStarted, TurnCallbacks, noop
 from tailrent_tui.agent.fold_requests import FoldRequests, PreparedFold
 from tailrent_tui.agent.meter import UsageMeter
+from tailrent_tui.agent.slots import restore_after_unfold
 from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.core.messages import Event, Folded, FoldRecord, FoldSkipped, Message, Unfolded
@@ -148,10 +149,13 @@ class LadderDriver:
     def _placed(self, events: list[Event], before: list[Message]) -> None:
         """Tell the placement keeper of each fold, with what an in-place fold would have kept cached
         (the head and the messages before the span): the next request is judged against it."""
-        keeper = self.state.placement
-        if keeper is None:
-            return
         session = self.state.session
+        # the last fold's summary request's instruction and answer are now its summary, in the cache
+        self.requests.rename_folded()
+        moved, self.requests.cache_moved = self.requests.cache_moved, False
+        keeper = self.state.placement
+        if keeper is None or moved:
+            return
         for ev in events:
             if isinstance(ev, Folded):
                 span = set(ev.fold.span_ids)
@@ -242,6 +246,7 @@ class LadderDriver:
         """The policy's step before each request: after a cache expiry it may fold at no
         extra cost, and it makes the request fit the window with room for the reply."""
         self.stores.refresh_instructions()
+        await restore_after_unfold(self.state)
         cold = self.state.cold_resume
         expired = self._cache_expired()
         if expired and not cold:
@@ -268,7 +273,13 @@ class LadderDriver:
         the archive, back in its summary's place if they fit under the fold trigger.
         SessionError says why not; ArchiveError when its archive entry is damaged."""
         originals = self.stores.fold_originals(fold_no)
-        return unfold(self.state.session, fold_no, originals, limit=self.policy_context().settings.trigger_tokens)
+        event = unfold(self.state.session, fold_no, originals, limit=self.policy_context().settings.trigger_tokens)
+        # the engine's prompt cache may have let the prompt before the fold go: the slot saved
+        # before the fold brings it back before the next request (slots.restore_after_unfold)
+        keeper = self.state.slots
+        if keeper is not None and keeper.state == "on":
+            keeper.restore_pending = fold_no
+        return event
 
     def reread_after(self, record: FoldRecord) -> tuple[int, float | None]:
         return self.requests.reread_after(record)

@@ -134,6 +134,8 @@ class SlotKeeper:
         self.last_save: SlotOutcome | None = None
         #: what the slot held when last asked (`ask_held`): a resume's warm or cold
         self.held: HeldSlot | None = None
+        #: a fold was undone: the slot saved before it is restored before the next request
+        self.restore_pending: int | None = None
         # the idle save (a worker thread) and the save on quit may overlap
         self._writing = threading.Lock()
 
@@ -193,6 +195,8 @@ class SlotKeeper:
         if model is None:
             self.state, self.off_reason = "off", "only llama.cpp's server saves KV slots"
             return None
+        if (why := _engine_slots(model)) is not None:
+            return self._turn_off(why) if why else None
         self._client = SlotClient(model.server_root, headers=getattr(model, "_headers", None))
         try:
             server = self._client.probe()
@@ -258,7 +262,7 @@ class SlotKeeper:
             outcome.level = "info" if "no slot was saved" in choice.reason else "warning"
             return outcome
         record = choice.record
-        damaged = _damaged_slot_file(slot_dir, record)
+        damaged = _damaged_slot_file(slot_dir, record, in_process=getattr(self.model, "kind", "") == "embedded")
         if damaged:
             # llama.cpp's engine asserts (GGML_ASSERT) on a short slot file and aborts the whole process
             self.restore_why = damaged
@@ -284,12 +288,7 @@ class SlotKeeper:
             return outcome
         ms = answer.timings.restore_ms if answer.timings else None
         outcome.ok, outcome.file, outcome.tokens, outcome.bytes, outcome.ms = (
-            True,
-            record.file,
-            answer.n_restored,
-            answer.n_read,
-            ms,
-        )
+            True, record.file, answer.n_restored, answer.n_read, ms)
         took = f" in {ms:.0f} ms" if ms is not None else ""
         outcome.line = f"KV slot restored: {answer.n_restored:,} tokens from {record.file}{took}"
         self._saved_hash = record.hash  # the file holds this prefix already
@@ -354,7 +353,8 @@ class SlotKeeper:
             )
             outcome.level = "warning"
             return outcome
-        record = plan.record.model_copy(update={"tokens": answer.n_saved, "bytes": answer.n_written})
+        digest = file_digest(self.slot_dir / plan.file) if self.slot_dir is not None else None
+        record = plan.record.model_copy(update={"tokens": answer.n_saved, "bytes": answer.n_written, "digest": digest})
         outcome.ok, outcome.tokens, outcome.bytes, outcome.ms = True, answer.n_saved, answer.n_written, ms
         outcome.line = f"KV slot saved ({reason}): {answer.n_saved:,} tokens, {answer.n_written / MB:.1f} MB in {ms:.0f} ms"
         self._saved_hash = record.hash
@@ -409,6 +409,11 @@ class SlotKeeper:
         self.last_save = self._write(plan, reason)
         return self.last_save
 
+    async def save_before_fold(self) -> SlotOutcome | None:
+        """Save the slot while it holds the conversation as it is before a fold: `/unfold` restores it
+        when the engine's prompt cache no longer holds that prompt. A failure is a warning, once."""
+        return await self.save("before a fold")
+
     async def save(self, reason: str) -> SlotOutcome | None:
         """Save from the event loop: what is sent is read here, the request runs in a thread."""
         plan = self._plan() if self.state != "unknown" else await asyncio.to_thread(self._plan)
@@ -416,6 +421,46 @@ class SlotKeeper:
             return plan
         self.last_save = await asyncio.to_thread(self._write, plan, reason)
         return self.last_save
+
+
+async def save_before_fold(state: Any) -> None:
+    """The slot saved before a fold (a fold's first summary request, or its fallback's, is next)."""
+    keeper: SlotKeeper | None = getattr(state, "slots", None)
+    if keeper is None or keeper.state != "on":
+        return
+    outcome = await keeper.save_before_fold()
+    if outcome is not None and not outcome.ok and outcome.line:
+        line = keeper._once("save-before-fold", outcome.line)
+        if line:
+            state.session.note(line, "warning")
+
+
+async def restore_after_unfold(state: Any) -> None:
+    """After `/unfold`, before the next request: the newest slot whose prefix is the context's
+    (the one saved before the fold) is restored, so the request reads what came after it, whether or
+    not the engine's prompt cache still held the prompt before the fold. Said in one line."""
+    keeper: SlotKeeper | None = getattr(state, "slots", None)
+    if keeper is None or keeper.restore_pending is None:
+        return
+    fold_no, keeper.restore_pending = keeper.restore_pending, None
+    outcome = await asyncio.to_thread(keeper.restore)
+    if outcome is None:
+        return
+    if outcome.ok and outcome.tokens:
+        rent = state.rent
+        if rent is not None:
+            # the slot holds the prompt as it was before the fold: the items that fit in what was restored
+            items, held = [], state.session.head_tokens
+            for item in context_items(state.session):
+                if held + item[1] > outcome.tokens:
+                    break
+                items.append(item)
+                held += item[1]
+            rent._previous = [(HEAD_ID, state.session.head_tokens), *items]
+            rent._previous_at = time.time()
+        state.session.note(f"after /unfold {fold_no}: {outcome.line} (the slot saved before the fold)", "info")
+    elif outcome.line:
+        state.session.note(f"after /unfold {fold_no}: {outcome.line}", "warning")
 
 
 # -- the resume's price --------------------------------------------------------------
@@ -447,6 +492,9 @@ def price_resume(agent: SlotHost, *, now: float | None = None, slot_why_said: bo
         idle = now - last
         if held is not None and held.warm is not None:
             warm, why = held.warm, (f"idle {idle_words(idle)}; {held.why}" if idle >= 0 else held.why)
+        elif getattr(agent.model, "kind", "") == "embedded":
+            # tailrent started this engine: nothing of the last request is in its cache
+            warm, why = False, "the embedded engine starts empty"
         elif idle < 0:
             why = f"the clock is {idle_words(-idle)} behind the last request: cannot tell whether the cache is warm, counted cold"
         elif idle < sheet.ttl_seconds:
@@ -604,12 +652,46 @@ async def on_resume(agent: SlotHost) -> list[tuple[str, str]]:
     return lines
 
 
-def _damaged_slot_file(slot_dir: Path | None, record: SlotRecord) -> str | None:
+def _engine_slots(model: Any) -> str | None:
+    """The embedded engine's say on slots: "" before it listens (asked once it does), why it keeps
+    none (its slot dir refused), or None (any other server: ask it)."""
+    if getattr(model, "started", True) is False:
+        return ""
+    refused = getattr(model, "slots_refused", None)
+    return f"{refused}; resumes re-read the whole context" if refused else None
+
+
+#: the first bytes of a llama.cpp slot file ("ggsq", LLAMA_STATE_SEQ_MAGIC, little-endian)
+SLOT_MAGIC = b"qsgg"
+
+
+def file_digest(path: Path) -> str | None:
+    """sha256 of a regular file (not followed through a symlink); None when it cannot be read."""
+    import hashlib
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        h = hashlib.sha256()
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _damaged_slot_file(slot_dir: Path | None, record: SlotRecord, *, in_process: bool = False) -> str | None:
     """Why the slot file of `record` must not be handed to the server to restore; None when it looks whole.
 
-    Checked only where tailrent can see the slot dir: a symlink, a file that is not regular, or one
-    whose size is not what the server reported writing (cut short by a full disk, replaced)."""
-    if slot_dir is None or not record.bytes:
+    Checked only where tailrent can see the slot dir: a symlink, a file that is not regular, one
+    that is not a llama.cpp slot file, one whose size is not what the server reported writing (cut
+    short by a full disk), or whose content is not what it wrote (another session's or another
+    model's slot under this name, a flipped bit). llama.cpp aborts its process (GGML_ASSERT) on a
+    short file: with the engine in this process (`in_process`), a record that cannot be checked
+    (no size, from an older tailrent) is not restored either."""
+    if slot_dir is None:
         return None
     path = slot_dir / record.file
     try:
@@ -618,10 +700,27 @@ def _damaged_slot_file(slot_dir: Path | None, record: SlotRecord) -> str | None:
         return None  # gone: choose_restore has said so where it can
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
         return f"{record.file} in the slot dir is not a regular file"
-    if st.st_size != record.bytes:
+    if record.bytes and st.st_size != record.bytes:
         return (
             f"{record.file} in the slot dir is {st.st_size:,} bytes, not the {record.bytes:,} the server wrote "
             "(cut short or replaced)"
+        )
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(SLOT_MAGIC))
+    except OSError as exc:
+        return f"{record.file} in the slot dir cannot be read ({exc.strerror or exc})"
+    if head != SLOT_MAGIC:
+        return f"{record.file} in the slot dir is not a llama.cpp slot file"
+    if record.digest is not None and file_digest(path) != record.digest:
+        return (
+            f"{record.file} in the slot dir is not the file the server wrote (its content changed: another "
+            "session's or another model's slot, or damage)"
+        )
+    if in_process and not record.bytes and record.digest is None:
+        return (
+            f"{record.file} has no recorded size to check it against, and a short slot file would abort "
+            "the embedded engine (and tailrent with it)"
         )
     return None
 

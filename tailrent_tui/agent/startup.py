@@ -53,6 +53,7 @@ class ModelLink:
         self.state = state
         self.host = host
         self._started = False
+        self._preload_said: str | None = None
         self._learning: asyncio.Future[None] | None = None
 
     def will_preload(self) -> bool:
@@ -71,9 +72,10 @@ class ModelLink:
             # the window the turns send: a different num_ctx would make Ollama load the model again
             seconds = await model.preload(num_ctx=self.state.session.window)
         except ModelError as exc:
-            self.state.session.note(
-                f"could not load {model.name or 'the model'} before the first request: {exc.message} ({exc.hint})", "warning"
-            )
+            line = f"could not load {model.name or 'the model'} before the first request: {exc.message} ({exc.hint})"
+            if exc.message != self._preload_said:  # a retry that fails the same way is not said again
+                self._preload_said = exc.message
+                self.state.session.note(line, "warning")
             return None
         self.state.preload_seconds = seconds
         return seconds
@@ -97,6 +99,10 @@ class ModelLink:
     async def _learn(self) -> None:
         # first: the embedded engine must listen before anything asks it, and a resumed Ollama model loads
         await self.preload()
+        if isinstance(self.state.model, EmbeddedModel) and not self.state.model.started:
+            # the engine did not start, and its note said why: the next turn tries it all again
+            self._started = False
+            return
         await self._learn_window()
         if self.state.placement is not None:
             # before the first request: llama.cpp is asked with n_cache_reuse from it on

@@ -8,20 +8,41 @@ from __future__ import annotations
 
 from typing import Any
 
+from tailrent_tui.core.messages import Kind, Message
 from tailrent_tui.core.session import Session
 
 
+def summary_pair(m: Message) -> tuple[str, str] | None:
+    """(the instruction, the summary) of a fold summary a model wrote in the conversation's
+    context (core keeps the instruction as its header, `Summary.asked`); None otherwise."""
+    if m.kind is not Kind.fold_summary:
+        return None
+    asked = m.meta.get("asked")
+    if not isinstance(asked, str) or not asked or not m.content.startswith(asked + "\n"):
+        return None
+    return asked, m.content[len(asked) + 1 :]
+
+
 def wire_messages(session: Session) -> list[dict[str, Any]]:
-    """The context as neutral wire messages: system prompt, then the transcript.
+    """The context as neutral wire messages (`wire_entries` without the message ids)."""
+    return [entry for _, entry in wire_entries(session)]
+
+
+def wire_entries(session: Session) -> list[tuple[str | None, dict[str, Any]]]:
+    """The context as (message id, wire message): system prompt (id None), then the transcript.
 
     Fold summaries and pointers travel as user-side context notes, because
-    several chat templates refuse a system message after the first. A tool
+    several chat templates refuse a system message after the first. A summary
+    the model wrote in the conversation's context travels as what it was: the
+    instruction that asked for it (a user message) and its answer (`summary_pair`),
+    the very tokens the engine evaluated and generated for the summary request,
+    so that an engine which shifts KV finds them cached after the fold. A tool
     result whose call was folded away travels the same way, so the request
     never holds an orphan tool message.
     """
-    out: list[dict[str, Any]] = []
+    out: list[tuple[str | None, dict[str, Any]]] = []
     if session.system:
-        out.append({"role": "system", "content": session.system})
+        out.append((None, {"role": "system", "content": session.system}))
     open_calls: set[str] = set()
     for m in session.messages:
         if m.cut_off:
@@ -31,13 +52,17 @@ def wire_messages(session: Session) -> list[dict[str, Any]]:
             if m.tool_calls:
                 entry["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls]
                 open_calls = {c.id for c in m.tool_calls}
-            out.append(entry)
+            out.append((m.id, entry))
         elif m.role == "tool" and m.tool_call_id and m.tool_call_id in open_calls:
-            out.append({"role": "tool", "content": m.content, "tool_name": m.tool or "", "tool_call_id": m.tool_call_id})
+            out.append((m.id, {"role": "tool", "content": m.content, "tool_name": m.tool or "", "tool_call_id": m.tool_call_id}))
         elif m.role == "tool":
-            out.append({"role": "user", "content": f"[tool result: {m.tool or 'tool'}]\n{m.content}"})
+            out.append((m.id, {"role": "user", "content": f"[tool result: {m.tool or 'tool'}]\n{m.content}"}))
+        elif m.role == "system" and summary_pair(m) is not None:
+            asked, answer = summary_pair(m)  # type: ignore[misc]
+            out.append((m.id, {"role": "user", "content": asked}))
+            out.append((m.id, {"role": "assistant", "content": answer}))
         elif m.role == "system":
-            out.append({"role": "user", "content": f"[context note]\n{m.content}"})
+            out.append((m.id, {"role": "user", "content": f"[context note]\n{m.content}"}))
         else:
-            out.append({"role": "user", "content": m.content})
+            out.append((m.id, {"role": "user", "content": m.content}))
     return out

@@ -6,6 +6,8 @@ import json
 
 import click
 
+from tailrent_tui.text import json_visible, visible
+
 
 @click.command()
 @click.argument("session_ref", metavar="SESSION")
@@ -43,11 +45,11 @@ def recall(
     report = probe(session, question, [*expect, *more], outside=outside.by_label())
     if as_json:
         extra = {"hits": report.hits, "total": report.total, "unreadable": outside.unreadable}
-        click.echo(json.dumps(report.model_dump() | extra, indent=2, ensure_ascii=False))
+        click.echo(json_visible(json.dumps(report.model_dump() | extra, indent=2, ensure_ascii=False)))
         return
     for reason in outside.unreadable:
-        click.echo(f"warning: not searched: {reason}", err=True)
-    click.echo(format_probe(report))
+        click.echo(visible(f"warning: not searched: {reason}"), err=True)
+    click.echo(visible(format_probe(report)))
 
 
 COMMANDS = [recall]

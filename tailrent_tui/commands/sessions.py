@@ -34,6 +34,16 @@ from tailrent_tui.store.sessions import (
     find_session,
     list_sessions,
 )
+from tailrent_tui.text import json_visible, visible
+
+
+def _echo(text: object = "", **kwargs: Any) -> None:
+    """click.echo with the session's words (titles, messages, paths) shown as visible text, never acted on."""
+    click.echo(visible(str(text)), **kwargs)
+
+
+def _json(text: str) -> None:
+    click.echo(json_visible(text))
 
 
 def _data_dir(ctx: click.Context) -> Path:
@@ -76,10 +86,10 @@ def sessions(ctx: click.Context, as_json: bool) -> None:
         for i in infos:
             model, workspace = _model_and_workspace(i.path)
             listed.append({**i.model_dump(mode="json"), "model": model, "workspace": workspace})
-        click.echo(json.dumps(listed, ensure_ascii=False, indent=2))
+        _json(json.dumps(listed, ensure_ascii=False, indent=2))
         return
     if not infos:
-        click.echo(f"no sessions in {_data_dir(ctx) / 'sessions'}")
+        _echo(f"no sessions in {_data_dir(ctx) / 'sessions'}")
         return
     header: tuple[str, ...] = ("id", "title", "model", "workspace", "last active", "messages", "folds", "pinned", "context")
     places = {i.id: _model_and_workspace(i.path) for i in infos}
@@ -99,10 +109,10 @@ def sessions(ctx: click.Context, as_json: bool) -> None:
     ]
     widths = [max(len(str(r[c])) for r in [header, *rows]) for c in range(len(header))]
     for r in [header, *rows]:
-        click.echo("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+        _echo("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
     for i in infos:
         if i.note:
-            click.echo(f"note: {i.id}: {i.note}", err=True)
+            _echo(f"note: {i.id}: {i.note}", err=True)
 
 
 def _model_and_workspace(path: Path) -> tuple[str, str]:
@@ -162,10 +172,10 @@ def rm(ctx: click.Context, session_ids: tuple[str, ...], yes: bool) -> None:
     for sd in doomed:
         why = _remove(sd)
         if why is None:
-            click.echo(f"deleted {sd.id}")
+            _echo(f"deleted {sd.id}")
         else:
             failed += 1
-            click.echo(f"not deleted {sd.id}: {why}", err=True)
+            _echo(f"not deleted {sd.id}: {why}", err=True)
     if failed:
         sys.exit(1)
 
@@ -189,12 +199,12 @@ def prune(ctx: click.Context, older_than: float | None, dry_run: bool, yes: bool
         if unanswered or stale:
             picked.append((info, "one unanswered message" if unanswered else f"idle since {_when(info.last_active)}"))
     if not picked:
-        click.echo("nothing to prune")
+        _echo("nothing to prune")
         return
     for info, why in picked:
-        click.echo(f"{info.id}  {why}  {info.title[:40]}")
+        _echo(f"{info.id}  {why}  {info.title[:40]}")
     if dry_run:
-        click.echo(f"{len(picked)} session(s) would be deleted (dry run)")
+        _echo(f"{len(picked)} session(s) would be deleted (dry run)")
         return
     if not _confirm(f"delete these {len(picked)} session(s)?", yes):
         raise click.Abort()
@@ -204,8 +214,8 @@ def prune(ctx: click.Context, older_than: float | None, dry_run: bool, yes: bool
         if refused is None:
             gone += 1
         else:
-            click.echo(f"not deleted {info.id}: {refused}", err=True)
-    click.echo(f"deleted {gone} session(s)")
+            _echo(f"not deleted {info.id}: {refused}", err=True)
+    _echo(f"deleted {gone} session(s)")
 
 
 @sessions.command("repair")
@@ -226,23 +236,23 @@ def repair(ctx: click.Context, session_id: str, apply: bool) -> None:
     except (JournalError, SessionLocked, SessionLookupError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     if out.skipped:
-        click.echo(f"skipped {len(out.skipped)} line(s) of {out.journal}:")
+        _echo(f"skipped {len(out.skipped)} line(s) of {out.journal}:")
         for n, reason in out.skipped:
-            click.echo(f"  line {n}: {reason}")
+            _echo(f"  line {n}: {reason}")
     else:
-        click.echo(f"{out.journal}: no bad lines found")
-    click.echo(f"kept {out.kept:,} event(s)")
+        _echo(f"{out.journal}: no bad lines found")
+    _echo(f"kept {out.kept:,} event(s)")
     if out.applied:
-        click.echo(f"applied: the original is kept as {out.backup}; the repaired journal is now {out.journal}")
+        _echo(f"applied: the original is kept as {out.backup}; the repaired journal is now {out.journal}")
     else:
-        click.echo(f"wrote {out.repaired}; the original is unchanged.")
-        click.echo(f"to use it: tailrent sessions repair {sd.id} --apply  (the original is kept as journal.bak-<time>.jsonl)")
+        _echo(f"wrote {out.repaired}; the original is unchanged.")
+        _echo(f"to use it: tailrent sessions repair {sd.id} --apply  (the original is kept as journal.bak-<time>.jsonl)")
     if out.meta_problem is not None:
         if out.applied:
             kept = f" (the damaged one is kept as {out.meta_backup})" if out.meta_backup else ""
-            click.echo(f"{out.meta_problem}: rebuilt it from the journal{kept}")
+            _echo(f"{out.meta_problem}: rebuilt it from the journal{kept}")
         else:
-            click.echo(f"{out.meta_problem}: wrote {out.meta_repaired}, rebuilt from the journal; --apply puts it in place")
+            _echo(f"{out.meta_problem}: wrote {out.meta_repaired}, rebuilt from the journal; --apply puts it in place")
 
 
 def fold_views(sd: SessionDir, session: Session | None = None) -> list[dict[str, Any]]:
@@ -305,36 +315,36 @@ def _print_fold(v: dict[str, Any]) -> None:
     if v["unfolded"]:
         when = f" at {_when(v['unfolded_at'])}" if v.get("unfolded_at") is not None else ""
         undone = f" · UNDONE{when} (/unfold): its originals are back in the context, the summary is not"
-    click.echo(
+    _echo(
         f"fold #{v['fold_no']} · {_when(v['at'])} · tokens {v['tokens_before']:,} -> {v['tokens_after']:,} "
         f"(context {v['context_before']:,} -> {v['context_after']:,}) · depth {v['depth']} · {v['trigger']}{undone}"
     )
-    click.echo("  originals:")
+    _echo("  originals:")
     if v["originals"] is None:
-        click.echo(f"    ({v['archive_error']})")
+        _echo(f"    ({v['archive_error']})")
     else:
         for m in v["originals"]:
             pin = " [pinned]" if m["pinned"] else ""
-            click.echo(f"    [{m['id']}] {m['role']} {Kind(m['kind']).label}{pin} ({m['tokens']:,} tokens)")
+            _echo(f"    [{m['id']}] {m['role']} {Kind(m['kind']).label}{pin} ({m['tokens']:,} tokens)")
             for line in m["content"].splitlines() or [""]:
-                click.echo(f"      {line}")
+                _echo(f"      {line}")
     refused = f" ({v['summarizer_refused']})" if v["summarizer_refused"] else ""
-    click.echo(f"  summary, by {v['summarizer'] or 'unknown'}{refused}:")
+    _echo(f"  summary, by {v['summarizer'] or 'unknown'}{refused}:")
     for line in v["summary"].splitlines():
-        click.echo(f"    {line}")
-    click.echo(f"  facts lost: {'; '.join(v['facts_lost']) or 'none'}")
-    click.echo(f"  facts repaired: {'; '.join(v['facts_repaired']) or 'none'}")
-    click.echo(f"  carried into the ledger: {len(v['carried'])}")
+        _echo(f"    {line}")
+    _echo(f"  facts lost: {'; '.join(v['facts_lost']) or 'none'}")
+    _echo(f"  facts repaired: {'; '.join(v['facts_repaired']) or 'none'}")
+    _echo(f"  carried into the ledger: {len(v['carried'])}")
     for st in v["carried"]:
-        click.echo(f"    #{st['no']} {st['kind']}: {st['text']}")
+        _echo(f"    #{st['no']} {st['kind']}: {st['text']}")
     if v["uncarried"]:
-        click.echo(f"  not carried (no room under the pin budget; counted lost): {len(v['uncarried'])}")
+        _echo(f"  not carried (no room under the pin budget; counted lost): {len(v['uncarried'])}")
         for st in v["uncarried"]:
-            click.echo(f"    #{st['no']} {st['kind']}: {st['text']}")
+            _echo(f"    #{st['no']} {st['kind']}: {st['text']}")
     if v["dropped"]:
-        click.echo("  dropped: no summary could shrink the span; it left whole for the archive, with a pointer")
+        _echo("  dropped: no summary could shrink the span; it left whole for the archive, with a pointer")
     if v["retired"]:
-        click.echo(f"  retired: its summary left the context for a pointer: {v['retired_pointer']}")
+        _echo(f"  retired: its summary left the context for a pointer: {v['retired_pointer']}")
 
 
 @click.command("inspect")
@@ -360,16 +370,16 @@ def inspect(ctx: click.Context, session_id: str, fold_no: int | None, as_json: b
     if as_json:
         # one fold's view; else every fold and the ledger as it is now
         doc: Any = views[0] if fold_no is not None else {"folds": views, "ledger": [r.to_json() for r in ledger_rows(session)]}
-        click.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+        _json(json.dumps(doc, ensure_ascii=False, indent=2))
         return
     if not views:
-        click.echo(f"session {sd.id} has no folds")
+        _echo(f"session {sd.id} has no folds")
     for v in views:
         _print_fold(v)
     if fold_no is None:
-        click.echo("")
+        _echo("")
         for line in ledger_lines(session):
-            click.echo(line)
+            _echo(line)
 
 
 @click.command("export")
@@ -400,7 +410,7 @@ def export(ctx: click.Context, session_id: str, fmt: str, output: Path | None) -
         write_export(text, output)
     except OSError as exc:
         raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
-    click.echo(f"wrote {output}", err=True)
+    _echo(f"wrote {output}", err=True)
 
 
 COMMANDS = [sessions, inspect, export]

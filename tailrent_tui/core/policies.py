@@ -77,6 +77,7 @@ from tailrent_tui.core.summarize import (
     Summarizer,
     Summary,
     Verdict,
+    check_edit,
     check_summary,
     cut_to_budget,
     fit_budget,
@@ -278,10 +279,10 @@ def choose_fold(
             )
     span_tokens = sum(m.tokens for m in span)
 
-    def fold_with(text: str, by: str, rejected: str | None) -> FoldRecord:
+    def fold_with(text: str, by: str, rejected: str | None, asked: str | None = None) -> FoldRecord:
         return prepare_fold(
             session, ids, summary=text, summarizer_name=by, guard=guard,
-            position=position, header=header, trigger=trigger, rejected=rejected,
+            position=position, header=header, trigger=trigger, rejected=rejected, asked=asked,
         )
 
     reasons: list[str] = []
@@ -289,10 +290,10 @@ def choose_fold(
     if why is None and budget is not None:
         fitted = fit_budget(reply.text, budget, session.count)
         if fitted != reply.text:
-            reply = Summary(text=fitted, by=reply.by)
+            reply = Summary(text=fitted, by=reply.by, asked=reply.asked)
     record = None
     if why is None:
-        record = fold_with(reply.text, reply.by, None)
+        record = fold_with(reply.text, reply.by, None, reply.asked)
         if shrinks(record, min_gain):
             return record
         why = "with its header and the guard's facts it was not smaller than the span"
@@ -323,12 +324,17 @@ def reviewed(
     mode = ctx.settings.fold_preview
     if mode == "never" or (mode == "manual" and not manual):
         return record
+    note: str | None = None
     while True:
-        verdict = yield Review(record, tuple(span))
+        verdict = yield Review(record, tuple(span), note=note)
         if not verdict.apply:
             return None
         if verdict.text is None:
             return record
+        why = check_edit(verdict.text)
+        note = f"your edit was not used: {why}" if why else None
+        if why:
+            continue  # the fold as it was, shown again with why
         record = prepare_fold(
             session, record.span_ids, summary=verdict.text, summarizer_name="you (edited)",
             guard=cast(GuardMode, record.guard), position=position, header=header, trigger=record.trigger,

@@ -375,6 +375,19 @@ class RentModel:
         if self.sheet.local and self._previous is not None:
             self._previous.append(item)
 
+    def rename(self, keys: Sequence[str], items: Sequence[Item]) -> bool:
+        """The previous request's items under `keys`, in a row at its end, are now `items`: a fold's
+        summary pair (the instruction its summary request sent, the answer the engine generated)
+        became the summary message (and the ledger sent after it, the ledger message), and the next
+        request sends them as those same tokens. False when the previous request does not end on
+        them (another request came between)."""
+        previous = self._previous
+        n = len(keys)
+        if previous is None or n == 0 or [k for k, _ in previous[-n:]] != list(keys):
+            return False
+        previous[-n:] = list(items)
+        return True
+
     def expire(self) -> None:
         """Forget the cache (the model was unloaded, the server restarted)."""
         self._previous = None

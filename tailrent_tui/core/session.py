@@ -295,8 +295,9 @@ class Session:
         position = min(max(f.position, 0), len(kept))
         kept.insert(position, summary)
         if f.ledger is not None:
+            # after its summary: a summary the engine wrote (and cached) comes first, the new tokens after it
             carried = f.ledger.clone()
-            kept.insert(position, carried)
+            kept.insert(position + 1, carried)
             self._index[carried.id] = carried
             self.totals._account(carried, +1, self.sent_tokens(carried))
             for sid in f.carried:

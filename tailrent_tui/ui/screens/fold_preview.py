@@ -91,6 +91,8 @@ class FoldPreview(ModalScreen[Verdict]):
             yield Static(writer_line(f), id="writer")
             yield Static(facts_line(f), id="facts")
             yield Static(cost_line(self.review, self.reread, self.seconds), id="cost")
+            if self.review.note:
+                yield Static(Content.from_markup("[b $error]$note[/]", note=self.review.note), id="note")
             yield Static(ledger_summary(f), id="ledger")
             yield from fold_sides(f, self.review.span, statements=self.statements)
             yield Footer()

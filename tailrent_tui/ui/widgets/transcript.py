@@ -250,12 +250,13 @@ class Transcript(VerticalScroll, can_focus=False):
         if not gone and position < self._first_index:
             self._update_earlier()
             return
-        after = self.session.messages[position + 1] if position + 1 < len(self.session) else None
-        anchor = self._views.get(after.id) if after is not None else None
         views = [self._make_view(summary)]
         if record.ledger is not None and record.ledger.id in self.session:
-            # the statements the fold carried, verbatim, where the span was (before its summary)
-            views.insert(0, self._make_view(self.session.get(record.ledger.id)))
+            # the statements the fold carried, verbatim, right after its summary
+            views.append(self._make_view(self.session.get(record.ledger.id)))
+            position = max(position, self.session.index_of(record.ledger.id))
+        after = self.session.messages[position + 1] if position + 1 < len(self.session) else None
+        anchor = self._views.get(after.id) if after is not None else None
         if anchor is not None:
             await self.mount_all(views, before=anchor)
         else:
