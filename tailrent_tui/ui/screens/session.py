@@ -396,9 +396,9 @@ class SessionScreen(Screen[None]):
             await self._turn_ended(update.result)
 
     async def _attached(self, update: AgentUpdate) -> bool:
-        """Whether the widgets are still there (the app may be closing; the session has everything);
-        after this run of updates, the sidebar and the header are redrawn once."""
-        if not self.transcript.is_attached:
+        """Whether the widgets are still there (the app may be closing, its widgets going: the
+        session has everything); after this run of updates, the sidebar and the header are redrawn once."""
+        if not self.transcript.is_attached or self._closing or self.app._exit:
             return False
         if not self._flush_pending:
             self._flush_pending = True

@@ -89,7 +89,10 @@ class ReplyView(MessageView):
         if first:
             self.show_status()  # the prompt is read: said once, not on every delta
         if self._stream is None:
-            self._stream = Markdown.get_stream(self.query_one(".body", Markdown))
+            body = next(iter(self.query(".body").results(Markdown)), None)
+            if body is None:
+                return  # the reply is leaving the screen (the app closes): the session keeps the text
+            self._stream = Markdown.get_stream(body)
         await self._stream.write(delta)
 
     def thinking(self, delta: str) -> None:
