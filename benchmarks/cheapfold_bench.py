@@ -68,8 +68,8 @@ def message(i: int, words: int = 190) -> str:
 async def run(url: str, placement: str, turns: int, reply: int, window: int, home: Path, prepare: bool) -> dict[str, Any]:
     settings = Settings(
         model=f"openai:{url}", data_dir=home / placement, workspace=home, fsync=False, window=window,
-        summarizer="model", fold_placement=placement, max_reply_tokens=reply, price_sheet="local",
-        tokenizer="auto", prepare_folds=prepare,
+        max_reply_tokens=reply, price_sheet="local", tokenizer="auto",
+        fold={"summarizer": "model", "placement": placement, "prepare": prepare},
     )
     agent = build_agent(settings, async_writer=False, new=True)
     rows: list[dict[str, Any]] = []

@@ -170,7 +170,7 @@ def main() -> None:
         ]
         show(
             "tailrent ask on llama.cpp (gemma3-270m, window 3,072), 30 turns of about 170 tokens, the model summarizing",
-            ask_session(f"openai:{server.listening_address}", 3072, prompts, {"TAILRENT_SUMMARIZER": "model"}),
+            ask_session(f"openai:{server.listening_address}", 3072, prompts, {"TAILRENT_FOLD_SUMMARIZER": "model"}),
         )
         del server
 

@@ -45,10 +45,12 @@ def settings_for(url: str, root: Path, window: int | None = None) -> Settings:
     values: dict[str, Any] = dict(
         window=window,
         model=f"openai:{url}", data_dir=root / "data", workspace=root, fsync=False, price_sheet="local",
-        summarizer="model", max_reply_tokens=16,
+        max_reply_tokens=16,
     )
-    if "tool_protocol" in Settings.model_fields:
-        values["tool_protocol"] = "native"  # a base model's noise is not actions
+    if "fold" in Settings.model_fields:  # the grouped settings
+        values.update(fold={"summarizer": "model"}, tools={"protocol": "native"})  # a base model's noise is not actions
+    else:
+        values.update(summarizer="model", tool_protocol="native")
     return Settings(**values)
 
 

@@ -84,7 +84,7 @@ def main() -> None:
             "TAILRENT_CONFIG_DIR": str(root / "config"),
             "TAILRENT_FSYNC": "false",
             "TAILRENT_MAX_REPLY_TOKENS": "8",
-            "TAILRENT_SLOT_DIR": str(slot_dir),
+            "TAILRENT_SLOTS_DIR": str(slot_dir),
         }
         for var in ("TAILRENT_MODEL", "TAILRENT_WINDOW", "TAILRENT_POLICY", "OLLAMA_HOST"):
             env.pop(var, None)

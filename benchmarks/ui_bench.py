@@ -57,7 +57,7 @@ def child_cold_start(t0: float) -> None:
 
     tmp = Path(tempfile.mkdtemp())
     os.environ["OLLAMA_HOST"] = "http://127.0.0.1:9"  # nothing listens there: the probe fails fast
-    settings, _ = load_settings({"data_dir": tmp / "data", "workspace": tmp})
+    settings = load_settings({"data_dir": tmp / "data", "workspace": tmp}).settings
     t_imported = time.perf_counter()
 
     async def run() -> None:
@@ -105,7 +105,7 @@ def open_big_session(n: int = 10_000) -> tuple[float, float]:
     tmp = Path(tempfile.mkdtemp())
     os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")
     flags = {"data_dir": tmp / "data", "workspace": tmp, "model": "mock"}
-    settings, _ = load_settings(flags)
+    settings = load_settings(flags).settings
     settings.fsync = False
     settings.policy = "none"
 

@@ -1,8 +1,13 @@
 """Settings: one documented model, read from config.toml, then the environment, then flags.
 
-Every field documents itself (`tailrent config` prints each value, its
-description, and where it came from). A bad value is an error naming the key
-and the file (or variable, or flag) it came from.
+The user-facing knobs only, in groups: the top level, `[fold]`, `[tools]`,
+`[slots]` (and `[mcp]` for tool servers). Internal tunables are named
+constants beside the code that uses them. Every key documents itself
+(`tailrent config` prints each value, its description, and where it came
+from). Bad values are errors naming the key and the file (or variable, or
+flag) they came from, all of them at once. The flat keys of the last release
+(`fold_trigger`, `slot_dir`, `[caps]`) are read for one release, with a
+one-line warning.
 
 The layers are merged here (`load_settings`) and the merged values validated
 once by the `Settings` model. pydantic-settings was weighed for the merge and
@@ -19,8 +24,9 @@ import os
 import re
 import time
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import platformdirs
 from pydantic import (
@@ -34,7 +40,6 @@ from pydantic import (
     field_validator,
 )
 
-from tailrent_tui.caps import ToolCaps
 from tailrent_tui.store.paths import (
     STALE_NO_PID_SECONDS,
     absolute_path,
@@ -175,6 +180,135 @@ class McpSettings(BaseModel):
         return v
 
 
+_GROUP_CONFIG = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+
+class FoldSettings(BaseModel):
+    """The `[fold]` group: when the ladder folds, how far, who writes the summary and what it must keep."""
+
+    model_config = _GROUP_CONFIG
+
+    trigger: float = Field(0.9, gt=0, le=1, description="Fold when the context passes this share of the window")
+    target: float = Field(0.35, gt=0, lt=1, description="A fold brings the context down to this share of the window")
+    resume_target: float = Field(
+        0.15, gt=0, lt=1,
+        description="After the cache expired (a long pause), the first request folds down to this share of the window "
+        "(at most target): the whole prefix is paid for again anyway",
+    )
+    preview: Literal["manual", "always", "never"] = Field(
+        "manual",
+        description="Show a fold before it applies (Enter applies, e edits the summary, escape cancels): "
+        "manual = your folds (f, /fold); always = the policy's too; never",
+    )
+    placement: Literal["auto", "in_place", "after"] = Field(
+        "auto",
+        description="Where a fold puts its summary: in place (where the span was: the cache before it stays), or after "
+        "the kept messages (llama.cpp shifts their KV, asked with n_cache_reuse: the request after a fold reads the "
+        "summary and the new message only); auto = after on llama.cpp with a model whose KV can shift, confirmed at the "
+        "first fold, else in place",
+    )
+    prepare: bool = Field(
+        True,
+        description="Past 80% of the trigger, write the next fold's summary while you read (the model's "
+        "summaries only); your next message cancels it, and at the trigger the fold applies at once",
+    )
+    summarizer: Literal["auto", "model", "extractive", "lossy"] = Field(
+        "auto",
+        description="Who writes fold summaries: the model, the extractive mock, the article's lossy mock; "
+        "auto = the model unless it is the mock",
+    )
+    guard: Literal["repair", "report", "off"] | None = Field(
+        None,
+        description="Fold guard: repair appends lost facts to the summary verbatim; report only records them; "
+        "unset = the policy's own (ladder repairs; the baselines report, as the harnesses they reproduce)",
+    )
+    decision_patterns: list[str] | None = Field(
+        None, description="Regexes that auto-pin decision messages; unset = the built-in list"
+    )
+    pin_share: float = Field(
+        0.4, gt=0, le=1, description="Pins may hold this share of the window; past it auto-pinning stops and asks you to unpin"
+    )
+
+    @field_validator("decision_patterns")
+    @classmethod
+    def _patterns_compile(cls, v: list[str] | None) -> list[str] | None:
+        from tailrent_tui.core.regex_risk import catastrophic_repeat
+
+        for p in v or []:
+            try:
+                risk = catastrophic_repeat(p)
+            except re.error as exc:
+                raise ValueError(f"pattern {p!r} is not a valid regex: {exc}") from None
+            if risk:
+                raise ValueError(f"pattern {p!r} can freeze the app: {risk}")
+        return v
+
+    @field_validator("target")
+    @classmethod
+    def _target_below_trigger(cls, v: float, info: ValidationInfo) -> float:
+        trigger = info.data.get("trigger")
+        if trigger is not None and v >= trigger:
+            raise ValueError(f"fold.target ({v}) must be below fold.trigger ({trigger}): a fold must end below where it starts")
+        return v
+
+
+class ToolSettings(BaseModel):
+    """The `[tools]` group: how the model acts and how much of a tool's output enters the context."""
+
+    model_config = _GROUP_CONFIG
+
+    spill_threshold: int = Field(2000, ge=1, description="Tool results over this many tokens are spilled (rung 2)")
+    protocol: Literal["auto", "native", "text"] = Field(
+        "auto",
+        description="How the model acts: native tool calls; text = `!cmd` lines and fenced write/edit blocks the "
+        "agent parses into the same tools; auto = native, and text once the model is found unable to call tools",
+    )
+    shell_timeout: float = Field(
+        120.0, gt=0, description="run_shell's default timeout in seconds (a call may ask for more)"
+    )
+
+
+class SlotSettings(BaseModel):
+    """The `[slots]` group: llama.cpp's KV slot saved to disk and restored on resume."""
+
+    model_config = _GROUP_CONFIG
+
+    save: Literal["auto", "off"] = Field(
+        "auto",
+        description="Save llama.cpp's KV slot to disk when a session goes idle, on quit and before a model switch, and "
+        "restore it on resume when its prefix hash matches (the server needs --slot-save-path DIR/); "
+        "auto = when the server has slots",
+    )
+    id: int = Field(
+        0, ge=0, description="The llama.cpp slot this session's requests are pinned to (id_slot) when slots are saved"
+    )
+    dir: Path | None = Field(
+        None,
+        description="The directory the llama.cpp server was given as --slot-save-path, when tailrent can see it: then "
+        "tailrent sizes its slot files, deletes the oldest past session_mb / total_mb and lists them in "
+        "`tailrent sessions --json`; unset = the files are only recorded in each session's meta.json (no cleanup)",
+    )
+    session_mb: int = Field(
+        512, ge=1, description="Slot files of one session may use this many MB in dir; the oldest go first"
+    )
+    total_mb: int = Field(
+        4096, ge=1, description="tailrent's slot files may use this many MB in dir in all; the oldest go first"
+    )
+
+    @field_validator("dir", mode="before")
+    @classmethod
+    def _dir_absolute(cls, v: Any) -> Any:
+        return _absolute_or_unset(v)
+
+
+def _absolute_or_unset(v: Any) -> Any:
+    if v is None or (isinstance(v, str) and not v.strip()):
+        return None
+    if isinstance(v, str | Path):
+        return absolute_path(v)
+    return v
+
+
 class Settings(BaseModel):
     """tailrent's settings. Sources, lowest first: defaults, config.toml, TAILRENT_* env, flags."""
 
@@ -189,15 +323,6 @@ class Settings(BaseModel):
     window: int | None = Field(
         None, ge=256, description="Context window in tokens; unset = ask the server (Ollama /api/show, num_ctx) or 32768"
     )
-    fold_trigger: float = Field(0.9, gt=0, le=1, description="Fold when the context passes this share of the window")
-    fold_target: float = Field(0.35, gt=0, lt=1, description="A fold brings the context down to this share of the window")
-    resume_fold_target: float = Field(
-        0.15, gt=0, lt=1,
-        description="After the cache expired (a long pause), the first request folds down to this share of the window "
-        "(at most fold_target): the whole prefix is paid for again anyway",
-    )
-    spill_threshold: int = Field(2000, ge=1, description="Tool results over this many tokens are spilled (rung 2)")
-    caps: ToolCaps = Field(default_factory=ToolCaps, description="Rung 1: each tool's output cap")
     policy: Literal["none", "naive", "naive-pin", "autocompact", "ladder"] = Field(
         "ladder",
         description="Folding policy: ladder (this tool's), or a baseline the bench compares: "
@@ -205,16 +330,6 @@ class Settings(BaseModel):
     )
     price_sheet: str = Field(
         "local", description="Price sheet for the rent figures (local, anthropic-5m, anthropic-1h, openai, or your own)"
-    )
-    summarizer: Literal["auto", "model", "extractive", "lossy"] = Field(
-        "auto",
-        description="Who writes fold summaries: the model, the extractive mock, the article's lossy mock; "
-        "auto = the model unless it is the mock",
-    )
-    tool_protocol: Literal["auto", "native", "text"] = Field(
-        "auto",
-        description="How the model acts: native tool calls; text = `!cmd` lines and fenced write/edit blocks the "
-        "agent parses into the same tools; auto = native, and text once the model is found unable to call tools",
     )
     keep_alive: str | int = Field(
         DEFAULT_KEEP_ALIVE,
@@ -227,59 +342,6 @@ class Settings(BaseModel):
         description="Token counter for the context budget of new sessions; auto = the model server's own tokenizer "
         "and chat template when it can count (llama.cpp), else cl100k; a resumed session counts as it did",
     )
-    theme: str = Field("tailrent-dark", description="UI theme name")
-    keymap: dict[str, str] = Field(default_factory=dict, description='Binding id -> keys, e.g. {pin = "ctrl+p"}')
-    decision_patterns: list[str] | None = Field(
-        None, description="Regexes that auto-pin decision messages; unset = the built-in list"
-    )
-    guard: Literal["repair", "report", "off"] | None = Field(
-        None,
-        description="Fold guard: repair appends lost facts to the summary verbatim; report only records them; "
-        "unset = the policy's own (ladder repairs; the baselines report, as the harnesses they reproduce)",
-    )
-    fold_preview: Literal["manual", "always", "never"] = Field(
-        "manual",
-        description="Show a fold before it applies (Enter applies, e edits the summary, escape cancels): "
-        "manual = your folds (f, /fold); always = the policy's too; never",
-    )
-    fold_placement: Literal["auto", "in_place", "after"] = Field(
-        "auto",
-        description="Where a fold puts its summary: in place (where the span was: the cache before it stays), or after "
-        "the kept messages (llama.cpp shifts their KV, asked with n_cache_reuse: the request after a fold reads the "
-        "summary and the new message only); auto = after on llama.cpp with a model whose KV can shift, confirmed at the "
-        "first fold, else in place",
-    )
-    prepare_folds: bool = Field(
-        True,
-        description="Past 80% of the fold trigger, write the next fold's summary while you read (the model's "
-        "summaries only); your next message cancels it, and at the trigger the fold applies at once",
-    )
-    pin_share: float = Field(
-        0.4, gt=0, le=1, description="Pins may hold this share of the window; past it auto-pinning stops and asks you to unpin"
-    )
-    fsync: bool = Field(True, description="fsync the journal after every event")
-    yolo: bool = Field(False, description="Run shell and file-writing tools without asking")
-    workspace: Path | None = Field(None, description="Workspace root for tools; unset = the current directory")
-    data_dir: Path | None = Field(
-        None,
-        description="Where sessions live; unset = TAILRENT_HOME or the user data dir. Empty means unset; a relative path "
-        "is made absolute at start (from the working directory, or from the config file's directory when set there)",
-    )
-    system_prompt: str = Field(
-        "You are a careful coding agent working in the user's workspace. Use the tools to read, search and edit. "
-        "Keep decisions explicit: state them as 'DECISION: ... because ...'.",
-        description="System prompt of new sessions",
-    )
-    prune_watermark_lines: int = Field(
-        2000, ge=100, description="The transcript keeps about this many lines of widgets; older ones load back on scroll"
-    )
-    decisions_file: str | None = Field(
-        None,
-        description="Also write pinned decisions to this file in the workspace (a relative path without '..', e.g. DECISIONS.md)",
-    )
-    delegate_answer_cap: int = Field(
-        1500, ge=50, description="A delegate's final answer is capped to this many tokens before it enters the parent"
-    )
     max_reply_tokens: int | None = Field(
         None,
         ge=1,
@@ -287,69 +349,41 @@ class Settings(BaseModel):
         "unset = an eighth of the window (at least 256)",
     )
     request_timeout: float = Field(300.0, gt=0, description="Read timeout for model requests, in seconds")
-    slots: Literal["auto", "off"] = Field(
-        "auto",
-        description="Save llama.cpp's KV slot to disk when a session goes idle, on quit and before a model switch, and "
-        "restore it on resume when its prefix hash matches (the server needs --slot-save-path DIR/); "
-        "auto = when the server has slots",
+    system_prompt: str = Field(
+        "You are a careful coding agent working in the user's workspace. Use the tools to read, search and edit. "
+        "Keep decisions explicit: state them as 'DECISION: ... because ...'.",
+        description="System prompt of new sessions",
     )
-    slot_id: int = Field(
-        0, ge=0, description="The llama.cpp slot this session's requests are pinned to (id_slot) when slots are saved"
-    )
-    slot_save_idle: float = Field(30.0, gt=0, description="Seconds of idleness after a turn before the app saves the slot")
-    slot_dir: Path | None = Field(
+    workspace: Path | None = Field(None, description="Workspace root for tools; unset = the current directory")
+    data_dir: Path | None = Field(
         None,
-        description="The directory the llama.cpp server was given as --slot-save-path, when tailrent can see it: then "
-        "tailrent sizes its slot files, deletes the oldest past slot_session_mb / slot_total_mb and lists them in "
-        "`tailrent sessions --json`; unset = the files are only recorded in each session's meta.json (no cleanup)",
+        description="Where sessions live; unset = TAILRENT_HOME or the user data dir. Empty means unset; a relative path "
+        "is made absolute at start (from the working directory, or from the config file's directory when set there)",
     )
-    slot_session_mb: int = Field(
-        512, ge=1, description="Slot files of one session may use this many MB in slot_dir; the oldest go first"
+    decisions_file: str | None = Field(
+        None,
+        description="Also write pinned decisions to this file in the workspace (a relative path without '..', e.g. DECISIONS.md)",
     )
-    slot_total_mb: int = Field(
-        4096, ge=1, description="tailrent's slot files may use this many MB in slot_dir in all; the oldest go first"
-    )
+    yolo: bool = Field(False, description="Run shell and file-writing tools without asking")
+    fsync: bool = Field(True, description="fsync the journal after every event")
+    theme: str = Field("tailrent-dark", description="UI theme name")
+    keymap: dict[str, str] = Field(default_factory=dict, description='Binding id -> keys, e.g. {pin = "ctrl+p"}')
+    fold: FoldSettings = Field(default_factory=FoldSettings, description="When and how the ladder folds")
+    tools: ToolSettings = Field(default_factory=ToolSettings, description="Tool output and the tool protocol")
+    slots: SlotSettings = Field(default_factory=SlotSettings, description="llama.cpp KV slots saved to disk")
     mcp: McpSettings = Field(
         default_factory=McpSettings, description="MCP tool servers ([mcp.servers.NAME]) and the .mcp.json opt-in"
     )
-
-    @field_validator("decision_patterns")
-    @classmethod
-    def _patterns_compile(cls, v: list[str] | None) -> list[str] | None:
-        import re
-
-        from tailrent_tui.core.regex_risk import catastrophic_repeat
-
-        for p in v or []:
-            try:
-                risk = catastrophic_repeat(p)
-            except re.error as exc:
-                raise ValueError(f"pattern {p!r} is not a valid regex: {exc}") from None
-            if risk:
-                raise ValueError(f"pattern {p!r} can freeze the app: {risk}")
-        return v
 
     @field_validator("keep_alive", mode="before")
     @classmethod
     def _keep_alive_is_a_duration(cls, v: Any) -> Any:
         return ollama_keep_alive(v)
 
-    @field_validator("fold_target")
-    @classmethod
-    def _target_below_trigger(cls, v: float, info: ValidationInfo) -> float:
-        trigger = info.data.get("fold_trigger")
-        if trigger is not None and v >= trigger:
-            raise ValueError(f"fold_target ({v}) must be below fold_trigger ({trigger}): a fold must end below where it starts")
-        return v
-
-    @field_validator("data_dir", "slot_dir", mode="before")
+    @field_validator("data_dir", mode="before")
     @classmethod
     def _data_dir_absolute(cls, v: Any) -> Any:
-        if v is None or (isinstance(v, str) and not v.strip()):
-            return None
-        if isinstance(v, str | Path):
-            return absolute_path(v)
-        return v
+        return _absolute_or_unset(v)
 
     @field_validator("decisions_file")
     @classmethod
@@ -363,8 +397,50 @@ class Settings(BaseModel):
             )
         return v
 
-    def field_help(self) -> dict[str, str]:
-        return {name: f.description or "" for name, f in type(self).model_fields.items()}
+
+#: the groups: `[fold]`, `[tools]`, `[slots]` and `[mcp]` in config.toml, `fold.trigger` in `tailrent config`
+GROUPS: dict[str, type[BaseModel]] = {"fold": FoldSettings, "tools": ToolSettings, "slots": SlotSettings, "mcp": McpSettings}
+
+
+def setting_keys() -> list[str]:
+    """Every setting's key, in the order `tailrent config` shows them: top level first, then `group.key`."""
+    top = [name for name in Settings.model_fields if name not in GROUPS]
+    return top + [f"{group}.{name}" for group, model in GROUPS.items() for name in model.model_fields]
+
+
+def setting_help() -> dict[str, str]:
+    """Each key's description (`tailrent config`, `--toml`)."""
+    out = {name: f.description or "" for name, f in Settings.model_fields.items() if name not in GROUPS}
+    for group, model in GROUPS.items():
+        out.update({f"{group}.{name}": f.description or "" for name, f in model.model_fields.items()})
+    return out
+
+
+#: the flat keys of the last release: old key -> its key now (read, with a warning, for one release);
+#: None: no longer a setting (an internal constant beside its code), ignored with a warning
+FLAT_KEYS: dict[str, str | None] = {
+    "fold_trigger": "fold.trigger",
+    "fold_target": "fold.target",
+    "resume_fold_target": "fold.resume_target",
+    "fold_preview": "fold.preview",
+    "fold_placement": "fold.placement",
+    "prepare_folds": "fold.prepare",
+    "summarizer": "fold.summarizer",
+    "guard": "fold.guard",
+    "decision_patterns": "fold.decision_patterns",
+    "spill_threshold": "tools.spill_threshold",
+    "tool_protocol": "tools.protocol",
+    "slot_dir": "slots.dir",
+    "slot_session_mb": "slots.session_mb",
+    "slot_total_mb": "slots.total_mb",
+    "pin_share": "fold.pin_share",
+    "prune_watermark_lines": None,
+    "delegate_answer_cap": None,
+    "slot_id": "slots.id",
+    "slot_save_idle": None,
+}
+#: the old `slots = "auto"` (a flat key that is now the group's name) and the old `[caps]` table
+_OLD_SLOTS, _OLD_CAPS = "slots.save", "caps"
 
 
 def config_dir() -> Path:
@@ -398,9 +474,22 @@ def did_you_mean(word: str, choices: Any) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def _env_name(key: str) -> str:
+    return ENV_PREFIX + key.replace(".", "_").upper()
+
+
+def _env_keys() -> dict[str, str]:
+    """Each TAILRENT_* variable that sets something -> the key it sets (an old flat name -> its old key)."""
+    out = {ENV_PREFIX + old.upper(): old for old in [*FLAT_KEYS, "slots", _OLD_CAPS]}
+    # data_dir comes from TAILRENT_HOME (TAILRENT_DATA_DIR was never read)
+    out.update({_env_name(key): key for key in setting_keys() if key != "data_dir"})
+    out[ENV_PREFIX + "HOME"] = "data_dir"
+    return out
+
+
 def env_warnings() -> list[str]:
     """TAILRENT_* variables that name no setting (a misspelling is ignored, so it is said)."""
-    names = [n.upper() for n in Settings.model_fields] + list(OTHER_ENV)
+    names = [var.removeprefix(ENV_PREFIX) for var in _env_keys()] + list(OTHER_ENV)
     out = []
     for var in sorted(os.environ):
         name = var[len(ENV_PREFIX) :]
@@ -408,19 +497,6 @@ def env_warnings() -> list[str]:
             hint = did_you_mean(name, names)
             hint = hint.replace("'", "").replace("mean ", f"mean {ENV_PREFIX}") if hint else ""
             out.append(f"${var} is not a setting and is ignored{hint}")
-    return out
-
-
-def _env_values() -> dict[str, tuple[str, str]]:
-    """TAILRENT_* variables that are set; an empty one means unset, as in a shell's `VAR= cmd`."""
-    out: dict[str, tuple[str, str]] = {}
-    for name in Settings.model_fields:
-        var = ENV_PREFIX + name.upper()
-        if os.environ.get(var, "").strip() and name not in ("data_dir",):
-            out[name] = (os.environ[var], var)
-    home = path_from_env("TAILRENT_HOME")
-    if home is not None:
-        out["data_dir"] = (str(home), "TAILRENT_HOME")
     return out
 
 
@@ -442,84 +518,186 @@ def _read_state(path: Path) -> dict[str, Any]:
         ) from None
 
 
-def _coerce_env(name: str, raw: str) -> Any:
-    field = Settings.model_fields[name]
-    ann = str(field.annotation)
-    if name in ("caps", "keymap", "decision_patterns", "mcp"):
+def _read_toml(cfg: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(cfg.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise SettingsError(f"{cfg}: cannot read ({exc.strerror or exc}); it should be a TOML file") from None
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{cfg}: not UTF-8 (byte {exc.start}); save it as UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{cfg}: not valid TOML ({exc})") from None
+
+
+class LoadedSettings(NamedTuple):
+    """What `load_settings` gives: the settings, where each key's value came from, and the old keys it read
+    (one line each file or variable; `env_warnings` says which TAILRENT_* variables name nothing)."""
+
+    settings: Settings
+    source: dict[str, str]
+    warnings: list[str]
+
+
+@dataclass
+class _Layers:
+    """The values read so far (nested as Settings takes them), each key's source, and what was found wrong."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    source: dict[str, str] = field(default_factory=lambda: dict.fromkeys(setting_keys(), "default"))
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def put(self, key: str, value: Any, where: str) -> None:
+        group, _, name = key.rpartition(".")
+        (self.values.setdefault(group, {}) if group else self.values)[name] = value
+        self.source[key] = where
+
+    def read(self, data: dict[str, Any], where: str) -> None:
+        """One layer written as config.toml is (groups as tables); an old flat key is read as its new one, and said."""
+        moved: list[str] = []
+        for key, value in data.items():
+            if key in GROUPS and isinstance(value, dict):
+                self._read_group(key, value, where)
+            elif key in Settings.model_fields and key not in GROUPS:
+                self.put(key, value, where)
+            elif key in FLAT_KEYS or (key == "slots" and not isinstance(value, dict)):
+                moved += self._read_old(key, value, where)
+            elif key == _OLD_CAPS and isinstance(value, dict):
+                moved += self._read_old_caps(value, where)
+            elif key in GROUPS:
+                self.errors.append(f"{where}: {key} is a group: write [{key}] and its keys under it")
+            elif isinstance(value, dict):
+                self.errors.append(
+                    f"{where}: unknown group [{key}]: the groups are {', '.join(f'[{g}]' for g in GROUPS)}"
+                    f"{did_you_mean(key, GROUPS)}"
+                )
+            else:
+                self.errors.append(f"{where}: unknown key {key!r}{did_you_mean(key, setting_keys())}")
+        if moved:
+            self.warnings.append(
+                f"{where}: old flat keys, read this release only: {', '.join(moved)}; move them into their groups"
+            )
+
+    def _read_group(self, group: str, table: dict[str, Any], where: str) -> None:
+        fields = GROUPS[group].model_fields
+        for name, value in table.items():
+            if name in fields:
+                self.put(f"{group}.{name}", value, where)
+            else:
+                self.errors.append(f"{where}: unknown key {name!r} in [{group}]{did_you_mean(name, fields)}")
+
+    def _read_old(self, old: str, value: Any, where: str) -> list[str]:
+        new = _OLD_SLOTS if old == "slots" else FLAT_KEYS[old]
+        if new is None:
+            self.warnings.append(f"{where}: {old} is no longer a setting (a fixed value now) and is ignored")
+            return []
+        if self.source[new] != where:  # the grouped key, when both are written, wins
+            self.put(new, value, where)
+        group, _, name = new.partition(".")
+        return [f"{old} -> [{group}] {name}"]
+
+    def _read_old_caps(self, caps: dict[str, Any], where: str) -> list[str]:
+        moved = []
+        for name, value in caps.items():
+            if name == "shell_timeout":
+                if self.source["tools.shell_timeout"] != where:
+                    self.put("tools.shell_timeout", value, where)
+                moved.append("caps.shell_timeout -> [tools] shell_timeout")
+            else:
+                self.warnings.append(f"{where}: caps.{name} is no longer a setting (a fixed value now) and is ignored")
+        return moved
+
+    def read_file(self, cfg: Path) -> None:
+        data = _read_toml(cfg)
+        # a relative data_dir or slot dir is from the file, not from wherever tailrent runs
+        for table, name in ((data, "data_dir"), (data.get("slots"), "dir"), (data, "slot_dir")):
+            value = table.get(name) if isinstance(table, dict) else None
+            if isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute():
+                table[name] = str(cfg.parent / value)  # type: ignore[index]
+        self.read(data, str(cfg))
+
+    def read_env(self) -> None:
+        """TAILRENT_* variables that are set; an empty one means unset, as in a shell's `VAR= cmd`."""
+        for var, key in _env_keys().items():
+            raw = os.environ.get(var, "")
+            if not raw.strip():
+                continue
+            value = path_from_env(var) if var == ENV_PREFIX + "HOME" else _coerce_env(key, raw, var, self.errors)
+            if value is None or value is _UNREADABLE:
+                continue
+            group, _, name = key.rpartition(".")
+            self.read({group: {name: value}} if group else {key: value}, f"${var}")
+
+    def read_flags(self, flags: dict[str, Any]) -> None:
+        for name, value in flags.items():
+            if value is None or name not in Settings.model_fields or name in GROUPS:
+                continue
+            if isinstance(value, bool) and value is False:
+                continue
+            self.put(name, value, f"--{name.replace('_', '-')}")
+
+    def validate(self) -> Settings:
+        try:
+            settings = Settings(**self.values)
+        except ValidationError as exc:
+            settings = None
+            self.errors += [self._error_line(err) for err in exc.errors()]
+        if self.errors:
+            raise SettingsError("\n".join(self.errors))
+        assert settings is not None
+        return settings
+
+    def _error_line(self, err: Any) -> str:
+        loc = [str(p) for p in err["loc"]]
+        key = ".".join(loc) or "?"
+        owner = ".".join(loc[:2]) if loc and loc[0] in GROUPS else (loc[0] if loc else key)
+        where = self.source.get(owner, self.source.get(loc[0], "settings") if loc else "settings")
+        message = err["msg"].removeprefix("Value error, ")
+        if where == "default":
+            # a default that clashes with a value set elsewhere (fold.target against fold.trigger): name that one
+            where = next((w for k, w in self.source.items() if w != "default" and k in message), where)
+        return f"{where}: {key}: {message}"
+
+
+_UNREADABLE = object()
+_JSON_KEYS = ("keymap", "fold.decision_patterns", "mcp.servers", "decision_patterns", _OLD_CAPS)
+
+
+def _coerce_env(key: str, raw: str, var: str, errors: list[str]) -> Any:
+    if key in _JSON_KEYS:
         try:
             return json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise SettingsError(f"{ENV_PREFIX}{name.upper()}: expected JSON ({exc.msg})") from None
-    if "bool" in ann:
-        if raw.lower() in ("1", "true", "yes", "on"):
-            return True
-        if raw.lower() in ("0", "false", "no", "off"):
-            return False
+            errors.append(f"${var}: expected JSON ({exc.msg})")
+            return _UNREADABLE
+    if raw.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off") and _is_bool(key):
+        return raw.lower() in ("1", "true", "yes", "on")
     return raw
 
 
-def load_settings(flags: dict[str, Any] | None = None, *, path: Path | None = None) -> tuple[Settings, dict[str, str]]:
-    """Effective settings and, for each key, where its value came from."""
-    values: dict[str, Any] = {}
-    source: dict[str, str] = dict.fromkeys(Settings.model_fields, "default")
-    # every problem of the file and the values, said at once (one line each), not one per start
-    problems: list[str] = []
+def _is_bool(key: str) -> bool:
+    group, _, name = key.rpartition(".")
+    model: type[BaseModel] = GROUPS[group] if group else Settings
+    field_ = model.model_fields.get(name)
+    return field_ is not None and field_.annotation is bool
+
+
+def load_settings(flags: dict[str, Any] | None = None, *, path: Path | None = None) -> LoadedSettings:
+    """Effective settings, each key's source, and warnings; every error found is in the one SettingsError."""
+    layers = _Layers()
     cfg = path or config_file()
     if cfg.exists():
-        try:
-            data = tomllib.loads(cfg.read_bytes().decode("utf-8"))
-        except OSError as exc:
-            raise SettingsError(f"{cfg}: cannot read ({exc.strerror or exc}); it should be a TOML file") from None
-        except UnicodeDecodeError as exc:
-            raise SettingsError(f"{cfg}: not UTF-8 (byte {exc.start}); save it as UTF-8") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise SettingsError(f"{cfg}: not valid TOML ({exc})") from None
-        for key, value in data.items():
-            if key not in Settings.model_fields:
-                problems.append(f"{cfg}: unknown key {key!r}{did_you_mean(key, Settings.model_fields)}")
-                continue
-            if (
-                key in ("data_dir", "slot_dir")
-                and isinstance(value, str)
-                and value.strip()
-                and not Path(value).expanduser().is_absolute()
-            ):
-                value = str(cfg.parent / value)  # from the file, not from wherever tailrent runs
-            values[key] = value
-            source[key] = str(cfg)
+        layers.read_file(cfg)
     state = state_file()
     if state.exists():
-        remembered = _read_state(state)
-        for key, value in remembered.items():
-            if key in Settings.model_fields and source.get(key) == "default":
-                values[key] = value
-                source[key] = str(state)
-    for name, (raw, var) in _env_values().items():
-        values[name] = _coerce_env(name, raw)
-        source[name] = f"${var}"
-    for name, value in (flags or {}).items():
-        if value is None or name not in Settings.model_fields:
-            continue
-        if isinstance(value, bool) and value is False:
-            continue
-        values[name] = value
-        source[name] = f"--{name.replace('_', '-')}"
-    try:
-        settings = Settings(**values)
-    except ValidationError as exc:
-        for err in exc.errors():
-            key = ".".join(str(p) for p in err["loc"]) or "?"
-            top = str(err["loc"][0]) if err["loc"] else key
-            where = source.get(top, "settings")
-            if where == "default":
-                # a default that clashes with a value set elsewhere (fold_target against fold_trigger): name that one
-                where = next((source[k] for k in Settings.model_fields if source[k] != "default" and k in err["msg"]), where)
-            problems.append(f"{where}: {key}: {err['msg'].removeprefix('Value error, ')}")
-        raise SettingsError("\n".join(problems)) from None
-    if problems:
-        raise SettingsError("\n".join(problems))
-    _check_price_sheet(settings, source)
-    return settings, source
+        for key, value in _read_state(state).items():
+            if key in Settings.model_fields and key not in GROUPS and layers.source[key] == "default":
+                layers.put(key, value, str(state))
+    layers.read_env()
+    layers.read_flags(flags or {})
+    settings = layers.validate()
+    _check_price_sheet(settings, layers.source)
+    return LoadedSettings(settings, layers.source, layers.warnings)
 
 
 def _check_price_sheet(settings: Settings, source: dict[str, str]) -> None:

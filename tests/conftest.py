@@ -16,6 +16,7 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
 from tailrent_tui.agent.build import build_agent  # noqa: E402 (after the bytecode setting)
+from tailrent_tui.agent.tools.caps import ToolCaps  # noqa: E402
 from tailrent_tui.models.mock import MockModel  # noqa: E402
 from tailrent_tui.settings import Settings  # noqa: E402
 
@@ -52,7 +53,9 @@ async def make_agent(tmp_path: Path, workspace: Path, monkeypatch):
     def make(script=None, **overrides):
         values = {"model": "mock", "data_dir": tmp_path / "data", "workspace": workspace, "fsync": False}
         values.update(overrides)
-        agent = build_agent(Settings(**values), async_writer=False, new=True)
+        caps = values.pop("caps", None)
+        caps = ToolCaps(**caps) if isinstance(caps, dict) else caps
+        agent = build_agent(Settings(**values), async_writer=False, new=True, caps=caps)
         if script is not None:
             agent.model = MockModel(script)
         agents.append(agent)

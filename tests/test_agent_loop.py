@@ -468,7 +468,7 @@ def filler(turn: int) -> str:
 @pytest.mark.parametrize("policy", ["ladder", "none"])
 async def test_tiny_window_folds_under_ladder_only(make_agent, policy):
     agent = make_agent(policy=policy, window=4096, system_prompt="Be brief.")
-    trigger = int(agent.session.window * agent.settings.fold_trigger)
+    trigger = int(agent.session.window * agent.settings.fold.trigger)
     await agent.turn(DECISION)
     decision = agent.session.messages[0]
     turns = 1
@@ -500,9 +500,9 @@ async def test_tiny_window_folds_under_ladder_only(make_agent, policy):
 
 
 async def test_ladder_folds_with_the_model_as_summarizer(make_agent):
-    agent = make_agent(policy="ladder", window=4096, system_prompt="Be brief.", summarizer="model")
+    agent = make_agent(policy="ladder", window=4096, system_prompt="Be brief.", fold={"summarizer": "model"})
     summarizer_model = agent.summarizer.model
-    trigger = int(agent.session.window * agent.settings.fold_trigger)
+    trigger = int(agent.session.window * agent.settings.fold.trigger)
     await agent.turn(DECISION)
     turns = 1
     while turns < 20 and not agent.session.folds:

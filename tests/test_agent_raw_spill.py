@@ -20,11 +20,8 @@ def agent(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
     ws = tmp_path / "ws"
     ws.mkdir()
-    settings = Settings(
-        model="mock", data_dir=tmp_path / "data", workspace=ws, fsync=False, yolo=True,
-        caps=ToolCaps(shell_max_bytes=4096),
-    )
-    a = build_agent(settings, async_writer=False, new=True)
+    settings = Settings(model="mock", data_dir=tmp_path / "data", workspace=ws, fsync=False, yolo=True)
+    a = build_agent(settings, async_writer=False, new=True, caps=ToolCaps(shell_max_bytes=4096))
     yield a
     asyncio.run(a.aclose())
 

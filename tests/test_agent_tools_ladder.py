@@ -105,7 +105,7 @@ async def spilled_big_log(make_agent, workspace, **overrides):
     """An agent whose first turn read big.log and spilled it; returns (agent, pointer, stored text)."""
     lines = [f"row {i:04d}: the worker retried job {i} after the broker restarted" for i in range(1, 301)]
     (workspace / "big.log").write_text("\n".join(lines) + "\n")
-    agent = make_agent([calls(call("read_file", path="big.log")), "It is long."], spill_threshold=200, **overrides)
+    agent = make_agent([calls(call("read_file", path="big.log")), "It is long."], tools={"spill_threshold": 200}, **overrides)
     await agent.turn("Read big.log.")
     (pointer,) = tool_messages(agent)
     stored = json.loads((agent.session_dir.path / "spill" / f"{pointer.spill_id}.json").read_text())["content"]
@@ -160,7 +160,7 @@ async def test_read_spill_whole_brings_the_content_back(make_agent, workspace):
 @pytest.mark.parametrize("damage", ["missing", "altered"])
 async def test_read_spill_of_a_missing_or_altered_file_is_a_tool_error(make_agent, workspace, damage):
     (workspace / "big.txt").write_text("".join(f"line {i} of a long file about caches\n" for i in range(400)))
-    agent = make_agent([calls(call("read_file", path="big.txt")), "ok"], spill_threshold=500)
+    agent = make_agent([calls(call("read_file", path="big.txt")), "ok"], tools={"spill_threshold": 500})
     await agent.turn("Read big.txt.")
     (pointer,) = tool_messages(agent)
     assert pointer.kind == Kind.spill_pointer
@@ -342,7 +342,7 @@ async def test_a_session_tool_that_raises_is_a_tool_error(make_agent, monkeypatc
 # -- rung 3: delegate -----------------------------------------------------------------------
 
 
-async def test_delegate_parent_grows_only_by_the_capped_answer(make_agent, workspace):
+async def test_delegate_parent_grows_only_by_the_capped_answer(make_agent, workspace, monkeypatch):
     big = "".join(f"config line {i}: retry_backoff_ms={i * 10} for queue shard {i}\n" for i in range(120))
     (workspace / "config.txt").write_text(big)
     long_answer = "The shards back off linearly. " * 80
@@ -354,8 +354,8 @@ async def test_delegate_parent_grows_only_by_the_capped_answer(make_agent, works
             long_answer,  # sub's final answer
             "Backoff grows linearly.",  # parent's final answer
         ],
-        delegate_answer_cap=60,
     )
+    monkeypatch.setattr("tailrent_tui.agent.loop.DELEGATE_ANSWER_CAP", 60)
     result = await agent.turn("How does backoff grow?", TurnCallbacks(approve=never_asked))
     assert result.error is None and result.reply.content == "Backoff grows linearly."
 
@@ -470,7 +470,7 @@ async def test_remember_with_a_bad_key_is_a_tool_error(make_agent):
 async def test_search_history_finds_a_fact_a_fold_removed(make_agent):
     fact = "the refresh token TTL is 900 seconds per ticket AUTH-4471"
     opening = "hello again, here is some background on the login flow before we start: " + fact + "."
-    agent = make_agent(["Noted."], guard="off", summarizer="lossy")
+    agent = make_agent(["Noted."], fold={"guard": "off", "summarizer": "lossy"})
     agent.session.detect_statements = False  # no ledger: the fact must leave the context with the fold
     await agent.turn(opening)
     span = [m.id for m in agent.session.messages]
@@ -498,7 +498,7 @@ async def test_search_history_finds_spilled_and_remembered_text(make_agent, work
             calls(call("search_history", query="needle-7731")),
             "ok",
         ],
-        spill_threshold=1000,
+        tools={"spill_threshold": 1000},
     )
     result = await agent.turn("Find the needle.")
     assert result.error is None
@@ -521,7 +521,7 @@ async def test_tools_session_replays_from_the_journal(make_agent, workspace):
     (workspace / "big.txt").write_text("".join(f"line {i}\n" for i in range(800)))
     agent = make_agent(
         [calls(call("read_file", path="big.txt"), call("remember", key="k", text="kept aside")), "ok"],
-        spill_threshold=100,
+        tools={"spill_threshold": 100},
     )
     await agent.turn("Go.")
     before = [(m.id, m.kind, m.content, m.spill_id, m.tool_call_id) for m in agent.session.messages]

@@ -73,7 +73,7 @@ async def test_the_spill_viewer_reads_json_and_raw_spills_with_aiofiles(make_age
 
 
 async def test_the_fold_inspector_reads_the_archive_with_aiofiles(make_agent, monkeypatch):
-    agent = make_agent(guard="off", summarizer="lossy")
+    agent = make_agent(fold={"guard": "off", "summarizer": "lossy"})
     first = agent.session.add("user", "the ticket is ZEBRA-1111 and the port is 8443. " + "We went over it twice. " * 30)
     second = agent.session.add("assistant", "Noted, ZEBRA-1111 on port 8443. " + "Nothing else changes. " * 20)
     assert isinstance(await agent.fold([first.id, second.id]), Folded)

@@ -75,7 +75,7 @@ def test_a_summary_asked_in_context_travels_as_its_question_and_answer():
 
 async def test_the_request_after_a_fold_placed_after_reads_only_the_new_message(make_agent):
     # the model writes the summary (the mock shifts its cache as llama.cpp does with n_cache_reuse)
-    agent = make_agent(window=8192, fold_placement="after", system_prompt="Be brief.", tokenizer="chars4", fold_target=0.6)
+    agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": 0.6})
     await agent.start()
     agent.summarizer = ModelSummarizer(agent.model)
     i = 0
@@ -99,7 +99,7 @@ async def test_the_request_after_a_fold_placed_after_reads_only_the_new_message(
 
 
 async def test_in_place_the_summary_pair_is_read_again_with_what_follows(make_agent):
-    agent = make_agent(window=8192, fold_placement="in_place", system_prompt="Be brief.", tokenizer="chars4", fold_target=0.6)
+    agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "in_place", "target": 0.6})
     await agent.start()
     agent.summarizer = ModelSummarizer(agent.model)
     i = 0
@@ -177,7 +177,7 @@ async def test_unfold_restores_the_slot_saved_before_the_fold(tmp_path, monkeypa
         monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
         settings = Settings(
             model=f"openai:{fake.url}", data_dir=tmp_path / "data", workspace=tmp_path, fsync=False,
-            slot_dir=fake.slot_dir, tokenizer="chars4", window=16384, summarizer="lossy",
+            slots={"dir": fake.slot_dir}, tokenizer="chars4", window=16384, fold={"summarizer": "lossy"},
         )
         agent = build_agent(settings, async_writer=False, new=True)
         try:
@@ -210,7 +210,7 @@ async def test_unfold_with_the_slot_file_gone_says_so_and_the_turn_goes_on(tmp_p
         monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
         settings = Settings(
             model=f"openai:{fake.url}", data_dir=tmp_path / "data", workspace=tmp_path, fsync=False,
-            slot_dir=fake.slot_dir, tokenizer="chars4", window=16384, summarizer="lossy",
+            slots={"dir": fake.slot_dir}, tokenizer="chars4", window=16384, fold={"summarizer": "lossy"},
         )
         agent = build_agent(settings, async_writer=False, new=True)
         try:
@@ -235,7 +235,7 @@ async def test_unfold_with_the_slot_file_gone_says_so_and_the_turn_goes_on(tmp_p
 
 async def test_near_the_window_the_summary_is_asked_shorter_rather_than_losing_the_kept_messages_cache(make_agent):
     agent = make_agent(
-        window=4096, fold_placement="after", system_prompt="Be brief.", tokenizer="chars4", max_reply_tokens=16
+        window=4096, fold={"placement": "after"}, system_prompt="Be brief.", tokenizer="chars4", max_reply_tokens=16
     )
     await agent.start()
     agent.summarizer = ModelSummarizer(agent.model)

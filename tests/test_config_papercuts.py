@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from tailrent_tui.cli import cli
-from tailrent_tui.settings import Settings, SettingsError, load_settings
+from tailrent_tui.settings import Settings, SettingsError, load_settings, setting_help
 from tailrent_tui.ui.keymap import keymap_warnings
 
 
@@ -22,8 +22,10 @@ def test_config_toml_is_valid_commented_toml_that_reads_back_to_the_same_setting
     cfg = tmp_path / "cfg"
     cfg.mkdir()
     (cfg / "config.toml").write_text(
-        'window = 16384\npolicy = "naive-pin"\ndecision_patterns = ["^DECISION:", "we chose \\\\w+"]\n'
-        'system_prompt = "Say \\"hi\\"\\nthen work. café"\n[keymap]\nfold = "ctrl+f"\n[caps]\ngrep_max_matches = 7\n'
+        'window = 16384\npolicy = "naive-pin"\n'
+        'system_prompt = "Say \\"hi\\"\\nthen work. café"\n[keymap]\nfold = "ctrl+f"\n'
+        '[fold]\ntrigger = 0.8\ndecision_patterns = ["^DECISION:", "we chose \\\\w+"]\n[tools]\nshell_timeout = 7\n'
+        '[slots]\nsave = "off"\n[mcp.servers.fx]\ncommand = "true"\n'
     )
     env = _env(tmp_path)
     result = CliRunner().invoke(cli, ["config", "--toml"], env=env)
@@ -37,10 +39,13 @@ def test_config_toml_is_valid_commented_toml_that_reads_back_to_the_same_setting
     with pytest.MonkeyPatch.context() as mp:
         for k, v in env.items():
             mp.setenv(k, v)
-        first, _ = load_settings(path=cfg / "config.toml")
-        again, _ = load_settings(path=out)
+        first = load_settings(path=cfg / "config.toml").settings
+        again = load_settings(path=out).settings
     assert again == first
-    assert again.caps.grep_max_matches == 7 and again.keymap == {"fold": "ctrl+f"}
+    assert again.tools.shell_timeout == 7 and again.keymap == {"fold": "ctrl+f"} and again.fold.trigger == 0.8
+    assert again.fold.decision_patterns == ["^DECISION:", "we chose \\w+"] and again.slots.save == "off"
+    assert again.mcp.servers["fx"].command == "true"
+    assert [line for line in text.splitlines() if line.startswith("[")] == ["[keymap]", "[fold]", "[tools]", "[slots]", "[mcp]"]
 
 
 def test_a_misspelled_key_or_variable_gets_a_suggestion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,7 +68,7 @@ def test_keymap_clashes_and_unknown_ids_are_said() -> None:
 
 def test_the_settings_help_points_to_nothing_missing() -> None:
     repo = Path(__file__).parent.parent
-    for name, text in Settings().field_help().items():
+    for name, text in setting_help().items():
         for doc in ("DESIGN.md",):
             assert doc not in text or (repo / doc).exists(), f"{name}'s help points to {doc}, not in the repository"
 
@@ -71,7 +76,7 @@ def test_the_settings_help_points_to_nothing_missing() -> None:
 async def test_the_app_says_keymap_warnings(tmp_path: Path) -> None:
     from ui_helpers import make_agent, make_app
 
-    agent = make_agent(tmp_path, settings=Settings(spill_threshold=200, tokenizer="chars4", keymap={"pin": "ctrl+p"}))
+    agent = make_agent(tmp_path, settings=Settings(tools={"spill_threshold": 200}, tokenizer="chars4", keymap={"pin": "ctrl+p"}))
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()

@@ -228,7 +228,7 @@ async def test_export_shows_tool_calls_thinking_and_each_model_and_inspect_marks
     from tailrent_tui.store.export import export_session
 
     (workspace / "notes.txt").write_text("the TTL is 15 minutes\n", encoding="utf-8")
-    agent = make_agent(yolo=True, tokenizer="chars4", fold_preview="never", summarizer="lossy", guard="off")
+    agent = make_agent(yolo=True, tokenizer="chars4", fold={"preview": "never", "summarizer": "lossy", "guard": "off"})
     agent.model = MockModel(
         [
             {"thinking": "read the notes first", "tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
@@ -278,11 +278,13 @@ def test_a_bad_config_toml_reports_every_error_at_once(tmp_path, monkeypatch):
 
     cfg = tmp_path / "config"
     cfg.mkdir()
-    (cfg / "config.toml").write_text('window = "big"\nfold_trigger = 7\nbogus_key = 1\nspill_threshold = -1\n', encoding="utf-8")
+    (cfg / "config.toml").write_text(
+        'window = "big"\nbogus_key = 1\n[fold]\ntrigger = 7\n[tools]\nspill_threshold = -1\n', encoding="utf-8"
+    )
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(cfg))
     out = CliRunner().invoke(cli, ["config"])
     assert out.exit_code != 0 and "Traceback" not in out.output
-    for key in ("unknown key 'bogus_key'", "window:", "fold_trigger:", "spill_threshold:"):
+    for key in ("unknown key 'bogus_key'", "window:", "fold.trigger:", "tools.spill_threshold:"):
         assert key in out.output, out.output
 
 

@@ -387,7 +387,7 @@ async def test_a_bad_user_theme_is_skipped_with_a_notice(tmp_path: Path, case: s
     body = THEMES[case]
     path = user / f"{chosen}.toml"
     path.write_bytes(body if isinstance(body, bytes) else body.encode())
-    settings = Settings(spill_threshold=200, tokenizer="chars4", theme=chosen)
+    settings = Settings(tools={"spill_threshold": 200}, tokenizer="chars4", theme=chosen)
     app = make_app(make_agent(tmp_path, settings=settings), theme_dirs=[*packaged_theme_dirs(), user])
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.pause()
@@ -413,23 +413,26 @@ def test_decisions_file_inside_the_workspace_is_taken(env: Env):
 # -- settings values ---------------------------------------------------------------------
 
 BAD_VALUES = {
-    "fold_target = fold_trigger": ("fold_target = 0.5\nfold_trigger = 0.5\n", "fold_target"),
-    "fold_target > fold_trigger": ("fold_target = 0.8\nfold_trigger = 0.6\n", "fold_target"),
-    "fold_target > default trigger": ("fold_target = 0.95\n", "fold_target"),
-    "shell_timeout = inf": ("[caps]\nshell_timeout = inf\n", "shell_timeout"),
-    "shell_timeout = nan": ("[caps]\nshell_timeout = nan\n", "shell_timeout"),
-    "shell_timeout = -1": ("[caps]\nshell_timeout = -1\n", "shell_timeout"),
-    "shell_timeout_max = inf": ("[caps]\nshell_timeout_max = inf\n", "shell_timeout_max"),
+    "fold.target = fold.trigger": ("[fold]\ntarget = 0.5\ntrigger = 0.5\n", "fold.target"),
+    "fold.target > fold.trigger": ("[fold]\ntarget = 0.8\ntrigger = 0.6\n", "fold.target"),
+    "fold.target > default trigger": ("[fold]\ntarget = 0.95\n", "fold.target"),
+    "shell_timeout = inf": ("[tools]\nshell_timeout = inf\n", "tools.shell_timeout"),
+    "shell_timeout = nan": ("[tools]\nshell_timeout = nan\n", "tools.shell_timeout"),
+    "shell_timeout = -1": ("[tools]\nshell_timeout = -1\n", "tools.shell_timeout"),
     "request_timeout = inf": ("request_timeout = inf\n", "request_timeout"),
-    "pin_share = nan": ("pin_share = nan\n", "pin_share"),
-    "(a+)+$": ('decision_patterns = ["(a+)+$"]\n', "decision_patterns"),
-    "(a*)*b": ('decision_patterns = ["(a*)*b"]\n', "decision_patterns"),
-    "(\\w+\\s?)+$": ('decision_patterns = ["(\\\\w+\\\\s?)+$"]\n', "decision_patterns"),
-    "((ab)*c?)+$": ('decision_patterns = ["DECISION:", "((ab)*c?)+$"]\n', "decision_patterns"),
-    "(?:x+y?){2,}z": ('decision_patterns = ["(?:x+y?){2,}z"]\n', "decision_patterns"),
-    "(a|a)+$": ('decision_patterns = ["(a|a)+$"]\n', "decision_patterns"),
-    "(a|aa)+$": ('decision_patterns = ["decided (a|aa)+$"]\n', "decision_patterns"),
-    "(.*a){20}": ('decision_patterns = ["(.*a){20}"]\n', "decision_patterns"),
+    "pin_share = nan": ("[fold]\npin_share = nan\n", "fold.pin_share"),
+    "slots.session_mb = 0": ("[slots]\nsession_mb = 0\n", "slots.session_mb"),
+    "(a+)+$": ('[fold]\ndecision_patterns = ["(a+)+$"]\n', "decision_patterns"),
+    "(a*)*b": ('[fold]\ndecision_patterns = ["(a*)*b"]\n', "decision_patterns"),
+    "(\\w+\\s?)+$": ('[fold]\ndecision_patterns = ["(\\\\w+\\\\s?)+$"]\n', "decision_patterns"),
+    "((ab)*c?)+$": ('[fold]\ndecision_patterns = ["DECISION:", "((ab)*c?)+$"]\n', "decision_patterns"),
+    "(?:x+y?){2,}z": ('[fold]\ndecision_patterns = ["(?:x+y?){2,}z"]\n', "decision_patterns"),
+    "(a|a)+$": ('[fold]\ndecision_patterns = ["(a|a)+$"]\n', "decision_patterns"),
+    "(a|aa)+$": ('[fold]\ndecision_patterns = ["decided (a|aa)+$"]\n', "decision_patterns"),
+    "(.*a){20}": ('[fold]\ndecision_patterns = ["(.*a){20}"]\n', "decision_patterns"),
+    "an unknown group": ("[fodl]\ntrigger = 0.5\n", "unknown group [fodl]"),
+    "a key outside its group": ("[tools]\ntrigger = 0.5\n", "unknown key 'trigger' in [tools]"),
+    "a group written as a key": ('fold = 0.5\n', "fold is a group"),
 }
 
 
@@ -446,8 +449,10 @@ def test_a_bad_value_is_refused_at_load_naming_setting_and_file(env: Env, case: 
 @pytest.mark.fault("settings values")
 @pytest.mark.parametrize(
     ("var", "value"),
-    [("TAILRENT_DECISION_PATTERNS", '["(a+)+$"]'), ("TAILRENT_REQUEST_TIMEOUT", "inf"), ("TAILRENT_FOLD_TARGET", "0.95"),
-     ("TAILRENT_CAPS", '{"shell_timeout": 1e999}')],
+    [("TAILRENT_FOLD_DECISION_PATTERNS", '["(a+)+$"]'), ("TAILRENT_REQUEST_TIMEOUT", "inf"), ("TAILRENT_FOLD_TARGET", "0.95"),
+     ("TAILRENT_TOOLS_SHELL_TIMEOUT", "1e999"), ("TAILRENT_SLOTS_SAVE", "sometimes"),
+     # the old names, read for one release
+     ("TAILRENT_DECISION_PATTERNS", '["(a+)+$"]'), ("TAILRENT_CAPS", '{"shell_timeout": 1e999}')],
 )
 def test_a_bad_value_from_the_environment_is_refused(env: Env, var: str, value: str):
     refused(env.run("config", env={var: value}), var)
@@ -455,10 +460,64 @@ def test_a_bad_value_from_the_environment_is_refused(env: Env, var: str, value: 
 
 def test_safe_patterns_and_values_are_still_taken(env: Env):
     from tailrent_tui.core.guard import DEFAULT_DECISION_PATTERNS
-    from tailrent_tui.settings import Settings
+    from tailrent_tui.settings import FoldSettings
 
-    Settings(decision_patterns=list(DEFAULT_DECISION_PATTERNS))
-    Settings(decision_patterns=[r"^(?:DECISION|Decided)+:", r"\bwe (?:will|shall) \w+ because\b", r"(?:ab)+c", r"a{2,5}b*",
+    FoldSettings(decision_patterns=list(DEFAULT_DECISION_PATTERNS))
+    FoldSettings(decision_patterns=[r"^(?:DECISION|Decided)+:", r"\bwe (?:will|shall) \w+ because\b", r"(?:ab)+c", r"a{2,5}b*",
                                 r"(?:\d+\.)+\d", r"(a|ab)*c", r"(?>a+)+$", r"(a++)+$", r"(?:\w+\s+)+decided"])
-    (env.cfg / "config.toml").write_text("fold_target = 0.5\nfold_trigger = 0.8\n[caps]\nshell_timeout = 30\n")
+    (env.cfg / "config.toml").write_text("[fold]\ntarget = 0.5\ntrigger = 0.8\n[tools]\nshell_timeout = 30\n")
     assert env.run("config").returncode == 0
+
+
+@pytest.mark.fault("settings values")
+def test_every_error_of_a_config_is_said_at_once(env: Env):
+    (env.cfg / "config.toml").write_text(
+        'windw = 4096\npolicy = "ladderr"\n[fodl]\ntrigger = 0.5\n[fold]\ntrigger = 2\n[tools]\nshell_timeout = -1\n'
+    )
+    out = env.run("config")
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    lines = out.stderr.strip().removeprefix("Error: ").splitlines()
+    where = str(env.cfg / "config.toml")
+    assert len(lines) == 5 and all(line.startswith(where + ": ") for line in lines), out.stderr
+    said = "\n".join(lines)
+    for what in ("'windw'; did you mean 'window'", "unknown group [fodl]", "policy:", "fold.trigger:", "tools.shell_timeout:"):
+        assert what in said, said
+    assert env.ask("hello").returncode != 0 and env.session_dirs() == []
+
+
+OLD_FLAT = (
+    'fold_trigger = 0.8\nfold_target = 0.5\nsummarizer = "extractive"\nspill_threshold = 300\nslots = "off"\n'
+    'slot_dir = "slots"\n[caps]\nshell_timeout = 30\n'
+)
+
+
+@pytest.mark.fault("settings values")
+def test_old_flat_keys_are_read_for_one_release_with_one_warning(env: Env):
+    (env.cfg / "config.toml").write_text(OLD_FLAT)
+    out = env.run("config", "--json")
+    assert out.returncode == 0, out.stderr
+    shown = {k: v["value"] for k, v in json.loads(out.stdout).items()}
+    assert (shown["fold.trigger"], shown["fold.target"], shown["fold.summarizer"]) == (0.8, 0.5, "extractive")
+    assert (shown["tools.spill_threshold"], shown["tools.shell_timeout"], shown["slots.save"]) == (300, 30.0, "off")
+    assert shown["slots.dir"] == str(env.cfg / "slots")  # relative to the file, as before
+    (warning,) = out.stderr.strip().splitlines()
+    assert warning.startswith(f"warning: {env.cfg / 'config.toml'}: old flat keys")
+    assert "fold_trigger -> [fold] trigger" in warning
+    # the session runs with them, and `ask` says the same line
+    asked = env.ask("hello")
+    assert asked.returncode == 0 and "old flat keys" in asked.stderr
+    # a key that is a fixed value now is ignored, said in one line of its own
+    (env.cfg / "config.toml").write_text("prune_watermark_lines = 500\n")
+    out = env.run("config")
+    assert out.returncode == 0 and out.stderr.strip() == (
+        f"warning: {env.cfg / 'config.toml'}: prune_watermark_lines is no longer a setting (a fixed value now) and is ignored"
+    )
+
+
+def test_the_grouped_key_wins_over_its_old_flat_name(env: Env):
+    (env.cfg / "config.toml").write_text("fold_trigger = 0.7\n[fold]\ntrigger = 0.6\n")
+    out = env.run("config", "--json", env={"TAILRENT_SPILL_THRESHOLD": "99"})
+    shown = json.loads(out.stdout)
+    assert shown["fold.trigger"]["value"] == 0.6
+    assert shown["tools.spill_threshold"] == {"value": 99, "source": "$TAILRENT_SPILL_THRESHOLD"}
+    assert "$TAILRENT_SPILL_THRESHOLD: old flat keys, read this release only: spill_threshold -> [tools]" in out.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from ui_helpers import make_agent, make_app, wait_until
 
-from tailrent_tui.ui.screens.session_ladder import fold_number
+from tailrent_tui.ui.slash import fold_number
 from tailrent_tui.ui.widgets.input import PromptInput
 
 

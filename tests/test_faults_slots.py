@@ -16,7 +16,7 @@ from test_slots import ask, fake, home  # noqa: F401
 def test_a_damaged_slot_file_is_not_restored(home, fake, tmp_path, monkeypatch, damage):
     fake.slot_dir = tmp_path / "slots"
     fake.slot_dir.mkdir()
-    monkeypatch.setenv("TAILRENT_SLOT_DIR", str(fake.slot_dir))
+    monkeypatch.setenv("TAILRENT_SLOTS_DIR", str(fake.slot_dir))
     first = json.loads(ask(home, fake, "--json", "One.").stdout)
     slot = fake.slot_dir / first["slot"]["save"]["file"]
     if damage == "truncated":
@@ -45,7 +45,7 @@ def test_a_slot_file_whose_content_changed_is_not_restored(home, fake, tmp_path,
     """Its size is right, so only its content tells: the digest taken after the save."""
     fake.slot_dir = tmp_path / "slots"
     fake.slot_dir.mkdir()
-    monkeypatch.setenv("TAILRENT_SLOT_DIR", str(fake.slot_dir))
+    monkeypatch.setenv("TAILRENT_SLOTS_DIR", str(fake.slot_dir))
     first = json.loads(ask(home, fake, "--json", "One.").stdout)
     other = json.loads(ask(home, fake, "--json", "Another session, another prompt.").stdout)
     assert first["session"] != other["session"]
@@ -72,7 +72,7 @@ def test_a_slot_file_whose_content_changed_is_not_restored(home, fake, tmp_path,
 def test_an_empty_save_or_another_models_slot_is_one_line_and_never_restored(home, fake, tmp_path, monkeypatch, case):
     fake.slot_dir = tmp_path / "slots"
     fake.slot_dir.mkdir()
-    monkeypatch.setenv("TAILRENT_SLOT_DIR", str(fake.slot_dir))
+    monkeypatch.setenv("TAILRENT_SLOTS_DIR", str(fake.slot_dir))
     if case == "the server saved 0 tokens":
         fake.mode = "empty-slot"
     first = ask(home, fake, "--json", "One.")

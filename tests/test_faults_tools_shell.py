@@ -270,12 +270,10 @@ async def test_the_dialog_offers_no_session_approval_for_rm(tmp_path, ui_config)
 # -- the tool command ------------------------------------------------------------------------
 
 
-def _tool_cli(tmp_path: Path, ws: Path, name: str, args: dict, *, caps: str = "", timeout: float = 60):
+def _tool_cli(tmp_path: Path, ws: Path, name: str, args: dict, *, timeout: float = 60, **env_vars: str):
     config = tmp_path / "config"
     config.mkdir(exist_ok=True)
-    if caps:
-        (config / "config.toml").write_text(f"[caps]\n{caps}\n")
-    env = {**os.environ, "TAILRENT_CONFIG_DIR": str(config), "TAILRENT_HOME": str(tmp_path / "data")}
+    env = {**os.environ, "TAILRENT_CONFIG_DIR": str(config), "TAILRENT_HOME": str(tmp_path / "data"), **env_vars}
     return subprocess.run(
         [sys.executable, "-m", "tailrent_tui", "tool", name, json.dumps(args), "--workspace", str(ws), "--json"],
         capture_output=True,
@@ -372,9 +370,13 @@ async def test_a_runaway_writer_is_killed_once_its_dropped_output_passes_the_cap
 def test_the_tool_command_cuts_with_the_same_line(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
-    done = _tool_cli(tmp_path, ws, "run_shell", {"command": FIVE_MB}, caps="shell_max_bytes = 1000")
+    # the command's caps are the session's fixed ones: 10 MB kept in memory (not spilled: rung 1 alone)
+    done = _tool_cli(
+        tmp_path, ws, "run_shell", {"command": "head -c 12000000 /dev/zero | tr '\\0' y"},
+        TAILRENT_TOOLS_SPILL_THRESHOLD="100000000",
+    )
     out = json.loads(done.stdout)
-    assert "output cut at 1,000 bytes" in out["content"] and "4.8 MB more not kept (4,999,000 bytes)" in out["content"]
+    assert "output cut at 10 MB" in out["content"] and "1.4 MB more not kept (1,514,240 bytes)" in out["content"]
 
 
 # -- run_shell: background processes, truthful timeouts, no keys -----------------------------
@@ -516,7 +518,8 @@ async def test_escape_kills_a_long_command_at_once(make_agent, workspace):
 @pytest.mark.fault("run_shell background and keys")
 async def test_quitting_does_not_wait_for_a_running_command(tmp_path, ui_config):
     script = [{"tool_calls": [call("run_shell", command=SLOW_THEN_MARK, timeout=60)]}, {"text": "done"}]
-    agent = make_ui_agent(tmp_path, script=script, settings=Settings(yolo=True, spill_threshold=200, tokenizer="chars4"))
+    settings = Settings(yolo=True, tools={"spill_threshold": 200}, tokenizer="chars4")
+    agent = make_ui_agent(tmp_path, script=script, settings=settings)
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press(*"go", "enter")

@@ -83,7 +83,7 @@ def turn_usage(agent):
 
 
 async def test_a_fold_placed_after_the_kept_messages_costs_the_next_request_its_summary_only(make_agent):
-    agent = make_agent(window=8192, fold_placement="after", system_prompt="Be brief.", tokenizer="chars4", fold_target=0.6)
+    agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": 0.6})
     await agent.start()
     await fill_until_fold(agent)  # the fold comes before the last turn's request
     ordinary, after = turn_usage(agent)[-2:]
@@ -94,7 +94,7 @@ async def test_a_fold_placed_after_the_kept_messages_costs_the_next_request_its_
 
 
 async def test_in_place_the_same_fold_re_reads_what_follows_it(make_agent):
-    agent = make_agent(window=8192, fold_placement="in_place", system_prompt="Be brief.", tokenizer="chars4", fold_target=0.6)
+    agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "in_place", "target": 0.6})
     await agent.start()
     await fill_until_fold(agent)
     ordinary, after = turn_usage(agent)[-2:]
@@ -103,7 +103,7 @@ async def test_in_place_the_same_fold_re_reads_what_follows_it(make_agent):
 
 
 async def test_a_server_that_ignores_n_cache_reuse_sends_folds_back_in_place_saying_so_once(make_agent):
-    agent = make_agent(window=8192, fold_placement="after", system_prompt="Be brief.", tokenizer="chars4", fold_target=0.6)
+    agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": 0.6})
     await agent.start()
     agent.model.cache_reuse = None  # the server takes the field and does nothing with it
     i = await fill_until_fold(agent)

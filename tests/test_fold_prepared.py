@@ -96,7 +96,7 @@ async def test_a_fold_placed_after_with_its_summary_prepared_costs_the_next_requ
     # A deep fold (0.35) takes all but the last messages: its span grows each turn and is written again; a
     # shallow one (0.6) keeps its span, and is sent again after each turn (one token asked) to stay cached
     agent = make_agent(
-        window=8192, fold_placement="after", system_prompt="Be brief.", tokenizer="chars4", fold_target=fold_target
+        window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": fold_target}
     )
     await agent.start()
     agent.summarizer = ModelSummarizer(agent.model)
@@ -143,7 +143,7 @@ def fact_message(i: int) -> str:
 async def test_a_span_with_statements_is_prepared_as_the_ladder_asks_it(make_agent):
     # each message states a fact the ledger carries: the ladder asks a summary of the span without them,
     # and the prepared fold must be of that same span, or it is not used at the trigger
-    agent = make_agent(window=2048, fold_placement="after", max_reply_tokens=8, tokenizer="chars4", summarizer="model")
+    agent = make_agent(window=2048, max_reply_tokens=8, tokenizer="chars4", fold={"placement": "after", "summarizer": "model"})
     agent.model = MockModel([SUMMARY] * 60)
     await agent.start()
     agent.summarizer = ModelSummarizer(agent.model)

@@ -147,7 +147,7 @@ def test_a_fold_by_hand_over_a_summary_leaves_the_summary_alone_so_either_fold_c
 
 
 async def test_the_agent_unfolds_from_its_archive_and_the_journal_replays_it(make_agent):
-    agent = make_agent(window=4000, summarizer="extractive")
+    agent = make_agent(window=4000, fold={"summarizer": "extractive"})
     agent.session.add("user", FACTS)
     for i in range(1, 9):
         agent.session.add("user" if i % 2 == 0 else "assistant", prose(i))
@@ -163,7 +163,7 @@ async def test_the_agent_unfolds_from_its_archive_and_the_journal_replays_it(mak
 
 
 async def test_the_agent_asks_its_reviewer_and_applies_the_edit(make_agent):
-    agent = make_agent(window=4000, summarizer="extractive")
+    agent = make_agent(window=4000, fold={"summarizer": "extractive"})
     agent.session.add("user", FACTS)
     for i in range(1, 9):
         agent.session.add("user" if i % 2 == 0 else "assistant", prose(i))

@@ -401,7 +401,7 @@ def test_the_inspector_and_inspect_say_who_wrote_a_summary_and_why():
 
 @pytest.mark.parametrize("guard", ["report", "off"])
 async def test_the_guard_setting_holds_through_the_agent_and_manual_folds(make_agent, guard):
-    agent = make_agent(window=2048, system_prompt="Be brief.", guard=guard)
+    agent = make_agent(window=2048, system_prompt="Be brief.", fold={"guard": guard})
     agent.session.add("user", FACTS)
     for i in range(6):
         agent.session.add("assistant", prose(i, 80))  # the user's own words would be kept, not summarized

@@ -67,7 +67,7 @@ def no_tools_left_behind():
 async def test_mcp_tools_run_through_the_agents_door(make_agent, tmp_path: Path) -> None:
     """Listing, approval per tool (once, then for the session), a huge result spilled and read back,
     an image saved as a raw spill, an invalid argument refused by the registry's check, the journal."""
-    agent = make_agent(mcp={"servers": {"fx": stdio()}}, spill_threshold=500, tokenizer="chars4")
+    agent = make_agent(mcp={"servers": {"fx": stdio()}}, tools={"spill_threshold": 500}, tokenizer="chars4")
     base = agent.session.tool_schema_tokens
     hub = agent.mcp
     await hub.start()
@@ -262,9 +262,9 @@ def test_config_errors_are_one_line_naming_the_key(tmp_path: Path, monkeypatch) 
     with pytest.raises(SettingsError, match="not __"):
         load_settings()
     cfg.write_text('[mcp.servers.api]\nurl = "https://example.invalid/mcp"\nheaders = {Authorization = "Bearer ${TOKEN}"}\n')
-    settings, sources = load_settings()
+    settings, sources, _ = load_settings()
     assert settings.mcp.servers["api"].transport == "http"
-    assert sources["mcp"] == str(cfg)
+    assert sources["mcp.servers"] == str(cfg)
 
 
 async def test_the_workspaces_mcp_json_is_read_only_when_opted_in(tmp_path: Path) -> None:

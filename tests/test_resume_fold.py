@@ -121,7 +121,7 @@ def _yesterday(settings: Settings) -> int:
 def test_the_morning_after_in_the_app_starts_from_a_small_context(app_settings):
     settings = app_settings
     evening = _yesterday(settings)
-    resume_tokens = int(APP_WINDOW * settings.resume_fold_target)
+    resume_tokens = int(APP_WINDOW * settings.fold.resume_target)
     assert evening > 2 * resume_tokens
 
     async def morning() -> Agent:
@@ -154,7 +154,7 @@ def test_the_morning_after_in_the_app_starts_from_a_small_context(app_settings):
 def test_a_resume_fold_shown_first_is_promised_as_a_proposal_and_can_be_cancelled(app_settings):
     from tailrent_tui.ui.screens.fold_preview import FoldPreview
 
-    settings = app_settings.model_copy(update={"fold_preview": "always"})
+    settings = app_settings.model_copy(update={"fold": app_settings.fold.model_copy(update={"preview": "always"})})
     evening = _yesterday(settings)
 
     async def morning() -> Agent:
@@ -173,7 +173,7 @@ def test_a_resume_fold_shown_first_is_promised_as_a_proposal_and_can_be_cancelle
     assert price is not None and price.saver == "fold" and price.fold_reviewed
     line = next(n.text for n in agent.session.notes if "the cache is cold" in n.text)
     assert f"will propose folding the {evening:,}-token context to about {price.to_read:,}" in line
-    assert "(resume_fold_target; you review it first); the first request re-reads what you keep" in line
+    assert "([fold] resume_target; you review it first); the first request re-reads what you keep" in line
     # cancelled: nothing folded, and the message went out with what the other rungs left
     assert not agent.session.folds
     assert agent.session.usage[-1].context_tokens == agent.session.context_tokens - agent.session.messages[-1].tokens
@@ -182,7 +182,7 @@ def test_a_resume_fold_shown_first_is_promised_as_a_proposal_and_can_be_cancelle
 def test_a_resume_fold_the_model_would_write_is_not_made_when_the_reread_costs_less(app_settings):
     """Issue 26, item 1: the model's summary reads the span and writes a summary before the first
     request, so on a cold cache it costs more than re-reading a context that fits: no fold."""
-    settings = app_settings.model_copy(update={"summarizer": "model"})
+    settings = app_settings.model_copy(update={"fold": app_settings.fold.model_copy(update={"summarizer": "model"})})
     evening = _yesterday(settings)
 
     async def morning() -> None:

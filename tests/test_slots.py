@@ -113,7 +113,7 @@ def test_resume_price_says_tokens_seconds_dollars_and_what_spares_them():
     assert folded.saver == "fold" and folded.to_read == 1200 and folded.seconds == pytest.approx(2.4)
     assert folded.line() == (
         "resume: the cache is cold, so the ladder folds the 8,000-token context to about 1,200 "
-        "(resume_fold_target) and the first request re-reads that (~2.4 s); idle 9 h"
+        "([fold] resume_target) and the first request re-reads that (~2.4 s); idle 9 h"
     )
     # the model writes the fold's summary first: reading its span and writing the summary take time too
     by_model = resume_price(
@@ -302,7 +302,7 @@ def home(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("TAILRENT_FSYNC", "false")
     monkeypatch.setenv("TAILRENT_TOKENIZER", "cl100k")
-    for var in ("TAILRENT_MODEL", "TAILRENT_WINDOW", "TAILRENT_POLICY", "TAILRENT_YOLO", "OLLAMA_HOST", "TAILRENT_SLOT_DIR"):
+    for var in ("TAILRENT_MODEL", "TAILRENT_WINDOW", "TAILRENT_POLICY", "TAILRENT_YOLO", "OLLAMA_HOST", "TAILRENT_SLOTS_DIR"):
         monkeypatch.delenv(var, raising=False)
     (tmp_path / "ws").mkdir()
     return data
@@ -324,7 +324,7 @@ def _meta_slots(home: Path, session: str) -> list[SlotRecord]:
 def test_ask_pins_requests_saves_at_the_end_and_restores_on_continue(home, fake, tmp_path, monkeypatch):
     fake.slot_dir = tmp_path / "slots"
     fake.slot_dir.mkdir()
-    monkeypatch.setenv("TAILRENT_SLOT_DIR", str(fake.slot_dir))
+    monkeypatch.setenv("TAILRENT_SLOTS_DIR", str(fake.slot_dir))
     first = json.loads(ask(home, fake, "--json", "Where do refresh tokens live?").stdout)
     assert all(b.get("id_slot") == 0 for b in fake.bodies), "every request is pinned to slot 0"
     assert first["slot"]["save"]["ok"] and fake.actions == [("save", first["slot"]["save"]["file"])]
@@ -355,7 +355,7 @@ def test_a_slot_file_removed_falls_back_and_says_so(home, fake, tmp_path, monkey
     assert "no KV slot restored: the server refused to restore" in second.stderr
     assert "the first request re-reads the whole context" in second.stderr
     # with slot_dir it looks first and names the missing file
-    monkeypatch.setenv("TAILRENT_SLOT_DIR", str(fake.slot_dir))
+    monkeypatch.setenv("TAILRENT_SLOTS_DIR", str(fake.slot_dir))
     for f in fake.slot_dir.iterdir():
         f.unlink()
     third = ask(home, fake, "--continue", "Three.")
@@ -416,7 +416,7 @@ def test_why_no_slot_was_restored_is_said_once_on_a_resume(home, fake, tmp_path,
     if case == "file removed":
         fake.slot_dir = tmp_path / "slots"
         fake.slot_dir.mkdir()
-        monkeypatch.setenv("TAILRENT_SLOT_DIR", str(fake.slot_dir))
+        monkeypatch.setenv("TAILRENT_SLOTS_DIR", str(fake.slot_dir))
     fake.mode = {"no save path": "no-save-path", "no endpoints": "no-endpoints", "none saved": "disk-full"}.get(case, "ok")
     first = json.loads(ask(home, fake, "--json", "One.").stdout)
     if case == "file removed":
@@ -440,7 +440,7 @@ def test_why_no_slot_was_restored_is_said_once_on_a_resume(home, fake, tmp_path,
 def test_without_slot_dir_the_files_are_recorded_and_cleanup_is_said_once(home, fake):
     first = json.loads(ask(home, fake, "--json", "One.").stdout)
     out = ask(home, fake, "--continue", "Two.")
-    assert "set slot_dir (the server's --slot-save-path)" in out.stderr
+    assert "set [slots] dir (the server's --slot-save-path)" in out.stderr
     records = _meta_slots(home, first["session"])
     assert len(records) == 2 and {r.bytes for r in records} == {1000}
     listed = json.loads(CliRunner().invoke(cli, ["sessions", "--json"]).stdout)
@@ -450,15 +450,15 @@ def test_without_slot_dir_the_files_are_recorded_and_cleanup_is_said_once(home, 
 def test_slot_dir_caps_delete_the_oldest(home, fake, tmp_path, monkeypatch):
     fake.slot_dir = tmp_path / "slots"
     fake.slot_dir.mkdir()
-    monkeypatch.setenv("TAILRENT_SLOT_DIR", str(fake.slot_dir))
-    monkeypatch.setenv("TAILRENT_SLOT_SESSION_MB", "1")
+    monkeypatch.setenv("TAILRENT_SLOTS_DIR", str(fake.slot_dir))
+    monkeypatch.setenv("TAILRENT_SLOTS_SESSION_MB", "1")
     other = fake.slot_dir / "tailrent-old-session-0123456789abcdef.bin"
     other.write_bytes(b"x" * (MB - 500))
     os.utime(other, (1, 1))
     notmine = fake.slot_dir / "someone-else.bin"
     notmine.write_bytes(b"y")
     first = json.loads(ask(home, fake, "--json", "One.").stdout)
-    monkeypatch.setenv("TAILRENT_SLOT_TOTAL_MB", "1")
+    monkeypatch.setenv("TAILRENT_SLOTS_TOTAL_MB", "1")
     time.sleep(0.01)
     ask(home, fake, "--continue", "Two.")
     left = sorted(p.name for p in fake.slot_dir.iterdir())
@@ -491,10 +491,11 @@ def test_the_app_says_the_resume_price_restores_and_saves_when_idle_and_on_quit(
     from tailrent_tui.ui.app import TailrentApp
 
     first = json.loads(ask(home, fake, "--json", "The API listens on port 8443.").stdout)
-    settings, _ = load_settings({"model": f"openai:{fake.url}", "workspace": home.parent / "ws", "slot_save_idle": 0.2})
+    settings = load_settings({"model": f"openai:{fake.url}", "workspace": home.parent / "ws"}).settings
     agent = build_agent(settings, {"continue_": True})
     assert agent.session.id == first["session"] and agent.resumed
     app = TailrentApp(agent, settings)
+    app.session_screen.clocks.slot_save_idle = 0.2
 
     def notices() -> list[str]:
         return [str(w.render()) for w in app.transcript.query(".turn-notice")]
@@ -513,7 +514,7 @@ def test_the_app_says_the_resume_price_restores_and_saves_when_idle_and_on_quit(
                 pilot, lambda: any("KV slot saved (idle 0.2 s)" in str(n.message) for n in app._notifications), what="its notice"
             )
             saves = len([a for a in fake.actions if a[0] == "save"])
-            app.settings.slot_save_idle = 60.0  # the next turn is not left idle long enough
+            app.session_screen.clocks.slot_save_idle = 60.0  # the next turn is not left idle long enough
             await pilot.press(*"and the TTL?", "enter")
             await wait_until(pilot, lambda: not app.running and len(fake.bodies) == 3, what="the second reply")
             await pilot.press("ctrl+q")
@@ -572,7 +573,7 @@ def test_a_restarted_server_is_cold_and_a_model_fold_that_costs_more_than_the_re
 
 
 def test_a_restarted_server_with_a_free_summary_folds_since_that_is_cheaper(home, fake, monkeypatch):
-    out = _morning(home, fake, monkeypatch, ("TAILRENT_SUMMARIZER", "extractive"), restart=True)
+    out = _morning(home, fake, monkeypatch, ("TAILRENT_FOLD_SUMMARIZER", "extractive"), restart=True)
     price = out["resume"]
     assert price["saver"] == "fold" and price["to_read"] < price["context_tokens"]
     assert len(out["requests"]) == 1 and LONG not in json.dumps(out["requests"][0])
@@ -580,7 +581,7 @@ def test_a_restarted_server_with_a_free_summary_folds_since_that_is_cheaper(home
 
 def test_a_server_that_lists_no_slots_is_not_folded_at_resume(home, fake, monkeypatch):
     fake.mode = "no-listing"
-    out = _morning(home, fake, monkeypatch, ("TAILRENT_SUMMARIZER", "extractive"))
+    out = _morning(home, fake, monkeypatch, ("TAILRENT_FOLD_SUMMARIZER", "extractive"))
     price = out["resume"]
     assert price["saver"] == "warm", "no TTL is known for llama.cpp: the cache is not assumed gone"
     assert "GET /slots is off" in price["why"] and "if the server was restarted" in ResumePrice(**price).line()

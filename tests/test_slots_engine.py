@@ -72,7 +72,7 @@ def test_a_saved_slot_survives_a_restart_and_a_removed_one_falls_back(tmp_path):
         "TAILRENT_CONFIG_DIR": str(tmp_path / "config"),
         "TAILRENT_FSYNC": "false",
         "TAILRENT_MAX_REPLY_TOKENS": "8",
-        "TAILRENT_SLOT_DIR": str(slot_dir),
+        "TAILRENT_SLOTS_DIR": str(slot_dir),
     }
     for var in ("TAILRENT_MODEL", "TAILRENT_WINDOW", "TAILRENT_POLICY", "OLLAMA_HOST"):
         env.pop(var, None)

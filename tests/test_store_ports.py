@@ -132,7 +132,7 @@ def background(fact: str) -> str:
 @pytest.fixture(params=list(DAMAGES))
 async def damaged(request, make_agent):
     """An agent whose session has two folds, fold #1's archive file damaged; returns (agent, that file)."""
-    agent = make_agent(guard="off", summarizer="lossy")
+    agent = make_agent(fold={"guard": "off", "summarizer": "lossy"})
     agent.session.detect_statements = False  # no ledger: the facts must live only in the archive
     for fact in ("the first ticket is ZEBRA-1111", "the second ticket is ZEBRA-2222"):
         first = agent.session.add("user", background(fact))

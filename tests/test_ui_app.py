@@ -112,7 +112,7 @@ async def test_s_spills_the_focused_message_and_enter_opens_the_viewer(tmp_path)
 
 
 async def test_f_folds_down_to_the_target_and_i_inspects_it(tmp_path):
-    agent = make_agent(tmp_path, window=2048, settings=Settings(fold_target=0.05, tokenizer="chars4"))
+    agent = make_agent(tmp_path, window=2048, settings=Settings(fold={"target": 0.05}, tokenizer="chars4"))
     fill(agent.session, 12, pad=4)
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
@@ -384,7 +384,7 @@ async def test_tail_panel_follows_the_context(tmp_path):
 
 
 async def test_folds_panel_shows_lost_facts(tmp_path):
-    settings = Settings(guard="report", tokenizer="chars4")
+    settings = Settings(fold={"guard": "report"}, tokenizer="chars4")
     agent = make_agent(tmp_path, settings=settings)
     fill(agent.session, 6, pad=4)
     agent.session.add("user", "After a long review of the options we finally store refresh tokens in Redis for 15 minutes.")
@@ -415,7 +415,7 @@ async def test_start_with_no_server_shows_the_mock_notice(tmp_path, monkeypatch)
     monkeypatch.setenv("OLLAMA_HOST", f"http://127.0.0.1:{port}")
     # without the embedded engine (test_models_embedded.py has the case with it)
     monkeypatch.setattr("tailrent_tui.models.factory.engine_installed", lambda: False)
-    settings, _ = load_settings({"data_dir": tmp_path / "data", "workspace": tmp_path})
+    settings = load_settings({"data_dir": tmp_path / "data", "workspace": tmp_path}).settings
     async with open_agent(settings, {}) as agent:
         assert agent.model.name.startswith("mock")
         app = make_app(agent)
@@ -434,7 +434,7 @@ async def test_theme_switch_is_remembered(tmp_path, config_dir):
         app.theme = "tailrent-light"
         await wait_until(pilot, lambda: (config_dir / "state.json").exists(), what="state saved")
     assert json.loads((config_dir / "state.json").read_text())["theme"] == "tailrent-light"
-    settings, _ = load_settings({})
+    settings = load_settings({}).settings
     assert settings.theme == "tailrent-light"
     app2 = make_app(make_agent(tmp_path, settings=settings))
     async with app2.run_test(size=(140, 40)):
@@ -456,12 +456,13 @@ async def test_user_theme_file_is_loaded_and_a_bad_one_reported(tmp_path, config
 
 
 async def test_old_widgets_are_pruned_and_load_back_on_scroll(tmp_path):
-    settings = Settings(prune_watermark_lines=120, tokenizer="chars4")
+    settings = Settings(tokenizer="chars4")
     agent = make_agent(tmp_path, settings=settings, window=10**6)
     fill(agent.session, 400)
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         t = app.transcript
+        t.watermark = 120
         await wait_until(pilot, lambda: t.mounted_ids, what="widgets")
         shown = len(t.mounted_ids)
         assert shown < 60 and t.first_index == 400 - shown

@@ -16,8 +16,8 @@ def config_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
 
 
-def agent_with_history(tmp_path, **settings):
-    agent = make_agent(tmp_path, window=8192, settings=Settings(tokenizer="chars4", summarizer="extractive", **settings))
+def agent_with_history(tmp_path, **fold):
+    agent = make_agent(tmp_path, window=8192, settings=Settings(tokenizer="chars4", fold={"summarizer": "extractive", **fold}))
     fill(agent.session, 12, pad=4)
     return agent
 
@@ -89,14 +89,14 @@ async def test_e_edits_the_summary_and_the_guard_checks_the_edit(tmp_path):
 
 
 async def test_unfold_from_the_inspector_and_by_command(tmp_path):
-    agent = agent_with_history(tmp_path, fold_preview="never")
+    agent = agent_with_history(tmp_path, preview="never")
     order = [m.id for m in agent.session.messages]
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("tab", "f")
         await wait_until(pilot, lambda: bool(agent.session.folds) and not app.busy, what="the fold")
         assert [m.id for m in agent.session.messages] != order
-        assert await app.session_screen.inspect(1)
+        assert await app.session_screen.ladder.inspect(1)
         await wait_until(pilot, lambda: isinstance(app.screen, FoldInspector), what="the inspector")
         await pilot.press("u")
         await wait_until(pilot, lambda: bool(agent.session.unfolded), what="the unfold")
@@ -105,13 +105,13 @@ async def test_unfold_from_the_inspector_and_by_command(tmp_path):
         await pilot.pause()
         assert "undone" in str(app.sidebar.folds.get_option_at_index(0).prompt)
         # a second time: a one-line reason
-        assert not app.session_screen.unfold(1)
+        assert not app.session_screen.ladder.unfold(1)
         await pilot.pause()
         assert any("undone already" in n.message for n in app._notifications), [n.message for n in app._notifications]
 
 
 async def test_unfold_refuses_when_the_originals_would_pass_the_trigger(tmp_path):
-    agent = agent_with_history(tmp_path, fold_preview="never")
+    agent = agent_with_history(tmp_path, preview="never")
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("tab", "f")
@@ -120,8 +120,9 @@ async def test_unfold_refuses_when_the_originals_would_pass_the_trigger(tmp_path
         back = agent.session.folds[0].tokens_before - agent.session.folds[0].tokens_after
         while agent.session.context_tokens + back <= trigger:  # the context grows near the trigger again
             fill(agent.session, 1, prefix="n", pad=4)
+        await pilot.pause()  # the screen has taken the new messages in: the notice below is not left to expire
         assert agent.session.context_tokens <= trigger
-        assert not await app.session_screen._slash_unfold("1")
+        assert not await app.session_screen.run_slash("/unfold 1")
         await pilot.pause()
-        assert any("tokens must go first" in n.message for n in app._notifications)
+        assert any("tokens must go first" in n.message for n in app._notifications), [n.message for n in app._notifications]
         assert not agent.session.unfolded

@@ -92,7 +92,7 @@ async def test_a_paste_that_fits_the_room_is_kept_inline(tmp_path):
     agent = make_agent(tmp_path, script=[{"text": "ok"}])
     app = make_app(agent)
     big = "\n".join(f"line {i}: some pasted log text that goes on" for i in range(212))
-    assert agent.settings.spill_threshold < agent.session.count(big) < agent.ladder.room()
+    assert agent.settings.tools.spill_threshold < agent.session.count(big) < agent.ladder.room()
     async with app.run_test(size=(140, 40)) as pilot:
         await paste(pilot, app, big)
         assert app.prompt.text == "[pasted 212 lines]"
@@ -116,7 +116,7 @@ async def test_a_chip_expands_back_into_text(tmp_path):
 
 
 async def test_history_is_kept_per_workspace_across_a_restart(tmp_path):
-    settings = Settings(spill_threshold=200, tokenizer="chars4", data_dir=tmp_path / "data")
+    settings = Settings(tools={"spill_threshold": 200}, tokenizer="chars4", data_dir=tmp_path / "data")
     first = make_app(make_agent(tmp_path, settings=settings, script=[{"text": "ok"}, {"text": "ok"}]))
     async with first.run_test(size=(140, 40)) as pilot:
         await pilot.press(*"first question", "enter")

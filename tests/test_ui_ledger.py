@@ -218,7 +218,7 @@ async def test_an_ambiguous_prefix_is_refused_with_the_numbers(tmp_path):
 
 
 async def test_a_fold_leaves_a_ledger_message_and_the_inspector_shows_what_it_carried(tmp_path):
-    agent = ledger_agent(tmp_path, window=4096, settings=Settings(fold_target=0.05, tokenizer="chars4"))
+    agent = ledger_agent(tmp_path, window=4096, settings=Settings(fold={"target": 0.05}, tokenizer="chars4"))
     s = agent.session
     s.add("user", "Deploys go through the staging-7 cluster first." + PAD * 6)
     s.add("assistant", "Understood." + PAD * 6)
@@ -248,7 +248,7 @@ async def test_a_fold_leaves_a_ledger_message_and_the_inspector_shows_what_it_ca
 
 
 async def test_p_and_u_on_a_statement_a_ledger_message_carries_act_on_that_statement_alone(tmp_path):
-    agent = ledger_agent(tmp_path, window=4096, settings=Settings(fold_target=0.05, tokenizer="chars4"))
+    agent = ledger_agent(tmp_path, window=4096, settings=Settings(fold={"target": 0.05}, tokenizer="chars4"))
     s = agent.session
     s.add("user", "Deploys go through the staging-7 cluster first. Never deploy on Fridays." + PAD * 6)
     s.add("assistant", "Understood." + PAD * 6)

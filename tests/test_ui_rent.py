@@ -87,7 +87,7 @@ async def test_a_priced_sheet_shows_dollars(make_agent):
 
 
 async def test_a_model_written_fold_is_a_summary_request_that_reads_the_cached_conversation(make_agent):
-    agent = make_agent(policy="ladder", window=4096, summarizer="model")
+    agent = make_agent(policy="ladder", window=4096, fold={"summarizer": "model"})
     predictions = []
     summarize = agent.ladder.summary_for
 
@@ -213,11 +213,11 @@ async def test_keep_warm_pings_through_the_model_while_they_cost_less_than_a_rew
         price = agent.keep_warm.price()
         assert price is not None and price.max_pings >= 2
         await wait_until(pilot, lambda: "keep-warm: first ping at" in rent_shown(app), what="the first ping's time")
-        app.session_screen.keep_warm_tick()  # not due yet: the cache has 300 s to live
+        app.session_screen.clocks.keep_warm_tick()  # not due yet: the cache has 300 s to live
         assert not pings()
         for n in range(1, price.max_pings + 1):
             clock.now += 280  # 20 s before the cache would expire
-            app.session_screen.keep_warm_tick()  # what the one-second timer calls
+            app.session_screen.clocks.keep_warm_tick()  # what the one-second timer calls
             await wait_until(pilot, lambda n=n: len(pings()) == n, what=f"ping {n}")
             # the exact cached prefix went out again, and the cache holds all of it
             assert agent.model.requests[-1] == turn
@@ -232,7 +232,7 @@ async def test_keep_warm_pings_through_the_model_while_they_cost_less_than_a_rew
         assert spent <= price.expiry_usd  # rent or buy: never more in pings than the expiry costs
         # past the last ping the rule sends nothing more, and the cache expires
         clock.now += 280
-        app.session_screen.keep_warm_tick()
+        app.session_screen.clocks.keep_warm_tick()
         await pilot.pause()
         assert len(pings()) == price.max_pings
         assert agent.rent.totals.pings == price.max_pings
@@ -247,7 +247,7 @@ async def test_a_local_sheet_never_pings(make_agent):
     async with app.run_test(size=(140, 45)) as pilot:
         await send(pilot, app, "hello")
         clock.now += 1790
-        app.session_screen.keep_warm_tick()
+        app.session_screen.clocks.keep_warm_tick()
         await pilot.pause()
         assert not [u for u in agent.session.usage if u.purpose == "ping"]
         assert "keep" not in rent_shown(app)
@@ -272,7 +272,7 @@ async def test_a_failed_ping_is_said_once_and_not_retried_every_second(make_agen
         agent.model.stream = refused
         clock.now += 280
         for _ in range(5):  # five ticks of the one-second timer, all past the ping time
-            app.session_screen.keep_warm_tick()
+            app.session_screen.clocks.keep_warm_tick()
             await pilot.pause()
             clock.now += 1
         assert len(agent.model.requests) == sent + 1, "one ping tried, none retried"
@@ -285,7 +285,7 @@ async def test_a_failed_ping_is_said_once_and_not_retried_every_second(make_agen
         def pinged() -> bool:
             # as the app's one-second timer does: a tick that lands while the turn still winds
             # down (the app busy, under a loaded machine) is followed by the next one
-            app.session_screen.keep_warm_tick()
+            app.session_screen.clocks.keep_warm_tick()
             return any(u.purpose == "ping" for u in agent.session.usage)
 
         await wait_until(pilot, pinged, rounds=2000, what="a ping after the turn")

@@ -31,7 +31,7 @@ def stable(tmp_path, monkeypatch):
 
 
 def scene(tmp_path, theme: str):
-    settings = Settings(theme=theme, guard="report", tokenizer="chars4", spill_threshold=200)
+    settings = Settings(theme=theme, fold={"guard": "report"}, tokenizer="chars4", tools={"spill_threshold": 200})
     ids = iter(f"00000000-0000-4000-8000-{n:012d}" for n in range(1, 100))
     agent = make_agent(tmp_path, settings=settings, window=4096, spill_ids=lambda: next(ids))
     s = agent.session

@@ -43,7 +43,7 @@ def make_agent(
 ) -> Agent:
     session = Session(counter=get_counter("chars4"), system="You are a test agent.", window=window,
                       clock=clock or FixedClock(), spill_ids=spill_ids, id="test-session")
-    settings = settings or Settings(spill_threshold=200, tokenizer="chars4")
+    settings = settings or Settings(tools={"spill_threshold": 200}, tokenizer="chars4")
     return Agent(
         session=session,
         model=MockModel(script, delay=delay, chunk_size=4),
@@ -115,7 +115,7 @@ async def submit(pilot: Any, app: Any, text: str) -> None:
 
 
 async def approve_preview(pilot: Any, app: Any) -> None:
-    """A fold by hand opens its preview (fold_preview = "manual", the default): enter applies it."""
+    """A fold by hand opens its preview ([fold] preview = "manual", the default): enter applies it."""
     from tailrent_tui.ui.screens.fold_preview import FoldPreview
 
     await wait_until(pilot, lambda: isinstance(app.screen, FoldPreview), what="the fold preview")

@@ -31,6 +31,7 @@ from tailrent_tui.agent.kv_slots import SlotKeeper, idle_words
 from tailrent_tui.agent.loop import Agent
 from tailrent_tui.agent.startup import model_options, model_spec_of
 from tailrent_tui.agent.tools import offered_tools
+from tailrent_tui.agent.tools.caps import ToolCaps
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.guard import DecisionDetector
 from tailrent_tui.core.rent import HEAD_ID, RentModel, context_items, get_price_sheet
@@ -66,7 +67,7 @@ class BuildError(RuntimeError):
 
 
 def pick_summarizer(settings: Settings, model: ChatModel) -> Any:
-    choice = settings.summarizer
+    choice = settings.fold.summarizer
     if choice == "auto":
         choice = "extractive" if isinstance(model, MockModel) else "model"
     if choice == "model":
@@ -81,8 +82,8 @@ def pick_summarizer(settings: Settings, model: ChatModel) -> Any:
 def decision_detector(settings: Settings) -> DecisionDetector | None:
     if settings.policy not in ("ladder", "naive-pin"):
         return None
-    if settings.decision_patterns is not None:
-        return DecisionDetector(settings.decision_patterns)
+    if settings.fold.decision_patterns is not None:
+        return DecisionDetector(settings.fold.decision_patterns)
     return DecisionDetector()
 
 
@@ -148,12 +149,14 @@ def build_agent(
     new: bool = False,
     title: str | None = None,
     told: set[str] | None = None,
+    caps: ToolCaps | None = None,
 ) -> Agent:
     """Open or create the session the flags name and the model the settings name.
 
     A resumed session reopens with its own model and workspace unless `told` names
     `model` / `workspace` (a flag or the environment set them: `told_keys`), and says
-    so when they differ from what this start would have used.
+    so when they differ from what this start would have used. `caps` replaces the tools'
+    output caps (tests shrink them); unset, they are the fixed ones with [tools] shell_timeout.
     """
     flags = flags or {}
     data_dir = resolve_data_dir(settings.data_dir)
@@ -233,7 +236,7 @@ def build_agent(
     except (OSError, LookupError):
         pass  # the next resume falls back to this start's model and folder, and says so
     try:
-        return _agent_for(settings, opened, model, workspace, notice)
+        return _agent_for(settings, opened, model, workspace, notice, caps)
     except BaseException:
         # the lock is held from here on: a failed build must not leave the session looking open
         close_session_sync(opened)
@@ -321,6 +324,7 @@ def _agent_for(
     model: ChatModel,
     workspace: Path,
     notice: str | None,
+    caps: ToolCaps | None = None,
 ) -> Agent:
     session, sd = opened.session, opened.session_dir
     replayed_notes = len(session.notes)
@@ -377,6 +381,7 @@ def _agent_for(
         notice=notice,
         rent=rent,
         instructions=True,
+        caps=caps,
     )
     agent.cold_resume = cold_resume
     agent.resumed = last is not None

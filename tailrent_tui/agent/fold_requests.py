@@ -101,7 +101,7 @@ class FoldRequests:
         """The span the ladder would fold at the trigger, when the context is past the pre-trigger
         (PRE_TRIGGER of the trigger) and under the trigger; None otherwise or when nothing folds."""
         s = self.state
-        if s.is_sub or not s.settings.prepare_folds or not isinstance(s.summarizer, ModelSummarizer):
+        if s.is_sub or not s.settings.fold.prepare or not isinstance(s.summarizer, ModelSummarizer):
             return None
         if self.driver.policy.name != "ladder":
             return None

@@ -119,7 +119,7 @@ def _capped(session: Session, name: str, body: str, budget: int) -> str:
     lines = body.splitlines()
     note = (
         f"[{name} cut at ~{{kept:,}} of {total:,} tokens: project instructions may hold half the pin budget "
-        f"(pin_share of the window); shorten the file or raise pin_share]"
+        f"([fold] pin_share of the window); shorten the file or raise pin_share]"
     )
     low, high = 0, len(lines)
     while low < high:  # the most whole lines that fit with the note

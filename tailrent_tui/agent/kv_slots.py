@@ -1,10 +1,10 @@
 """KV slots that survive restarts, and the resume's price: the driver around core/kv_slots.py.
 
 When the model is an OpenAI-compatible server that turns out to be llama.cpp, every
-request is pinned to one slot (``id_slot``, the ``slot_id`` setting), so that slot
+request is pinned to one slot (``id_slot``, the ``[slots] id`` setting), so that slot
 holds the session's prefix. The slot is saved to a file (``tailrent-<session>-<hash>
 .bin`` in the server's ``--slot-save-path``) when the app has been idle for
-``slot_save_idle`` seconds after a turn, on quit, before a model switch, and at the
+``SLOT_SAVE_IDLE`` seconds after a turn, on quit, before a model switch, and at the
 end of ``tailrent ask``; it is saved only while it still holds the conversation (a
 fold's summary request or a delegate's replaces it) and not twice for one prefix.
 On ``--continue`` / ``--resume``, before the first request, the newest saved slot
@@ -132,7 +132,7 @@ class SlotKeeper:
         self._connect = connect
         self.state = "unknown"  # "on", "off"
         self.off_reason = ""
-        self.slot = self.settings.slot_id
+        self.slot = self.settings.slots.id
         self._said: set[str] = set()
         self._client: SlotServer | None = None
         self._saved_hash: str | None = None
@@ -157,8 +157,8 @@ class SlotKeeper:
     def slot_dir(self) -> Path | None:
         """Where the slot files are, when tailrent can see them: the `slot_dir` setting, or the
         directory of an engine tailrent runs itself (the embedded engine's)."""
-        if self.settings.slot_dir is not None:
-            return self.settings.slot_dir
+        if self.settings.slots.dir is not None:
+            return self.settings.slots.dir
         own = getattr(self.model, "slot_dir", None)
         return own if isinstance(own, Path) else None
 
@@ -196,8 +196,8 @@ class SlotKeeper:
         if self.state != "unknown":
             return None
         model = self.model
-        if self.settings.slots == "off":
-            self.state, self.off_reason = "off", "slots = off in the settings"
+        if self.settings.slots.save == "off":
+            self.state, self.off_reason = "off", "[slots] save = off in the settings"
             return None
         if model is None:
             self.state, self.off_reason = "off", "only llama.cpp's server saves KV slots"
@@ -213,7 +213,7 @@ class SlotKeeper:
             return self._turn_off(f"could not ask {model.server_root} about its slots ({exc})")
         line = None
         if server.total_slots is not None and self.slot >= server.total_slots:
-            line = f"slot_id {self.slot} is past the server's {server.total_slots} slot(s): using slot 0"
+            line = f"[slots] id {self.slot} is past the server's {server.total_slots} slot(s): using slot 0"
             self.slot = 0
         self.state = "on"
         model.id_slot = self.slot
@@ -258,7 +258,7 @@ class SlotKeeper:
         line = self.probe()
         if self.state != "on":
             # an Ollama or mock session, or slots = off: nothing to explain on every resume
-            said = self.model is not None and self.settings.slots != "off"
+            said = self.model is not None and self.settings.slots.save != "off"
             self.restore_why = self.off_reason if said else ""
             return SlotOutcome("restore", line=line, level="warning") if line else None
         outcome = SlotOutcome("restore", extra=[line] if line else [])
@@ -387,14 +387,14 @@ class SlotKeeper:
             if not any(f.name == record.file for f in on_disk):
                 beside = slot_dir.parent / (slot_dir.name + record.file)
                 if beside.exists():
-                    why = f"the server wrote it beside slot_dir, as {beside}: its --slot-save-path lacks a trailing '/'"
+                    why = f"the server wrote it beside [slots] dir, as {beside}: its --slot-save-path lacks a trailing '/'"
                 else:
-                    why = f"{record.file} is not in slot_dir {slot_dir}: is that the server's --slot-save-path?"
+                    why = f"{record.file} is not in [slots] dir {slot_dir}: is that the server's --slot-save-path?"
                 notes.extend(filter(None, [self._once("slot_dir", f"slot files not cleaned up: {why}")]))
             else:
                 doomed = cleanup_plan(
                     on_disk, keep=record.file,
-                    session_cap=self.settings.slot_session_mb * MB, total_cap=self.settings.slot_total_mb * MB,
+                    session_cap=self.settings.slots.session_mb * MB, total_cap=self.settings.slots.total_mb * MB,
                 )
                 freed, errors = delete_slot_files(slot_dir, doomed)
                 gone = {f.name for f in doomed}
@@ -405,9 +405,9 @@ class SlotKeeper:
         elif len(records) > 1:
             total = sum(r.bytes for r in records)
             notes.extend(filter(None, [self._once(
-                "no slot_dir",
+                "no [slots] dir",
                 f"{len(records)} slot files of this session (~{total / MB:.0f} MB) stay in the server's slot dir: "
-                "set slot_dir (the server's --slot-save-path) and tailrent deletes the oldest past the caps",
+                "set [slots] dir (the server's --slot-save-path) and tailrent deletes the oldest past the caps",
             )]))
         sd = self.session_dir
         if sd is not None:

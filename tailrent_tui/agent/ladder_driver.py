@@ -130,7 +130,7 @@ class LadderDriver:
     def room(self) -> int:
         """Tokens the context can still take before the fold trigger, the reply's room kept."""
         s = self.state
-        trigger = int(self.budget_window() * s.settings.fold_trigger)
+        trigger = int(self.budget_window() * s.settings.fold.trigger)
         return max(0, trigger - self.reply_cap() - s.session.context_tokens)
 
     def policy_context(self) -> PolicyContext:
@@ -143,14 +143,14 @@ class LadderDriver:
         else:
             settings = PolicySettings(
                 window=window,
-                fold_trigger=s.settings.fold_trigger,
-                fold_target=s.settings.fold_target,
-                resume_fold_target=s.settings.resume_fold_target,
-                spill_threshold=s.settings.spill_threshold,
-                guard=s.settings.guard,
+                fold_trigger=s.settings.fold.trigger,
+                fold_target=s.settings.fold.target,
+                resume_fold_target=s.settings.fold.resume_target,
+                spill_threshold=s.settings.tools.spill_threshold,
+                guard=s.settings.fold.guard,
                 # room for the reply, and for what the server counts beyond our count
                 reply_reserve=self.reply_cap() + window - self.budget_window(),
-                fold_preview=s.settings.fold_preview if s.on_review is not None else "never",
+                fold_preview=s.settings.fold.preview if s.on_review is not None else "never",
                 **placed,
             )
         return PolicyContext(spill_store=s.spill_store, archive=s.archive, settings=settings)

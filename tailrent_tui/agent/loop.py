@@ -38,6 +38,7 @@ from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.tool_runner import ToolRunner, cap_to_tokens
 from tailrent_tui.agent.tools.base import ToolOutcome, error
+from tailrent_tui.agent.tools.caps import ToolCaps
 from tailrent_tui.agent.turn import MAX_STEPS, TurnLoop
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.keepwarm import KeepWarm
@@ -85,6 +86,10 @@ __all__ = [
     "cap_to_tokens",
     "wire_messages",
 ]
+
+
+#: a delegate's final answer is capped to this many tokens before it enters the parent
+DELEGATE_ANSWER_CAP = 1500
 
 
 def _shared(name: str, doc: str = "") -> Any:
@@ -143,12 +148,14 @@ class Agent:
         is_sub: bool = False,
         policy_settings: PolicySettings | None = None,
         instructions: bool = False,
+        caps: ToolCaps | None = None,
     ) -> None:
-        session.pin_share = settings.pin_share
+        session.pin_share = settings.fold.pin_share
         self.state = AgentState(
             session=session,
             model=model,
             settings=settings,
+            caps=caps or ToolCaps(shell_timeout=settings.tools.shell_timeout),
             workspace=workspace,
             spill_store=spill_store or MemorySpillStore(),
             archive=archive if archive is not None else MemoryFoldArchive(),
@@ -345,7 +352,7 @@ class Agent:
             id=sub_id,
         )
         sub = Agent(
-            session=sub_session, model=self.model, settings=self.settings, workspace=self.workspace,
+            session=sub_session, model=self.model, settings=self.settings, caps=self.state.caps, workspace=self.workspace,
             spill_store=self.spill_store, memory=self.memory, summarizer=self.summarizer, rent=None, is_sub=True,
         )
         parent_cb = self.tools.cb or TurnCallbacks()
@@ -365,7 +372,7 @@ class Agent:
         if result.error is not None:
             return error(f"the delegate failed: {result.error.message}")
         answer = result.reply.content if result.reply is not None else ""
-        cap = self.settings.delegate_answer_cap
+        cap = DELEGATE_ANSWER_CAP
         tokens = session.count(answer)
         if tokens > cap:
             # characters per token of this answer, to cut near the cap

@@ -130,18 +130,18 @@ async def detect(model: Any, setting: PlacementSetting) -> PlacementState:
         return PlacementState(setting, placement, why, short=short)
 
     if setting == "in_place":
-        return placed("in_place", "set in the settings", "the fold_placement setting says in place")
+        return placed("in_place", "set in the settings", "[fold] placement says in place")
     if isinstance(model, MockModel):
         if setting == "after":
-            return placed("after", "set in the settings", "the fold_placement setting says after (the mock shifts its cache)")
+            return placed("after", "set in the settings", "[fold] placement says after (the mock shifts its cache)")
         return placed("in_place", "mock: a plain prefix cache", "the mock model caches a plain prefix")
     if not isinstance(model, OpenAIModel):
         if setting == "after":
-            return placed("after", "set in the settings", "the fold_placement setting says after (no KV shift here)")
+            return placed("after", "set in the settings", "[fold] placement says after (no KV shift here)")
         kind = model.kind
         return placed("in_place", f"{kind}: no KV shift", f"{kind} re-reads everything after a change: no KV to shift")
     if setting == "after":
-        why = f"the fold_placement setting says after (n_cache_reuse {CACHE_REUSE_TOKENS})"
+        why = f"[fold] placement says after (n_cache_reuse {CACHE_REUSE_TOKENS})"
         return placed("after", "set in the settings", why)
     arch, source = await _architecture(model)
     if source is None:
@@ -191,13 +191,13 @@ class PlacementKeeper:
 
     def __init__(self, state: Any) -> None:
         self.agent_state = state
-        self.state = PlacementState(setting=getattr(state.settings, "fold_placement", "auto"))
+        self.state = PlacementState(setting=state.settings.fold.placement)
         #: asked of the server (at the start, and again after a model switch)
         self.detected = False
 
     async def detect(self) -> None:
         s = self.agent_state
-        self.state = await detect(s.model, s.settings.fold_placement)
+        self.state = await detect(s.model, s.settings.fold.placement)
         self.detected = True
         self._rent_rules()
 

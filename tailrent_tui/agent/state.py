@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tailrent_tui.agent.events import SummaryProgress
+from tailrent_tui.agent.tools.caps import ToolCaps
 from tailrent_tui.core.policies import PolicySettings
 from tailrent_tui.core.rungs.fold import FoldArchive
 from tailrent_tui.core.rungs.spill import SpillStore
@@ -35,6 +36,8 @@ class AgentState:
     session: Session
     model: ChatModel
     settings: Settings
+    #: the tools' output caps and the turn's bounds (rung 1)
+    caps: ToolCaps
     workspace: Path
     spill_store: SpillStore
     archive: FoldArchive

@@ -60,7 +60,7 @@ class ToolRunner:
         # run_shell streams output past its in-memory cap into a raw spill file
         open_raw = getattr(store, "open_raw", None)
         raw_bytes = getattr(store, "raw_bytes", None)
-        caps = state.settings.caps
+        caps = state.caps
         #: every spill of the session (raw shell output and every tool's spilled result) counts here
         self.session_budget = SpillBudget(caps.spills_session_max_bytes, used=raw_bytes() if raw_bytes else 0)
         #: and one turn's against this too (restarted by begin_turn)
@@ -68,7 +68,7 @@ class ToolRunner:
         # the file tools refuse the data dir when it lies inside the workspace
         self.ctx = ToolContext(
             root=state.workspace,
-            caps=state.settings.caps,
+            caps=state.caps,
             spill_sink=open_raw,
             spill_budget=budget,
             data_dir=resolve_data_dir(state.settings.data_dir),
@@ -83,7 +83,7 @@ class ToolRunner:
         either it is cut to what is left (at least a head the model can read) and says which budget."""
         size = len(result.content.encode("utf-8", "replace"))
         # far under the spill threshold it enters inline: nothing is written (4 bytes a token at most)
-        if size <= (threshold or self.state.settings.spill_threshold) * 4:
+        if size <= (threshold or self.state.settings.tools.spill_threshold) * 4:
             return result
         granted = self.turn_budget.take(size)
         if granted >= size:
@@ -94,7 +94,7 @@ class ToolRunner:
         head = result.content.encode("utf-8", "replace")[:keep].decode("utf-8", "ignore")
         cut = (
             f"[{tool}: result cut at {keep:,} of {size:,} bytes: {which} is used up; "
-            "ask for less (a line range, a narrower pattern), or raise the cap in [caps]]"
+            "ask for less (a line range, a narrower pattern)]"
         )
         return result.model_copy(update={"content": f"{head}\n{cut}", "cut": cut})
 
@@ -171,7 +171,7 @@ class ToolRunner:
         if call.name == "read_spill" and not result.is_error:
             # Spilling what the model asked to read back would only hand it a new pointer:
             # it enters inline, capped near the spill threshold, with a cut line for ranges.
-            result = cap_to_tokens(result, settings.spill_threshold, session.count)
+            result = cap_to_tokens(result, settings.tools.spill_threshold, session.count)
             m = session.add("tool", result.content, kind=Kind.tool_result, tool=call.name, tool_call_id=call.id, autopin=False)
         elif result.spilled_path and call.name == "run_shell":
             m = self._admit_streamed_spill(call, result)
@@ -184,7 +184,7 @@ class ToolRunner:
                 call.name,
                 result,
                 spill_store=self.state.spill_store,
-                threshold=settings.spill_threshold,
+                threshold=settings.tools.spill_threshold,
                 tool_call_id=call.id,
             )
         cb.on_tool_result(m)
@@ -215,7 +215,7 @@ class ToolRunner:
         self, tool: str, result: ToolOutcome, *, threshold: int | None = None, preview_tail: bool = False
     ) -> Message:
         s = self.state
-        threshold = max(s.settings.spill_threshold, threshold or 0)
+        threshold = max(s.settings.tools.spill_threshold, threshold or 0)
         result = self.within_spill_budget(tool, result, threshold)
         m = admit_to_session(
             s.session, tool, result, spill_store=s.spill_store, threshold=threshold, preview_tail=preview_tail

@@ -83,14 +83,14 @@ class TurnLoop:
             ping.cancel()  # a ping in flight when the user sends: it would only hold the server up
         await self._start()
         self.tools.begin_turn()
-        deadline = self.state.settings.caps.turn_deadline
+        deadline = self.state.caps.turn_deadline
         try:
             async with asyncio.timeout(deadline):
                 return await self._turn(text, cb, result)
         except TimeoutError:
             self._warn(
                 f"turn stopped after {deadline:g} s (the turn_deadline cap): what it did is kept; "
-                "send a message to go on, or raise [caps] turn_deadline",
+                "send a message to go on",
                 cb,
                 result,
             )
@@ -148,7 +148,7 @@ class TurnLoop:
         the tools offered (the server dropped them, or its template leaves no room for them).
         The first time, the protocol is told to the model in a pinned note and the user warned."""
         model, session = self.state.model, self.state.session
-        choice = self.state.settings.tool_protocol
+        choice = self.state.settings.tools.protocol
         if choice == "native":
             return False
         offered = bool(self.tools.offered_tools())
@@ -165,12 +165,12 @@ class TurnLoop:
             "and you approve each action as a tool call"
         )
         if choice == "text":
-            self._warn(f"tool_protocol = \"text\": {how}", cb, result)
+            self._warn(f"[tools] protocol = \"text\": {how}", cb, result)
         else:
             named = model_label(model.name) if model.name else "this model"
             self._warn(
                 f"{named} cannot call tools through this server{why}, so it may invent what files "
-                f"hold: from now on {how} (tool_protocol = \"native\" turns this off)",
+                f"hold: from now on {how} ([tools] protocol = \"native\" turns this off)",
                 cb,
                 result,
             )
@@ -194,7 +194,7 @@ class TurnLoop:
         cb.on_reply_start(self.meter.request_started(predicted))
         self.meter.last_sent = (wire, tools or None)
         stream = self._busy_retried(lambda: model.stream(wire, tools=tools or None, options=self._options()), cb, result)
-        caps = self.state.settings.caps
+        caps = self.state.caps
         size = 0
         cut_reply = False
         try:
@@ -300,7 +300,7 @@ class TurnLoop:
                     await stream.aclose()
 
     def _bounded_calls(self, calls: list[ToolCallChunk], cb: TurnCallbacks, result: TurnResult) -> list[ToolCallChunk]:
-        return bounded_calls(calls, self.state.settings.caps, lambda text: self._warn(text, cb, result))
+        return bounded_calls(calls, self.state.caps, lambda text: self._warn(text, cb, result))
 
     def _check_schema_sent(self, usage: Usage, cb: TurnCallbacks) -> None:
         """A server whose whole prompt is smaller than the tool schema we sent ignored the tools.
@@ -348,7 +348,7 @@ class TurnLoop:
             return False  # one failure per pause is said once; the cache is left to expire
         wire, tools = meter.last_sent
         usage: Usage | None = None
-        deadline = self.state.settings.caps.ping_deadline
+        deadline = self.state.caps.ping_deadline
         self._ping_task = asyncio.current_task()
         try:
             options = {**self._options(), "max_tokens": 1, "num_predict": 1}

@@ -12,7 +12,7 @@ from tailrent_tui.settings import Settings, SettingsError, load_settings
 
 def load_settings_or_fail(flags: dict[str, Any]) -> Settings:
     try:
-        settings, _ = load_settings(flags)
+        settings = load_settings(flags).settings
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
     return settings

@@ -2,7 +2,7 @@
 
 Each setting's description is its comment, with where its value came from;
 an unset setting is a commented line, so the file documents every key.
-Tables (caps, keymap) come last, as TOML wants.
+Tables (keymap, then the groups [fold], [tools], [slots], [mcp]) come last, as TOML wants.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tailrent_tui.settings import Settings
+from tailrent_tui.settings import setting_help, setting_keys
 
 UNSET_EXAMPLES = {"keymap": 'fold = "ctrl+f"'}
 
@@ -48,26 +48,25 @@ def _comment(text: str, width: int = 96) -> list[str]:
 
 
 def settings_toml(values: dict[str, Any], source: dict[str, str], path: str) -> str:
-    """The text of a config.toml that sets `values` (model_dump(mode="json") of Settings)."""
-    help_ = {name: f.description or "" for name, f in Settings.model_fields.items()}
+    """The text of a config.toml that sets `values` (each key of `setting_keys()`: `model`, `fold.trigger`)."""
+    help_ = setting_help()
     out = [f"# tailrent settings; save as {path}", "# (environment variables TAILRENT_* and flags override what is here)", ""]
-    tables = []
-    for key in Settings.model_fields:
+    tables: dict[str, list[str]] = {}
+    for key in setting_keys():
+        group, _, name = key.rpartition(".")
         value = values[key]
-        if isinstance(value, dict):
-            tables.append(key)
+        if not group and isinstance(value, dict):  # keymap: a table of its own, after the top-level keys
+            group, lines = key, tables.setdefault(key, [])
+            lines += _comment(f"{help_[key]} [{source[key]}]")
+            if not value and key in UNSET_EXAMPLES:
+                lines.append(f"# {UNSET_EXAMPLES[key]}")
+            lines += [f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()]
+            lines.append("")
             continue
-        out += _comment(f"{help_[key]} [{source[key]}]")
-        out.append(f"# {key} =" if value is None else f"{key} = {toml_value(value)}")
-        out.append("")
-    for key in tables:
-        out += _comment(f"{help_[key]} [{source[key]}]")
-        out.append(f"[{key}]")
-        table = values[key]
-        if not table and key in UNSET_EXAMPLES:
-            out.append(f"# {UNSET_EXAMPLES[key]}")
-        for sub, value in table.items():
-            name = toml_key(sub)
-            out.append(f"# {name} =" if value is None else f"{name} = {toml_value(value)}")
-        out.append("")
+        lines = out if not group else tables.setdefault(group, [])
+        lines += _comment(f"{help_[key]} [{source[key]}]")
+        lines.append(f"# {toml_key(name)} =" if value is None else f"{toml_key(name)} = {toml_value(value)}")
+        lines.append("")
+    for group, lines in tables.items():
+        out += [f"[{group}]", *lines]
     return "\n".join(out)

@@ -44,9 +44,11 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
     if resume == "":
         raise click.UsageError("--resume needs a session id here (`tailrent sessions` lists them); the picker is the app's")
     try:
-        settings, sources = load_settings(flags)
+        settings, sources, warnings = load_settings(flags)
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
     # argv bytes that are not UTF-8 arrive as surrogate escapes, which no journal line holds
     prompt = storable(prompt)
     if not prompt.strip():

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
 from tailrent_tui.models.text import redact
-from tailrent_tui.settings import Settings, SettingsError, config_file, load_settings
+from tailrent_tui.settings import (
+    SettingsError,
+    config_file,
+    env_warnings,
+    load_settings,
+    setting_help,
+    setting_keys,
+)
 
 
 @click.command("config")
@@ -17,19 +25,19 @@ from tailrent_tui.settings import Settings, SettingsError, config_file, load_set
 def config(ctx: click.Context, as_json: bool, as_toml: bool) -> None:
     """Print the effective settings: value, source (default, file, $VAR, --flag), meaning.
 
-    Warns of TAILRENT_* variables that name no setting and of keymap ids or keys
-    that clash (on stderr)."""
+    Warns of old flat keys, of TAILRENT_* variables that name no setting and of
+    keymap ids or keys that clash (on stderr)."""
     flags = dict(ctx.obj or {})
     try:
-        settings, source = load_settings(flags)
+        settings, source, warnings = load_settings(flags)
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
+    dumped = settings.model_dump(mode="json")
     # a model URL's credentials (openai:http://user:pass@host) are for the request only
-    values = {k: redact(v) if isinstance(v, str) else v for k, v in settings.model_dump(mode="json").items()}
-    from tailrent_tui.settings import env_warnings
+    values = {k: _shown(dumped, k) for k in setting_keys()}
     from tailrent_tui.ui.keymap import keymap_warnings
 
-    for warning in [*env_warnings(), *keymap_warnings(settings.keymap)]:
+    for warning in [*warnings, *env_warnings(), *keymap_warnings(settings.keymap)]:
         click.echo(f"warning: {warning}", err=True)
     if as_json:
         click.echo(json.dumps({k: {"value": values[k], "source": source[k]} for k in values}, indent=2))
@@ -40,10 +48,16 @@ def config(ctx: click.Context, as_json: bool, as_toml: bool) -> None:
         click.echo(settings_toml(values, source, str(config_file())))
         return
     click.echo(f"# config file: {config_file()}")
-    help_ = settings.field_help()
-    for key in Settings.model_fields:
+    help_ = setting_help()
+    for key in setting_keys():
         click.echo(f"{key} = {json.dumps(values[key])}    # {source[key]}")
         click.echo(f"    {help_[key]}")
+
+
+def _shown(dumped: dict[str, Any], key: str) -> Any:
+    group, _, name = key.rpartition(".")
+    value = (dumped[group] if group else dumped)[name]
+    return redact(value) if isinstance(value, str) else value
 
 
 COMMANDS = [config]

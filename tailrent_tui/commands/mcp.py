@@ -31,11 +31,11 @@ def list_servers(ctx: click.Context, as_json: bool) -> None:
 
     flags = dict(ctx.find_root().obj or {})
     try:
-        settings, sources = load_settings(flags)
+        settings, sources, _ = load_settings(flags)
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
     workspace = Path(settings.workspace or Path.cwd()).resolve()
-    origin = sources.get("mcp", "default")
+    origin = sources.get("mcp.servers", "default")
     hub = hub_for(settings, {"mcp": str(config_file()) if origin == "default" else origin}, workspace)
     name = "cl100k" if settings.tokenizer == "auto" else settings.tokenizer
     hub.count = get_counter(name).count

@@ -55,7 +55,7 @@ def _data_dir(ctx: click.Context) -> Path:
 def _slot_dir(ctx: click.Context) -> Path | None:
     from tailrent_tui.commands._common import load_settings_or_fail
 
-    return load_settings_or_fail(dict(ctx.find_root().obj or {})).slot_dir
+    return load_settings_or_fail(dict(ctx.find_root().obj or {})).slots.dir
 
 
 def _find(ctx: click.Context, ref: str) -> SessionDir:

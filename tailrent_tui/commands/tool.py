@@ -1,7 +1,7 @@
 """`tailrent tool NAME 'JSON-ARGS'`: run one tool and print what the model would receive.
 
-The output passes rung 1 (the tool's own cap, from the settings' caps) and
-rung 2 (spill above the settings' spill_threshold), exactly as in a session. For
+The output passes rung 1 (the tool's own cap, from the tool caps) and
+rung 2 (spill above [tools] spill_threshold), exactly as in a session. For
 debugging tools and for tests. A tool error prints the message the model would
 see and exits with status 1.
 """
@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from tailrent_tui.agent.ladder_driver import admit_tool_output
-from tailrent_tui.agent.tools import TOOLS, ToolContext, run_tool
+from tailrent_tui.agent.tools import TOOLS, ToolCaps, ToolContext, run_tool
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.tokens import get_counter
 from tailrent_tui.settings import SettingsError, load_settings
@@ -38,11 +38,12 @@ def tool(ctx: click.Context, name: str, json_args: str, workspace: Path | None, 
     """Run the tool NAME with JSON-ARGS and print what the model would receive."""
     obj: dict[str, Any] = ctx.obj or {}
     try:
-        settings, _ = load_settings(obj)
+        settings = load_settings(obj).settings
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
     root = workspace or settings.workspace or Path.cwd()
-    tool_ctx = ToolContext(root=Path(root), caps=settings.caps, data_dir=resolve_data_dir(settings.data_dir))
+    caps = ToolCaps(shell_timeout=settings.tools.shell_timeout)
+    tool_ctx = ToolContext(root=Path(root), caps=caps, data_dir=resolve_data_dir(settings.data_dir))
     server = name.partition("__")[0]
     if name not in TOOLS and "__" in name and server in settings.mcp.servers:
         from tailrent_tui.agent.mcp import run_once
@@ -58,7 +59,7 @@ def tool(ctx: click.Context, name: str, json_args: str, workspace: Path | None, 
         outcome,
         spill_store=MemorySpillStore(),
         counter=get_counter(settings.tokenizer),
-        threshold=settings.spill_threshold,
+        threshold=settings.tools.spill_threshold,
     )
     if as_json:
         doc = {

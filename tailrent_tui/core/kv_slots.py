@@ -169,7 +169,7 @@ class ResumePrice(BaseModel):
     saved_seconds: float | None = None
     usd: float | None = Field(None, description="dollars, with a priced sheet")
     saver: Saver = "none"
-    fold_reviewed: bool = Field(False, description="the resume fold is shown for approval first (fold_preview = always)")
+    fold_reviewed: bool = Field(False, description="the resume fold is shown for approval first ([fold] preview = always)")
     summary_tokens: int = Field(0, description="the resume fold's summary the model writes first: at most this many tokens")
     summary_seconds: float | None = Field(
         None, description="reading the span and writing that summary, in `seconds` (None: the writing's speed is not known yet)"
@@ -183,13 +183,13 @@ class ResumePrice(BaseModel):
         if self.saver == "fold" and self.fold_reviewed:
             head = (
                 f"resume: the cache is cold, so the ladder will propose folding the {self.context_tokens:,}-token "
-                f"context to about {self.to_read:,} (resume_fold_target; you review it first); the first request "
+                f"context to about {self.to_read:,} ([fold] resume_target; you review it first); the first request "
                 "re-reads what you keep"
             )
         elif self.saver == "fold":
             head = (
                 f"resume: the cache is cold, so the ladder folds the {self.context_tokens:,}-token context "
-                f"to about {self.to_read:,} (resume_fold_target) and the first request re-reads that"
+                f"to about {self.to_read:,} ([fold] resume_target) and the first request re-reads that"
             )
         else:
             head = f"resume: the first request re-reads {self.to_read:,} of {self.context_tokens:,} context tokens"

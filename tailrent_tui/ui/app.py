@@ -58,10 +58,13 @@ class TailrentApp(App[None]):
         theme_dirs: Sequence[Traversable] | None = None,
         remember_theme: Callable[[str, Any], None] | None = None,
         history: PromptHistory | None = None,
+        load_warnings: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.agent = agent
         self.settings = settings
+        #: what loading the settings warned of (old flat keys): said once at start
+        self.load_warnings = list(load_warnings)
         self.clock = clock
         self.prompt_history = history if history is not None else self._open_history()
         self._remember_theme = remember_theme
@@ -123,13 +126,13 @@ class TailrentApp(App[None]):
     # the ladder actions the snapshot tests call directly
 
     async def inspect(self, fold_no: int | None) -> bool:
-        return await self.session_screen.inspect(fold_no)
+        return await self.session_screen.ladder.inspect(fold_no)
 
     async def open_spill(self, spill_id: str) -> bool:
-        return await self.session_screen.open_spill(spill_id)
+        return await self.session_screen.ladder.open_spill(spill_id)
 
     def start_fold(self, span_ids: list[str] | None = None) -> bool:
-        return self.session_screen.start_fold(span_ids)
+        return self.session_screen.ladder.start_fold(span_ids)
 
     def _open_history(self) -> PromptHistory:
         """The workspace's input history, kept in the data dir when the session is (else in memory)."""
@@ -231,11 +234,11 @@ class TailrentApp(App[None]):
     # -- the keymap, quit -----------------------------------------------------------
 
     def settings_warnings(self) -> list[str]:
-        """Misspelled TAILRENT_* variables, and keymap ids or keys that clash: said once at start."""
+        """Old flat keys, misspelled TAILRENT_* variables, and keymap ids or keys that clash: said once at start."""
         from tailrent_tui.settings import env_warnings
         from tailrent_tui.ui.keymap import keymap_warnings
 
-        return [*env_warnings(), *keymap_warnings(self.settings.keymap)]
+        return [*self.load_warnings, *env_warnings(), *keymap_warnings(self.settings.keymap)]
 
     def farewell(self) -> str | None:
         """What the terminal shows after the app: the session's id and how to come back to it."""

@@ -1,8 +1,9 @@
 """The command palette: everything the keys do, and every slash command, findable by name.
 
-Both come from the one table of actions (`ui/actions.py`): an action runs on
-the session screen; a slash command that needs an argument fills the input
-with `/name ` to complete there, the others run.
+Both come from the one table of actions (`ui/actions.py`). The palette says
+what was chosen to the screen it runs on (`PaletteAction`, `PaletteSlash`):
+the session screen runs the action, or the slash command (one that needs an
+argument fills the input with `/name ` to complete there).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from tailrent_tui.ui.actions import PALETTE, SLASH_COMMANDS, SlashCommand
+from tailrent_tui.ui.actions import PALETTE, SLASH_COMMANDS
+from tailrent_tui.ui.events import PaletteAction, PaletteSlash
 
 
 class LadderCommands(Provider):
@@ -20,9 +22,9 @@ class LadderCommands(Provider):
 
     def _entries(self) -> list[tuple[str, str, Callable[[], object]]]:
         entries: list[tuple[str, str, Callable[[], object]]] = [
-            (text, help_text, partial(self._run, action)) for text, help_text, action in PALETTE
+            (text, help_text, partial(self._action, action)) for text, help_text, action in PALETTE
         ]
-        entries += [(command.usage, command.help, partial(self._slash, command)) for command in SLASH_COMMANDS]
+        entries += [(command.usage, command.help, partial(self._slash, command.name)) for command in SLASH_COMMANDS]
         return entries
 
     async def discover(self) -> Hits:
@@ -36,11 +38,8 @@ class LadderCommands(Provider):
             if score > 0:
                 yield Hit(score, matcher.highlight(text), run, help=help_text)
 
-    def _run(self, action: str) -> None:
-        getattr(self.screen, f"action_{action}")()
+    def _action(self, action: str) -> None:
+        self.screen.post_message(PaletteAction(action))
 
-    def _slash(self, command: SlashCommand) -> None:
-        from tailrent_tui.ui.screens.session import SessionScreen
-
-        if isinstance(self.screen, SessionScreen):
-            self.screen.run_palette_slash(command)
+    def _slash(self, name: str) -> None:
+        self.screen.post_message(PaletteSlash(name))

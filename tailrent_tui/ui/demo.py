@@ -156,17 +156,17 @@ async def open_demo(
 ) -> AsyncIterator[DemoApp]:
     """The demo app around a real Agent (mock model, memory stores), opened and closed by `open_agent`."""
     from tailrent_tui.agent.lifecycle import InMemory, open_agent
-    from tailrent_tui.settings import Settings
+    from tailrent_tui.settings import FoldSettings, Settings, ToolSettings
 
     session, records, policy_settings = demo_session(clock)
     settings = Settings(
         model="mock",
         policy="naive",
-        guard="report",
         tokenizer="chars4",
-        spill_threshold=SPILL_THRESHOLD,
-        fold_trigger=policy_settings.fold_trigger,
-        fold_target=min(0.99, policy_settings.fold_trigger / 2),
+        fold=FoldSettings(
+            guard="report", trigger=policy_settings.fold_trigger, target=min(0.99, policy_settings.fold_trigger / 2)
+        ),
+        tools=ToolSettings(spill_threshold=SPILL_THRESHOLD),
     )
     memory = InMemory(
         session,

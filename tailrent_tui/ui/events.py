@@ -33,6 +33,22 @@ class MessageFocused(Message):
         self.message_id = message_id
 
 
+class PaletteAction(Message):
+    """The command palette ran an action (`pin`, `fold`...): the screen runs its `action_<name>`."""
+
+    def __init__(self, action: str) -> None:
+        super().__init__()
+        self.action = action
+
+
+class PaletteSlash(Message):
+    """The command palette chose a slash command (its name in the action table)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+
 class PromptSubmitted(Message):
     """The user pressed Enter in the input box; `pastes` maps each paste chip left in the text to what it holds."""
 

@@ -20,7 +20,7 @@ def launch(flags: dict[str, Any]) -> None:
     from tailrent_tui.settings import SettingsError, load_settings
 
     try:
-        settings, sources = load_settings(flags)
+        settings, sources, warnings = load_settings(flags)
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
     if flags.get("resume") == "":
@@ -30,7 +30,7 @@ def launch(flags: dict[str, Any]) -> None:
         flags = {**flags, "resume": picked}
     new = False
     while True:
-        ended = asyncio.run(run_app(settings, flags, sources, new=new))
+        ended = asyncio.run(run_app(settings, flags, sources, new=new, warnings=warnings))
         if ended.return_code:
             raise SystemExit(ended.return_code)  # a crash: Textual has printed what happened
         if ended.farewell:
@@ -38,7 +38,7 @@ def launch(flags: dict[str, Any]) -> None:
         if ended.next_session != "new":
             return
         # /new or /clear: a new session on the same model, in the same folder; the old one stays resumable
-        new = True
+        new, warnings = True, []  # said once, at the first start
         settings = ended.settings
 
 
@@ -52,7 +52,9 @@ class Ended:
     settings: Any
 
 
-async def run_app(settings: Any, flags: dict[str, Any], sources: dict[str, str], *, new: bool) -> Ended:
+async def run_app(
+    settings: Any, flags: dict[str, Any], sources: dict[str, str], *, new: bool, warnings: list[str] | None = None
+) -> Ended:
     """One session in the app, inside `open_agent`; a signal's exit code once it is closed."""
     from tailrent_tui.agent.build import BuildError, told_keys
     from tailrent_tui.agent.lifecycle import Signalled, open_agent
@@ -61,7 +63,7 @@ async def run_app(settings: Any, flags: dict[str, Any], sources: dict[str, str],
     farewell: str | None = None
     try:
         async with open_agent(settings, flags, told=told_keys(sources), new=new) as agent:
-            app = TailrentApp(agent, settings)
+            app = TailrentApp(agent, settings, load_warnings=warnings or ())
             agent.on_signal = lambda name: app.exit()
             await app.run_async()
             farewell = None if app.return_code else app.farewell()

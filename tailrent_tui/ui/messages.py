@@ -1,83 +1,104 @@
-"""What the agent reports to the screen, typed: one small dataclass per kind.
+"""What the agent reports to the session screen: Textual messages, one class per kind.
 
-The turn worker, the session's listener and the fold's progress put these on
-one queue; the session screen's pump applies them in order
-(`TurnFeed.apply_update`, `ui/screens/session_turn.py`), so a reply and the
-event that finishes it can never cross. Consecutive `ReplyText`s are joined
-into one write: the Markdown re-renders once per batch, not per token.
-
-The agent's own progress records (`RequestStarted`, `SummaryStarted`,
-`SummaryEnded`) travel on the same queue as they are.
+The turn runner (`ui/screens/turn_runner.py`), the session's listener and the
+fold's progress post these to the screen, whose handlers (`@on`) put them on
+the widgets. Textual handles one node's messages in the order they were posted,
+so a reply and the event that finishes it can never cross. A reply's text
+arrives as one `ReplyText` per run of deltas: while one waits to be handled,
+the next deltas join it (`ReplyText.parts`), so the Markdown re-renders once
+per batch, not per token.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from tailrent_tui.agent.events import RequestStarted, SummaryEnded, SummaryStarted
+from textual.message import Message
 
 if TYPE_CHECKING:
-    from tailrent_tui.agent.events import TurnResult
+    from tailrent_tui.agent.events import RequestStarted, SummaryEnded, SummaryStarted, TurnResult
     from tailrent_tui.core.messages import Event, ToolCall
 
 
-@dataclass(frozen=True, slots=True)
-class SessionChanged:
+class AgentUpdate(Message, bubble=False):
+    """Something the agent reported; handled by the session screen only."""
+
+
+class SessionChanged(AgentUpdate):
     """The session applied an event (a message, a pin, a fold...)."""
 
-    event: Event
+    def __init__(self, event: Event) -> None:
+        super().__init__()
+        self.event = event
 
 
-@dataclass(frozen=True, slots=True)
-class ReplyText:
-    """A delta of the streamed reply's text."""
+class ReplyText(AgentUpdate):
+    """Deltas of the streamed reply's text: the runner appends to `parts` until the screen handles it."""
 
-    text: str
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.parts = [text]
+        #: the screen has read it: later deltas go in a new message
+        self.taken = False
+
+    def take(self) -> str:
+        """The text so far, for the screen; the deltas after this go in the next `ReplyText`."""
+        self.taken = True
+        return "".join(self.parts)
 
 
-@dataclass(frozen=True, slots=True)
-class ReplyThinking:
+class ReplyThinking(AgentUpdate):
     """A delta of the reply's reasoning."""
 
-    text: str
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
 
 
-@dataclass(frozen=True, slots=True)
-class ReplyToolCall:
+class ReplyToolCall(AgentUpdate):
     """The reply asks for a tool."""
 
-    call: ToolCall
+    def __init__(self, call: ToolCall) -> None:
+        super().__init__()
+        self.call = call
 
 
-@dataclass(frozen=True, slots=True)
-class AgentNotice:
+class ReplyStarted(AgentUpdate):
+    """A request to the model went out: a reply begins."""
+
+    def __init__(self, started: RequestStarted) -> None:
+        super().__init__()
+        self.started = started
+
+
+class AgentNotice(AgentUpdate):
     """Something the user should read (level "info", "warning" or "error")."""
 
-    text: str
-    level: str = "warning"
+    def __init__(self, text: str, level: str = "warning") -> None:
+        super().__init__()
+        self.text = text
+        self.level = level
 
 
-@dataclass(frozen=True, slots=True)
-class TurnEnded:
+class TurnEnded(AgentUpdate):
     """The turn is over: its result, or None when it failed on a bug (already reported)."""
 
-    result: TurnResult | None
+    def __init__(self, result: TurnResult | None) -> None:
+        super().__init__()
+        self.result = result
 
 
-Update = (
-    SessionChanged | ReplyText | ReplyThinking | ReplyToolCall | AgentNotice | TurnEnded
-    | RequestStarted | SummaryStarted | SummaryEnded
-)
+class FoldProgress(AgentUpdate):
+    """A fold's summary is asked for (`SummaryStarted`) or is in (`SummaryEnded`)."""
+
+    def __init__(self, progress: SummaryStarted | SummaryEnded) -> None:
+        super().__init__()
+        self.progress = progress
 
 
-def join_text(batch: list[Update]) -> list[Update]:
-    """Consecutive reply deltas become one write: the Markdown re-renders once per batch, not per token."""
-    out: list[Update] = []
-    for item in batch:
-        last = out[-1] if out else None
-        if isinstance(item, ReplyText) and isinstance(last, ReplyText):
-            out[-1] = ReplyText(last.text + item.text)
-        else:
-            out.append(item)
-    return out
+class FoldPrepared(AgentUpdate):
+    """A fold's summary was written ahead, or the one written ahead was used or dropped (None)."""
+
+    def __init__(self, prepared: Any) -> None:
+        super().__init__()
+        self.prepared = prepared

@@ -22,6 +22,7 @@ from typing import Annotated, Any, BinaryIO, Union, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
+from tailrent_tui.agent.tools.caps import ToolCaps
 from tailrent_tui.agent.workspace import (
     Beneath,
     FileRefused,
@@ -30,7 +31,6 @@ from tailrent_tui.agent.workspace import (
     open_beneath,
     open_regular,
 )
-from tailrent_tui.caps import ToolCaps
 from tailrent_tui.store.paths import clean_stale_temp_files, resolve_data_dir, temp_name
 
 #: A spill sink opens a fresh writable binary file and names it (path or id).

@@ -79,7 +79,9 @@ class ReplyView(MessageView):
         return f"assistant · {elapsed(self.clock() - self.since)} · {doing} · escape cancels"
 
     def show_status(self) -> None:
-        self.query_one(".head", Static).update(self.status())
+        # the timer may fire once more after the reply left the transcript (its head is gone then)
+        for head in self.query(".head").results(Static):
+            head.update(self.status())
 
     async def write(self, delta: str) -> None:
         first = not self.text
@@ -87,7 +89,10 @@ class ReplyView(MessageView):
         if first:
             self.show_status()  # the prompt is read: said once, not on every delta
         if self._stream is None:
-            self._stream = Markdown.get_stream(self.query_one(".body", Markdown))
+            body = next(iter(self.query(".body").results(Markdown)), None)
+            if body is None:
+                return  # the reply is leaving the screen (the app closes): the session keeps the text
+            self._stream = Markdown.get_stream(body)
         await self._stream.write(delta)
 
     def thinking(self, delta: str) -> None:

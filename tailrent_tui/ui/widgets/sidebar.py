@@ -1,18 +1,21 @@
 """The sidebar: the four ladder panels, each in a Collapsible titled Tail, Spills, Ledger, Folds.
 
-The app hands it the session and each event (attributes down); each panel
-updates from what the event changed. The Tail panel's figures are refreshed
+The screen hands it the session, and by constructor the gauges it reads from
+outside the session (`Gauges`); then each event, and each panel updates from
+what the event changed. The Tail panel's figures are refreshed
 once per batch of events, not once per event, so a burst stays cheap.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Collapsible
 
+from tailrent_tui.core.keepwarm import KeepWarmStatus
 from tailrent_tui.core.messages import (
     Event,
     Folded,
@@ -36,6 +39,30 @@ from tailrent_tui.ui.widgets.spills_panel import SpillsPanel
 from tailrent_tui.ui.widgets.tail_panel import TailPanel, tail_figures
 
 
+def _no_tokens() -> int:
+    return 0
+
+
+def _unsaid() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Gauges:
+    """What the Tail panel reads from outside the session, asked each time it redraws."""
+
+    #: tokens spent by delegated sub-sessions
+    delegate_tokens: Callable[[], int] = _no_tokens
+    #: schema tokens of each MCP server's tools, counted apart
+    mcp_tokens: Callable[[], dict[str, int]] = dict
+    #: where folds put their summary and why (the agent's placement keeper); None: not said
+    placement: Callable[[], tuple[str, str] | None] = _unsaid
+    #: seconds the cache has left; None: unknown
+    cache_left: Callable[[], float | None] = _unsaid
+    #: the keep-warm rule's state now; None where nothing pings
+    keep_warm: Callable[[], KeepWarmStatus | None] = _unsaid
+
+
 class Sidebar(VerticalScroll, can_focus=False):
     """Tail, Spills, Ledger and Folds; ctrl+b shows and hides it."""
 
@@ -55,6 +82,7 @@ class Sidebar(VerticalScroll, can_focus=False):
         fold_target: float,
         price_sheet: PriceSheet,
         clock: Callable[[], float],
+        gauges: Gauges | None = None,
         id: str | None = None,
     ) -> None:
         super().__init__(id=id)
@@ -63,14 +91,10 @@ class Sidebar(VerticalScroll, can_focus=False):
         self.fold_target = fold_target
         self.price_sheet = price_sheet
         self.clock = clock
-        self.delegate_tokens: Callable[[], int] = lambda: 0
-        #: schema tokens of each MCP server's tools, counted apart in the Tail panel (the screen sets it)
-        self.mcp_tokens: Callable[[], dict[str, int]] = dict
-        #: where folds put their summary and why (the agent's placement keeper); None: not said
-        self.placement: Callable[[], tuple[str, str] | None] = lambda: None
+        self.gauges = gauges = gauges or Gauges()
         self._dirty = {"tail", "spills", "ledger", "folds"}
         samples = [u.context_tokens for u in conversation_usage(session.usage)][-60:]
-        self.tail = TailPanel(samples=samples, id="tail")
+        self.tail = TailPanel(samples=samples, cache_left=gauges.cache_left, keep_warm=gauges.keep_warm, id="tail")
         self.spills = SpillsPanel(id="spills")
         self.ledger = LedgerPanel(id="ledger")
         self.folds = FoldsPanel(id="folds")
@@ -122,9 +146,9 @@ class Sidebar(VerticalScroll, can_focus=False):
                     sheet=self.price_sheet,
                     fold_trigger=self.fold_trigger,
                     fold_target=self.fold_target,
-                    delegate_tokens=self.delegate_tokens(),
-                    mcp_tokens=self.mcp_tokens(),
-                    placement=self.placement(),
+                    delegate_tokens=self.gauges.delegate_tokens(),
+                    mcp_tokens=self.gauges.mcp_tokens(),
+                    placement=self.gauges.placement(),
                 )
             )
         if "spills" in dirty:

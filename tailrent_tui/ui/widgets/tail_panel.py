@@ -352,14 +352,22 @@ class TailPanel(Vertical):
     TailPanel > .rent { margin: 1 0 0 0; }
     """
 
-    def __init__(self, *, samples: Iterable[int] = (), id: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        samples: Iterable[int] = (),
+        cache_left: Callable[[], float | None] | None = None,
+        keep_warm: Callable[[], KeepWarmStatus | None] | None = None,
+        id: str | None = None,
+    ) -> None:
         super().__init__(id=id)
         self.tooltip = "\n".join(f"{word}: {meaning}" for word, meaning in WORDS)
         self.samples: deque[int] = deque(samples, maxlen=SPARK_POINTS)
         self.figures: TailFigures | None = None
-        self.cache_left: Callable[[], float | None] = lambda: None
-        #: the keep-warm rule's state now (the app sets it; None where nothing pings)
-        self.keep_warm: Callable[[], KeepWarmStatus | None] = lambda: None
+        #: seconds the cache has left (None: unknown), asked once a second
+        self._cache_left = cache_left
+        #: the keep-warm rule's state now (None where nothing pings)
+        self._keep_warm = keep_warm
         self._bar = TailBar()
         self._legend = Static("", classes="legend")
         self._figures = Static("", classes="figures")
@@ -391,4 +399,6 @@ class TailPanel(Vertical):
     def refresh_rent(self) -> None:
         """The rent lines only (the cache countdown ticks every second)."""
         if self.figures is not None:
-            self._rent.update(rent_text(self.figures, self.cache_left(), self.keep_warm()))
+            cache_left = self._cache_left() if self._cache_left is not None else None
+            warm = self._keep_warm() if self._keep_warm is not None else None
+            self._rent.update(rent_text(self.figures, cache_left, warm))

@@ -46,6 +46,8 @@ LOAD_BATCH = 40
 # Lines of widgets mounted when a session opens: a few screens, not the whole
 # watermark, so a long session opens fast; scrolling up loads more.
 OPEN_LINES = 100
+#: the transcript keeps about this many lines of widgets; older ones load back on scroll
+PRUNE_WATERMARK_LINES = 2000
 
 
 class FoldStatus(Static):
@@ -93,7 +95,12 @@ class Transcript(VerticalScroll, can_focus=False):
     ]
 
     def __init__(
-        self, session: Session, *, watermark: int = 2000, clock: Callable[[], float] = time.time, id: str | None = None
+        self,
+        session: Session,
+        *,
+        watermark: int = PRUNE_WATERMARK_LINES,
+        clock: Callable[[], float] = time.time,
+        id: str | None = None,
     ) -> None:
         super().__init__(id=id)
         self._recent_notices: list[str] = []

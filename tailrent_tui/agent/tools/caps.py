@@ -1,7 +1,8 @@
-"""Rung 1's caps: how much of each tool's output may enter the context.
+"""Rung 1's caps: how much of each tool's output may enter the context, and the turn's bounds.
 
-A settings model of its own, below both `settings` (which holds one) and
-`agent` (whose tools read it), so that the layers import downwards only.
+Internal limits with fixed defaults, not settings: only `shell_timeout` comes
+from config.toml (`[tools] shell_timeout`). The agent holds one `ToolCaps`
+and hands it to every tool call; tests pass smaller ones.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class ToolCaps(BaseModel):
-    """Rung 1: how much of each tool's output may enter the context."""
+    """Rung 1: how much of each tool's output may enter the context (fixed values; tests shrink them)."""
 
     # an infinite timeout is no timeout: `shell_timeout = inf` is valid TOML, and refused here
     model_config = ConfigDict(allow_inf_nan=False)
