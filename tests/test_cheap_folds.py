@@ -25,6 +25,20 @@ from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.settings import Settings
 
 
+@pytest.fixture
+def make_agent(make_agent):
+    """This file is about where folds go and what they cost the engine: its filler messages are the
+    user's, which the ledger would keep verbatim (as said) instead of folding them; no ledger here
+    (tests/test_ledger*.py and the statement cases below turn it on)."""
+
+    def make(*args, **kwargs):
+        agent = make_agent(*args, **kwargs)
+        agent.session.detect_statements = False
+        return agent
+
+    return make
+
+
 def conversation(turns: int) -> Session:
     s = Session(window=32768)
     for i in range(turns):
