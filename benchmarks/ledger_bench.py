@@ -148,7 +148,8 @@ def canary(windows: tuple[int, ...] = (2048, 4096), summarizers: tuple[str, ...]
         "probe misses | over window | max depth | folds |",
         "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, trace_windows in (("canary-typed", windows), ("canary-natural", (8192,)), ("repetitive", (2048,))):
+    for name, trace_windows in (("canary-typed", windows), ("canary-natural", (8192,)), ("repetitive", (2048,)),
+                                ("canary-heldout", (4096, 8192))):
         for window in trace_windows:
             trace = get_trace(str(CORPUS / f"{name}.jsonl"))
             trace = trace.model_copy(update={"window": window})

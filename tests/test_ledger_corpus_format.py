@@ -23,7 +23,7 @@ HERE = pathlib.Path(__file__).resolve().parent / "ledger_corpus"
 KINDS = ("decision", "rule", "constraint", "preference", "goal", "fact")
 ROLES = ("user", "assistant", "tool", "instructions")
 FILES = {"heldout.jsonl": "h", "dev.jsonl": "d", "heldout2.jsonl": "g"}
-TRACES = ("canary-typed.jsonl", "canary-natural.jsonl", "repetitive.jsonl")
+TRACES = ("canary-typed.jsonl", "canary-natural.jsonl", "repetitive.jsonl", "canary-heldout.jsonl")
 
 
 def load(name: str) -> list[dict]:
@@ -127,5 +127,37 @@ def test_canary_generator_is_deterministic(tmp_path: pathlib.Path) -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.write_all(tmp_path)
-    for name in TRACES:
+    for name in TRACES[:3]:
         assert (tmp_path / name).read_bytes() == (HERE / name).read_bytes(), name
+
+
+def _heldout_generator():
+    spec = importlib.util.spec_from_file_location("make_canary_heldout", HERE / "make_canary_heldout.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_heldout_canary_is_what_its_generator_writes(tmp_path: pathlib.Path) -> None:
+    _heldout_generator().write(tmp_path)
+    name = "canary-heldout.jsonl"
+    assert (tmp_path / name).read_bytes() == (HERE / name).read_bytes()
+
+
+def test_heldout_canary_follows_heldout2() -> None:
+    """Every heldout2 line is a message, in order; the last round probes each current user statement, and each
+    correction's old words (where they are the old value's alone) are a stale probe, never expected."""
+    rows, events = load("heldout2.jsonl"), load("canary-heldout.jsonl")[1:]
+    texts = [e["content"] for e in events if "role" in e]
+    at = 0
+    for row in rows:
+        at = next(i for i in range(at, len(texts)) if texts[i].endswith(row["text"])) + 1
+    rounds = {e["probe"].split("]")[0] for e in events if "probe" in e}
+    last = [e for e in events if "probe" in e and e["probe"].startswith(max(rounds, key=lambda r: int(r.split()[1])))]
+    superseded = {(r["supersedes"], st["kind"]) for r in rows if r["supersedes"] for st in r["statements"]}
+    expected = {(r["id"], tuple(st["must_keep"])) for r in rows for st in r["statements"]
+                if not st.get("proposal") and (r["id"], st["kind"]) not in superseded}
+    assert {(e["probe"].split()[2], tuple(e["expect"])) for e in last} == expected
+    stale = {w for e in last for w in e.get("stale", [])}
+    assert stale and not stale & {w for e in last for w in e["expect"]}

@@ -1,0 +1,160 @@
+"""Write the held-out survival canary of the ledger bench (issue 22): stdlib only, seeded, deterministic.
+
+    python tests/ledger_corpus/make_canary_heldout.py            # writes beside this file
+    python tests/ledger_corpus/make_canary_heldout.py OUT_DIR
+
+canary-heldout.jsonl
+    heldout2.jsonl's 283 lines, in order, as messages of their role (a user line as
+    a user message, an assistant line as a reply, a tool line as run_shell output,
+    an instructions file as a user message that quotes the file), cut into eight
+    parts at user turns. After each part comes a round of ordinary work (make_canary's
+    generator, about 12k tokens, chars/4), then one probe for every labelled statement
+    said so far that is still current: ``expect`` is its ``must_keep`` words. A
+    statement of a line that a later line ``supersedes`` (same kind) is no longer
+    probed; its words go into the ``stale`` field of the correction's probe (the way
+    canary-typed marks them), all of the chain's old values for a chain. Header
+    window 4,096; the bench runs it at 4,096 and 8,192.
+
+heldout2 was written by a hand that never saw the detector, and this trace was built
+after the ledger's tuning ended. It is real data, not generated: unlike the other
+canaries, an ``expect`` word may also occur in a line other than its statement (an
+assistant's echo, a later mention), where a probe can find it; ``python
+make_canary_heldout.py`` prints how many do. Stale words are kept only if they occur
+in no line but the superseded ones, so a stale word found in the ledger or a summary
+is the old value. Proposals (``proposal: true``, an assistant's own words the user had
+not agreed to) are not probed; the user's line is the one that counts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SEED = 2202
+PARTS = 8
+ROUND_TOKENS = 12000
+
+
+def _make_canary():
+    spec = importlib.util.spec_from_file_location("make_canary", HERE / "make_canary.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_rows() -> list[dict]:
+    with open(HERE / "heldout2.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def message(row: dict) -> dict:
+    if row["role"] == "tool":
+        return {"role": "tool", "tool": "run_shell", "content": row["text"]}
+    if row["role"] == "instructions":
+        return {"role": "user", "content": "here's the instructions file of this repo:\n\n" + row["text"]}
+    return {"role": row["role"], "content": row["text"]}
+
+
+def parts(rows: list[dict]) -> list[list[dict]]:
+    """PARTS slices of about equal length, each ending just before a user (or instructions) line."""
+    out, start = [], 0
+    for k in range(1, PARTS):
+        cut = max(start + 1, round(len(rows) * k / PARTS))
+        while cut < len(rows) and rows[cut]["role"] not in ("user", "instructions"):
+            cut += 1
+        out.append(rows[start:cut])
+        start = cut
+    out.append(rows[start:])
+    assert sum(map(len, out)) == len(rows) and all(out)
+    return out
+
+
+def canary_heldout() -> tuple[list[dict], dict[str, int]]:
+    mc = _make_canary()
+    rng = random.Random(SEED)
+    work = mc.Work(rng)
+    rows = load_rows()
+    by_id = {r["id"]: r for r in rows}
+    lines: list[dict] = [{"trace": "canary-heldout", "window": 4096,
+                          "system": "You are a coding agent. The user moves between several repositories over the days."}]
+    # statements: (line id, index) -> state
+    current: dict[tuple[str, int], dict] = {}
+    # which line ids' texts a stale word may be in: the chain of superseded lines
+    chain: dict[str, list[str]] = {}
+    stats = {"probes": 0, "expect_words": 0, "stale_probes": 0, "stale_dropped": 0, "expect_elsewhere": 0,
+             "expect_words_in_work_talk": 0, "last_round_words": 0}
+    work_lines: list[str] = []
+    for n, part in enumerate(parts(rows), 1):
+        for row in part:
+            lines.append(message(row))
+            kinds = {st["kind"] for st in row["statements"]}
+            old_words: dict[str, list[str]] = {}  # by kind
+            old_ids: list[str] = []
+            if row["supersedes"]:
+                old = by_id[row["supersedes"]]
+                old_ids = [old["id"], *chain.get(old["id"], [])]
+                for i, st in enumerate(old["statements"]):
+                    if st["kind"] in kinds:
+                        state = current.pop((old["id"], i), None)
+                        old_words.setdefault(st["kind"], []).extend(st["must_keep"] + (state["stale"] if state else []))
+                chain[row["id"]] = old_ids
+            first_of_kind: set[str] = set()  # the stale words go to the correction's first statement of the kind
+            for i, st in enumerate(row["statements"]):
+                if st.get("proposal"):
+                    continue
+                stale: list[str] = []
+                if st["kind"] in old_words and st["kind"] not in first_of_kind:
+                    keep = {w.casefold() for w in st["must_keep"]}
+                    others = [r["text"].casefold() for r in rows if r["id"] not in old_ids]
+                    for w in dict.fromkeys(old_words[st["kind"]]):
+                        if w.casefold() in keep or any(w.casefold() in t for t in others):
+                            stats["stale_dropped"] += 1
+                        elif w not in stale:
+                            stale.append(w)
+                first_of_kind.add(st["kind"])
+                current[(row["id"], i)] = {"kind": st["kind"], "expect": st["must_keep"], "stale": stale}
+        body = mc._round(rng, work, ROUND_TOKENS)
+        work_lines += [m["content"] for m in body]
+        lines += body
+        for (rid, _i), state in sorted(current.items()):
+            probe = {"probe": f"[round {n}] {rid} ({state['kind']}): still current?", "expect": state["expect"]}
+            if state["stale"]:
+                probe["stale"] = state["stale"]
+                stats["stale_probes"] += 1
+            stats["probes"] += 1
+            stats["expect_words"] += len(state["expect"])
+            lines.append(probe)
+    # checks: a stale word is never expected, nor said in the work talk; count the probed words a probe
+    # could find outside their statement (real data: "Ines" is in "lines", "prod" in many lines)
+    low_work = [t.casefold() for t in work_lines]
+    in_work: set[str] = set()
+    for p in (x for x in lines if "probe" in x):
+        assert not {w.casefold() for w in p["expect"]} & {w.casefold() for w in p.get("stale", [])}
+        for w in p.get("stale", []):
+            assert not any(w.casefold() in t for t in low_work), f"stale {w!r} is in the work talk"
+        in_work.update(w for w in p["expect"] if any(w.casefold() in t for t in low_work))
+    stats["expect_words_in_work_talk"] = len(in_work)
+    last_round = [p for p in lines if "probe" in p and p["probe"].startswith(f"[round {PARTS}]")]
+    for p in last_round:
+        rid = p["probe"].split()[2]
+        texts = [r["text"].casefold() for r in rows if r["id"] != rid] + low_work
+        stats["expect_elsewhere"] += sum(1 for w in p["expect"] if any(w.casefold() in t for t in texts))
+    stats["last_round_words"] = sum(len(p["expect"]) for p in last_round)
+    return lines, stats
+
+
+def write(out: Path = HERE) -> dict[str, int]:
+    lines, stats = canary_heldout()
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    (out / "canary-heldout.jsonl").write_text(text, encoding="utf-8")
+    stats["bytes"] = len(text.encode("utf-8"))
+    return stats
+
+
+if __name__ == "__main__":
+    print(write(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE))
