@@ -55,7 +55,7 @@ async def test_the_spill_viewer_reads_json_and_raw_spills_with_aiofiles(make_age
     (raw,) = [m for m in agent.session.messages if m.kind == Kind.spill_pointer]
     assert agent.spill_store.raw_path_for(raw.spill_id).exists()
     plan = "the plan: " + "keep the port at 8443 because the proxy expects it. " * 20
-    spilled = agent.spill(agent.session.add("user", plan).id)
+    spilled = agent.spill(agent.session.add("user", plan, autopin=False).id)  # the ledger would pin it in place
     seen = _count_reads(monkeypatch)
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
