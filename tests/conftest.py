@@ -44,7 +44,7 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def make_agent(tmp_path: Path, workspace: Path, monkeypatch):
+async def make_agent(tmp_path: Path, workspace: Path, monkeypatch, request):
     """Open agents like the app does (`open_agent`'s opening half), in a tmp data dir; closed by
     `Agent.aclose`, the close `open_agent` runs, at the end (lock released)."""
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
@@ -58,6 +58,8 @@ async def make_agent(tmp_path: Path, workspace: Path, monkeypatch):
         agent = build_agent(Settings(**values), async_writer=False, new=True, caps=caps)
         if script is not None:
             agent.model = MockModel(script)
+        if request.node.get_closest_marker("no_ledger"):
+            agent.session.detect_statements = False
         agents.append(agent)
         return agent
 

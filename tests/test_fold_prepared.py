@@ -13,19 +13,8 @@ from tailrent_tui.agent.fold_requests import PRE_TRIGGER
 from tailrent_tui.models.mock import MockModel
 from tailrent_tui.models.summarizer import ModelSummarizer
 
-
-@pytest.fixture
-def make_agent(make_agent):
-    """This file is about where folds go and what they cost the engine: its filler messages are the
-    user's, which the ledger would keep verbatim (as said) instead of folding them; no ledger here
-    (tests/test_ledger*.py and the statement cases below turn it on)."""
-
-    def make(*args, **kwargs):
-        agent = make_agent(*args, **kwargs)
-        agent.session.detect_statements = False
-        return agent
-
-    return make
+# where folds go and what they cost the engine: the filler is the user's, which the ledger would keep
+pytestmark = pytest.mark.no_ledger
 
 SUMMARY = "- Turns 0 to 5: notes on the router, the queue and the cache; nothing decided."
 

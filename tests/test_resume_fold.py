@@ -25,19 +25,8 @@ from tailrent_tui.store.sessions import last_active
 from tailrent_tui.ui.app import TailrentApp
 from tailrent_tui.ui.widgets.tail_panel import keep_warm_lines
 
-
-@pytest.fixture
-def make_agent(make_agent):
-    """This file is about where folds go and what they cost the engine: its filler messages are the
-    user's, which the ledger would keep verbatim (as said) instead of folding them; no ledger here
-    (tests/test_ledger*.py and the statement cases below turn it on)."""
-
-    def make(*args, **kwargs):
-        agent = make_agent(*args, **kwargs)
-        agent.session.detect_statements = False
-        return agent
-
-    return make
+# where folds go and what they cost the engine: the filler is the user's, which the ledger would keep
+pytestmark = pytest.mark.no_ledger
 
 TWO_HOURS = 7200.0
 WINDOW = 4096
