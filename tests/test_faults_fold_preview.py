@@ -50,7 +50,7 @@ def _preview_text(app) -> str:
 @pytest.mark.fault("fold preview edited summary (new, issue 27)")
 @pytest.mark.parametrize("edit", ["larger than the window", "all template tokens", "blanks"])
 async def test_the_preview_refuses_a_hostile_edit_and_stays_usable(tmp_path, config_dir, edit):
-    agent = make_agent(tmp_path, window=8192, settings=Settings(tokenizer="chars4", summarizer="extractive"))
+    agent = make_agent(tmp_path, window=8192, settings=Settings(tokenizer="chars4", fold={"summarizer": "extractive"}))
     fill(agent.session, 12, pad=4)
     app = make_app(agent)
     text = ("The cache lives in redis on port 6380. " * 4000) if edit.startswith("larger") else EDITS[edit]

@@ -219,7 +219,7 @@ async def test_the_tail_panel_shows_the_servers_window_before_any_request(serve,
             await wait_until(pilot, lambda: window_shown(app, 8192), what="8,192 in the Tail panel")
             assert "fold trigger at 7,372" in str(app.sidebar.tail.query_one(".figures").render())
             assert server.chats() == 0
-            assert "gemma.gguf" in app.sub_title
+            assert "model gemma ·" in app.sub_title  # the model by its name, not its GGUF file (issue 26, item 14)
 
 
 async def test_the_app_shows_why_the_window_stayed(serve, settings_for):
