@@ -27,32 +27,69 @@ from tailrent_tui.scenarios.traces import get_trace  # noqa: E402
 def table(result: BenchResult) -> str:
     out = []
     for t in result.traces:
-        out.append(f"**{t.trace}** (window {t.window:,}, {t.tokenizer}, {t.summarizer}, price {t.price_sheet}"
-                   + (f", engine {t.engine}" if t.engine else "") + ")\n")
-        cols = ["policy", "prompt", "cached", "re-evaluated", "$", "folds", "peak ctx", "recall", "facts lost",
-                "guard share", "false pins", "expiries"]
+        out.append(
+            f"**{t.trace}** (window {t.window:,}, {t.tokenizer}, {t.summarizer}, price {t.price_sheet}"
+            + (f", engine {t.engine}" if t.engine else "")
+            + ")\n"
+        )
+        cols = [
+            "policy",
+            "prompt",
+            "cached",
+            "re-evaluated",
+            "$",
+            "folds",
+            "peak ctx",
+            "recall",
+            "facts lost",
+            "guard share",
+            "false pins",
+            "expiries",
+        ]
         if t.engine:
             cols += ["srv prompt", "srv cached", "srv evaluated", "predicted eval", "error", "prompt s"]
         out.append("| " + " | ".join(cols) + " |")
         out.append("|" + "---|" * len(cols))
         for n, p in t.policies.items():
             fp = f"{p.false_pins}/{p.chatter_lines}" if p.chatter_lines else "-"
-            row = [n, f"{p.prompt_tokens:,}", f"{p.cached_tokens:,}", f"{p.reevaluated_tokens:,}", f"{p.billed_usd:.4f}",
-                   str(p.folds), f"{p.peak_context_tokens:,}", f"{p.recall_hits}/{p.recall_total}", str(p.facts_lost),
-                   f"{p.guard_share:.1%}", fp, str(p.expiries)]
+            row = [
+                n,
+                f"{p.prompt_tokens:,}",
+                f"{p.cached_tokens:,}",
+                f"{p.reevaluated_tokens:,}",
+                f"{p.billed_usd:.4f}",
+                str(p.folds),
+                f"{p.peak_context_tokens:,}",
+                f"{p.recall_hits}/{p.recall_total}",
+                str(p.facts_lost),
+                f"{p.guard_share:.1%}",
+                fp,
+                str(p.expiries),
+            ]
             if t.engine and p.engine:
                 e = p.engine
-                row += [f"{e.prompt_tokens:,}", f"{e.cached_tokens:,}", f"{e.evaluated_tokens:,}",
-                        f"{e.predicted_evaluated_tokens:,}", e.evaluated_error_text, f"{e.prompt_ms / 1000:.1f}"]
+                row += [
+                    f"{e.prompt_tokens:,}",
+                    f"{e.cached_tokens:,}",
+                    f"{e.evaluated_tokens:,}",
+                    f"{e.predicted_evaluated_tokens:,}",
+                    e.evaluated_error_text,
+                    f"{e.prompt_ms / 1000:.1f}",
+                ]
             out.append("| " + " | ".join(row) + " |")
         pol = t.policies
         if {"none", "naive", "ladder"} <= set(pol):
             lad = pol["ladder"].reevaluated_tokens
             out.append("")
-            out.append(f"ladder / naive re-evaluated: {lad / max(1, pol['naive'].reevaluated_tokens):.3f}; "
-                       f"ladder / none (floor): {lad / max(1, pol['none'].reevaluated_tokens):.3f}"
-                       + (f"; ladder / autocompact: {lad / max(1, pol['autocompact'].reevaluated_tokens):.3f}"
-                          if "autocompact" in pol else ""))
+            out.append(
+                f"ladder / naive re-evaluated: {lad / max(1, pol['naive'].reevaluated_tokens):.3f}; "
+                f"ladder / none (floor): {lad / max(1, pol['none'].reevaluated_tokens):.3f}"
+                + (
+                    f"; ladder / autocompact: {lad / max(1, pol['autocompact'].reevaluated_tokens):.3f}"
+                    if "autocompact" in pol
+                    else ""
+                )
+            )
         out.append("")
     return "\n".join(out)
 

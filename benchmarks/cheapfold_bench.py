@@ -67,8 +67,14 @@ def message(i: int, words: int = 190) -> str:
 
 async def run(url: str, placement: str, turns: int, reply: int, window: int, home: Path, prepare: bool) -> dict[str, Any]:
     settings = Settings(
-        model=f"openai:{url}", data_dir=home / placement, workspace=home, fsync=False, window=window,
-        max_reply_tokens=reply, price_sheet="local", tokenizer="auto",
+        model=f"openai:{url}",
+        data_dir=home / placement,
+        workspace=home,
+        fsync=False,
+        window=window,
+        max_reply_tokens=reply,
+        price_sheet="local",
+        tokenizer="auto",
         fold={"summarizer": "model", "placement": placement, "prepare": prepare},
     )
     agent = build_agent(settings, async_writer=False, new=True)
@@ -86,13 +92,15 @@ async def run(url: str, placement: str, turns: int, reply: int, window: int, hom
             new = agent.session.usage[before_usage:]
             folded = len(agent.session.folds) > before_folds
             turn_usage = [u for u in new if u.purpose == "turn"]
-            rows.append({
-                "turn": i,
-                "folded": folded,
-                "wait_s": (first[0] - started) if first else None,
-                "requests": [_usage(u) for u in new],
-                "first_request": _usage(turn_usage[0]) if turn_usage else None,
-            })
+            rows.append(
+                {
+                    "turn": i,
+                    "folded": folded,
+                    "wait_s": (first[0] - started) if first else None,
+                    "requests": [_usage(u) for u in new],
+                    "first_request": _usage(turn_usage[0]) if turn_usage else None,
+                }
+            )
             folds_seen[0] = len(agent.session.folds)
             if prepare:  # the user reads the reply: the next fold's summary is written meanwhile
                 before_usage = len(agent.session.usage)
@@ -105,8 +113,13 @@ async def run(url: str, placement: str, turns: int, reply: int, window: int, hom
             "in_force": keeper.state.placement if keeper else None,
             "why": keeper.state.why if keeper else None,
             "folds": [
-                {"fold": f.fold_no, "span_tokens": f.tokens_before, "summary_tokens": f.tokens_after, "by": f.summarizer,
-                 "rejected": f.rejected}
+                {
+                    "fold": f.fold_no,
+                    "span_tokens": f.tokens_before,
+                    "summary_tokens": f.tokens_after,
+                    "by": f.summarizer,
+                    "rejected": f.rejected,
+                }
                 for f in agent.session.folds
             ],
             "spans": spans,
@@ -119,9 +132,15 @@ async def run(url: str, placement: str, turns: int, reply: int, window: int, hom
 
 def _usage(u: UsageRecorded) -> dict[str, Any]:
     return {
-        "purpose": u.purpose, "context": u.context_tokens, "predicted_cached": u.predicted_cached,
-        "predicted_evaluated": u.predicted_evaluated, "prompt": u.prompt_tokens, "cached": u.cached_tokens,
-        "evaluated": u.evaluated_tokens, "prompt_ms": u.prompt_ms, "output": u.output_tokens,
+        "purpose": u.purpose,
+        "context": u.context_tokens,
+        "predicted_cached": u.predicted_cached,
+        "predicted_evaluated": u.predicted_evaluated,
+        "prompt": u.prompt_tokens,
+        "cached": u.cached_tokens,
+        "evaluated": u.evaluated_tokens,
+        "prompt_ms": u.prompt_ms,
+        "output": u.output_tokens,
     }
 
 
@@ -139,7 +158,9 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
     every = [q for r in rows for q in r["requests"] + r.get("between", []) if q["evaluated"]]
     errors = [(q["predicted_evaluated"] - q["evaluated"]) / q["evaluated"] for q in every]
     return {
-        "placement": result["placement"], "in_force": result["in_force"], "why": result["why"],
+        "placement": result["placement"],
+        "in_force": result["in_force"],
+        "why": result["why"],
         "folds": len(result["folds"]),
         "summary_requests": [
             {"evaluated": q["evaluated"], "predicted": q["predicted_evaluated"], "prompt": q["prompt"]} for q in summaries
@@ -151,9 +172,12 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         "ordinary_evaluated_median": ord_eval,
         "ordinary_wait_median_s": ord_wait,
         "after_fold": [
-            {"turn": r["turn"], "evaluated": r["first_request"]["evaluated"] if r["first_request"] else None,
-             "predicted": r["first_request"]["predicted_evaluated"] if r["first_request"] else None,
-             "wait_s": r["wait_s"]}
+            {
+                "turn": r["turn"],
+                "evaluated": r["first_request"]["evaluated"] if r["first_request"] else None,
+                "predicted": r["first_request"]["predicted_evaluated"] if r["first_request"] else None,
+                "wait_s": r["wait_s"],
+            }
             for r in fold_rows
         ],
         "prediction_error_worst": max(errors, key=abs) if errors else None,
@@ -199,14 +223,22 @@ def main() -> None:
         print(f"placement {s['placement']} (in force: {s['in_force']}; {s['why']})")
         print(f"  folds {s['folds']}, summaries by {sorted(set(s['summaries_by']))}")
         for q, span in zip(s["summary_requests"], s["span_tokens"], strict=False):
-            print(f"  summary request: evaluated {q['evaluated']} of a {q['prompt']}-token prompt (predicted {q['predicted']}),"
-                  f" span {span} tokens: {q['evaluated'] / span:.1%}" if q["evaluated"] is not None else "  summary: n/a")
+            print(
+                f"  summary request: evaluated {q['evaluated']} of a {q['prompt']}-token prompt (predicted {q['predicted']}),"
+                f" span {span} tokens: {q['evaluated'] / span:.1%}"
+                if q["evaluated"] is not None
+                else "  summary: n/a"
+            )
         print(f"  ordinary turn: evaluated {s['ordinary_evaluated_median']}, wait {s['ordinary_wait_median_s']:.2f} s (medians)")
         for r in s["after_fold"]:
-            print(f"  turn {r['turn']} (fold before it): evaluated {r['evaluated']} (predicted {r['predicted']}),"
-                  f" wait {r['wait_s']:.2f} s")
-        print(f"  predicted vs measured evaluated: {s['within_10pct']}/{s['requests']} requests within 10%,"
-              f" worst {s['prediction_error_worst']:+.1%}, median |error| {s['prediction_error_median_abs']:.1%}")
+            print(
+                f"  turn {r['turn']} (fold before it): evaluated {r['evaluated']} (predicted {r['predicted']}),"
+                f" wait {r['wait_s']:.2f} s"
+            )
+        print(
+            f"  predicted vs measured evaluated: {s['within_10pct']}/{s['requests']} requests within 10%,"
+            f" worst {s['prediction_error_worst']:+.1%}, median |error| {s['prediction_error_median_abs']:.1%}"
+        )
         for n in s["notes"]:
             print(f"  note: {n}")
 

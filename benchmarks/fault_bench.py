@@ -46,8 +46,20 @@ def main() -> None:
         with contextlib.redirect_stdout(progress):  # pytest's dots stay out of the table
             code = pytest.main(
                 # -n 0: in this process, where the plugin sees each test's class (not in xdist's workers)
-                ["-q", "-n", "0", "-m", "fault", "--full-counts", "-p", "no:cacheprovider", "-p", "no:warnings",
-                 f"--junitxml={junit}", "tests"],
+                [
+                    "-q",
+                    "-n",
+                    "0",
+                    "-m",
+                    "fault",
+                    "--full-counts",
+                    "-p",
+                    "no:cacheprovider",
+                    "-p",
+                    "no:warnings",
+                    f"--junitxml={junit}",
+                    "tests",
+                ],
                 plugins=[plugin],
             )
         tally = [line for line in progress.getvalue().splitlines() if " in " in line and ("passed" in line or "failed" in line)]

@@ -148,8 +148,12 @@ def canary(windows: tuple[int, ...] = (2048, 4096), summarizers: tuple[str, ...]
         "probe misses | over window | max depth | folds |",
         "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, trace_windows in (("canary-typed", windows), ("canary-natural", (8192,)), ("repetitive", (2048,)),
-                                ("canary-heldout", (4096, 8192))):
+    for name, trace_windows in (
+        ("canary-typed", windows),
+        ("canary-natural", (8192,)),
+        ("repetitive", (2048,)),
+        ("canary-heldout", (4096, 8192)),
+    ):
         for window in trace_windows:
             trace = get_trace(str(CORPUS / f"{name}.jsonl"))
             trace = trace.model_copy(update={"window": window})
@@ -185,12 +189,34 @@ def ask_session(turns: int = 30, window: int = 2048) -> str:
     from tailrent_tui.store.sessions import find_session
 
     words = [
-        "we", "looked", "at", "the", "logs", "and", "talked", "it", "over", "then", "moved", "on", "to",
-        "reviewing", "older", "notes", "about", "flaky", "checks",
+        "we",
+        "looked",
+        "at",
+        "the",
+        "logs",
+        "and",
+        "talked",
+        "it",
+        "over",
+        "then",
+        "moved",
+        "on",
+        "to",
+        "reviewing",
+        "older",
+        "notes",
+        "about",
+        "flaky",
+        "checks",
     ]
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "TAILRENT_HOME": f"{tmp}/data", "TAILRENT_CONFIG_DIR": f"{tmp}/config",
-               "TAILRENT_WINDOW": str(window), "TAILRENT_FSYNC": "false"}
+        env = {
+            **os.environ,
+            "TAILRENT_HOME": f"{tmp}/data",
+            "TAILRENT_CONFIG_DIR": f"{tmp}/config",
+            "TAILRENT_WINDOW": str(window),
+            "TAILRENT_FSYNC": "false",
+        }
         env.pop("TAILRENT_MODEL", None)
         os.makedirs(f"{tmp}/ws")
         sid = None
@@ -199,8 +225,9 @@ def ask_session(turns: int = 30, window: int = 2048) -> str:
             body = " ".join(rng.choice(words) for _ in range(380))
             args = [sys.executable, "-m", "tailrent_tui", "--workspace", f"{tmp}/ws", "ask", "--model", "mock", "--json"]
             args += ["--continue"] if i else []
-            out = subprocess.run([*args, f"Step {i}: the build uses port {8000 + i}. {body}"], env=env,
-                                 capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [*args, f"Step {i}: the build uses port {8000 + i}. {body}"], env=env, capture_output=True, text=True, check=True
+            )
             sid = json.loads(out.stdout)["session"]
         events = list(find_session(f"{tmp}/data", sid).events())
     folds = [e.fold for e in events if e.type == "folded"]

@@ -34,8 +34,7 @@ CALLS = 300
 
 def server_config(names: list[str]) -> str:
     return "".join(
-        f"[mcp.servers.{name}]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(SERVER))}]\n"
-        for name in names
+        f"[mcp.servers.{name}]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(SERVER))}]\n" for name in names
     )
 
 
@@ -55,7 +54,10 @@ def first_frames(runs: int = 8) -> tuple[list[float], list[float]]:
         for label in ("three", "none"):
             t0 = time.time()
             proc = subprocess.run(
-                [sys.executable, str(UI_BENCH), "--child-cold-start"], capture_output=True, text=True, check=True,
+                [sys.executable, str(UI_BENCH), "--child-cold-start"],
+                capture_output=True,
+                text=True,
+                check=True,
                 env=envs[label],
             )
             out[label].append(float(proc.stdout.split()[4]) - t0)
@@ -150,8 +152,7 @@ async def schema_tokens() -> dict[str, tuple[int, dict[str, int]]]:
     out: dict[str, tuple[int, dict[str, int]]] = {}
     for counter in ("cl100k", "chars4"):
         count = get_counter(counter).count
-        hub = hub_for(Settings(mcp={"servers": {"fixture": {"command": sys.executable, "args": [str(SERVER)]}}}),
-                      {}, Path.cwd())
+        hub = hub_for(Settings(mcp={"servers": {"fixture": {"command": sys.executable, "args": [str(SERVER)]}}}), {}, Path.cwd())
         hub.count = count
         try:
             await hub.start()
@@ -172,27 +173,33 @@ def main() -> None:
     three, none = first_frames()
     ratios = [a / b for a, b in zip(three, none, strict=True)]
     print(f"process start to first frame, bytecode cached, runs alternated ({len(three)} each):")
-    print(f"  three stdio servers configured: median {statistics.median(three):.3f} s "
-          f"(min {min(three):.3f}, max {max(three):.3f})")
-    print(f"  no server configured:           median {statistics.median(none):.3f} s "
-          f"(min {min(none):.3f}, max {max(none):.3f})")
+    print(
+        f"  three stdio servers configured: median {statistics.median(three):.3f} s (min {min(three):.3f}, max {max(three):.3f})"
+    )
+    print(f"  no server configured:           median {statistics.median(none):.3f} s (min {min(none):.3f}, max {max(none):.3f})")
     print(f"  paired ratio three/none: median {statistics.median(ratios):.3f}")
     frame, ready = asyncio.run(servers_after_first_frame())
-    print(f"in process: first frame at {frame:.3f} s, all three servers ready at {ready:.3f} s "
-          f"({ready - frame:.3f} s after it)")
+    print(f"in process: first frame at {frame:.3f} s, all three servers ready at {ready:.3f} s ({ready - frame:.3f} s after it)")
     direct, door, whole = asyncio.run(per_call(CALLS))
     med = statistics.median
     print(f"one tools/call (echo), {CALLS} calls each, the three interleaved call by call:")
     print(f"  the SDK's client directly:                 {ms(direct)}")
-    print(f"  tailrent's registry door (run_tool_async): {ms(door)}; paired difference median "
-          f"{med(b - a for a, b in zip(direct, door, strict=True)) * 1000:+.3f} ms")
-    print(f"  the agent's whole path (rung 2, journal):  {ms(whole)}; paired difference median "
-          f"{med(b - a for a, b in zip(direct, whole, strict=True)) * 1000:+.3f} ms")
+    print(
+        f"  tailrent's registry door (run_tool_async): {ms(door)}; paired difference median "
+        f"{med(b - a for a, b in zip(direct, door, strict=True)) * 1000:+.3f} ms"
+    )
+    print(
+        f"  the agent's whole path (rung 2, journal):  {ms(whole)}; paired difference median "
+        f"{med(b - a for a, b in zip(direct, whole, strict=True)) * 1000:+.3f} ms"
+    )
     tokens = asyncio.run(schema_tokens())
     print("schema tokens each request carries for the fixture server (as the Tail panel shows them):")
     for counter, (total, each) in tokens.items():
-        print(f"  {counter}: {total:,} for its {len(each)} tools; each alone: "
-              + ", ".join(f"{name.removeprefix('fixture__')} {n}" for name, n in each.items()))
+        print(
+            f"  {counter}: {total:,} for its {len(each)} tools; each alone: "
+            + ", ".join(f"{name.removeprefix('fixture__')} {n}" for name, n in each.items())
+        )
+
 
 if __name__ == "__main__":
     main()

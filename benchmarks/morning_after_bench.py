@@ -50,7 +50,8 @@ def run(url: str, tokenizer: str) -> dict:
         events = sd.events()
         summaries = [
             (e.context_tokens - e.prompt_tokens) / e.prompt_tokens
-            for e in events if isinstance(e, UsageRecorded) and e.purpose == "summary" and e.prompt_tokens
+            for e in events
+            if isinstance(e, UsageRecorded) and e.purpose == "summary" and e.prompt_tokens
         ]
         return {
             **error_figures(prediction_errors(sd)),

@@ -44,7 +44,11 @@ FACT = (
 def settings_for(url: str, root: Path, window: int | None = None) -> Settings:
     values: dict[str, Any] = dict(
         window=window,
-        model=f"openai:{url}", data_dir=root / "data", workspace=root, fsync=False, price_sheet="local",
+        model=f"openai:{url}",
+        data_dir=root / "data",
+        workspace=root,
+        fsync=False,
+        price_sheet="local",
         max_reply_tokens=16,
     )
     if "fold" in Settings.model_fields:  # the grouped settings
@@ -97,8 +101,12 @@ def morning(settings: Settings, case: str) -> dict[str, Any]:
             "case": case,
             "resume": next((t for t, _ in agent.resume_lines if t.startswith("resume:")), None),
             "folds": len(agent.session.folds) - folds_before,
-            "first_request": {"purpose": first.purpose, "evaluated": first.evaluated_tokens, "prompt_ms": first.prompt_ms,
-                              "context": first.context_tokens},
+            "first_request": {
+                "purpose": first.purpose,
+                "evaluated": first.evaluated_tokens,
+                "prompt_ms": first.prompt_ms,
+                "context": first.context_tokens,
+            },
             "requests_until_reply": len(new),
             "evaluated_until_reply": sum(u.evaluated_tokens or 0 for u in new),
             "seconds_until_reply": round(wall, 1),

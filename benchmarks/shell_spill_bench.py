@@ -121,10 +121,14 @@ def main() -> None:
     spill = run_child("spill", args.mb * MB)
     extra = (spill["peak_after"] - spill["rss_before"]) / 2**20
     print(f"run_shell with a spill sink, command printing {args.mb:,} MB:")
-    print(f"  output read        {spill['bytes']:,} bytes in {spill['seconds']:.1f} s "
-          f"({spill['bytes'] / MB / spill['seconds']:.0f} MB/s)")
-    print(f"  spill file         {spill['spilled_bytes']:,} bytes (whole output kept: "
-          f"{spill['spilled_bytes'] == spill['bytes'] == args.mb * MB})")
+    print(
+        f"  output read        {spill['bytes']:,} bytes in {spill['seconds']:.1f} s "
+        f"({spill['bytes'] / MB / spill['seconds']:.0f} MB/s)"
+    )
+    print(
+        f"  spill file         {spill['spilled_bytes']:,} bytes (whole output kept: "
+        f"{spill['spilled_bytes'] == spill['bytes'] == args.mb * MB})"
+    )
     print(f"  rung-1 head        {spill['content_chars']:,} characters in the outcome")
     print(f"  RSS before         {spill['rss_before'] / 2**20:.1f} MiB")
     print(f"  peak RSS after     {spill['peak_after'] / 2**20:.1f} MiB")
@@ -133,8 +137,10 @@ def main() -> None:
         naive = run_child("naive", args.naive_mb * MB)
         naive_extra = (naive["peak_after"] - naive["rss_before"]) / 2**20
         print(f"naive subprocess.run(capture_output=True), {args.naive_mb:,} MB, for contrast:")
-        print(f"  extra peak RSS     {naive_extra:.1f} MiB in {naive['seconds']:.1f} s "
-              f"({naive_extra / args.naive_mb:.2f} MiB per MB of output)")
+        print(
+            f"  extra peak RSS     {naive_extra:.1f} MiB in {naive['seconds']:.1f} s "
+            f"({naive_extra / args.naive_mb:.2f} MiB per MB of output)"
+        )
 
 
 if __name__ == "__main__":

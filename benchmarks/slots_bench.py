@@ -55,7 +55,11 @@ def ask(env: dict[str, str], ws: Path, url: str, *args: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     proc = subprocess.run(
         [TAILRENT, "--workspace", str(ws), "ask", "--model", f"openai:{url}", "--json", *args],
-        capture_output=True, text=True, env=env, timeout=1800, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+        check=False,
     )
     if proc.returncode != 0:
         raise SystemExit(f"ask failed: {proc.stderr.strip()[-500:]}")

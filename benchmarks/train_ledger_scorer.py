@@ -76,8 +76,9 @@ def examples(lines: list[dict[str, Any]]) -> list[tuple[list[int], int]]:
     return out
 
 
-def train(data: list[tuple[list[int], int]], epochs: int = 30, rate: float = 0.2, l2: float = 1e-4,
-          seed: int = 7) -> dict[int, list[float]]:
+def train(
+    data: list[tuple[list[int], int]], epochs: int = 30, rate: float = 0.2, l2: float = 1e-4, seed: int = 7
+) -> dict[int, list[float]]:
     k = len(CLASSES)
     w: dict[int, list[float]] = {}
     rng = random.Random(seed)

@@ -65,8 +65,10 @@ def child_cold_start(t0: float) -> None:
             t_agent = time.perf_counter()
             app = _first_frame_app(TailrentApp)(agent, settings)
             await _run_until_first_frame(app)
-            print(f"{app.first_frame_at - t0:.4f} {t_imported - t0:.4f} {t_agent - t_imported:.4f} "
-                  f"{app.first_frame_at - t_agent:.4f} {app.first_frame_epoch:.6f} {agent.model.name}")
+            print(
+                f"{app.first_frame_at - t0:.4f} {t_imported - t0:.4f} {t_agent - t_imported:.4f} "
+                f"{app.first_frame_at - t_agent:.4f} {app.first_frame_epoch:.6f} {agent.model.name}"
+            )
 
     asyncio.run(run())
 
@@ -85,14 +87,19 @@ def cold_start(runs: int = 3, *, bytecode_cache: bool = False) -> list[float]:
         t0 = time.time()
         proc = subprocess.run(
             [sys.executable, __file__, CHILD],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
             env=env,
         )
         in_child, imports, agent, app, frame_at = (float(x) for x in proc.stdout.split()[:5])
         # to the first frame, not to the process's exit (closing the agent and the interpreter come after)
         out.append(frame_at - t0)
-        print(f"  cold start: {out[-1]:.3f} s wall (process start to first frame); inside Python {in_child:.3f} s ="
-              f" imports {imports:.3f} + open_agent {agent:.3f} + app to first frame {app:.3f}", flush=True)
+        print(
+            f"  cold start: {out[-1]:.3f} s wall (process start to first frame); inside Python {in_child:.3f} s ="
+            f" imports {imports:.3f} + open_agent {agent:.3f} + app to first frame {app:.3f}",
+            flush=True,
+        )
     return out
 
 
@@ -245,8 +252,9 @@ async def editor_keys(entries: int = 10_000, presses: int = 40) -> tuple[float, 
     tmp = Path(tempfile.mkdtemp())
     os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")
     path = tmp / "history.jsonl"
-    path.write_text("".join(f'{{"text": "prompt {i}: fold the logs of build {i % 97} and pin the decision"}}\n'
-                            for i in range(entries)))
+    path.write_text(
+        "".join(f'{{"text": "prompt {i}: fold the logs of build {i % 97} and pin the decision"}}\n' for i in range(entries))
+    )
     t0 = time.perf_counter()
     history = PromptHistory(path)
     load_s = time.perf_counter() - t0
@@ -287,8 +295,12 @@ async def editor_keys(entries: int = 10_000, presses: int = 40) -> tuple[float, 
         for i in range(presses // 4):
             ch = "0123456789"[i % 10]
             before = search.query_one("Input").value
-            searched.append(await timed(ch, lambda want=before + ch: search.query_one("Input").value == want
-                                        and search.matches == history.search(want)))
+            searched.append(
+                await timed(
+                    ch,
+                    lambda want=before + ch: search.query_one("Input").value == want and search.matches == history.search(want),
+                )
+            )
     return load_s, typed, walked, searched
 
 
@@ -301,22 +313,33 @@ def main() -> None:
     cached = cold_start(bytecode_cache=True)
     print(f"cold start to first frame, bytecode cached: median {statistics.median(cached):.3f} s (goal < 1 s)")
     replay_s, frame_s = open_big_session()
-    print(f"10,000-message session: journal replay {replay_s:.3f} s + first frame {frame_s:.3f} s "
-          f"= {replay_s + frame_s:.3f} s (goal < 1.5 s)")
+    print(
+        f"10,000-message session: journal replay {replay_s:.3f} s + first frame {frame_s:.3f} s "
+        f"= {replay_s + frame_s:.3f} s (goal < 1.5 s)"
+    )
     keys = asyncio.run(key_to_update())
     keys_ms = sorted(k * 1000 for k in keys)
-    print(f"key press to Pins panel update while a reply streams: median {statistics.median(keys_ms):.1f} ms, "
-          f"max {keys_ms[-1]:.1f} ms over {len(keys_ms)} presses (goal < 100 ms)")
+    print(
+        f"key press to Pins panel update while a reply streams: median {statistics.median(keys_ms):.1f} ms, "
+        f"max {keys_ms[-1]:.1f} ms over {len(keys_ms)} presses (goal < 100 ms)"
+    )
     from_key, from_start, fold_keys = (sorted(x * 1000 for x in xs) for xs in asyncio.run(fold_watch()))
-    print(f"a fold's status line on screen: median {statistics.median(from_start):.1f} ms, max {from_start[-1]:.1f} ms "
-          f"after the fold starts; median {statistics.median(from_key):.1f} ms, max {from_key[-1]:.1f} ms after "
-          f"the key f, over {len(from_key)} folds (goal < 100 ms)")
-    print(f"key press to Pins panel update while a fold's summary is written: median "
-          f"{statistics.median(fold_keys):.1f} ms, max {fold_keys[-1]:.1f} ms over {len(fold_keys)} presses (goal < 100 ms)")
+    print(
+        f"a fold's status line on screen: median {statistics.median(from_start):.1f} ms, max {from_start[-1]:.1f} ms "
+        f"after the fold starts; median {statistics.median(from_key):.1f} ms, max {from_key[-1]:.1f} ms after "
+        f"the key f, over {len(from_key)} folds (goal < 100 ms)"
+    )
+    print(
+        f"key press to Pins panel update while a fold's summary is written: median "
+        f"{statistics.median(fold_keys):.1f} ms, max {fold_keys[-1]:.1f} ms over {len(fold_keys)} presses (goal < 100 ms)"
+    )
     load_s, typed, walked, searched = asyncio.run(editor_keys())
     print(f"the input with 10,000 prompts of history (loaded in {load_s * 1000:.0f} ms), key to screen (goal < 50 ms):")
-    for what, xs in (("a typed character", typed), ("up, walking the history", walked),
-                     ("a key in the history search (filters all 10,000)", searched)):
+    for what, xs in (
+        ("a typed character", typed),
+        ("up, walking the history", walked),
+        ("a key in the history search (filters all 10,000)", searched),
+    ):
         ms = sorted(x * 1000 for x in xs)
         print(f"  {what}: median {statistics.median(ms):.1f} ms, max {ms[-1]:.1f} ms over {len(ms)} presses")
 

@@ -61,14 +61,20 @@ UNSET_MODEL = " Unset: Ollama if it answers, else the embedded engine, else the 
 @click.option("--model", "model", metavar="SPEC", help=MODEL_SPECS_HELP + UNSET_MODEL)
 @click.option("--continue", "continue_", is_flag=True, help="Resume the last active session.")
 @click.option(
-    "--resume", "resume", metavar="[ID]", is_flag=False, flag_value="", default=None,
+    "--resume",
+    "resume",
+    metavar="[ID]",
+    is_flag=False,
+    flag_value="",
+    default=None,
     help="Resume the session with this id (or a unique prefix); alone, pick one from a list.",
 )
 @click.option("--workspace", type=click.Path(file_okay=False, path_type=Path), help="Workspace root for tools.")
 @click.option("--theme", help="Theme name.")
 @click.option("--policy", help="Folding policy: none, naive, naive-pin, autocompact, ladder.")
 @click.option(
-    "--data-dir", type=click.Path(file_okay=False, path_type=Path, resolve_path=False),
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path, resolve_path=False),
     callback=lambda ctx, param, value: None if value is None or not str(value).strip() else absolute_path(value),
     help="Where sessions live (or TAILRENT_HOME).",
 )

@@ -163,7 +163,8 @@ class McpSettings(BaseModel):
         1024 * 1024, ge=1024, description="Rung 1: a tool result keeps at most this many bytes (text and structured alike)"
     )
     max_message_bytes: int = Field(
-        64 * 1024 * 1024, ge=64 * 1024,
+        64 * 1024 * 1024,
+        ge=64 * 1024,
         description="A stdio message longer than this is dropped unread (the call it answered fails)",
     )
 
@@ -191,7 +192,9 @@ class FoldSettings(BaseModel):
     trigger: float = Field(0.9, gt=0, le=1, description="Fold when the context passes this share of the window")
     target: float = Field(0.35, gt=0, lt=1, description="A fold brings the context down to this share of the window")
     resume_target: float = Field(
-        0.15, gt=0, lt=1,
+        0.15,
+        gt=0,
+        lt=1,
         description="After the cache expired (a long pause), the first request folds down to this share of the window "
         "(at most target): the whole prefix is paid for again anyway",
     )
@@ -263,9 +266,7 @@ class ToolSettings(BaseModel):
         description="How the model acts: native tool calls; text = `!cmd` lines and fenced write/edit blocks the "
         "agent parses into the same tools; auto = native, and text once the model is found unable to call tools",
     )
-    shell_timeout: float = Field(
-        120.0, gt=0, description="run_shell's default timeout in seconds (a call may ask for more)"
-    )
+    shell_timeout: float = Field(120.0, gt=0, description="run_shell's default timeout in seconds (a call may ask for more)")
 
 
 class SlotSettings(BaseModel):
@@ -288,12 +289,8 @@ class SlotSettings(BaseModel):
         "tailrent sizes its slot files, deletes the oldest past session_mb / total_mb and lists them in "
         "`tailrent sessions --json`; unset = the files are only recorded in each session's meta.json (no cleanup)",
     )
-    session_mb: int = Field(
-        512, ge=1, description="Slot files of one session may use this many MB in dir; the oldest go first"
-    )
-    total_mb: int = Field(
-        4096, ge=1, description="tailrent's slot files may use this many MB in dir in all; the oldest go first"
-    )
+    session_mb: int = Field(512, ge=1, description="Slot files of one session may use this many MB in dir; the oldest go first")
+    total_mb: int = Field(4096, ge=1, description="tailrent's slot files may use this many MB in dir in all; the oldest go first")
 
     @field_validator("dir", mode="before")
     @classmethod

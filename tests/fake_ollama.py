@@ -249,7 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
         if m is None:
             return self._error(404, f"model '{body.get('model')}' not found")
         capabilities = ["completion"] + (["tools"] if m.tools else []) + (["thinking"] if m.thinking else [])
-        parameters = "stop \"<|eot_id|>\""
+        parameters = 'stop "<|eot_id|>"'
         if m.num_ctx:
             parameters = f"num_ctx {m.num_ctx}\n" + parameters
         self._json(

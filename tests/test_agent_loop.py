@@ -122,13 +122,22 @@ async def test_a_request_says_what_the_server_reads_and_how_long_only_at_a_measu
     assert first.to_read == agent.session.usage[-1].predicted_evaluated and first.to_read > 0
     assert first.read_seconds is None, "the sheet's guess of a speed is no measure: no estimate before the server's"
     # what llama.cpp reports in its timings: 1,000 prompt tokens read in 2 s
-    agent.session.emit(UsageRecorded(request_no=9, context_tokens=1000, evaluated_tokens=1000, prompt_ms=2000.0,
-                                     model=agent.model.name, at=agent.session.clock()))
+    agent.session.emit(
+        UsageRecorded(
+            request_no=9,
+            context_tokens=1000,
+            evaluated_tokens=1000,
+            prompt_ms=2000.0,
+            model=agent.model.name,
+            at=agent.session.clock(),
+        )
+    )
     await agent.turn("And why that TTL?", rec.callbacks())
     second = rec.requests_started[1]
     assert second.to_read == agent.session.usage[-1].predicted_evaluated
     assert second.read_seconds == pytest.approx(second.to_read / 500)
     assert second.context_tokens == agent.session.usage[-1].context_tokens
+
 
 async def test_usage_recorded_with_prediction_and_measurement(make_agent):
     agent = make_agent(["First answer, short.", "Second answer, short."])
@@ -179,8 +188,10 @@ async def test_mock_script_file_through_the_model_spec(make_agent, tmp_path, wor
     (workspace / "a.txt").write_text("alpha\n")
     script = tmp_path / "script.jsonl"
     script.write_text(
-        json.dumps({"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]}) + "\n"
-        + json.dumps({"text": "There is one file."}) + "\n"
+        json.dumps({"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]})
+        + "\n"
+        + json.dumps({"text": "There is one file."})
+        + "\n"
     )
     agent = make_agent(model=f"mock:{script}")
     result = await agent.turn("What is in the workspace?")

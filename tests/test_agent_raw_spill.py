@@ -27,10 +27,12 @@ def agent(tmp_path: Path, monkeypatch):
 
 
 async def test_streamed_shell_output_enters_as_a_pointer_and_reads_back_by_range(agent):
-    agent.model = MockModel([
-        {"tool_calls": [{"name": "run_shell", "arguments": {"command": "seq 1 200000"}}]},
-        {"text": "done"},
-    ])
+    agent.model = MockModel(
+        [
+            {"tool_calls": [{"name": "run_shell", "arguments": {"command": "seq 1 200000"}}]},
+            {"text": "done"},
+        ]
+    )
     result = await agent.turn("count to 200000", None)
     assert result.error is None
     pointer = next(m for m in agent.session.messages if m.role == "tool")
@@ -40,10 +42,12 @@ async def test_streamed_shell_output_enters_as_a_pointer_and_reads_back_by_range
     assert pointer.tokens < 400, "the pointer, not the output, enters the context"
     assert pointer.spill_id in agent.session.spills
 
-    agent.model = MockModel([
-        {"tool_calls": [{"name": "read_spill", "arguments": {"id": pointer.spill_id, "start": 199998, "end": 200000}}]},
-        {"text": "ok"},
-    ])
+    agent.model = MockModel(
+        [
+            {"tool_calls": [{"name": "read_spill", "arguments": {"id": pointer.spill_id, "start": 199998, "end": 200000}}]},
+            {"text": "ok"},
+        ]
+    )
     await agent.turn("show the last three", None)
     back = [m for m in agent.session.messages if m.role == "tool"][-1]
     assert back.content.splitlines()[:3] == ["199998", "199999", "200000"]

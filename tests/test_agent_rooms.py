@@ -44,7 +44,9 @@ def test_the_apps_protocol_names_no_any():
         for n in (
             [node.returns, *[a.annotation for a in node.args.args + node.args.kwonlyargs]]
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            else [node.annotation] if isinstance(node, ast.AnnAssign) else []
+            else [node.annotation]
+            if isinstance(node, ast.AnnAssign)
+            else []
         )
         if n is not None
     ]

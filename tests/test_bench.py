@@ -16,8 +16,18 @@ from tailrent_tui.scenarios.traces import load_trace
 sys.path.insert(0, str(Path(__file__).parent))
 from engine import llama_server  # noqa: F401  (the session fixture)
 
-KEYS = {"prompt_tokens", "cached_tokens", "reevaluated_tokens", "billed_usd", "folds",
-        "peak_context_tokens", "recall_hits", "recall_total", "facts_lost", "pings"}
+KEYS = {
+    "prompt_tokens",
+    "cached_tokens",
+    "reevaluated_tokens",
+    "billed_usd",
+    "folds",
+    "peak_context_tokens",
+    "recall_hits",
+    "recall_total",
+    "facts_lost",
+    "pings",
+}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +66,8 @@ def test_floor_and_relations(article_json):
 def test_table_and_plot(tmp_path):
     svg = tmp_path / "ctx.svg"
     result = CliRunner().invoke(
-        cli, ["bench", "--trace", "article", "--policy", "naive", "--policy", "ladder", "--plot", str(svg)])
+        cli, ["bench", "--trace", "article", "--policy", "naive", "--policy", "ladder", "--plot", str(svg)]
+    )
     assert result.exit_code == 0, result.output
     assert "re-evaluated" in result.stdout and "ladder" in result.stdout and "naive-pin" not in result.stdout
     assert svg.read_text(encoding="utf-8").lstrip().startswith("<?xml")

@@ -60,8 +60,15 @@ def test_a_summary_asked_in_context_travels_as_its_question_and_answer():
     s.add("user", "question 3: and the lexer?")
     span = [m.id for m in s.messages[:4]]
     asked = '[fold] Messages 1 to 4 (4, from "question 0 about the parser" to "answer 1: look at the...") leave the context here.'
-    record = prepare_fold(s, span, summary="- parser questions, tokenizer first", summarizer_name="model:m",
-                          guard="off", position="after", asked=asked)
+    record = prepare_fold(
+        s,
+        span,
+        summary="- parser questions, tokenizer first",
+        summarizer_name="model:m",
+        guard="off",
+        position="after",
+        asked=asked,
+    )
     assert record.summary.content == asked + "\n- parser questions, tokenizer first"
     assert summary_pair(record.summary) == (asked, "- parser questions, tokenizer first")
     from tailrent_tui.core.rungs.fold import apply_fold
@@ -116,12 +123,17 @@ async def test_in_place_the_summary_pair_is_read_again_with_what_follows(make_ag
 
 
 def test_runs_of_a_role_are_joined_for_a_template_that_forbids_them():
-    joined = alternated([
-        {"role": "system", "content": "s"}, {"role": "user", "content": "[context note]\nledger"},
-        {"role": "user", "content": "asked"}, {"role": "assistant", "content": "summary"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "name": "grep", "arguments": {}}]},
-        {"role": "tool", "content": "x", "tool_call_id": "c"}, {"role": "user", "content": "next"},
-    ])
+    joined = alternated(
+        [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "[context note]\nledger"},
+            {"role": "user", "content": "asked"},
+            {"role": "assistant", "content": "summary"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "name": "grep", "arguments": {}}]},
+            {"role": "tool", "content": "x", "tool_call_id": "c"},
+            {"role": "user", "content": "next"},
+        ]
+    )
     assert [m["role"] for m in joined] == ["system", "user", "assistant", "assistant", "tool", "user"]
     assert joined[1]["content"] == "[context note]\nledger\n\nasked"
 
@@ -134,8 +146,13 @@ def server():
 
 
 async def test_a_server_whose_template_forbids_two_user_messages_gets_them_joined_from_then_on(server):
-    refusal = {"error": {"code": 500, "message": "Conversation roles must alternate user/assistant/user/assistant/...",
-                         "type": "server_error"}}
+    refusal = {
+        "error": {
+            "code": 500,
+            "message": "Conversation roles must alternate user/assistant/user/assistant/...",
+            "type": "server_error",
+        }
+    }
     server.script = [Scripted(status=500, body=refusal)]
     model = OpenAIModel(server.url, "m", read_timeout=5.0)
     two = [{"role": "user", "content": "[context note]\nledger"}, {"role": "user", "content": "hello"}]
@@ -158,8 +175,6 @@ async def test_any_other_server_error_is_not_retried(server):
     await model.aclose()
 
 
-
-
 def contiguous_span(session: Session) -> list[str]:
     """Four messages in a row, none pinned (the text-protocol note the server's answer brings is)."""
     msgs = session.messages
@@ -179,8 +194,14 @@ async def test_unfold_restores_the_slot_saved_before_the_fold(tmp_path, monkeypa
         fake.slot_dir.mkdir()
         monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
         settings = Settings(
-            model=f"openai:{fake.url}", data_dir=tmp_path / "data", workspace=tmp_path, fsync=False,
-            slots={"dir": fake.slot_dir}, tokenizer="chars4", window=16384, fold={"summarizer": "lossy"},
+            model=f"openai:{fake.url}",
+            data_dir=tmp_path / "data",
+            workspace=tmp_path,
+            fsync=False,
+            slots={"dir": fake.slot_dir},
+            tokenizer="chars4",
+            window=16384,
+            fold={"summarizer": "lossy"},
         )
         agent = build_agent(settings, async_writer=False, new=True)
         try:
@@ -212,8 +233,14 @@ async def test_unfold_with_the_slot_file_gone_says_so_and_the_turn_goes_on(tmp_p
         fake.slot_dir.mkdir()
         monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
         settings = Settings(
-            model=f"openai:{fake.url}", data_dir=tmp_path / "data", workspace=tmp_path, fsync=False,
-            slots={"dir": fake.slot_dir}, tokenizer="chars4", window=16384, fold={"summarizer": "lossy"},
+            model=f"openai:{fake.url}",
+            data_dir=tmp_path / "data",
+            workspace=tmp_path,
+            fsync=False,
+            slots={"dir": fake.slot_dir},
+            tokenizer="chars4",
+            window=16384,
+            fold={"summarizer": "lossy"},
         )
         agent = build_agent(settings, async_writer=False, new=True)
         try:

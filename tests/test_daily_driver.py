@@ -186,9 +186,20 @@ def test_after_a_crash_mid_reply_ctrl_r_answers_the_last_user_message(tmp_path, 
     ws.mkdir()
     env = {**os.environ, "TAILRENT_HOME": str(data), "TAILRENT_TOKENIZER": "chars4", "TAILRENT_FSYNC": "false"}
     child = subprocess.Popen(
-        [sys.executable, "-m", "tailrent_tui", "--workspace", str(ws), "ask", "--model", f"openai:{stalling.url}",
-         "Which port does the API use?"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "tailrent_tui",
+            "--workspace",
+            str(ws),
+            "ask",
+            "--model",
+            f"openai:{stalling.url}",
+            "Which port does the API use?",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         assert stalling.streaming.wait(120), "the reply never started"

@@ -74,8 +74,24 @@ class ReferenceRandom:
         return i32(int(fraction * width) + lo)
 
 
-SEEDS = [0, 1, -1, 2, 42, -42, 161803398, -161803398, 161803399, 1_000_000_007 % 2**31,
-         INT_MAX, INT_MAX - 1, INT_MIN, INT_MIN + 1, 12345, -987654321]
+SEEDS = [
+    0,
+    1,
+    -1,
+    2,
+    42,
+    -42,
+    161803398,
+    -161803398,
+    161803399,
+    1_000_000_007 % 2**31,
+    INT_MAX,
+    INT_MAX - 1,
+    INT_MIN,
+    INT_MIN + 1,
+    12345,
+    -987654321,
+]
 SEEDS += random.Random(7).sample(range(INT_MIN, INT_MAX), 40)
 
 

@@ -171,7 +171,9 @@ async def test_the_dialog_says_which_approval_it_offers_and_why(tmp_path, ui_con
         assert "Allow once only: a test runner runs code from the workspace" in text()
         await pilot.press("d")
         await wait_until(
-            pilot, lambda: isinstance(app.screen, ApprovalScreen) and "jq" in str(app.screen.arguments), rounds=2000,
+            pilot,
+            lambda: isinstance(app.screen, ApprovalScreen) and "jq" in str(app.screen.arguments),
+            rounds=2000,
             what="the second approval",
         )
         assert labels()["prefix"] == "Allow this exact command for the session [p]"
@@ -190,8 +192,10 @@ def _git_status_runs_pwn(ws) -> bool:
 
 
 @pytest.mark.fault("C1 session approval allowlist (new cases, round two)")
-@pytest.mark.parametrize("setup", ["section and key on one line", "config.worktree", "a .git file pointing elsewhere",
-                                   "the repository above the workspace"])
+@pytest.mark.parametrize(
+    "setup",
+    ["section and key on one line", "config.worktree", "a .git file pointing elsewhere", "the repository above the workspace"],
+)
 def test_a_git_config_that_runs_a_program_is_found_where_git_reads_it(tmp_path, setup):
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -252,9 +256,26 @@ def test_an_exact_approval_never_covers_a_bare_name_that_is_a_symlink_out(worksp
 
 
 @pytest.mark.fault("C1 session approval allowlist (new cases, round two)")
-@pytest.mark.parametrize("command", ["eslint src", "prettier --write .", "mypy .", "pylint src", "ruff check .",
-                                     "pre-commit run", "webpack", "tsc", "hg status", "gcc main.c", "m4 macros.m4",
-                                     "ed notes.md", "nc -l 8080", "terraform plan", "tmux new -d"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "eslint src",
+        "prettier --write .",
+        "mypy .",
+        "pylint src",
+        "ruff check .",
+        "pre-commit run",
+        "webpack",
+        "tsc",
+        "hg status",
+        "gcc main.c",
+        "m4 macros.m4",
+        "ed notes.md",
+        "nc -l 8080",
+        "terraform plan",
+        "tmux new -d",
+    ],
+)
 def test_programs_whose_config_or_input_runs_code_are_allowed_once_only(workspace, command):
     _workspace_for(workspace)
     offer = shell_offer(command, workspace)

@@ -86,8 +86,11 @@ async def test_a_turn_past_its_deadline_stops_and_kills_what_it_ran(make_agent, 
     result = await agent.turn("Wait.", TurnCallbacks(approve=Approver("once")))
     assert time.monotonic() - started < 10
     assert any("turn_deadline" in n for n in result.notices)
-    assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "30"]
-                and p.ppid() in (1, psutil.Process().pid)], "the command was killed"
+    assert not [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if p.info["cmdline"] == ["sleep", "30"] and p.ppid() in (1, psutil.Process().pid)
+    ], "the command was killed"
     # the session takes the next message
     agent.model = type(agent.model)(["fine"])
     assert (await agent.turn("Next.", TurnCallbacks())).reply.content == "fine"

@@ -45,7 +45,10 @@ def test_a_prompt_that_is_not_utf8_is_kept_in_the_journal(tmp_path, raw):
     ws.mkdir()
     proc = subprocess.run(
         [sys.executable, "-m", "tailrent_tui", "--workspace", str(ws), "ask", "--model", "mock", "--json", os.fsdecode(raw)],
-        capture_output=True, env=_env(tmp_path), timeout=120, check=False,
+        capture_output=True,
+        env=_env(tmp_path),
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
     out = json.loads(proc.stdout)

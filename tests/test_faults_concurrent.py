@@ -18,12 +18,15 @@ from tailrent_tui.store.sessions import session_dirs
 def test_concurrent_continues_on_one_session_lose_nothing_acknowledged(tmp_path):
     ws, data = tmp_path / "ws", tmp_path / "data"
     ws.mkdir()
-    env = {**os.environ, "TAILRENT_HOME": str(data), "TAILRENT_CONFIG_DIR": str(tmp_path / "config"),
-           "TAILRENT_FSYNC": "false"}
+    env = {**os.environ, "TAILRENT_HOME": str(data), "TAILRENT_CONFIG_DIR": str(tmp_path / "config"), "TAILRENT_FSYNC": "false"}
     base = [sys.executable, "-m", "tailrent_tui", "--workspace", str(ws), "ask", "--model", "mock", "--json"]
     assert subprocess.run([*base, "first"], env=env, capture_output=True, timeout=120, check=False).returncode == 0
-    procs = [subprocess.Popen([*base, "--continue", f"concurrent {i}"], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for i in range(3)]
+    procs = [
+        subprocess.Popen(
+            [*base, "--continue", f"concurrent {i}"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for i in range(3)
+    ]
     outs = [(p.wait(timeout=120), *p.communicate()) for p in procs]
     saved = []
     for i, (code, out, err) in enumerate(outs):

@@ -57,8 +57,9 @@ def _slot_record(sd: Path, size: int) -> str:
     """Record a saved KV slot in meta.json, as a llama.cpp session keeps one; its file's name."""
     name = f"tailrent-{sd.name}-0123456789abcdef.bin"
     meta = json.loads((sd / "meta.json").read_text())
-    meta["slots"] = [{"file": name, "hash": "0123456789abcdef", "messages": 3, "model": "gemma", "tokens": 40,
-                      "bytes": size, "saved_at": 1.0}]
+    meta["slots"] = [
+        {"file": name, "hash": "0123456789abcdef", "messages": 3, "model": "gemma", "tokens": 40, "bytes": size, "saved_at": 1.0}
+    ]
     (sd / "meta.json").write_text(json.dumps(meta))
     return name
 
@@ -127,7 +128,7 @@ def _damage(sd: Path, how: str, root: Path) -> None:
     elif how == "rescue file corrupt":
         rescue = sd.parent.parent / "rescue"
         rescue.mkdir(exist_ok=True)
-        (rescue / f"unsaved-{sd.name}-20261201T000000-1.jsonl").write_bytes(b"\x00\xff not a line\n{\"type\": 1}\n")
+        (rescue / f"unsaved-{sd.name}-20261201T000000-1.jsonl").write_bytes(b'\x00\xff not a line\n{"type": 1}\n')
     elif how == "rescue file a directory":
         rescue = sd.parent.parent / "rescue"
         (rescue / f"unsaved-{sd.name}-20261201T000000-2.jsonl").mkdir(parents=True)
@@ -136,16 +137,42 @@ def _damage(sd: Path, how: str, root: Path) -> None:
 
 
 META = ["meta missing", "meta empty", "meta truncated", "meta not an object", "meta of another session", "meta binary"]
-JOURNAL = ["journal torn", "journal empty", "journal with a NUL", "journal line of another version",
-           "journal header of a newer version", "journal missing", "journal header missing"]
-OTHERS = ["archive missing", "archive corrupt", "spill missing", "spill corrupt", "rescue file corrupt",
-          "rescue file a directory", "slot file missing", "slot file corrupt", "slot dir a file",
-          "input history corrupt", "input history a directory"]
-ENTRY_POINTS = ["sessions", "sessions --json", "export md", "export json", "inspect", "recall", "ask --resume",
-                "ask --continue", "app --resume", "the app, a message sent"]
+JOURNAL = [
+    "journal torn",
+    "journal empty",
+    "journal with a NUL",
+    "journal line of another version",
+    "journal header of a newer version",
+    "journal missing",
+    "journal header missing",
+]
+OTHERS = [
+    "archive missing",
+    "archive corrupt",
+    "spill missing",
+    "spill corrupt",
+    "rescue file corrupt",
+    "rescue file a directory",
+    "slot file missing",
+    "slot file corrupt",
+    "slot dir a file",
+    "input history corrupt",
+    "input history a directory",
+]
+ENTRY_POINTS = [
+    "sessions",
+    "sessions --json",
+    "export md",
+    "export json",
+    "inspect",
+    "recall",
+    "ask --resume",
+    "ask --continue",
+    "app --resume",
+    "the app, a message sent",
+]
 #: round two (issue 27): damage and the entry point that were not in the first table
-NEW_DAMAGE = {"slot file missing", "slot file corrupt", "slot dir a file", "input history corrupt",
-              "input history a directory"}
+NEW_DAMAGE = {"slot file missing", "slot file corrupt", "slot dir a file", "input history corrupt", "input history a directory"}
 
 
 def _copy(pristine: tuple[Path, str], tmp_path: Path) -> tuple[Path, Path, str]:
@@ -207,8 +234,12 @@ def _in_the_app(data: Path, ws: Path, sid: str) -> tuple[int, str, str]:
             await pilot.press("up")  # the history, damaged or not
             box.value = "and the TTL?"
             await pilot.press("enter")
-            await wait_until(pilot, lambda: not app.busy and any(
-                m.content == "and the TTL?" for m in agent.session.messages), rounds=3000, what="the message sent")
+            await wait_until(
+                pilot,
+                lambda: not app.busy and any(m.content == "and the TTL?" for m in agent.session.messages),
+                rounds=3000,
+                what="the message sent",
+            )
             assert app.is_running
             return " | ".join(str(n.message) for n in app._notifications)
 
@@ -246,8 +277,7 @@ def test_every_entry_point_survives_a_damaged_file(pristine, tmp_path, monkeypat
     if code != 0:
         _one_line_error(code, err)
         assert any(w in err for w in ("tailrent sessions repair", "upgrade tailrent", "start a new session")), err
-    listed_ok = how not in ("journal missing", "journal header missing", "journal header of a newer version",
-                            "journal empty")
+    listed_ok = how not in ("journal missing", "journal header missing", "journal header of a newer version", "journal empty")
     if entry == "sessions --json" and listed_ok:
         rows = json.loads(out)
         assert [r["id"] for r in rows] == [sid], "the session is listed"

@@ -19,8 +19,15 @@ NOBODY = "http://127.0.0.1:9"
 def _ask(tmp_path, model: str):
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
-    env = {**os.environ, "TAILRENT_HOME": str(tmp_path / "data"), "TAILRENT_CONFIG_DIR": str(tmp_path / "config"),
-           "TAILRENT_WINDOW": "2048", "TAILRENT_MAX_REPLY_TOKENS": "4", "TAILRENT_FSYNC": "false", "OLLAMA_HOST": NOBODY}
+    env = {
+        **os.environ,
+        "TAILRENT_HOME": str(tmp_path / "data"),
+        "TAILRENT_CONFIG_DIR": str(tmp_path / "config"),
+        "TAILRENT_WINDOW": "2048",
+        "TAILRENT_MAX_REPLY_TOKENS": "4",
+        "TAILRENT_FSYNC": "false",
+        "OLLAMA_HOST": NOBODY,
+    }
     command = [sys.executable, "-m", "tailrent_tui", "--model", model, "ask", "--json", "Hi"]
     return subprocess.run(command, capture_output=True, text=True, env=env, cwd=ws, timeout=300, check=False)
 
@@ -32,8 +39,19 @@ def _free_memory() -> int:
 
 @pytest.mark.engine
 @pytest.mark.fault("embedded engine (new, issue 27)")
-@pytest.mark.parametrize("damage", ["missing", "empty", "random bytes", "a text file", "a directory", "a FIFO",
-                                    "cut short (GGUF header, no tensors)", "too big for memory (sparse)"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "missing",
+        "empty",
+        "random bytes",
+        "a text file",
+        "a directory",
+        "a FIFO",
+        "cut short (GGUF header, no tensors)",
+        "too big for memory (sparse)",
+    ],
+)
 def test_a_bad_model_file_is_one_line_and_nothing_else(tmp_path, damage):
     gguf = tmp_path / "model.gguf"
     if damage == "empty":

@@ -34,14 +34,23 @@ def _raw(text: str) -> list[str]:
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "TAILRENT_HOME": str(tmp_path / "data"), "TAILRENT_CONFIG_DIR": str(tmp_path / "config"),
-            "TAILRENT_FSYNC": "false"}
+    return {
+        **os.environ,
+        "TAILRENT_HOME": str(tmp_path / "data"),
+        "TAILRENT_CONFIG_DIR": str(tmp_path / "config"),
+        "TAILRENT_FSYNC": "false",
+    }
 
 
 def _cli(tmp_path: Path, ws: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "tailrent_tui", "--workspace", str(ws), *args],
-        capture_output=True, env=env or _env(tmp_path), timeout=120, check=False, text=True, errors="surrogateescape",
+        capture_output=True,
+        env=env or _env(tmp_path),
+        timeout=120,
+        check=False,
+        text=True,
+        errors="surrogateescape",
     )
 
 
@@ -104,8 +113,10 @@ async def test_the_app_shows_escapes_from_the_model_and_a_tool_as_visible_text(t
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press(*"go", "enter")
         await wait_until(
-            pilot, lambda: any(m.role == "assistant" and "reply" in m.content for m in agent.session.messages),
-            rounds=2000, what="the reply",
+            pilot,
+            lambda: any(m.role == "assistant" and "reply" in m.content for m in agent.session.messages),
+            rounds=2000,
+            what="the reply",
         )
         await pilot.pause()
         shown = [str(s.render()) for s in app.screen.query(Static)]
@@ -131,8 +142,20 @@ def hostile_session(tmp_path_factory):
 
 
 @pytest.mark.fault("terminal escapes (new cases, round two)")
-@pytest.mark.parametrize("command", ["sessions", "sessions --json", "sessions prune --dry-run", "sessions repair",
-                                     "export md", "export json", "inspect", "recall", "ask --continue"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sessions",
+        "sessions --json",
+        "sessions prune --dry-run",
+        "sessions repair",
+        "export md",
+        "export json",
+        "inspect",
+        "recall",
+        "ask --continue",
+    ],
+)
 def test_every_command_that_prints_a_sessions_words_shows_escapes_as_text(hostile_session, command):
     tmp_path, ws, sid = hostile_session
     args = {

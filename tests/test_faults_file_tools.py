@@ -116,9 +116,7 @@ def test_a_small_change_in_a_big_file_gets_an_exact_diff(ws: Path, where: int) -
     assert not result.is_error
     import difflib
 
-    expected = "".join(
-        difflib.unified_diff(before.splitlines(True), after.splitlines(True), "a/f.txt", "b/f.txt")
-    )
+    expected = "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True), "a/f.txt", "b/f.txt"))
     assert result.meta["diff"] == expected
 
 
@@ -323,8 +321,10 @@ def test_a_symlink_swapped_during_the_call_never_escapes(
             out = run_tool("edit_file", {"path": "d/f.txt", "old": "\n", "new": "\n\n"}, ctx)
             if not out.is_error:
                 run_tool("edit_file", {"path": "d/f.txt", "old": "\n\n", "new": "\n"}, ctx)
-        escaped = SECRET in out.content or secret_file.read_text() != SECRET + "\n" or any(
-            p.name != "f.txt" and p.name != "only-outside.txt" for p in outside.iterdir()
+        escaped = (
+            SECRET in out.content
+            or secret_file.read_text() != SECRET + "\n"
+            or any(p.name != "f.txt" and p.name != "only-outside.txt" for p in outside.iterdir())
         )
         if escaped:
             secret_file.write_text(SECRET + "\n")
@@ -404,9 +404,7 @@ _JOURNAL = ".tailrent/sessions/20260101-000000-abcdef/journal.jsonl"
         ("write_file", {"path": ".tailrent/sessions/new/planted.json", "content": "x"}),
     ],
 )
-def test_the_data_dir_inside_the_workspace_is_off_limits(
-    ws: Path, data_in_ws: Path, tool: str, args: dict
-) -> None:
+def test_the_data_dir_inside_the_workspace_is_off_limits(ws: Path, data_in_ws: Path, tool: str, args: dict) -> None:
     args = {k: v.replace("ABS/", f"{ws}/") if isinstance(v, str) else v for k, v in args.items()}
     before = sorted(str(p) for p in data_in_ws.rglob("*"))
     result = run_tool(tool, args, ctx_for(ws, data_dir=data_in_ws))
@@ -461,9 +459,7 @@ def test_grep_does_not_search_the_data_dir(ws: Path, data_in_ws: Path, args: dic
 
 @pytest.mark.fault("data dir in workspace")
 @pytest.mark.parametrize("how", ["flag", "env"])
-def test_the_tool_command_keeps_out_of_the_data_dir(
-    ws: Path, data_in_ws: Path, how: str, monkeypatch, tmp_path: Path
-) -> None:
+def test_the_tool_command_keeps_out_of_the_data_dir(ws: Path, data_in_ws: Path, how: str, monkeypatch, tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from tailrent_tui.cli import cli

@@ -67,10 +67,20 @@ async def test_the_preview_refuses_a_hostile_edit_and_stays_usable(tmp_path, con
             assert any("empty summary" in str(n.message) for n in app._notifications)
             await pilot.press("escape")  # drop the edit
         else:
-            await wait_until(pilot, lambda: (isinstance(app.screen, FoldPreview) and app.screen.review is not None
-                             and not app.screen.editing and app.screen.review.record is not shown)
-                             or bool(getattr(app.screen, "review", None) and app.screen.review.note),
-                             rounds=4000, what="the preview shown again")
+            await wait_until(
+                pilot,
+                lambda: (
+                    (
+                        isinstance(app.screen, FoldPreview)
+                        and app.screen.review is not None
+                        and not app.screen.editing
+                        and app.screen.review.record is not shown
+                    )
+                    or bool(getattr(app.screen, "review", None) and app.screen.review.note)
+                ),
+                rounds=4000,
+                what="the preview shown again",
+            )
             again = app.screen.review
             if edit.startswith("larger"):
                 assert again.record.tokens_after > agent.session.window

@@ -37,11 +37,24 @@ def _drain(master: int) -> None:
 def test_a_byte_that_is_not_utf8_typed_in_the_real_app_is_sent_not_a_crash(tmp_path, how):
     data, ws = tmp_path / "data", tmp_path / "ws"
     ws.mkdir()
-    env = {**os.environ, "TAILRENT_HOME": str(data), "TAILRENT_CONFIG_DIR": str(tmp_path / "config"),
-           "TAILRENT_FSYNC": "false", "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    env = {
+        **os.environ,
+        "TAILRENT_HOME": str(data),
+        "TAILRENT_CONFIG_DIR": str(tmp_path / "config"),
+        "TAILRENT_FSYNC": "false",
+        "TERM": "xterm-256color",
+        "COLUMNS": "120",
+        "LINES": "40",
+    }
     master, child_tty = pty.openpty()
-    app = subprocess.Popen([sys.executable, "-m", "tailrent_tui", "--workspace", str(ws), "--model", "mock"],
-                           stdin=child_tty, stdout=child_tty, stderr=child_tty, close_fds=True, env=env)
+    app = subprocess.Popen(
+        [sys.executable, "-m", "tailrent_tui", "--workspace", str(ws), "--model", "mock"],
+        stdin=child_tty,
+        stdout=child_tty,
+        stderr=child_tty,
+        close_fds=True,
+        env=env,
+    )
     os.close(child_tty)
     try:
         deadline = time.monotonic() + 120  # the app's imports are slow on a loaded machine

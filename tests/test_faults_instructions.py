@@ -57,8 +57,15 @@ def _outside_path(tmp_path: Path) -> Path:
     return tmp_path / "outside" / "secret.txt"
 
 
-KINDS = ["symlink out", "absolute symlink out", "symlink to /proc/self/environ", "symlinked directory out", "FIFO",
-         "hard link", "device"]
+KINDS = [
+    "symlink out",
+    "absolute symlink out",
+    "symlink to /proc/self/environ",
+    "symlinked directory out",
+    "FIFO",
+    "hard link",
+    "device",
+]
 
 
 @pytest.mark.fault("instruction files confined")

@@ -190,8 +190,14 @@ def _one_warning(notes: list[Note], *words: str) -> str:
 @pytest.mark.fault("decisions file")
 @pytest.mark.parametrize(
     "case",
-    ["a directory", "a symlink to an outside file", "a parent symlinked outside", "a FIFO",
-     "a parent that is a file", "a symlink loop"],
+    [
+        "a directory",
+        "a symlink to an outside file",
+        "a parent symlinked outside",
+        "a FIFO",
+        "a parent that is a file",
+        "a symlink loop",
+    ],
 )
 async def test_a_decisions_file_that_cannot_be_written_is_a_notice(make_agent, workspace: Path, outside: Path, case: str) -> None:
     name = "docs/DECISIONS.md"
@@ -298,7 +304,9 @@ SWAPS = {
     "file -> hard link to an outside file": lambda ws, out: _replace(ws / "d" / "f.txt", lambda p: os.link(out / "f.txt", p)),
     "file -> FIFO": lambda ws, out: _replace(ws / "d" / "f.txt", os.mkfifo),
     "dir -> symlink to an outside dir": lambda ws, out: (
-        os.rename(ws / "d", ws / "parked"), (ws / "d").symlink_to(out), (out / "g.txt").write_text(SECRET + "\n")
+        os.rename(ws / "d", ws / "parked"),
+        (ws / "d").symlink_to(out),
+        (out / "g.txt").write_text(SECRET + "\n"),
     ),
     "file -> symlink into the data dir": lambda ws, out: _replace(
         ws / "d" / "f.txt", lambda p: p.symlink_to("../.tailrent/journal.jsonl")
@@ -333,8 +341,10 @@ def test_grep_refuses_hard_linked_files(ws: Path, outside: Path, path: str) -> N
     os.link(outside / "f.txt", ws / "hl.txt")
     os.link(outside / "f.txt", ws / "sub" / "hl2.txt")
     (ws / "sub" / "plain.txt").write_text("SECRET-like but plain\n")
-    out = run_tool("grep", {"pattern": "SECRET"}, _ctx(ws)) if path == "." else run_tool(
-        "grep", {"pattern": "SECRET", "path": path}, _ctx(ws)
+    out = (
+        run_tool("grep", {"pattern": "SECRET"}, _ctx(ws))
+        if path == "."
+        else run_tool("grep", {"pattern": "SECRET", "path": path}, _ctx(ws))
     )
     assert SECRET not in out.content, out.content
     assert "hard link" in out.content
@@ -418,7 +428,7 @@ REDACT_CASES = {
     "OLLAMA_HOST=u:SECRET@h:1": "OLLAMA_HOST=***@h:1",
     "openai:http://u:SECRET@host": "openai:http://***@host",
     "https://u:SECRET@h/v1 and openai:v:SECRET@k": "https://***@h/v1 and openai:***@k",
-    "model = \"openai:u:SECRET@h\"": "model = \"openai:***@h\"",
+    'model = "openai:u:SECRET@h"': 'model = "openai:***@h"',
 }
 KEPT = [
     "openai:http://127.0.0.1:8080#qwen",
@@ -502,15 +512,20 @@ def _bench(tmp_path: Path, monkeypatch, *, config_dir: str | None, xdg_sheet: bo
     else:
         monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(cfg) if config_dir == "cfg" else config_dir)
     return CliRunner().invoke(
-        cli, ["bench", "--trace", "article", "--policy", "ladder", "--tokenizer", "chars4", "--price", "my-sheet", "--json"],
+        cli,
+        ["bench", "--trace", "article", "--policy", "ladder", "--tokenizer", "chars4", "--price", "my-sheet", "--json"],
     )
 
 
 @pytest.mark.fault("price files")
 @pytest.mark.parametrize(
     "case",
-    ["sheet in TAILRENT_CONFIG_DIR", "sheet only in the platform dir, TAILRENT_CONFIG_DIR set",
-     "garbage prices.toml in TAILRENT_CONFIG_DIR", "sheet in the platform dir, TAILRENT_CONFIG_DIR empty"],
+    [
+        "sheet in TAILRENT_CONFIG_DIR",
+        "sheet only in the platform dir, TAILRENT_CONFIG_DIR set",
+        "garbage prices.toml in TAILRENT_CONFIG_DIR",
+        "sheet in the platform dir, TAILRENT_CONFIG_DIR empty",
+    ],
 )
 def test_bench_reads_the_price_sheets_where_every_command_does(tmp_path: Path, monkeypatch, case: str) -> None:
     if sys.platform == "darwin":
@@ -607,8 +622,7 @@ for i in range(int(sys.argv[1])):
 def test_two_processes_saving_choices_do_not_collide(cfg: Path) -> None:
     env = {**os.environ, "TAILRENT_CONFIG_DIR": str(cfg)}
     procs = [
-        subprocess.Popen([sys.executable, "-c", _SAVER, "150"], env=env, stderr=subprocess.PIPE, text=True)
-        for _ in range(4)
+        subprocess.Popen([sys.executable, "-c", _SAVER, "150"], env=env, stderr=subprocess.PIPE, text=True) for _ in range(4)
     ]
     errors = [p.communicate(timeout=100)[1] for p in procs]
     assert all(p.returncode == 0 for p in procs), [e.strip().splitlines()[-1:] for e in errors]

@@ -237,8 +237,11 @@ async def test_usage_with_nulls_is_unknown_and_a_null_error_is_no_error(hostile)
     hostile.routes["/v1/chat/completions"] = sse(
         {**text_event("hi"), "error": None},
         FINISH,
-        {"choices": [], "usage": {"prompt_tokens": None, "completion_tokens": None, "prompt_tokens_details": None},
-         "timings": {"predicted_n": 3, "prompt_ms": None}},
+        {
+            "choices": [],
+            "usage": {"prompt_tokens": None, "completion_tokens": None, "prompt_tokens_details": None},
+            "timings": {"predicted_n": 3, "prompt_ms": None},
+        },
     )
     model = OpenAIModel(hostile.url, "m", read_timeout=5)
     chunks, exc = await collect(model)
@@ -369,8 +372,15 @@ def home(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.setenv("TAILRENT_HOME", str(data))
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("TAILRENT_FSYNC", "false")
-    for var in ("TAILRENT_MODEL", "TAILRENT_WINDOW", "TAILRENT_POLICY", "TAILRENT_YOLO", "OLLAMA_HOST",
-                "TAILRENT_API_KEY", "OPENAI_API_KEY"):
+    for var in (
+        "TAILRENT_MODEL",
+        "TAILRENT_WINDOW",
+        "TAILRENT_POLICY",
+        "TAILRENT_YOLO",
+        "OLLAMA_HOST",
+        "TAILRENT_API_KEY",
+        "OPENAI_API_KEY",
+    ):
         monkeypatch.delenv(var, raising=False)
     (tmp_path / "ws").mkdir()
     return data

@@ -35,8 +35,7 @@ async def test_a_paste_with_escapes_is_shown_as_text_and_kept_whole(tmp_path, si
         box.post_message(events.Paste(body))
         await pilot.pause()
         await pilot.press(*"see above", "enter")
-        await wait_until(pilot, lambda: any(m.content == "got it" for m in agent.session.messages), rounds=4000,
-                         what="the reply")
+        await wait_until(pilot, lambda: any(m.content == "got it" for m in agent.session.messages), rounds=4000, what="the reply")
         await pilot.pause()
         assert app.is_running
         shown = _shown(app)

@@ -46,8 +46,14 @@ class Env:
 
     def run(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, **kw) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [TAILRENT, *args], capture_output=True, text=True, env={**self.vars, **(env or {})},
-            cwd=cwd or self.cwd, timeout=120, check=False, **kw,
+            [TAILRENT, *args],
+            capture_output=True,
+            text=True,
+            env={**self.vars, **(env or {})},
+            cwd=cwd or self.cwd,
+            timeout=120,
+            check=False,
+            **kw,
         )
 
     def ask(self, *args: str, **kw) -> subprocess.CompletedProcess:
@@ -256,7 +262,12 @@ def test_no_room_at_start_is_one_line_and_leaves_no_orphan(env: Env, errno_name:
     env.home.mkdir()
     out = subprocess.run(
         [sys.executable, "-c", _no_room(errno_name), "--model", "mock", "ask", "hello"],
-        capture_output=True, text=True, env=env.vars, cwd=env.cwd, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        env=env.vars,
+        cwd=env.cwd,
+        timeout=120,
+        check=False,
     )
     refused(out, str(env.home))
     assert env.session_dirs() == [], "a half-made session directory was left behind"
@@ -323,8 +334,10 @@ def test_resume_with_ask_of_an_unknown_session_is_one_line(env: Env, ref: str):
 
 
 @pytest.mark.fault("export into the data dir")
-@pytest.mark.parametrize("target", ["own journal", "own meta", "other journal", "new file in session", "data dir root",
-                                    "symlink to journal", "relative path"])
+@pytest.mark.parametrize(
+    "target",
+    ["own journal", "own meta", "other journal", "new file in session", "data dir root", "symlink to journal", "relative path"],
+)
 def test_export_into_the_data_dir_is_refused(env: Env, target: str):
     sd = env.session()
     assert env.ask("second").returncode == 0
@@ -432,7 +445,7 @@ BAD_VALUES = {
     "(.*a){20}": ('[fold]\ndecision_patterns = ["(.*a){20}"]\n', "decision_patterns"),
     "an unknown group": ("[fodl]\ntrigger = 0.5\n", "unknown group [fodl]"),
     "a key outside its group": ("[tools]\ntrigger = 0.5\n", "unknown key 'trigger' in [tools]"),
-    "a group written as a key": ('fold = 0.5\n', "fold is a group"),
+    "a group written as a key": ("fold = 0.5\n", "fold is a group"),
 }
 
 
@@ -449,10 +462,16 @@ def test_a_bad_value_is_refused_at_load_naming_setting_and_file(env: Env, case: 
 @pytest.mark.fault("settings values")
 @pytest.mark.parametrize(
     ("var", "value"),
-    [("TAILRENT_FOLD_DECISION_PATTERNS", '["(a+)+$"]'), ("TAILRENT_REQUEST_TIMEOUT", "inf"), ("TAILRENT_FOLD_TARGET", "0.95"),
-     ("TAILRENT_TOOLS_SHELL_TIMEOUT", "1e999"), ("TAILRENT_SLOTS_SAVE", "sometimes"),
-     # the old names, read for one release
-     ("TAILRENT_DECISION_PATTERNS", '["(a+)+$"]'), ("TAILRENT_CAPS", '{"shell_timeout": 1e999}')],
+    [
+        ("TAILRENT_FOLD_DECISION_PATTERNS", '["(a+)+$"]'),
+        ("TAILRENT_REQUEST_TIMEOUT", "inf"),
+        ("TAILRENT_FOLD_TARGET", "0.95"),
+        ("TAILRENT_TOOLS_SHELL_TIMEOUT", "1e999"),
+        ("TAILRENT_SLOTS_SAVE", "sometimes"),
+        # the old names, read for one release
+        ("TAILRENT_DECISION_PATTERNS", '["(a+)+$"]'),
+        ("TAILRENT_CAPS", '{"shell_timeout": 1e999}'),
+    ],
 )
 def test_a_bad_value_from_the_environment_is_refused(env: Env, var: str, value: str):
     refused(env.run("config", env={var: value}), var)
@@ -463,8 +482,19 @@ def test_safe_patterns_and_values_are_still_taken(env: Env):
     from tailrent_tui.settings import FoldSettings
 
     FoldSettings(decision_patterns=list(DEFAULT_DECISION_PATTERNS))
-    FoldSettings(decision_patterns=[r"^(?:DECISION|Decided)+:", r"\bwe (?:will|shall) \w+ because\b", r"(?:ab)+c", r"a{2,5}b*",
-                                r"(?:\d+\.)+\d", r"(a|ab)*c", r"(?>a+)+$", r"(a++)+$", r"(?:\w+\s+)+decided"])
+    FoldSettings(
+        decision_patterns=[
+            r"^(?:DECISION|Decided)+:",
+            r"\bwe (?:will|shall) \w+ because\b",
+            r"(?:ab)+c",
+            r"a{2,5}b*",
+            r"(?:\d+\.)+\d",
+            r"(a|ab)*c",
+            r"(?>a+)+$",
+            r"(a++)+$",
+            r"(?:\w+\s+)+decided",
+        ]
+    )
     (env.cfg / "config.toml").write_text("[fold]\ntarget = 0.5\ntrigger = 0.8\n[tools]\nshell_timeout = 30\n")
     assert env.run("config").returncode == 0
 

@@ -20,8 +20,11 @@ ARGS = ["²", "٣", "#²", "9" * 5000, "-1", "1e3", "0x10", " ", "3.0"]
 
 @pytest.mark.fault("slash-command arguments")
 @pytest.mark.parametrize("command", ["/unfold", "/inspect"])
-@pytest.mark.parametrize("arg", ARGS, ids=["superscript", "arabic-indic", "hash-superscript", "5000-digits", "negative",
-                                           "exponent", "hex", "blank", "decimal"])
+@pytest.mark.parametrize(
+    "arg",
+    ARGS,
+    ids=["superscript", "arabic-indic", "hash-superscript", "5000-digits", "negative", "exponent", "hex", "blank", "decimal"],
+)
 async def test_a_hostile_fold_number_is_a_notice_not_a_crash(tmp_path, command, arg):
     agent = make_agent(tmp_path)
     app = make_app(agent)

@@ -97,9 +97,15 @@ def _engine_ask(home, ws, *args: str):
 
     from engine import assemble_model_file
 
-    env = {**os.environ, "TAILRENT_HOME": str(home), "TAILRENT_CONFIG_DIR": str(home.parent / "config"),
-           "TAILRENT_WINDOW": "2048", "TAILRENT_MAX_REPLY_TOKENS": "4", "TAILRENT_FSYNC": "false",
-           "OLLAMA_HOST": "http://127.0.0.1:9"}
+    env = {
+        **os.environ,
+        "TAILRENT_HOME": str(home),
+        "TAILRENT_CONFIG_DIR": str(home.parent / "config"),
+        "TAILRENT_WINDOW": "2048",
+        "TAILRENT_MAX_REPLY_TOKENS": "4",
+        "TAILRENT_FSYNC": "false",
+        "OLLAMA_HOST": "http://127.0.0.1:9",
+    }
     command = [sys.executable, "-m", "tailrent_tui", "--model", f"embedded:{assemble_model_file()}", "ask", "--json", *args]
     return subprocess.run(command, capture_output=True, text=True, env=env, cwd=ws, timeout=300, check=False)
 

@@ -256,8 +256,18 @@ def test_a_turn_that_fails_on_a_bug_still_says_where_the_turn_went(short_tmp, li
     and the close report naming the rescue file when the disk is full too."""
     tmp_path = short_tmp
     r = subprocess.run(
-        [sys.executable, "-c", TURN_FAILS, "--workspace", str(tmp_path / "ws"), "ask", "--model", "mock",
-         *(["--json"] if as_json else []), LONG_PROMPT],
+        [
+            sys.executable,
+            "-c",
+            TURN_FAILS,
+            "--workspace",
+            str(tmp_path / "ws"),
+            "ask",
+            "--model",
+            "mock",
+            *(["--json"] if as_json else []),
+            LONG_PROMPT,
+        ],
         # under the file-size limit Python would write bytecode caches cut short into the tree
         # (seen: "marshal data too short" at the next import, in every later test)
         env={**_env(tmp_path), **({"PYTHONDONTWRITEBYTECODE": "1"} if limit else {})},

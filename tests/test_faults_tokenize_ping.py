@@ -34,8 +34,7 @@ COUNT = "from tailrent_tui.core.tokens import get_counter; print(get_counter('cl
 
 def _count_in_child(cache: Path, timeout: float = 60) -> subprocess.CompletedProcess:
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
-    return subprocess.run([sys.executable, "-c", COUNT], capture_output=True, text=True, env=env, timeout=timeout,
-                          check=False)
+    return subprocess.run([sys.executable, "-c", COUNT], capture_output=True, text=True, env=env, timeout=timeout, check=False)
 
 
 @pytest.fixture(scope="module")

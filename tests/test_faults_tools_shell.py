@@ -86,7 +86,7 @@ HOSTILE_AFTER_LS = [
     "ls -- $(touch${IFS}pwned)",
     "ls \\\n; touch pwned",
     "ls 'a' ; touch pwned",
-    "ls \"a\";touch pwned",
+    'ls "a";touch pwned',
     "ls * ; touch pwned",
     "PATH=. ls",
     "LD_PRELOAD=./evil.so ls",
@@ -97,9 +97,7 @@ HOSTILE_AFTER_LS = [
 @pytest.mark.fault("C2 prefix approval")
 @pytest.mark.parametrize("hostile", HOSTILE_AFTER_LS)
 async def test_an_ls_session_approval_does_not_cover_a_compound_command(make_agent, workspace, hostile):
-    agent = make_agent(
-        [calls(call("run_shell", command="ls -la")), "listed", calls(call("run_shell", command=hostile)), "done"]
-    )
+    agent = make_agent([calls(call("run_shell", command="ls -la")), "listed", calls(call("run_shell", command=hostile)), "done"])
     approver = Approver("prefix", "deny")
     await agent.turn("List.", TurnCallbacks(approve=approver))
     await agent.turn("Again.", TurnCallbacks(approve=approver))
@@ -307,8 +305,12 @@ async def test_a_raw_spill_is_capped_and_the_rest_counted(make_agent):
 async def test_a_sessions_raw_spills_are_capped_in_total(make_agent):
     sixty_kb = "head -c 60000 /dev/zero | tr '\\0' y"
     agent = make_agent(
-        [calls(call("run_shell", command=sixty_kb)), calls(call("run_shell", command=sixty_kb)),
-         calls(call("run_shell", command=sixty_kb)), "ok"],
+        [
+            calls(call("run_shell", command=sixty_kb)),
+            calls(call("run_shell", command=sixty_kb)),
+            calls(call("run_shell", command=sixty_kb)),
+            "ok",
+        ],
         yolo=True,
         caps=ToolCaps(shell_max_bytes=1000, shell_spill_max_bytes=100_000, spills_session_max_bytes=100_000),
     )
@@ -372,7 +374,10 @@ def test_the_tool_command_cuts_with_the_same_line(tmp_path):
     ws.mkdir()
     # the command's caps are the session's fixed ones: 10 MB kept in memory (not spilled: rung 1 alone)
     done = _tool_cli(
-        tmp_path, ws, "run_shell", {"command": "head -c 12000000 /dev/zero | tr '\\0' y"},
+        tmp_path,
+        ws,
+        "run_shell",
+        {"command": "head -c 12000000 /dev/zero | tr '\\0' y"},
         TAILRENT_TOOLS_SPILL_THRESHOLD="100000000",
     )
     out = json.loads(done.stdout)

@@ -44,7 +44,8 @@ def test_an_at_time_with_any_offset_is_taken(at, expected):
 
 @pytest.mark.fault("trace times and numbers")
 @pytest.mark.parametrize(
-    "at", ["2026-11-02T09:03:10", "2026-11-02", "yesterday", "2026-13-02T09:03:10Z", ""],
+    "at",
+    ["2026-11-02T09:03:10", "2026-11-02", "yesterday", "2026-13-02T09:03:10Z", ""],
     ids=["no offset", "a date", "a word", "month 13", "empty"],
 )
 def test_an_at_time_without_an_offset_or_not_a_time_is_refused(at):
@@ -55,8 +56,14 @@ def test_an_at_time_without_an_offset_or_not_a_time_is_refused(at):
 @pytest.mark.fault("trace times and numbers")
 @pytest.mark.parametrize(
     "line",
-    ['{"idle": NaN}', '{"idle": Infinity}', '{"idle": -Infinity}', '{"idle": 1e400}',
-     '{"role": "user", "content": "x", "pin": NaN}', '{"trace": "t", "window": Infinity}'],
+    [
+        '{"idle": NaN}',
+        '{"idle": Infinity}',
+        '{"idle": -Infinity}',
+        '{"idle": 1e400}',
+        '{"role": "user", "content": "x", "pin": NaN}',
+        '{"trace": "t", "window": Infinity}',
+    ],
     ids=["idle NaN", "idle Infinity", "idle -Infinity", "idle 1e400", "NaN elsewhere", "window Infinity"],
 )
 def test_numbers_that_are_not_json_numbers_are_refused(line):

@@ -55,8 +55,9 @@ def test_agents_md_is_pinned_at_the_head_and_replaced_when_it_changes(tmp_path: 
     # the model reads it as the first message after the system prompt
     assert wire_messages(s)[1] == {"role": "user", "content": instructions[0].content}
     # the journal alone rebuilds it
-    rebuilt = replay([EventAdapter.validate_json(json.dumps(e.model_dump(mode="json"))) for e in events],
-                     counter=get_counter("chars4"))
+    rebuilt = replay(
+        [EventAdapter.validate_json(json.dumps(e.model_dump(mode="json"))) for e in events], counter=get_counter("chars4")
+    )
     assert [m.content for m in rebuilt.messages if m.kind == Kind.instructions] == [instructions[0].content]
     # a deleted file's message goes
     (tmp_path / "AGENTS.md").unlink()

@@ -50,9 +50,37 @@ FACTS = "The API listens on port 5433 in eu-west-2, because the VPC peering only
 
 
 _VOCABULARY = [
-    "we", "looked", "at", "the", "logs", "and", "talked", "it", "over", "for", "a", "while", "then", "moved",
-    "on", "to", "other", "things", "like", "reviewing", "some", "older", "notes", "about", "flaky", "checks",
-    "before", "lunch", "and", "after", "coffee",
+    "we",
+    "looked",
+    "at",
+    "the",
+    "logs",
+    "and",
+    "talked",
+    "it",
+    "over",
+    "for",
+    "a",
+    "while",
+    "then",
+    "moved",
+    "on",
+    "to",
+    "other",
+    "things",
+    "like",
+    "reviewing",
+    "some",
+    "older",
+    "notes",
+    "about",
+    "flaky",
+    "checks",
+    "before",
+    "lunch",
+    "and",
+    "after",
+    "coffee",
 ]
 
 
@@ -67,7 +95,11 @@ def ladder_session(window: int = 2000, ledger: bool = True, **settings):
     """A ladder session; `ledger=False` keeps no statements, for tests of the guard's repair of a summary."""
     policy = get_policy("ladder")
     s = Session(
-        counter=get_counter("chars4"), system="sys", window=window, decisions=policy.decision_detector(), clock=lambda: 0.0,
+        counter=get_counter("chars4"),
+        system="sys",
+        window=window,
+        decisions=policy.decision_detector(),
+        clock=lambda: 0.0,
         detect_statements=ledger,
     )
     ctx = PolicyContext(spill_store=MemorySpillStore(), settings=PolicySettings(window=window, **settings))
@@ -149,9 +181,7 @@ def test_no_summary_outgrows_its_budget():
     def long_reply(request):
         budgets.append(request.budget)
         # the first 24 words of each message: shorter than the span, longer than a quarter of it
-        return Summary(
-            text="\n".join("- " + " ".join(role_content(m)[1].split()[:24]) for m in request.span), by="model:x"
-        )
+        return Summary(text="\n".join("- " + " ".join(role_content(m)[1].split()[:24]) for m in request.span), by="model:x")
 
     events, _ = drive_with(policy.after_add(s, ctx), long_reply)
     folds = [e.fold for e in events if isinstance(e, Folded)]
@@ -171,8 +201,15 @@ def test_the_last_resort_is_cut_to_the_budget_and_the_guard_keeps_the_facts():
     span = list(s.messages)
     failed = Summary(text="", by="model:x", error="the model could not summarize (timeout)")
     record = choose_fold(
-        s, span, failed, guard="repair", position="in_place", header=LADDER_HEADER, trigger="test",
-        fallbacks=(LossySummarizer(),), budget=200,
+        s,
+        span,
+        failed,
+        guard="repair",
+        position="in_place",
+        header=LADDER_HEADER,
+        trigger="test",
+        fallbacks=(LossySummarizer(),),
+        budget=200,
     )
     assert record.summarizer == "mock-lossy" and "could not summarize" in record.rejected
     assert 150 < s.count(written_part(record.summary.content)) <= 200  # cut to the budget, not far below it

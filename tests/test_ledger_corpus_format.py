@@ -156,8 +156,12 @@ def test_heldout_canary_follows_heldout2() -> None:
     rounds = {e["probe"].split("]")[0] for e in events if "probe" in e}
     last = [e for e in events if "probe" in e and e["probe"].startswith(max(rounds, key=lambda r: int(r.split()[1])))]
     superseded = {(r["supersedes"], st["kind"]) for r in rows if r["supersedes"] for st in r["statements"]}
-    expected = {(r["id"], tuple(st["must_keep"])) for r in rows for st in r["statements"]
-                if not st.get("proposal") and (r["id"], st["kind"]) not in superseded}
+    expected = {
+        (r["id"], tuple(st["must_keep"]))
+        for r in rows
+        for st in r["statements"]
+        if not st.get("proposal") and (r["id"], st["kind"]) not in superseded
+    }
     assert {(e["probe"].split()[2], tuple(e["expect"])) for e in last} == expected
     stale = {w for e in last for w in e.get("stale", [])}
     assert stale and not stale & {w for e in last for w in e["expect"]}

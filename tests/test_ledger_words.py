@@ -212,8 +212,9 @@ def test_a_request_an_opinion_and_an_ordinal_are_not_statements():
 
 def test_a_label_inside_a_paragraph_states_one_sentence_and_the_rest_is_read_on_its_own():
     long = "I walked the call path from the cron entry down to the worker and back again. " * 6
-    found = detect(f"the bastion box sits behind the vpn for now. RULE: never restart a worker without a drain. {long}",
-                   "user", words=True)
+    found = detect(
+        f"the bastion box sits behind the vpn for now. RULE: never restart a worker without a drain. {long}", "user", words=True
+    )
     labelled = [f for f in found if f.label]
     assert [f.text for f in labelled] == ["RULE: never restart a worker without a drain."]
 

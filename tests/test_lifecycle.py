@@ -176,8 +176,12 @@ async def test_an_engine_that_will_not_stop_is_said_and_the_session_is_closed_al
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return {
-        **os.environ, "TAILRENT_HOME": str(tmp_path / "data"), "TAILRENT_CONFIG_DIR": str(tmp_path / "config"),
-        "TAILRENT_FSYNC": "false", "TAILRENT_TOKENIZER": "chars4", **extra,
+        **os.environ,
+        "TAILRENT_HOME": str(tmp_path / "data"),
+        "TAILRENT_CONFIG_DIR": str(tmp_path / "config"),
+        "TAILRENT_FSYNC": "false",
+        "TAILRENT_TOKENIZER": "chars4",
+        **extra,
     }
 
 
@@ -208,8 +212,18 @@ def test_ask_stopped_mid_reply_closes_the_session_as_quitting_does(tmp_path, fak
     ws = tmp_path / "ws"
     ws.mkdir()
     env = _env(tmp_path, OLLAMA_HOST=fake_ollama.url)
-    cmd = [sys.executable, "-m", "tailrent_tui", "--workspace", str(ws), "ask", "--model", "ollama:llama3.2:latest",
-           "--json", "A question that waits."]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tailrent_tui",
+        "--workspace",
+        str(ws),
+        "ask",
+        "--model",
+        "ollama:llama3.2:latest",
+        "--json",
+        "A question that waits.",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         _wait_for("the stalled reply", lambda: bool(fake_ollama.requests), proc)
@@ -236,8 +250,14 @@ def test_the_app_closes_its_session_on_sigterm_and_sighup(tmp_path, signum):
     ws.mkdir()
     env = _env(tmp_path, TERM="xterm-256color", COLUMNS="120", LINES="40")
     master, child_tty = pty.openpty()
-    app = subprocess.Popen([sys.executable, "-m", "tailrent_tui", "--workspace", str(ws), "--model", "mock"],
-                           stdin=child_tty, stdout=child_tty, stderr=child_tty, close_fds=True, env=env)
+    app = subprocess.Popen(
+        [sys.executable, "-m", "tailrent_tui", "--workspace", str(ws), "--model", "mock"],
+        stdin=child_tty,
+        stdout=child_tty,
+        stderr=child_tty,
+        close_fds=True,
+        env=env,
+    )
     os.close(child_tty)
     data = tmp_path / "data"
     try:

@@ -80,14 +80,16 @@ async def test_mcp_tools_run_through_the_agents_door(make_agent, tmp_path: Path)
     assert hub.schema_tokens()["fx"] > 0
     assert agent.session.tool_schema_tokens == base + hub.schema_tokens()["fx"]
 
-    agent.model = MockModel([
-        call("fx__echo", text="first"),
-        call("fx__echo", text="second"),
-        call("fx__echo", txt="misspelled"),
-        call("fx__big", kb=64),
-        call("fx__image"),
-        {"text": "done"},
-    ])
+    agent.model = MockModel(
+        [
+            call("fx__echo", text="first"),
+            call("fx__echo", text="second"),
+            call("fx__echo", txt="misspelled"),
+            call("fx__big", kb=64),
+            call("fx__image"),
+            {"text": "done"},
+        ]
+    )
     approver = Approver("once", "prefix", "prefix", "prefix")
     result = await agent.turn("Use the server.", TurnCallbacks(approve=approver))
     assert result.error is None
@@ -198,13 +200,17 @@ async def test_bad_servers_are_one_line_each_and_the_good_tools_still_work(tmp_p
     """A missing command, a server that never answers initialize, one that prints garbage to stdout
     and offers an invalid schema, one whose every call errors, and a name taken by a built-in."""
     register(ToolSpec(name="docs__echo", description="a built-in", parameters={"type": "object"}), lambda a, c: None)
-    settings = Settings(mcp={"servers": {
-        "gone": {"command": "no-such-mcp-server-here"},
-        "mute": stdio("hang", startup_timeout=2),
-        "noisy": stdio("garbage", "bad_schema"),
-        "grumpy": stdio("errors"),
-        "docs": stdio(),
-    }})
+    settings = Settings(
+        mcp={
+            "servers": {
+                "gone": {"command": "no-such-mcp-server-here"},
+                "mute": stdio("hang", startup_timeout=2),
+                "noisy": stdio("garbage", "bad_schema"),
+                "grumpy": stdio("errors"),
+                "docs": stdio(),
+            }
+        }
+    )
     hub = hub_for(settings, {"mcp": "config.toml"}, tmp_path)
     notes: list[str] = []
     hub.note = lambda text, level: notes.append(text)
@@ -233,9 +239,13 @@ async def test_bad_servers_are_one_line_each_and_the_good_tools_still_work(tmp_p
 
 async def test_secrets_in_a_servers_stderr_are_not_journaled(make_agent, monkeypatch) -> None:
     monkeypatch.setenv("MY_SECRET", "sk-live-0123456789abcdef")
-    agent = make_agent(mcp={"servers": {
-        "leaky": stdio("secret", "hang", env={"SECRET_TOKEN": "${MY_SECRET}"}, startup_timeout=3),
-    }})
+    agent = make_agent(
+        mcp={
+            "servers": {
+                "leaky": stdio("secret", "hang", env={"SECRET_TOKEN": "${MY_SECRET}"}, startup_timeout=3),
+            }
+        }
+    )
     await agent.mcp.start()
     await agent.mcp.wait_ready()
     (line,) = [n.text for n in agent.session.notes if n.text.startswith("mcp: leaky")]
@@ -268,11 +278,17 @@ def test_config_errors_are_one_line_naming_the_key(tmp_path: Path, monkeypatch) 
 
 
 async def test_the_workspaces_mcp_json_is_read_only_when_opted_in(tmp_path: Path) -> None:
-    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {
-        "proj": {"command": sys.executable, "args": [str(SERVER)]},
-        "mine": {"command": "ignored-because-config-toml-has-it"},
-        "odd": {"type": "sse", "url": "http://127.0.0.1:1/sse"},
-    }}))
+    (tmp_path / ".mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "proj": {"command": sys.executable, "args": [str(SERVER)]},
+                    "mine": {"command": "ignored-because-config-toml-has-it"},
+                    "odd": {"type": "sse", "url": "http://127.0.0.1:1/sse"},
+                }
+            }
+        )
+    )
     mine = {"mine": stdio()}
     assert set(hub_for(Settings(mcp={"servers": mine}), {"mcp": "config.toml"}, tmp_path).links) == {"mine"}
     hub = hub_for(Settings(mcp={"servers": mine, "project_file": True}), {"mcp": "config.toml"}, tmp_path)
@@ -295,9 +311,7 @@ async def test_a_missing_variable_fails_that_server_in_one_line(tmp_path: Path, 
 
 @pytest.fixture
 def http_server():
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVER), "--http"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--http"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout is not None
         port = int(proc.stdout.readline().split()[1])
@@ -311,10 +325,15 @@ async def test_http_server_headers_from_the_environment_and_a_redirect_elsewhere
     http_server: str, monkeypatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("FIXTURE_TOKEN", "tok-987654321")
-    settings = Settings(mcp={"max_message_bytes": 65536, "servers": {
-        "web": {"url": f"{http_server}/mcp", "headers": {"Authorization": "Bearer ${FIXTURE_TOKEN}"}},
-        "moved": {"url": f"{http_server}/moved"},
-    }})
+    settings = Settings(
+        mcp={
+            "max_message_bytes": 65536,
+            "servers": {
+                "web": {"url": f"{http_server}/mcp", "headers": {"Authorization": "Bearer ${FIXTURE_TOKEN}"}},
+                "moved": {"url": f"{http_server}/moved"},
+            },
+        }
+    )
     hub = hub_for(settings, {}, tmp_path)
     try:
         await hub.start()
@@ -344,7 +363,7 @@ def test_mcp_list_shows_each_server_its_state_and_tools(tmp_path: Path) -> None:
     cfg = tmp_path / "config"
     cfg.mkdir()
     (cfg / "config.toml").write_text(
-        f'[mcp.servers.fx]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(SERVER))}]\n'
+        f"[mcp.servers.fx]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(SERVER))}]\n"
         '[mcp.servers.gone]\ncommand = "no-such-mcp-server-here"\n'
     )
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TAILRENT_CONFIG_DIR": str(cfg)}
@@ -361,8 +380,9 @@ def test_mcp_list_shows_each_server_its_state_and_tools(tmp_path: Path) -> None:
     )
     assert [s["state"] for s in data["servers"]] == ["ready", "failed"]
     # `tailrent tool` starts the one server its tool needs, runs the call through the same door, stops it
-    echoed = subprocess.run([str(tailrent), "tool", "fx__echo", '{"text": "one call"}'], env=env,
-                            capture_output=True, text=True, timeout=60)
+    echoed = subprocess.run(
+        [str(tailrent), "tool", "fx__echo", '{"text": "one call"}'], env=env, capture_output=True, text=True, timeout=60
+    )
     assert (echoed.returncode, echoed.stdout) == (0, "one call\n")
     gone = subprocess.run([str(tailrent), "tool", "gone__x", "{}"], env=env, capture_output=True, text=True, timeout=60)
     assert gone.returncode == 1

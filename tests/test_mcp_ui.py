@@ -21,7 +21,11 @@ async def test_mcp_in_the_app(tmp_path: Path, monkeypatch) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     settings = Settings(
-        model="mock", data_dir=tmp_path / "data", workspace=ws, fsync=False, tokenizer="chars4",
+        model="mock",
+        data_dir=tmp_path / "data",
+        workspace=ws,
+        fsync=False,
+        tokenizer="chars4",
         mcp={"servers": {"fx": {"command": sys.executable, "args": [str(SERVER)]}}},
     )
     agent = build_agent(settings, {}, async_writer=True, new=True)
@@ -61,8 +65,10 @@ async def test_mcp_in_the_app(tmp_path: Path, monkeypatch) -> None:
             rate = tail.figures.rate
             assert rate is not None
             said = [str(n.message) for n in app._notifications]
-            assert any(note.removeprefix("mcp: ") in m and f"that saves {duration(rate.seconds(tokens))} of prompt time" in m
-                       for m in said), said
+            assert any(
+                note.removeprefix("mcp: ") in m and f"that saves {duration(rate.seconds(tokens))} of prompt time" in m
+                for m in said
+            ), said
             assert tail.figures.mcp_tokens == {}
 
             await pilot.press(*"/mcp enable fx", "enter")

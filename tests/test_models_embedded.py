@@ -110,8 +110,14 @@ async def test_the_engine_starts_once_serves_the_openai_client_and_stops(tmp_pat
 def test_ask_runs_on_the_embedded_engine_and_keeps_its_slots_in_the_session(tmp_path):
     home, ws = tmp_path / "data", tmp_path / "ws"
     ws.mkdir()
-    env = {**os.environ, "TAILRENT_HOME": str(home), "TAILRENT_CONFIG_DIR": str(tmp_path / "config"), "TAILRENT_WINDOW": "2048",
-           "TAILRENT_MAX_REPLY_TOKENS": "8", "OLLAMA_HOST": NOBODY}
+    env = {
+        **os.environ,
+        "TAILRENT_HOME": str(home),
+        "TAILRENT_CONFIG_DIR": str(tmp_path / "config"),
+        "TAILRENT_WINDOW": "2048",
+        "TAILRENT_MAX_REPLY_TOKENS": "8",
+        "OLLAMA_HOST": NOBODY,
+    }
     command = [sys.executable, "-m", "tailrent_tui", "--model", f"embedded:{assemble_model_file()}", "ask", "--json", "Hi"]
     proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ws, timeout=240, check=False)
     assert proc.returncode == 0, proc.stderr

@@ -189,8 +189,7 @@ def test_lossy_summarizer_keeps_the_first_twelve_words_like_the_article():
         ]
     )
     assert summary == (
-        "- user: DECISION: We will store refresh tokens in Redis with a 15 minute...\n"
-        "- assistant: Turn 3: done, no issues found."
+        "- user: DECISION: We will store refresh tokens in Redis with a 15 minute...\n- assistant: Turn 3: done, no issues found."
     )
     # The article's fold #1 loses "rotate" and "mobile" and keeps the rest.
     assert "rotate" not in summary and "mobile" not in summary

@@ -78,8 +78,15 @@ def ollama_settings(fake_ollama, tmp_path: Path, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", fake_ollama.url)
     ws = tmp_path / "ws"
     ws.mkdir()
-    return Settings(model=f"ollama:{MODEL}", data_dir=tmp_path / "data", workspace=ws, fsync=False,
-                    tokenizer="chars4", price_sheet="local", keep_alive="6h")
+    return Settings(
+        model=f"ollama:{MODEL}",
+        data_dir=tmp_path / "data",
+        workspace=ws,
+        fsync=False,
+        tokenizer="chars4",
+        price_sheet="local",
+        keep_alive="6h",
+    )
 
 
 async def _one_turn(settings: Settings) -> None:

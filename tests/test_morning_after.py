@@ -88,8 +88,15 @@ def morning_settings(root: Path, url: str, tokenizer: str = "auto") -> Settings:
     ws = root / "ws"
     ws.mkdir(parents=True, exist_ok=True)
     return Settings(
-        model=f"openai:{url}", data_dir=root / "data", workspace=ws, fsync=False, price_sheet="local",
-        window=WINDOW, max_reply_tokens=REPLY_CAP, tokenizer=tokenizer, fold={"summarizer": "model", "target": FOLD_TARGET},
+        model=f"openai:{url}",
+        data_dir=root / "data",
+        workspace=ws,
+        fsync=False,
+        price_sheet="local",
+        window=WINDOW,
+        max_reply_tokens=REPLY_CAP,
+        tokenizer=tokenizer,
+        fold={"summarizer": "model", "target": FOLD_TARGET},
         # this base model's rambling must not be read as `!cmd` lines waiting for an approval nobody gives
         tools={"protocol": "native"},
     )

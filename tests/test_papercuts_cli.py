@@ -22,8 +22,19 @@ def test_recall_takes_the_readmes_expect_a_b(tmp_path: Path) -> None:
     env = _env(tmp_path)
     ws = tmp_path / "ws"
     ws.mkdir()
-    asked = runner.invoke(cli, ["--workspace", str(ws), "ask", "--model", "mock", "--json",
-                                "DECISION: Redis with a 15 minute TTL, rotated on every use"], env=env)
+    asked = runner.invoke(
+        cli,
+        [
+            "--workspace",
+            str(ws),
+            "ask",
+            "--model",
+            "mock",
+            "--json",
+            "DECISION: Redis with a 15 minute TTL, rotated on every use",
+        ],
+        env=env,
+    )
     assert asked.exit_code == 0, asked.output
     session = __import__("json").loads(asked.stdout)["session"]
     for args in (

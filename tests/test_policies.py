@@ -23,8 +23,9 @@ DECISION = "DECISION: we store sessions in Redis with a 15 minute TTL because mo
 
 def make(policy_name: str, window: int = 1000, **settings):
     policy = get_policy(policy_name)
-    s = Session(counter=get_counter("chars4"), system="sys", window=window,
-                decisions=policy.decision_detector(), clock=lambda: 0.0)
+    s = Session(
+        counter=get_counter("chars4"), system="sys", window=window, decisions=policy.decision_detector(), clock=lambda: 0.0
+    )
     ctx = PolicyContext(spill_store=MemorySpillStore(), settings=PolicySettings(window=window, **settings))
     return policy, s, ctx
 
@@ -98,7 +99,7 @@ def test_autocompact_threshold_and_recent_keep():
     assert summary.kind == Kind.fold_summary
     kept = s.messages[1:]
     assert sum(m.tokens for m in kept) <= keep
-    assert [m.id for m in kept] == recent_before[-len(kept):]
+    assert [m.id for m in kept] == recent_before[-len(kept) :]
     assert len(kept) >= 2
 
 
@@ -135,5 +136,5 @@ def test_tool_results_pass_rungs_one_and_two_for_every_policy():
         policy, s, ctx = make(name, window=4000, spill_threshold=50, tool_max_lines=10)
         m = policy.admit_tool(s, ctx, "grep", "src/app/module.py:12: a matching line of code\n" * 500)
         assert m.kind == Kind.spill_pointer, name
-        (_tool, content, _), = ctx.spill_store.items.values()
+        ((_tool, content, _),) = ctx.spill_store.items.values()
         assert content.count("module.py") == 10 and "truncated" in content

@@ -22,8 +22,15 @@ from tailrent_tui.core.tokens import get_counter
 
 
 def sheet(**kw) -> PriceSheet:
-    base = dict(name="t", input_per_mtok=1_000_000.0, cache_write_multiplier=2.0, cache_read_multiplier=0.5,
-                output_per_mtok=10_000_000.0, min_cacheable=0, ttl_seconds=300)
+    base = dict(
+        name="t",
+        input_per_mtok=1_000_000.0,
+        cache_write_multiplier=2.0,
+        cache_read_multiplier=0.5,
+        output_per_mtok=10_000_000.0,
+        min_cacheable=0,
+        ttl_seconds=300,
+    )
     base.update(kw)
     return PriceSheet(**base)
 
@@ -134,15 +141,23 @@ def test_packaged_sheets_load_with_design_numbers():
     sheets = load_price_sheets()
     assert {"anthropic-5m", "anthropic-1h", "openai", "local"} <= set(sheets)
     a = sheets["anthropic-5m"]
-    assert (a.input_per_mtok, a.cache_write_multiplier, a.cache_read_multiplier, a.output_per_mtok,
-            a.min_cacheable, a.ttl_seconds) == (3.0, 1.25, 0.1, 15.0, 1024, 300)
+    assert (
+        a.input_per_mtok,
+        a.cache_write_multiplier,
+        a.cache_read_multiplier,
+        a.output_per_mtok,
+        a.min_cacheable,
+        a.ttl_seconds,
+    ) == (3.0, 1.25, 0.1, 15.0, 1024, 300)
     assert sheets["anthropic-1h"].cache_write_multiplier == 2.0
     assert sheets["local"].local and sheets["local"].output_per_mtok == 0
 
 
 def test_missing_price_names_the_sheet_and_key():
-    text = "[cheap]\ninput_per_mtok = 1.0\ncache_write_multiplier = 1\ncache_read_multiplier = 0.1\n" \
-           "min_cacheable = 0\nttl_seconds = 60\n"
+    text = (
+        "[cheap]\ninput_per_mtok = 1.0\ncache_write_multiplier = 1\ncache_read_multiplier = 0.1\n"
+        "min_cacheable = 0\nttl_seconds = 60\n"
+    )
     with pytest.raises(PriceSheetError, match=r"'cheap'.*'output_per_mtok'"):
         parse_price_sheets(text, "user.toml")
 
@@ -151,7 +166,9 @@ def test_user_sheet_file_adds_and_overrides(tmp_path):
     f = tmp_path / "prices.toml"
     f.write_text(
         "[mine]\ninput_per_mtok = 0.5\ncache_write_multiplier = 1\ncache_read_multiplier = 0.1\n"
-        "output_per_mtok = 2\nmin_cacheable = 0\nttl_seconds = 600\n", encoding="utf-8")
+        "output_per_mtok = 2\nmin_cacheable = 0\nttl_seconds = 600\n",
+        encoding="utf-8",
+    )
     sheets = load_price_sheets([f, tmp_path / "absent.toml"])
     assert sheets["mine"].ttl_seconds == 600 and "local" in sheets
 

@@ -23,8 +23,15 @@ from tailrent_tui.core.rent import PriceSheet, PriceSheetError, RentModel, get_p
 from tailrent_tui.scenarios.traces import BUILTIN_TRACES, get_trace
 
 SHEET = PriceSheet(
-    name="hand", input_per_mtok=3.0, cache_write_multiplier=1.25, cache_read_multiplier=0.1,
-    output_per_mtok=15.0, min_cacheable=0, ttl_seconds=300, pings=True, ping_lead_seconds=20,
+    name="hand",
+    input_per_mtok=3.0,
+    cache_write_multiplier=1.25,
+    cache_read_multiplier=0.1,
+    output_per_mtok=15.0,
+    min_cacheable=0,
+    ttl_seconds=300,
+    pings=True,
+    ping_lead_seconds=20,
 )
 PREFIX = [("a", 100_000)]
 PING = 0.030015
@@ -191,8 +198,12 @@ def test_nothing_cached_nothing_to_keep_warm():
 )
 def test_bad_keep_warm_fields_are_one_line_errors(extra, error):
     keys = {
-        "input_per_mtok": "3.0", "cache_write_multiplier": "1.25", "cache_read_multiplier": "0.1",
-        "output_per_mtok": "15.0", "min_cacheable": "0", "ttl_seconds": "300",
+        "input_per_mtok": "3.0",
+        "cache_write_multiplier": "1.25",
+        "cache_read_multiplier": "0.1",
+        "output_per_mtok": "15.0",
+        "min_cacheable": "0",
+        "ttl_seconds": "300",
     }
     for line in extra.splitlines():
         keys[line.split(" = ")[0]] = line.split(" = ")[1]

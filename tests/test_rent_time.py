@@ -51,8 +51,16 @@ def test_without_timings_the_sheets_rate_else_nothing():
 def test_only_a_sheet_with_prices_is_priced():
     assert not get_price_sheet("local").priced
     assert get_price_sheet("anthropic-5m").priced and get_price_sheet("openai").priced
-    mine = PriceSheet(name="mine", input_per_mtok=0.2, cache_write_multiplier=1, cache_read_multiplier=0,
-                      output_per_mtok=0, min_cacheable=0, ttl_seconds=60, local=True)
+    mine = PriceSheet(
+        name="mine",
+        input_per_mtok=0.2,
+        cache_write_multiplier=1,
+        cache_read_multiplier=0,
+        output_per_mtok=0,
+        min_cacheable=0,
+        ttl_seconds=60,
+        local=True,
+    )
     assert mine.priced
 
 

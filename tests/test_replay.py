@@ -47,8 +47,9 @@ ARTICLE_FOLD_LINES = [
 ]
 
 
-def reference_harness(*, pinned=False, seed=42, batch=6, max_tail=900, spill_threshold=120, turns=40,
-                      spill_dir="/tmp/tailrent-spill"):
+def reference_harness(
+    *, pinned=False, seed=42, batch=6, max_tail=900, spill_threshold=120, turns=40, spill_dir="/tmp/tailrent-spill"
+):
     """TailRent.cs Main() with the mock client, line by line; returns its printed text."""
     est = lambda s: 0 if not s else max(1, len(s) // 4)  # noqa: E731
     watch = ["Redis", "15 minute", "rotate", "mobile"]
@@ -66,24 +67,34 @@ def reference_harness(*, pinned=False, seed=42, batch=6, max_tail=900, spill_thr
                 words = [w for w in m["content"].split(" ") if w != ""]
                 out += "- " + m["role"] + ": " + " ".join(words[:12]) + ("..." if len(words) > 12 else "") + "\n"
             summary = out.rstrip("\n")
-            lost = [k for k in watch
-                    if any(k.lower() in m["content"].lower() for m in foldable) and k.lower() not in summary.lower()]
+            lost = [
+                k for k in watch if any(k.lower() in m["content"].lower() for m in foldable) and k.lower() not in summary.lower()
+            ]
             for m in foldable:
                 transcript.remove(m)
             content = "[folded " + str(len(foldable)) + " messages]\n" + summary
             transcript.insert(0, {"role": "system", "content": content, "pinned": False})
             log.append((len(log) + 1, len(foldable), before, est(content), lost))
 
-    add("user", "DECISION: We will store refresh tokens in Redis with a 15 minute TTL and rotate them on every use, "
-                "because the mobile team's client can't reliably persist tokens between app restarts.", pinned)
-    add("assistant", "Acknowledged. I'll wire the token service to Redis with a 15 minute TTL and rotate-on-use, "
-                     "and flag any code path that assumes long-lived tokens.")
+    add(
+        "user",
+        "DECISION: We will store refresh tokens in Redis with a 15 minute TTL and rotate them on every use, "
+        "because the mobile team's client can't reliably persist tokens between app restarts.",
+        pinned,
+    )
+    add(
+        "assistant",
+        "Acknowledged. I'll wire the token service to Redis with a 15 minute TTL and rotate-on-use, "
+        "and flag any code path that assumes long-lived tokens.",
+    )
     rng = DotNetRandom(seed)
-    topics = ["Ran the integration suite against the staging cluster.",
-              "Investigated a flaky test in the billing module.",
-              "Reviewed the PR that touches the rate limiter.",
-              "Checked memory usage on the worker pool overnight.",
-              "Updated the changelog for the upcoming release."]
+    topics = [
+        "Ran the integration suite against the staging cluster.",
+        "Investigated a flaky test in the billing module.",
+        "Reviewed the PR that touches the rate limiter.",
+        "Checked memory usage on the worker pool overnight.",
+        "Updated the changelog for the upcoming release.",
+    ]
     for turn in range(turns):
         add("user", f"Turn {turn}: {topics[rng.next(len(topics))]}")
         raw = " ".join("token" for _ in range(rng.next(20, 2000)))
@@ -95,18 +106,18 @@ def reference_harness(*, pinned=False, seed=42, batch=6, max_tail=900, spill_thr
             guid = "0123abcd-0000-4000-8000-00000000beef"  # any 36-character GUID prints the same length
             path = spill_dir + ("" if spill_dir.endswith("/") else "/") + guid + ".json"
             preview = raw[:160] + "..." if len(raw) > 160 else raw
-            add("tool", f"[spilled] [spilled tool result: {name}] ~{tokens} tokens written to {path} (id={guid}). "
-                        f"Preview: {preview}")
+            add(
+                "tool",
+                f"[spilled] [spilled tool result: {name}] ~{tokens} tokens written to {path} (id={guid}). Preview: {preview}",
+            )
         add("assistant", f"Turn {turn}: done, no issues found.")
 
-    text = [f"Final tail tokens (est.): {sum(est(m['content']) for m in transcript)}",
-            f"Total folds triggered: {len(log)}", ""]
+    text = [f"Final tail tokens (est.): {sum(est(m['content']) for m in transcript)}", f"Total folds triggered: {len(log)}", ""]
     for number, folded, before, after, lost in log:
         value = 1 - after / max(1, before)  # the same IEEE double operations as the C#
         percent = round(Fraction(value) * 100)  # exact value; round() on a Fraction ties to even, like Dragon4
         sign = "-" if value < 0 else ""
-        text.append(f"[fold #{number}] folded {folded} messages, {before} -> {after} tokens "
-                    f"({sign}{abs(percent):,}% reduction)")
+        text.append(f"[fold #{number}] folded {folded} messages, {before} -> {after} tokens ({sign}{abs(percent):,}% reduction)")
         if lost:
             text.append("  keywords lost at this fold: " + ", ".join(lost))
     visible = "\n".join(m["content"] for m in transcript).lower()
@@ -159,13 +170,30 @@ def test_tmpdir_moves_the_spills_and_changes_the_numbers_as_dotnet_would(monkeyp
 
 def _parameter_sets():
     corners = [
-        dict(seed=0), dict(seed=1), dict(seed=-1), dict(seed=2**31 - 1), dict(seed=-(2**31)),
-        dict(batch=1), dict(batch=1, pinned=True), dict(batch=2), dict(batch=100),
-        dict(max_tail=0), dict(max_tail=0, batch=1), dict(max_tail=100000), dict(max_tail=50),
-        dict(spill_threshold=0), dict(spill_threshold=100000), dict(spill_threshold=20),
-        dict(turns=0), dict(turns=1), dict(turns=300), dict(turns=0, max_tail=10),
+        dict(seed=0),
+        dict(seed=1),
+        dict(seed=-1),
+        dict(seed=2**31 - 1),
+        dict(seed=-(2**31)),
+        dict(batch=1),
+        dict(batch=1, pinned=True),
+        dict(batch=2),
+        dict(batch=100),
+        dict(max_tail=0),
+        dict(max_tail=0, batch=1),
+        dict(max_tail=100000),
+        dict(max_tail=50),
+        dict(spill_threshold=0),
+        dict(spill_threshold=100000),
+        dict(spill_threshold=20),
+        dict(turns=0),
+        dict(turns=1),
+        dict(turns=300),
+        dict(turns=0, max_tail=10),
         dict(spill_dir="/srv/Redis mobile/rotate-15 minute"),  # keywords and spaces inside the pointer
-        dict(spill_dir="relative/dir/"), dict(spill_dir="/"), dict(spill_dir="x" * 400),
+        dict(spill_dir="relative/dir/"),
+        dict(spill_dir="/"),
+        dict(spill_dir="x" * 400),
         dict(pinned=True, batch=3, max_tail=120, spill_threshold=5),
     ]
     pick = random.Random(2024)
@@ -213,15 +241,15 @@ def test_json_figures_agree_with_the_text() -> None:
 @pytest.mark.parametrize(
     ("before", "after", "shown"),
     [
-        (203, 138, "32%"),   # the article's fold #1
+        (203, 138, "32%"),  # the article's fold #1
         (339, 163, "52%"),
-        (8, 7, "12%"),       # 0.125 exactly: Dragon4 rounds the tie to even
-        (8, 3, "62%"),       # 0.625 exactly: to even again
-        (8, 5, "38%"),       # 0.375: the even neighbour is up
-        (7, 15, "-114%"),    # a fold can grow what it folds
-        (250, 251, "-0%"),   # .NET keeps the sign of a negative value that rounds to zero
+        (8, 7, "12%"),  # 0.125 exactly: Dragon4 rounds the tie to even
+        (8, 3, "62%"),  # 0.625 exactly: to even again
+        (8, 5, "38%"),  # 0.375: the even neighbour is up
+        (7, 15, "-114%"),  # a fold can grow what it folds
+        (250, 251, "-0%"),  # .NET keeps the sign of a negative value that rounds to zero
         (10, 10, "0%"),
-        (0, 0, "100%"),      # Math.Max(1, before)
+        (0, 0, "100%"),  # Math.Max(1, before)
         (1, 20, "-1,900%"),  # P0 groups thousands
     ],
 )
@@ -232,7 +260,7 @@ def test_reduction_percent_follows_dotnet_p0(before: int, after: int, shown: str
 def test_lengths_are_counted_in_utf16_units_as_dotnet_does() -> None:
     # An emoji is one Python character but two .NET chars, so a spill dir with
     # one changes String.Length, and so the estimate, by twice as much.
-    assert estimate_tokens("\U0001F600" * 8) == 4
+    assert estimate_tokens("\U0001f600" * 8) == 4
     assert estimate_tokens("é" * 8) == 2
     assert estimate_tokens("abcd") == 1 and estimate_tokens("abc") == 1 and estimate_tokens("") == 0
 
@@ -308,12 +336,14 @@ def test_article_trace_is_the_same_scenario() -> None:
     assert header["trace"] == "article" and header["window"] == 2048 and header["system"]
     assert decision["role"] == "user" and decision["content"].startswith("DECISION:") and "pin" not in decision
     assert ack["role"] == "assistant"
-    assert probe == {"probe": "What did we decide about refresh tokens, and why?",
-                     "expect": ["Redis", "15 minute", "rotate", "mobile"]}
+    assert probe == {
+        "probe": "What did we decide about refresh tokens, and why?",
+        "expect": ["Redis", "15 minute", "rotate", "mobile"],
+    }
     assert len(middle) == 3 * 40
     rng = DotNetRandom(42)
     for turn in range(40):
-        user, tool, assistant = middle[3 * turn: 3 * turn + 3]
+        user, tool, assistant = middle[3 * turn : 3 * turn + 3]
         rng.next(5)
         assert user["role"] == "user" and user["content"].startswith(f"Turn {turn}: ")
         assert tool == {"role": "tool", "tool": f"tool_call_{turn}", "content": " ".join(["token"] * rng.next(20, 2000))}
@@ -334,8 +364,13 @@ def test_cli_json_prints_the_articles_numbers(tmp_path: Path, monkeypatch) -> No
     figures = json.loads(result.output)
     assert figures["final_tail_tokens"] == 872
     assert len(figures["folds"]) == 20
-    assert figures["folds"][0] == {"fold": 1, "messages_folded": 6, "tokens_before": 203, "tokens_after": 138,
-                                   "keywords_lost": ["rotate", "mobile"]}
+    assert figures["folds"][0] == {
+        "fold": 1,
+        "messages_folded": 6,
+        "tokens_before": 203,
+        "tokens_after": 138,
+        "keywords_lost": ["rotate", "mobile"],
+    }
     assert figures["folds"][1]["keywords_lost"] == ["15 minute"]
     assert figures["folds"][2]["keywords_lost"] == ["Redis"]
     assert figures["recall"] == {"surviving": 0, "total": 4}
@@ -343,14 +378,32 @@ def test_cli_json_prints_the_articles_numbers(tmp_path: Path, monkeypatch) -> No
 
 
 def test_cli_pinned_text(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["replay", "article", "--pinned", "--spill-dir", str(tmp_path / "s"),
-                                      "--seed", "7", "--batch", "3", "--max-tail", "600",
-                                      "--spill-threshold", "200", "--turns", "25"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "replay",
+            "article",
+            "--pinned",
+            "--spill-dir",
+            str(tmp_path / "s"),
+            "--seed",
+            "7",
+            "--batch",
+            "3",
+            "--max-tail",
+            "600",
+            "--spill-threshold",
+            "200",
+            "--turns",
+            "25",
+        ],
+    )
     assert result.exit_code == 0, result.output
     heading, _, rest = result.output.partition("\n\n")  # a heading line, then the harness's output exactly
     assert heading.startswith("The article's harness") and "decision pinned" in heading and "fold batch 3" in heading
-    assert rest == reference_harness(pinned=True, seed=7, batch=3, max_tail=600, spill_threshold=200,
-                                      turns=25, spill_dir=str(tmp_path / "s"))
+    assert rest == reference_harness(
+        pinned=True, seed=7, batch=3, max_tail=600, spill_threshold=200, turns=25, spill_dir=str(tmp_path / "s")
+    )
 
 
 @pytest.mark.parametrize(
@@ -387,7 +440,11 @@ def test_real_subprocess_prints_the_articles_numbers(tmp_path: Path) -> None:
     env.pop("TMPDIR", None)
     result = subprocess.run(
         [sys.executable, "-m", "tailrent_tui", "replay", "article", "--json", "--spill-dir", "tmp/tailrent-spill1"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
@@ -400,7 +457,9 @@ def test_real_subprocess_reports_a_bad_spill_dir_without_traceback(tmp_path: Pat
     (tmp_path / "f").write_text("x")
     result = subprocess.run(
         [sys.executable, "-m", "tailrent_tui", "replay", "article", "--spill-dir", str(tmp_path / "f" / "d")],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 1
     assert "cannot create spill directory" in result.stderr and "Traceback" not in result.stderr

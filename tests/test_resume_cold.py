@@ -32,9 +32,7 @@ def settings(tmp_path: Path, monkeypatch) -> Settings:
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
     ws = tmp_path / "ws"
     ws.mkdir()
-    return Settings(
-        model="mock", data_dir=tmp_path / "data", workspace=ws, fsync=False, price_sheet="local", tokenizer="chars4"
-    )
+    return Settings(model="mock", data_dir=tmp_path / "data", workspace=ws, fsync=False, price_sheet="local", tokenizer="chars4")
 
 
 def yesterdays_session(settings: Settings) -> SessionDir:
@@ -62,7 +60,6 @@ def lock_is_free(sd: SessionDir) -> bool:
 
 def test_a_resume_past_the_ttl_opens_says_so_takes_a_message_and_releases_the_lock(settings):
     sd = yesterdays_session(settings)
-
 
     async def morning() -> None:
         async with open_agent(settings, {"continue_": True}) as agent:  # as `tailrent --continue` opens it

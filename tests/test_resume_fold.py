@@ -45,7 +45,10 @@ def ladder(window: int = WINDOW, **settings):
     return policy, s, ctx
 
 
-@pytest.mark.xfail(strict=False, reason="open (issue 22 x 23, seen when the ledger and cheap-fold branches met on main): the ledger keeps the user's words (said) up to half the pin budget, more than a cold resume's fold target leaves room for")  # noqa: E501
+@pytest.mark.xfail(
+    strict=False,
+    reason="open (issue 22 x 23, seen when the ledger and cheap-fold branches met on main): the ledger keeps the user's words (said) up to half the pin budget, more than a cold resume's fold target leaves room for",  # noqa: E501
+)
 def test_an_expired_cache_folds_down_to_the_resume_target_and_keeps_pins_and_facts():
     policy, s, ctx = ladder()
     s.add("user", DECISION)
@@ -85,7 +88,10 @@ def _plain(s: Session) -> None:
 
 
 @pytest.mark.parametrize("build", [_plain, _big_last_message, _explicit_pins])
-@pytest.mark.xfail(strict=False, reason="open (issue 22 x 23, seen when the ledger and cheap-fold branches met on main): the ledger keeps the user's words (said) up to half the pin budget, more than a cold resume's fold target leaves room for")  # noqa: E501
+@pytest.mark.xfail(
+    strict=False,
+    reason="open (issue 22 x 23, seen when the ledger and cheap-fold branches met on main): the ledger keeps the user's words (said) up to half the pin budget, more than a cold resume's fold target leaves room for",  # noqa: E501
+)
 def test_what_a_cold_resume_will_send_is_said_before_it_folds(build):
     """The estimate the resume line and keep-warm use: never below what the fold leaves
     (pins, the last messages and a summary stay), and not far above it."""

@@ -30,7 +30,8 @@ async def test_escape_stops_a_running_shell_command_and_a_second_one_waits(tmp_p
         assert not await _group_gone_within(pgid, 1.0), "the command outlived escape"
         assert time.monotonic() - pressed < 2
         await wait_until(
-            pilot, lambda: any("was cancelled before it finished" in m.content for m in agent.session.messages),
+            pilot,
+            lambda: any("was cancelled before it finished" in m.content for m in agent.session.messages),
             what="the cancelled line for the model",
         )
         # the app takes the next message as usual
@@ -38,4 +39,3 @@ async def test_escape_stops_a_running_shell_command_and_a_second_one_waits(tmp_p
         await wait_until(pilot, lambda: agent.session.messages[-1].content == "ok", what="the reply after")
     await asyncio.sleep(0.1)
     assert not (tmp_path / "marker").exists()
-

@@ -121,8 +121,12 @@ def test_a_saved_slot_is_restored_for_the_same_prefix(tmp_path):
     assert saved is not None and saved.ok
     # the next process: a new keeper on the same session directory and server
     again = SlotKeeper(
-        settings=Settings(), model=lambda: model, session=session, session_dir=sd,
-        offered_tools=lambda: [], connect=lambda m: server,
+        settings=Settings(),
+        model=lambda: model,
+        session=session,
+        session_dir=sd,
+        offered_tools=lambda: [],
+        connect=lambda m: server,
     )
     restored = again.restore()
     assert restored is not None and restored.ok and restored.tokens == 42

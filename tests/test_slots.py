@@ -107,8 +107,13 @@ def test_resume_price_says_tokens_seconds_dollars_and_what_spares_them():
     assert cold.to_read == 8000 and cold.seconds == pytest.approx(16.0)
     assert cold.line() == "resume: the first request re-reads 8,000 of 8,000 context tokens (~16 s); idle 9 h"
     folded = resume_price(
-        context_tokens=8000, restored_tokens=None, warm=False, why="idle 9 h", tokens_per_second=500,
-        rate_measured=True, fold_to=1200,
+        context_tokens=8000,
+        restored_tokens=None,
+        warm=False,
+        why="idle 9 h",
+        tokens_per_second=500,
+        rate_measured=True,
+        fold_to=1200,
     )
     assert folded.saver == "fold" and folded.to_read == 1200 and folded.seconds == pytest.approx(2.4)
     assert folded.line() == (
@@ -117,28 +122,57 @@ def test_resume_price_says_tokens_seconds_dollars_and_what_spares_them():
     )
     # the model writes the fold's summary first: reading its span and writing the summary take time too
     by_model = resume_price(
-        context_tokens=8000, restored_tokens=None, warm=False, why="idle 9 h", tokens_per_second=500,
-        rate_measured=True, fold_to=1200, summary_read=6500, summary_write=800, gen_tokens_per_second=40,
+        context_tokens=8000,
+        restored_tokens=None,
+        warm=False,
+        why="idle 9 h",
+        tokens_per_second=500,
+        rate_measured=True,
+        fold_to=1200,
+        summary_read=6500,
+        summary_write=800,
+        gen_tokens_per_second=40,
     )
     assert by_model.summary_seconds == pytest.approx(6500 / 500 + 800 / 40)
     assert by_model.seconds == pytest.approx(2.4 + 13 + 20)
     assert "re-reads that (~35 s with the summary); idle 9 h" in by_model.line()
     # before any timed reply the writing's speed is unknown: said, not guessed
     unknown = resume_price(
-        context_tokens=8000, restored_tokens=None, warm=False, why="", tokens_per_second=500,
-        rate_measured=True, fold_to=1200, summary_read=6500, summary_write=800,
+        context_tokens=8000,
+        restored_tokens=None,
+        warm=False,
+        why="",
+        tokens_per_second=500,
+        rate_measured=True,
+        fold_to=1200,
+        summary_read=6500,
+        summary_write=800,
     )
     assert unknown.seconds == pytest.approx(2.4 + 13) and unknown.summary_seconds is None
     assert "(~15 s plus writing a summary of up to 800 tokens)" in unknown.line()
     # no fold, no summary
-    assert resume_price(
-        context_tokens=8000, restored_tokens=7990, warm=False, why="", tokens_per_second=500, rate_measured=True,
-        fold_to=1200, summary_read=6500, summary_write=800, gen_tokens_per_second=40,
-    ).summary_tokens == 0
+    assert (
+        resume_price(
+            context_tokens=8000,
+            restored_tokens=7990,
+            warm=False,
+            why="",
+            tokens_per_second=500,
+            rate_measured=True,
+            fold_to=1200,
+            summary_read=6500,
+            summary_write=800,
+            gen_tokens_per_second=40,
+        ).summary_tokens
+        == 0
+    )
     # a fold is no saver when a slot was restored or the cache is warm
-    assert resume_price(
-        context_tokens=8000, restored_tokens=7990, warm=False, why="", tokens_per_second=500, rate_measured=True, fold_to=1200
-    ).saver == "slot"
+    assert (
+        resume_price(
+            context_tokens=8000, restored_tokens=7990, warm=False, why="", tokens_per_second=500, rate_measured=True, fold_to=1200
+        ).saver
+        == "slot"
+    )
     slot = resume_price(context_tokens=8000, restored_tokens=7990, warm=False, why="", tokens_per_second=500, rate_measured=True)
     assert slot.to_read == 10 and slot.saver == "slot" and "a restored KV slot spares 7,990 tokens (~16 s)" in slot.line()
     priced = resume_price(

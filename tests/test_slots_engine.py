@@ -53,7 +53,11 @@ def stop(server: Any) -> None:
 def ask(env: dict[str, str], ws: Path, url: str, *args: str) -> tuple[dict[str, Any], str]:
     proc = subprocess.run(
         [TAILRENT, "--workspace", str(ws), "ask", "--model", f"openai:{url}", "--json", *args],
-        capture_output=True, text=True, env=env, timeout=900, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout), proc.stderr

@@ -94,7 +94,10 @@ LADDER_HELPER = Path(__file__).with_name("store_kill_ladder_child.py")
 
 
 @pytest.mark.fault("SIGKILL during folds/spills/repair")
-@pytest.mark.xfail(strict=False, reason="open: failed once in a clean-clone .ci/run on 2026-12-02 (fold 35 of 41 missing, a 42nd present), passed on rerun; a kill-timing flake or a real rare loss, not yet diagnosed (closing note)")  # noqa: E501
+@pytest.mark.xfail(
+    strict=False,
+    reason="open: failed once in a clean-clone .ci/run on 2026-12-02 (fold 35 of 41 missing, a 42nd present), passed on rerun; a kill-timing flake or a real rare loss, not yet diagnosed (closing note)",  # noqa: E501
+)
 def test_sigkill_during_folds_spills_and_repair_apply_loses_nothing_that_returned(tmp_path: Path, full_counts: bool) -> None:
     """60 kills (15 in the suite) of a process that spills, folds and runs `repair --apply` on one session:
     after each, the journal loads, and every step that returned is there with its files."""

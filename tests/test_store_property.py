@@ -51,9 +51,7 @@ def run(session, sd, cmd) -> None:
     elif kind == "tool":
         admit_tool_result(session, "grep", "match line\n" * (cmd[1] // 10 + 1), sd.spills(), threshold=200)
     elif kind == "fold":
-        fold_span(
-            session, oldest_unpinned(session, cmd[1]), summarizer=LossySummarizer(), guard="off", archive=sd.archive()
-        )
+        fold_span(session, oldest_unpinned(session, cmd[1]), summarizer=LossySummarizer(), guard="off", archive=sd.archive())
     elif kind == "watch":
         session.add_watch(cmd[1])
     elif kind == "unwatch":

@@ -262,7 +262,9 @@ def test_export_md_and_json_are_utf8_under_a_c_locale(tmp_path: Path) -> None:
     for args in (["--format", "md", "-o", str(out_md)], ["--format", "json"]):
         r = subprocess.run(
             [sys.executable, "-m", "tailrent_tui", "--data-dir", str(home), "export", "exp", *args],
-            capture_output=True, env=env, timeout=120,
+            capture_output=True,
+            env=env,
+            timeout=120,
         )
         assert r.returncode == 0, r.stderr.decode("utf-8", "replace")
     md = out_md.read_bytes().decode("utf-8")

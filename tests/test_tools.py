@@ -657,7 +657,6 @@ def test_one_registry_holds_every_tool_a_request_offers(ws: Path) -> None:
     assert wrong.exit_code == 1 and "argument 'id' of read_spill must be string" in wrong.output
 
 
-
 @pytest.fixture
 def own_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Settings from an empty config dir and no TAILRENT_* variables, whatever the machine has."""
@@ -708,9 +707,7 @@ def test_tool_command_through_the_tailrent_group(ws: Path, own_config: Path) -> 
     assert result.output == "hello.txt:1: hello\n"
 
 
-def test_tool_command_defaults_to_the_current_directory(
-    ws: Path, own_config: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_tool_command_defaults_to_the_current_directory(ws: Path, own_config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tailrent_tui.commands.tool import tool
 
     (ws / "here.txt").write_text("")

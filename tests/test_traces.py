@@ -16,14 +16,16 @@ def lines(*objs) -> list[str]:
 
 
 def test_times_default_to_thirty_seconds_and_idle_moves_the_clock():
-    t = load_trace(lines(
-        {"trace": "t", "window": 500, "system": "be brief"},
-        {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": "hello"},
-        {"idle": 3600},
-        {"role": "user", "content": "back", "at": "2026-11-03T09:00:00Z"},
-        {"role": "tool", "tool": "grep", "content": "a:1:x"},
-    ))
+    t = load_trace(
+        lines(
+            {"trace": "t", "window": 500, "system": "be brief"},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+            {"idle": 3600},
+            {"role": "user", "content": "back", "at": "2026-11-03T09:00:00Z"},
+            {"role": "tool", "tool": "grep", "content": "a:1:x"},
+        )
+    )
     msgs = t.messages
     assert t.name == "t" and t.window == 500 and t.system == "be brief"
     assert msgs[0].at == DEFAULT_START and msgs[1].at == DEFAULT_START + 30
@@ -62,11 +64,17 @@ def test_bad_header_types():
 
 def test_unknown_fields_are_ignored_and_counted(tmp_path):
     f = tmp_path / "t.jsonl"
-    f.write_text("\n".join(lines(
-        {"trace": "t", "window": 900, "model": "x"},
-        {"role": "user", "content": "hi", "mood": "happy", "lang": "en"},
-        {"idle": 10, "why": "coffee"},
-    )) + "\n\n", encoding="utf-8")
+    f.write_text(
+        "\n".join(
+            lines(
+                {"trace": "t", "window": 900, "model": "x"},
+                {"role": "user", "content": "hi", "mood": "happy", "lang": "en"},
+                {"idle": 10, "why": "coffee"},
+            )
+        )
+        + "\n\n",
+        encoding="utf-8",
+    )
     t = load_trace(f)
     assert t.ignored_fields == 4
     assert t.ignored_field_names == {"model": 1, "mood": 1, "lang": 1, "why": 1}
@@ -85,12 +93,14 @@ def test_missing_file_and_unknown_builtin():
 
 
 def test_probe_before_any_message_scores_the_system_prompt_only():
-    t = load_trace(lines(
-        {"trace": "t", "window": 500, "system": "Use Redis."},
-        {"probe": "what store?", "expect": ["Redis", "Postgres"]},
-        {"role": "user", "content": "Postgres please"},
-        {"role": "assistant", "content": "ok"},
-    ))
+    t = load_trace(
+        lines(
+            {"trace": "t", "window": 500, "system": "Use Redis."},
+            {"probe": "what store?", "expect": ["Redis", "Postgres"]},
+            {"role": "user", "content": "Postgres please"},
+            {"role": "assistant", "content": "ok"},
+        )
+    )
     res = run_bench(t, ["none"], tokenizer="chars4")
     p = res.traces[0].policies["none"]
     assert (p.recall_hits, p.recall_total) == (1, 2)

@@ -178,8 +178,9 @@ async def test_escape_cancels_a_streaming_reply_and_keeps_the_partial_text(tmp_p
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press(*"go", "enter")
-        await wait_until(pilot, lambda: app.transcript.reply is not None and len(app.transcript.reply.text) > 20,
-                         what="streaming")
+        await wait_until(
+            pilot, lambda: app.transcript.reply is not None and len(app.transcript.reply.text) > 20, what="streaming"
+        )
         await pilot.press("escape")
         await wait_until(pilot, lambda: not app.running, what="turn ended")
         reply = agent.session.messages[-1]
@@ -198,8 +199,9 @@ async def test_a_model_error_keeps_the_message_and_ctrl_r_retries(tmp_path):
         errors = app.transcript.query(".turn-error")
         assert errors and "ctrl+r" in str(errors.first().render())
         await pilot.press("ctrl+r")
-        await wait_until(pilot, lambda: not app.running and agent.session.messages[-1].content == "Whole reply.",
-                         what="the retried reply")
+        await wait_until(
+            pilot, lambda: not app.running and agent.session.messages[-1].content == "Whole reply.", what="the retried reply"
+        )
         assert [m.content for m in agent.session.messages if m.role == "user"] == ["hello"]
 
 
@@ -408,7 +410,6 @@ async def test_folds_panel_shows_lost_facts(tmp_path):
 async def test_start_with_no_server_shows_the_mock_notice(tmp_path, monkeypatch):
     import socket
 
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -480,7 +481,7 @@ async def test_old_widgets_are_pruned_and_load_back_on_scroll(tmp_path):
         await pilot.press("home")
         await wait_until(pilot, lambda: t.first_index < first, what="loaded back")
         ids = t.mounted_ids
-        expected = [m.id for m in agent.session.messages[t.first_index:]]
+        expected = [m.id for m in agent.session.messages[t.first_index :]]
         assert ids == expected
 
 

@@ -15,9 +15,10 @@ def config_dir(tmp_path, monkeypatch):
 
 
 async def play(tmp_path, pinned: bool):
-    async with open_demo(pinned=pinned, speed=64.0, clock=FixedClock(), workspace=tmp_path) as app, app.run_test(
-        size=(140, 40)
-    ) as pilot:
+    async with (
+        open_demo(pinned=pinned, speed=64.0, clock=FixedClock(), workspace=tmp_path) as app,
+        app.run_test(size=(140, 40)) as pilot,
+    ):
         await wait_until(pilot, app.finished.is_set, rounds=20000, what="the demo to finish")
         await wait_until(pilot, lambda: app.sidebar.folds.option_count == len(app.session.folds), what="timeline")
         notes = [n.text for n in app.session.notes if n.text.startswith("probe:")]
@@ -41,9 +42,10 @@ async def test_demo_pinned_keeps_the_decision(tmp_path):
 
 
 async def test_space_pauses_the_demo(tmp_path):
-    async with open_demo(pinned=False, speed=64.0, clock=FixedClock(), workspace=tmp_path) as app, app.run_test(
-        size=(140, 40)
-    ) as pilot:
+    async with (
+        open_demo(pinned=False, speed=64.0, clock=FixedClock(), workspace=tmp_path) as app,
+        app.run_test(size=(140, 40)) as pilot,
+    ):
         await wait_until(pilot, lambda: app.played >= 3, what="the first lines")
         await pilot.press("space")
         paused_at = app.played
@@ -58,9 +60,10 @@ async def test_space_pauses_the_demo(tmp_path):
 async def test_the_demo_ignores_the_workspaces_agents_md(tmp_path):
     """The article's run is the same in any folder: a project's AGENTS.md is not read into it."""
     (tmp_path / "AGENTS.md").write_text("Always answer in French. Use tabs.\n", encoding="utf-8")
-    async with open_demo(pinned=True, speed=64.0, clock=FixedClock(), workspace=tmp_path) as app, app.run_test(
-        size=(140, 40)
-    ) as pilot:
+    async with (
+        open_demo(pinned=True, speed=64.0, clock=FixedClock(), workspace=tmp_path) as app,
+        app.run_test(size=(140, 40)) as pilot,
+    ):
         await wait_until(pilot, lambda: app.played >= 3, what="the first lines")
         assert not any("French" in m.content for m in app.session.messages)
         assert not app.session.instructions

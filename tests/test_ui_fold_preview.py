@@ -76,7 +76,8 @@ async def test_e_edits_the_summary_and_the_guard_checks_the_edit(tmp_path):
         assert isinstance(app.screen, FoldPreview) and not agent.session.folds
         await pilot.press("ctrl+s")
         await wait_until(
-            pilot, lambda: isinstance(app.screen, FoldPreview) and app.screen.review.record.summarizer == "you (edited)",
+            pilot,
+            lambda: isinstance(app.screen, FoldPreview) and app.screen.review.record.summarizer == "you (edited)",
             what="the edited fold shown again",
         )
         again = app.screen.review.record

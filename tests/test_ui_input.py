@@ -274,9 +274,10 @@ async def test_tab_enters_navigation_and_typing_returns_to_the_input(tmp_path):
 async def test_the_demo_focuses_its_input_and_space_pauses_only_while_it_is_empty(tmp_path):
     # at its own pace the demo is still playing when the keys land (at x8 it outran them to its end,
     # and each key waited on the lines it drew)
-    async with open_demo(pinned=False, speed=1.0, clock=FixedClock(), workspace=tmp_path) as app, app.run_test(
-        size=(140, 40)
-    ) as pilot:
+    async with (
+        open_demo(pinned=False, speed=1.0, clock=FixedClock(), workspace=tmp_path) as app,
+        app.run_test(size=(140, 40)) as pilot,
+    ):
         await pilot.pause()
         assert isinstance(app.focused, PromptInput)
         await pilot.press(*"/inspect 1")

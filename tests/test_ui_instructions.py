@@ -44,7 +44,8 @@ async def test_pins_panel_shows_agents_md_and_follows_an_edit(tmp_path):
         instructions = [m for m in session.messages if m.kind == Kind.instructions]
         assert len(instructions) == 1 and "Use spaces" in instructions[0].content
         await wait_until(
-            pilot, lambda: f"{instructions[0].tokens} tok" in str(rows.get_option_at_index(rows.option_count - 1).prompt),
+            pilot,
+            lambda: f"{instructions[0].tokens} tok" in str(rows.get_option_at_index(rows.option_count - 1).prompt),
             what="the Ledger panel's new count",
         )
         assert instructions[0].tokens != old_tokens

@@ -51,8 +51,9 @@ async def test_what_is_typed_while_a_message_is_taken_in_stays_in_the_input(tmp_
         assert app.prompt.text == " and three"
         assert "1 message queued, sent when the reply ends" in str(app.prompt.border_title)
         agent.model.gate.set()
-        await wait_until(pilot, lambda: len([m for m in agent.session.messages if m.role == "assistant"]) == 2,
-                         what="both replies")
+        await wait_until(
+            pilot, lambda: len([m for m in agent.session.messages if m.role == "assistant"]) == 2, what="both replies"
+        )
         assert [m.content for m in agent.session.messages if m.role == "user"] == ["one", "two"]
         assert app.prompt.text == " and three" and not app.prompt.border_title
 

@@ -137,8 +137,9 @@ async def test_keys_accept_supersede_edit_and_pin_on_the_highlighted_statement(t
         assert not s.get(holder).pinned
         # enter on a row selects the message that holds it in the transcript
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.focused, MessageView) and app.focused.message_id == holder,
-                         what="the holder focused")
+        await wait_until(
+            pilot, lambda: isinstance(app.focused, MessageView) and app.focused.message_id == holder, what="the holder focused"
+        )
         # a selected message lists its statements: a acts on its one proposal, x on it too
         head = str(app.focused.query_one(".head").render())
         assert "ledger #3" in head
@@ -309,8 +310,11 @@ async def test_resuming_an_old_session_builds_its_ledger_once_and_says_so(settin
         assert [n.text for n in agent.startup_notes if n.text.startswith("the ledger")] == [line]
         app = make_app(agent)
         async with app.run_test(size=(140, 40)) as pilot:
-            await wait_until(pilot, lambda: any(str(w.render()) == line for w in app.transcript.query(".turn-notice")),
-                             what="the line in the transcript")
+            await wait_until(
+                pilot,
+                lambda: any(str(w.render()) == line for w in app.transcript.query(".turn-notice")),
+                what="the line in the transcript",
+            )
             assert " #2 the spend limit is $300 → #3" in rows(app)
     finally:
         await agent.model.aclose()
@@ -337,17 +341,21 @@ async def test_inspect_and_export_include_the_ledger(settings, tmp_path):
     assert "  #2 the spend limit is $300\n     superseded → #3 · " in out.output
     doc = json.loads(runner.invoke(cli, [*base, "inspect", s.id, "--json"]).output)
     (fold,) = doc["folds"]
-    assert fold["carried"] == [{"no": 1, "id": s.folds[0].carried[0], "kind": "fact",
-                                "text": "Deploys go through the staging-7 cluster first."}]
+    assert fold["carried"] == [
+        {"no": 1, "id": s.folds[0].carried[0], "kind": "fact", "text": "Deploys go through the staging-7 cluster first."}
+    ]
     assert fold["uncarried"] == [] and fold["dropped"] is False and fold["retired"] is False
     assert [(r["no"], r["status"], r["superseded_by"]) for r in doc["ledger"]] == [
-        (1, "current", None), (2, "superseded", doc["ledger"][2]["id"]), (3, "current", None)]
+        (1, "current", None),
+        (2, "superseded", doc["ledger"][2]["id"]),
+        (3, "current", None),
+    ]
     assert doc["ledger"][0]["held"] == "the ledger of fold #1"
     one = json.loads(runner.invoke(cli, [*base, "inspect", s.id, "--fold", "1", "--json"]).output)
     assert one["fold_no"] == 1 and one["carried"] == fold["carried"]
 
     md = runner.invoke(cli, [*base, "export", s.id]).output
-    section = md[md.index("## Ledger"):]
+    section = md[md.index("## Ledger") :]
     assert "**fact**\n\n- #1 Deploys go through the staging-7 cluster first.\n" in section
     assert "**constraint**\n\n- #3 update: the spend limit is now $500\n" in section
     assert "**superseded**\n\n- ~~#2 the spend limit is $300~~ → #3 update: the spend limit is now $500\n" in section
@@ -355,4 +363,3 @@ async def test_inspect_and_export_include_the_ledger(settings, tmp_path):
     exported = json.loads(runner.invoke(cli, [*base, "export", s.id, "--format", "json"]).output)
     assert [r["text"] for r in exported["ledger"]] == [r["text"] for r in doc["ledger"]]
     assert exported["fold_log"][0]["carried"] == s.folds[0].carried
-

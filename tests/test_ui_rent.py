@@ -49,8 +49,9 @@ async def send(pilot, app, text: str) -> None:
     # a fold may take replies out of the transcript: the journaled requests only grow
     turns = len(conversation_usage(app.session.usage))
     await pilot.press("enter")
-    await wait_until(pilot, lambda: not app.running and len(conversation_usage(app.session.usage)) > turns,
-                     rounds=2000, what="the reply")
+    await wait_until(
+        pilot, lambda: not app.running and len(conversation_usage(app.session.usage)) > turns, rounds=2000, what="the reply"
+    )
 
 
 def rent_shown(app) -> str:
@@ -135,12 +136,34 @@ def busy_session(agent, *, prompt_ms: bool) -> None:
     """A long week's figures: big counts, a fold summary, a delegate, a measured rate."""
     s = agent.session
     for n in range(1, 40):
-        s.emit(UsageRecorded(request_no=n, context_tokens=118_000, predicted_cached=90_000, predicted_evaluated=28_000,
-                             predicted_usd=0.1234, prompt_tokens=118_400, cached_tokens=89_000, evaluated_tokens=29_400,
-                             prompt_ms=49_000.0 if prompt_ms else None, model="gemma", at=NOW))
-    s.emit(UsageRecorded(request_no=40, context_tokens=64_000, predicted_evaluated=64_000, predicted_usd=0.19,
-                         evaluated_tokens=64_100, prompt_ms=107_000.0 if prompt_ms else None, model="gemma",
-                         purpose="summary", at=NOW))
+        s.emit(
+            UsageRecorded(
+                request_no=n,
+                context_tokens=118_000,
+                predicted_cached=90_000,
+                predicted_evaluated=28_000,
+                predicted_usd=0.1234,
+                prompt_tokens=118_400,
+                cached_tokens=89_000,
+                evaluated_tokens=29_400,
+                prompt_ms=49_000.0 if prompt_ms else None,
+                model="gemma",
+                at=NOW,
+            )
+        )
+    s.emit(
+        UsageRecorded(
+            request_no=40,
+            context_tokens=64_000,
+            predicted_evaluated=64_000,
+            predicted_usd=0.19,
+            evaluated_tokens=64_100,
+            prompt_ms=107_000.0 if prompt_ms else None,
+            model="gemma",
+            purpose="summary",
+            at=NOW,
+        )
+    )
 
 
 @pytest.mark.parametrize("sheet", ["local", "openai"])

@@ -46,11 +46,34 @@ def scene(tmp_path, theme: str):
     agent.pin(decision)
     agent.spill("m00004")
     fold_span(s, ["m00001", "m00002", "m00003"], summarizer=LossySummarizer(5), guard="report", archive=agent.archive)
-    s.emit(UsageRecorded(request_no=1, context_tokens=s.context_tokens, predicted_cached=120, predicted_evaluated=310,
-                         prompt_tokens=s.context_tokens + 12, cached_tokens=118, evaluated_tokens=314, output_tokens=40,
-                         prompt_ms=628.0, model="mock", at=NOW))
-    s.emit(UsageRecorded(request_no=2, context_tokens=420, predicted_evaluated=420, evaluated_tokens=431, output_tokens=60,
-                         prompt_ms=862.0, model="mock", purpose="summary", at=NOW))
+    s.emit(
+        UsageRecorded(
+            request_no=1,
+            context_tokens=s.context_tokens,
+            predicted_cached=120,
+            predicted_evaluated=310,
+            prompt_tokens=s.context_tokens + 12,
+            cached_tokens=118,
+            evaluated_tokens=314,
+            output_tokens=40,
+            prompt_ms=628.0,
+            model="mock",
+            at=NOW,
+        )
+    )
+    s.emit(
+        UsageRecorded(
+            request_no=2,
+            context_tokens=420,
+            predicted_evaluated=420,
+            evaluated_tokens=431,
+            output_tokens=60,
+            prompt_ms=862.0,
+            model="mock",
+            purpose="summary",
+            at=NOW,
+        )
+    )
     app = make_app(agent)
     return app, agent
 

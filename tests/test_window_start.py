@@ -96,8 +96,14 @@ def settings_for(tmp_path: Path, monkeypatch):
     ws.mkdir(exist_ok=True)
 
     def make(url: str, **overrides: Any) -> Settings:
-        values = {"model": f"openai:{url}", "data_dir": tmp_path / "data", "workspace": ws, "fsync": False,
-                  "tokenizer": "chars4", **overrides}
+        values = {
+            "model": f"openai:{url}",
+            "data_dir": tmp_path / "data",
+            "workspace": ws,
+            "fsync": False,
+            "tokenizer": "chars4",
+            **overrides,
+        }
         return Settings(**values)
 
     return make

@@ -41,8 +41,14 @@ def make_agent(
     spill_ids: Callable[[], str] = new_spill_id,
     rent: RentModel | None = None,
 ) -> Agent:
-    session = Session(counter=get_counter("chars4"), system="You are a test agent.", window=window,
-                      clock=clock or FixedClock(), spill_ids=spill_ids, id="test-session")
+    session = Session(
+        counter=get_counter("chars4"),
+        system="You are a test agent.",
+        window=window,
+        clock=clock or FixedClock(),
+        spill_ids=spill_ids,
+        id="test-session",
+    )
     settings = settings or Settings(tools={"spill_threshold": 200}, tokenizer="chars4")
     return Agent(
         session=session,

@@ -64,8 +64,12 @@ def _f(short: str = "", words: str = "", valued: str = "", **kw: bool) -> Flags:
 
 #: Programs whose every allowlisted use only reads, with the flags they may take.
 READ_ONLY: dict[str, Flags] = {
-    "ls": _f("1aAlhRtrSdFGinpsuUXc", "--all --almost-all --human-readable --recursive --classify --color=never "
-             "--color=auto --color=always --directory --reverse --size --inode --numeric-uid-gid", "--sort --time-style"),
+    "ls": _f(
+        "1aAlhRtrSdFGinpsuUXc",
+        "--all --almost-all --human-readable --recursive --classify --color=never "
+        "--color=auto --color=always --directory --reverse --size --inode --numeric-uid-gid",
+        "--sort --time-style",
+    ),
     "cat": _f("nAbeEsTv", "--number --show-all --number-nonblank --squeeze-blank --show-nonprinting"),
     "head": _f("qv", "--quiet --verbose", "-n -c --lines --bytes", digit_flags=True),
     "tail": _f("qv", "--quiet --verbose", "-n -c --lines --bytes", digit_flags=True),
@@ -81,42 +85,73 @@ READ_ONLY: dict[str, Flags] = {
     "realpath": _f("eLPqsz"),
     "basename": _f("asz"),
     "dirname": _f("z"),
-    "diff": _f("uqsrNwbBiyt", "--unified --brief --recursive --ignore-all-space --side-by-side --color=never "
-               "--color=auto --color=always", "-U --unified"),
-    "grep": _f("inrRvwlLcoHhEFsqxZzbT", "--line-number --ignore-case --recursive --invert-match --word-regexp "
-               "--files-with-matches --files-without-match --count --only-matching --with-filename --no-filename "
-               "--extended-regexp --fixed-strings --no-messages --quiet --line-regexp --color=never --color=auto "
-               "--color=always", "-e -A -B -C -m --max-count --regexp --context --after-context --before-context",
-               pattern_first=True),
-    "rg": _f("inlvwcFSsUHNoqx", "--line-number --ignore-case --files-with-matches --invert-match --word-regexp "
-             "--count --fixed-strings --smart-case --case-sensitive --hidden --no-heading --heading --files "
-             "--only-matching --quiet --vimgrep --json --no-ignore --color=never --color=auto --color=always",
-             "-e -A -B -C -m -t -T -g --max-count --type --type-not --context --regexp --max-depth --glob --sort",
-             pattern_first=True),
-    "find": _f("", "-print -print0 -ls -follow -depth -empty -readable -prune -not -o -a -true -false",
-               "-name -iname -type -maxdepth -mindepth -path -ipath -size -mtime -mmin -newer -regex -iregex -perm"),
+    "diff": _f(
+        "uqsrNwbBiyt",
+        "--unified --brief --recursive --ignore-all-space --side-by-side --color=never --color=auto --color=always",
+        "-U --unified",
+    ),
+    "grep": _f(
+        "inrRvwlLcoHhEFsqxZzbT",
+        "--line-number --ignore-case --recursive --invert-match --word-regexp "
+        "--files-with-matches --files-without-match --count --only-matching --with-filename --no-filename "
+        "--extended-regexp --fixed-strings --no-messages --quiet --line-regexp --color=never --color=auto "
+        "--color=always",
+        "-e -A -B -C -m --max-count --regexp --context --after-context --before-context",
+        pattern_first=True,
+    ),
+    "rg": _f(
+        "inlvwcFSsUHNoqx",
+        "--line-number --ignore-case --files-with-matches --invert-match --word-regexp "
+        "--count --fixed-strings --smart-case --case-sensitive --hidden --no-heading --heading --files "
+        "--only-matching --quiet --vimgrep --json --no-ignore --color=never --color=auto --color=always",
+        "-e -A -B -C -m -t -T -g --max-count --type --type-not --context --regexp --max-depth --glob --sort",
+        pattern_first=True,
+    ),
+    "find": _f(
+        "",
+        "-print -print0 -ls -follow -depth -empty -readable -prune -not -o -a -true -false",
+        "-name -iname -type -maxdepth -mindepth -path -ipath -size -mtime -mmin -newer -regex -iregex -perm",
+    ),
 }
 
 #: git subcommands that only read, with their flags (`git log --oneline -n 5`).
 GIT_READ_ONLY: dict[str, Flags] = {
-    "status": _f("sbuv", "--short --branch --porcelain --porcelain=v1 --porcelain=v2 --long --ignored "
-                 "--untracked-files=no --untracked-files=all --untracked-files=normal --no-renames", operands=True),
-    "log": _f("p", "--oneline --stat --shortstat --graph --decorate --all --patch --name-only --name-status "
-              "--reverse --first-parent --no-merges --merges --abbrev-commit --no-color --follow --date=short "
-              "--date=iso --date=relative --no-ext-diff --no-textconv", "-n --max-count --since --until --author "
-              "--grep --format --pretty --skip -L", digit_flags=True),
-    "diff": _f("wbR", "--stat --shortstat --cached --staged --name-only --name-status --word-diff --no-color "
-               "--numstat --check --ignore-all-space --no-ext-diff --no-textconv", "-U --unified"),
-    "show": _f("s", "--stat --shortstat --name-only --name-status --oneline --no-patch --no-color --no-ext-diff "
-               "--no-textconv", "--format --pretty -U"),
-    "branch": _f("avr", "--list --show-current --all --remotes --verbose --no-color --merged --no-merged",
-                 operands=False),
+    "status": _f(
+        "sbuv",
+        "--short --branch --porcelain --porcelain=v1 --porcelain=v2 --long --ignored "
+        "--untracked-files=no --untracked-files=all --untracked-files=normal --no-renames",
+        operands=True,
+    ),
+    "log": _f(
+        "p",
+        "--oneline --stat --shortstat --graph --decorate --all --patch --name-only --name-status "
+        "--reverse --first-parent --no-merges --merges --abbrev-commit --no-color --follow --date=short "
+        "--date=iso --date=relative --no-ext-diff --no-textconv",
+        "-n --max-count --since --until --author --grep --format --pretty --skip -L",
+        digit_flags=True,
+    ),
+    "diff": _f(
+        "wbR",
+        "--stat --shortstat --cached --staged --name-only --name-status --word-diff --no-color "
+        "--numstat --check --ignore-all-space --no-ext-diff --no-textconv",
+        "-U --unified",
+    ),
+    "show": _f(
+        "s",
+        "--stat --shortstat --name-only --name-status --oneline --no-patch --no-color --no-ext-diff --no-textconv",
+        "--format --pretty -U",
+    ),
+    "branch": _f("avr", "--list --show-current --all --remotes --verbose --no-color --merged --no-merged", operands=False),
     "rev-parse": _f("q", "--show-toplevel --abbrev-ref --short --verify --git-dir --is-inside-work-tree --symbolic-full-name"),
     "ls-files": _f("comdstz", "--cached --others --modified --deleted --stage --exclude-standard --full-name"),
     "blame": _f("lswe", "--porcelain --line-porcelain --show-email", "-L"),
-    "grep": _f("inwlcEFvh", "--line-number --ignore-case --word-regexp --files-with-matches --count "
-               "--extended-regexp --fixed-strings --invert-match --cached --untracked --no-color", "-e -A -B -C -m",
-               pattern_first=True),
+    "grep": _f(
+        "inwlcEFvh",
+        "--line-number --ignore-case --word-regexp --files-with-matches --count "
+        "--extended-regexp --fixed-strings --invert-match --cached --untracked --no-color",
+        "-e -A -B -C -m",
+        pattern_first=True,
+    ),
     "shortlog": _f("sne", "--summary --numbered --email"),
     "describe": _f("", "--tags --always --long --dirty --abbrev"),
     "remote": _f("v", "--verbose", operands=False),
@@ -127,42 +162,53 @@ GIT_READ_ONLY: dict[str, Flags] = {
 ONCE_ONLY: dict[str, str] = {}
 for _why, _names in {
     "a test runner runs code from the workspace (conftest, fixtures, its config)": (
-        "pytest py.test tox nox jest vitest mocha ava karma phpunit rspec ctest unittest"),
+        "pytest py.test tox nox jest vitest mocha ava karma phpunit rspec ctest unittest"
+    ),
     "a build tool runs whatever its build files say": (
         "make gmake cmake ninja meson bazel bazelisk buck gradle gradlew mvn ant scons just rake task cargo go "
-        "dotnet msbuild xcodebuild swift zig"),
+        "dotnet msbuild xcodebuild swift zig"
+    ),
     "an interpreter runs a script or inline code": (
         "python python2 python3 pypy pypy3 node deno bun perl ruby php lua luajit Rscript R julia tclsh wish "
-        "osascript java jshell groovy scala kotlin erl elixir iex ghci runghc"),
+        "osascript java jshell groovy scala kotlin erl elixir iex ghci runghc"
+    ),
     "a package manager runs install scripts": (
         "pip pip3 pipx uv uvx poetry pdm hatch conda mamba npm pnpm yarn npx pnpx bunx gem bundle composer "
-        "apt apt-get dnf yum brew pacman apk nix"),
+        "apt apt-get dnf yum brew pacman apk nix"
+    ),
     "a database shell can run commands (.shell, \\!)": "sqlite3 psql mysql mariadb mongo mongosh redis-cli duckdb",
     "it runs another command, or a shell": (
         "sh bash zsh dash ksh csh tcsh fish eval exec source . env xargs nohup timeout nice ionice time command "
         "builtin watch parallel ssh scp sftp strace ltrace gdb chroot unshare setsid stdbuf flock script busybox "
-        "coproc trap enable sudo su doas pkexec docker podman kubectl vagrant gh"),
+        "coproc trap enable sudo su doas pkexec docker podman kubectl vagrant gh"
+    ),
     "it is destructive (it deletes, moves, overwrites or changes permissions)": (
         "rm rmdir unlink shred mv cp dd truncate mkfs fdisk sfdisk parted wipefs mkswap chmod chown chgrp chattr "
-        "ln install touch mkdir tee kill killall pkill reboot shutdown halt poweroff crontab"),
+        "ln install touch mkdir tee kill killall pkill reboot shutdown halt poweroff crontab"
+    ),
     "its config (in the workspace) can load plugins, run hooks or write outside it": (
         "eslint prettier stylelint mypy pylint flake8 ruff black isort pyright pre-commit lefthook husky webpack vite "
         "rollup esbuild babel parcel tsc terraform tofu ansible ansible-playbook docker-compose direnv mise asdf "
-        "hg svn"),
-    "a compiler reads any file its sources include and writes what it builds": (
-        "gcc g++ cc c++ clang clang++ rustc javac ld as"),
+        "hg svn"
+    ),
+    "a compiler reads any file its sources include and writes what it builds": ("gcc g++ cc c++ clang clang++ rustc javac ld as"),
     "it can run a command given in its input or open a connection": (
-        "m4 ed ex expect socat nc ncat netcat telnet tmux screen xdg-open open"),
+        "m4 ed ex expect socat nc ncat netcat telnet tmux screen xdg-open open"
+    ),
     "its arguments can run code or write any file": (
         "sed tar rsync awk gawk mawk nawk vim vi nvim emacs nano less more sort shuf uniq curl wget gzip gunzip "
-        "zip unzip xz unxz bzip2 bunzip2 zstd 7z patch split csplit openssl git"),
+        "zip unzip xz unxz bzip2 bunzip2 zstd 7z patch split csplit openssl git"
+    ),
 }.items():
     for _name in _names.split():
         ONCE_ONLY[_name] = _why
 
 #: Words in a flag that mean it names a config, a script or an output: never covered, even exactly.
-_RISKY_FLAG = re.compile(r"^--?[\w-]*(config|conf|rc|script|output|out|exec|eval|command|cmd|plugin|load|hook|"
-                         r"pre|init|setup|profile|require|import|file)", re.IGNORECASE)
+_RISKY_FLAG = re.compile(
+    r"^--?[\w-]*(config|conf|rc|script|output|out|exec|eval|command|cmd|plugin|load|hook|"
+    r"pre|init|setup|profile|require|import|file)",
+    re.IGNORECASE,
+)
 #: A flag value under a read-only approval: a short word, never a path.
 _FLAG_VALUE = re.compile(r"^[\w.,:%+=@^~ -]{0,80}$")
 #: Keys of a git config that make a read-only git command run a program.
@@ -310,7 +356,7 @@ def git_config_runs_programs(root: str | Path) -> str | None:
                 return f"{name}: {text.strip('[]')}"
             for line in text.splitlines():
                 header = re.match(r"^\s*\[[^\]]*\]", line)
-                rest = line[header.end():] if header else line
+                rest = line[header.end() :] if header else line
                 if _BUILTIN_FSMONITOR.match(rest):
                     continue  # git's own daemon, no program of the repository's
                 if (header and _GIT_RUNS.search(header.group(0))) or _GIT_RUNS.search(rest):

@@ -31,6 +31,7 @@ class Denied:
 
 Approval = Literal["once", "prefix", "deny"] | Denied
 
+
 @dataclass
 class ApprovalRequest:
     """A tool call that needs the user's word before it runs."""

@@ -345,8 +345,13 @@ class FoldRequests:
         return n_entries, n_visible
 
     def _context(
-        self, session: Any, entries: list[tuple[str | None, Any]], ends: tuple[int, int], ids: set[str],
-        tools: Any, options: Any,
+        self,
+        session: Any,
+        entries: list[tuple[str | None, Any]],
+        ends: tuple[int, int],
+        ids: set[str],
+        tools: Any,
+        options: Any,
     ) -> tuple[SummaryContext, list[Item]]:
         n_entries, n_visible = ends
         messages = [entry for _, entry in entries[:n_entries]]

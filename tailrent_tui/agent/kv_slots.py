@@ -70,8 +70,13 @@ class SlotOutcome:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "action": self.action, "ok": self.ok, "file": self.file, "tokens": self.tokens,
-            "bytes": self.bytes, "ms": self.ms, "message": self.line,
+            "action": self.action,
+            "ok": self.ok,
+            "file": self.file,
+            "tokens": self.tokens,
+            "bytes": self.bytes,
+            "ms": self.ms,
+            "message": self.line,
         }
 
 
@@ -304,7 +309,12 @@ class SlotKeeper:
             return outcome
         ms = answer.timings.restore_ms if answer.timings else None
         outcome.ok, outcome.file, outcome.tokens, outcome.bytes, outcome.ms = (
-            True, record.file, answer.n_restored, answer.n_read, ms)
+            True,
+            record.file,
+            answer.n_restored,
+            answer.n_read,
+            ms,
+        )
         took = f" in {ms:.0f} ms" if ms is not None else ""
         outcome.line = f"KV slot restored: {answer.n_restored:,} tokens from {record.file}{took}"
         self._saved_hash = record.hash  # the file holds this prefix already
@@ -393,8 +403,10 @@ class SlotKeeper:
                 notes.extend(filter(None, [self._once("slot_dir", f"slot files not cleaned up: {why}")]))
             else:
                 doomed = cleanup_plan(
-                    on_disk, keep=record.file,
-                    session_cap=self.settings.slots.session_mb * MB, total_cap=self.settings.slots.total_mb * MB,
+                    on_disk,
+                    keep=record.file,
+                    session_cap=self.settings.slots.session_mb * MB,
+                    total_cap=self.settings.slots.total_mb * MB,
                 )
                 freed, errors = delete_slot_files(slot_dir, doomed)
                 gone = {f.name for f in doomed}
@@ -404,11 +416,18 @@ class SlotKeeper:
                 notes.extend(f"could not delete slot file {e}" for e in errors)
         elif len(records) > 1:
             total = sum(r.bytes for r in records)
-            notes.extend(filter(None, [self._once(
-                "no [slots] dir",
-                f"{len(records)} slot files of this session (~{total / MB:.0f} MB) stay in the server's slot dir: "
-                "set [slots] dir (the server's --slot-save-path) and tailrent deletes the oldest past the caps",
-            )]))
+            notes.extend(
+                filter(
+                    None,
+                    [
+                        self._once(
+                            "no [slots] dir",
+                            f"{len(records)} slot files of this session (~{total / MB:.0f} MB) stay in the server's slot dir: "
+                            "set [slots] dir (the server's --slot-save-path) and tailrent deletes the oldest past the caps",
+                        )
+                    ],
+                )
+            )
         sd = self.session_dir
         if sd is not None:
             try:
@@ -681,7 +700,13 @@ async def on_resume(
             cold_resume = True
     # the policy context is read after the restore: a slot restored changes what a fold would save
     price = price_resume(
-        session=session, rent=rent, keeper=keeper, policy=policy, ctx=ctx(), by_model=by_model, embedded=embedded,
+        session=session,
+        rent=rent,
+        keeper=keeper,
+        policy=policy,
+        ctx=ctx(),
+        by_model=by_model,
+        embedded=embedded,
         slot_why_said=said,
     )
     if cold_resume and price.saver != "fold":

@@ -71,7 +71,12 @@ def admit_to_session(
 ) -> Message:
     """Add a tool's outcome to the session through rung 2."""
     m = admit_tool_result(
-        session, tool_name, tool_text(tool_name, outcome), spill_store, threshold=threshold, tool_call_id=tool_call_id,
+        session,
+        tool_name,
+        tool_text(tool_name, outcome),
+        spill_store,
+        threshold=threshold,
+        tool_call_id=tool_call_id,
         preview_tail=preview_tail,
     )
     return m
@@ -79,6 +84,8 @@ def admit_to_session(
 
 #: after the server refuses a request as too large, the ladder budgets with this much less of the window
 OVERFLOW_SHRINK = 0.85
+
+
 class LadderDriver:
     """Runs the policy's plans (folds, spills, pins) and answers what they ask for."""
 

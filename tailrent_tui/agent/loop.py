@@ -209,8 +209,13 @@ class Agent:
             self.state.placement = PlacementKeeper(self.state)
         # through a lambda: a test may replace `request_options` on one agent
         self.turns = TurnLoop(
-            self.state, ladder=self.ladder, tools=self.tools, meter=self.meter, stores=self.stores,
-            start=self.link.start, options=lambda: self.request_options(),
+            self.state,
+            ladder=self.ladder,
+            tools=self.tools,
+            meter=self.meter,
+            stores=self.stores,
+            start=self.link.start,
+            options=lambda: self.request_options(),
         )
 
     # -- what the app reads of the rooms ----------------------------------------------
@@ -218,7 +223,6 @@ class Agent:
     @property
     def keep_warm(self) -> KeepWarm | None:
         return self.meter.keep_warm
-
 
     # -- closing -------------------------------------------------------------------------
 
@@ -352,8 +356,16 @@ class Agent:
             id=sub_id,
         )
         sub = Agent(
-            session=sub_session, model=self.model, settings=self.settings, caps=self.state.caps, workspace=self.workspace,
-            spill_store=self.spill_store, memory=self.memory, summarizer=self.summarizer, rent=None, is_sub=True,
+            session=sub_session,
+            model=self.model,
+            settings=self.settings,
+            caps=self.state.caps,
+            workspace=self.workspace,
+            spill_store=self.spill_store,
+            memory=self.memory,
+            summarizer=self.summarizer,
+            rent=None,
+            is_sub=True,
         )
         parent_cb = self.tools.cb or TurnCallbacks()
 

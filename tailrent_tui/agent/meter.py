@@ -53,8 +53,13 @@ class UsageMeter:
         )
 
     def record(
-        self, predicted: Any, usage: Usage | None, purpose: Literal["turn", "summary", "ping"] = "turn", at: float | None = None,
-        *, cancelled: bool = False,
+        self,
+        predicted: Any,
+        usage: Usage | None,
+        purpose: Literal["turn", "summary", "ping"] = "turn",
+        at: float | None = None,
+        *,
+        cancelled: bool = False,
     ) -> None:
         session = self.session
         self.request_no += 1

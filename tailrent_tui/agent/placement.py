@@ -40,11 +40,32 @@ PlacementSetting = Literal["auto", "in_place", "after"]
 
 #: llama.cpp architectures (GGUF ``general.architecture``) whose KV cannot be shifted:
 #: sliding-window or chunked attention, recurrent or hybrid state
-NO_SHIFT_ARCHITECTURES = frozenset({
-    "gemma2", "gemma3", "gemma3n", "gpt-oss", "llama4", "cohere2", "mamba", "mamba2", "rwkv6", "rwkv6qwen2",
-    "rwkv7", "arwkv7", "jamba", "falcon-h1", "granitehybrid", "lfm2", "plamo2", "qwen3next", "nemotron_h",
-    "exaone4", "smallthinker", "minimax-m2",
-})
+NO_SHIFT_ARCHITECTURES = frozenset(
+    {
+        "gemma2",
+        "gemma3",
+        "gemma3n",
+        "gpt-oss",
+        "llama4",
+        "cohere2",
+        "mamba",
+        "mamba2",
+        "rwkv6",
+        "rwkv6qwen2",
+        "rwkv7",
+        "arwkv7",
+        "jamba",
+        "falcon-h1",
+        "granitehybrid",
+        "lfm2",
+        "plamo2",
+        "qwen3next",
+        "nemotron_h",
+        "exaone4",
+        "smallthinker",
+        "minimax-m2",
+    }
+)
 #: the same, as they show in model file names and chat templates, when the header cannot be read
 _NO_SHIFT_NAMES = re.compile(
     r"gemma-?[23]|gpt-oss|llama-?4|command-?[ar]|mamba|rwkv|jamba|falcon-h1|granite-?4|lfm2|qwen3-?next|nemotron-h|<start_of_turn>",
@@ -149,12 +170,14 @@ async def detect(model: Any, setting: PlacementSetting) -> PlacementState:
     if arch is not None and (arch in NO_SHIFT_ARCHITECTURES or (source != "GGUF" and _NO_SHIFT_NAMES.search(arch))):
         shown = arch if source == "GGUF" else "its model"
         return placed(
-            "in_place", f"{shown}: no KV shift" if source == "GGUF" else "SWA model: no KV shift",
+            "in_place",
+            f"{shown}: no KV shift" if source == "GGUF" else "SWA model: no KV shift",
             f"llama.cpp cannot shift the KV of {shown} (sliding-window or recurrent attention)",
         )
     seen = f"{arch}, from its GGUF" if source == "GGUF" else "architecture guessed from its name"
     return placed(
-        "after", "llama.cpp shifts KV",
+        "after",
+        "llama.cpp shifts KV",
         f"llama.cpp ({seen}) shifts the kept KV: n_cache_reuse {CACHE_REUSE_TOKENS}; checked at the first fold",
     )
 

@@ -34,8 +34,7 @@ PROTOCOL_NOTE = "\n".join(
         "its result comes back in the next message.",
         "- To run a shell command, write a line that starts with ! (for example: !ls src).",
         "- To read a file, write a line: @read path/to/file",
-        "- To write a whole file, write a fenced block whose first line is ```write path/to/file, "
-        "then the content, then ```.",
+        "- To write a whole file, write a fenced block whose first line is ```write path/to/file, then the content, then ```.",
         "- To change part of a file, write a fenced block whose first line is ```edit path/to/file, then the line "
         "<<<<<<< OLD, the exact text to replace, the line =======, the new text, the line >>>>>>> NEW, then ```.",
         "Never guess what a file contains: read it first. Write no action when you only answer.",
@@ -97,7 +96,7 @@ def _read_block(lines: list[str], start: int, fence: re.Match[str]) -> tuple[_Bl
     body: list[str] = []
     i = start + 1
     while i < len(lines):
-        if lines[i].strip() == ticks or (lines[i].strip().startswith(ticks) and not lines[i].strip()[len(ticks):].strip()):
+        if lines[i].strip() == ticks or (lines[i].strip().startswith(ticks) and not lines[i].strip()[len(ticks) :].strip()):
             break
         body.append(lines[i])
         i += 1

@@ -37,10 +37,7 @@ def cap_to_tokens(outcome: Any, cap: int, count: Callable[[str], int]) -> Any:
         return outcome
     lines = outcome.content.splitlines()
     keep = max(1, int(len(lines) * cap / tokens))
-    cut = (
-        f"[read_spill: showing lines 1-{keep} of {len(lines)} (~{cap:,} of {tokens:,} tokens); "
-        "pass start/end for the rest]"
-    )
+    cut = f"[read_spill: showing lines 1-{keep} of {len(lines)} (~{cap:,} of {tokens:,} tokens); pass start/end for the rest]"
     return outcome.model_copy(update={"content": "\n".join(lines[:keep]) + "\n" + cut, "cut": cut})
 
 
@@ -217,9 +214,7 @@ class ToolRunner:
         s = self.state
         threshold = max(s.settings.tools.spill_threshold, threshold or 0)
         result = self.within_spill_budget(tool, result, threshold)
-        m = admit_to_session(
-            s.session, tool, result, spill_store=s.spill_store, threshold=threshold, preview_tail=preview_tail
-        )
+        m = admit_to_session(s.session, tool, result, spill_store=s.spill_store, threshold=threshold, preview_tail=preview_tail)
         await self.ladder.after_add()
         return m
 
@@ -232,8 +227,10 @@ class ToolRunner:
         except asyncio.CancelledError:
             # escape: the model is told it has no output, rather than a command left hanging
             self.state.session.add(
-                "user", storable(f"[!{command} was cancelled before it finished; its processes were killed]"),
-                autopin=False, meta={"shell": True},
+                "user",
+                storable(f"[!{command} was cancelled before it finished; its processes were killed]"),
+                autopin=False,
+                meta={"shell": True},
             )
             raise
         return await self._admit("run_shell", outcome)

@@ -89,8 +89,7 @@ class TurnLoop:
                 return await self._turn(text, cb, result)
         except TimeoutError:
             self._warn(
-                f"turn stopped after {deadline:g} s (the turn_deadline cap): what it did is kept; "
-                "send a message to go on",
+                f"turn stopped after {deadline:g} s (the turn_deadline cap): what it did is kept; send a message to go on",
                 cb,
                 result,
             )
@@ -165,12 +164,12 @@ class TurnLoop:
             "and you approve each action as a tool call"
         )
         if choice == "text":
-            self._warn(f"[tools] protocol = \"text\": {how}", cb, result)
+            self._warn(f'[tools] protocol = "text": {how}', cb, result)
         else:
             named = model_label(model.name) if model.name else "this model"
             self._warn(
                 f"{named} cannot call tools through this server{why}, so it may invent what files "
-                f"hold: from now on {how} ([tools] protocol = \"native\" turns this off)",
+                f'hold: from now on {how} ([tools] protocol = "native" turns this off)',
                 cb,
                 result,
             )
@@ -270,9 +269,7 @@ class TurnLoop:
         await self.ladder.after_add()
         return reply, list(zip(tool_calls, calls, strict=True)), usage
 
-    async def _busy_retried(
-        self, open_stream: Callable[[], Any], cb: TurnCallbacks, result: TurnResult
-    ) -> AsyncIterator[Any]:
+    async def _busy_retried(self, open_stream: Callable[[], Any], cb: TurnCallbacks, result: TurnResult) -> AsyncIterator[Any]:
         """The model's stream, opened again after a wait (`BUSY_WAITS`) while the server answers busy
         before any of the reply (llama.cpp's 503 "Loading model"); each wait is said in the transcript."""
         for attempt in range(len(BUSY_WAITS) + 1):

@@ -54,15 +54,10 @@ def resolve_in_workspace(root: str | Path, path: str | Path) -> Path:
     else:
         lexical = Path(os.path.normpath(real_root / text))
         if not lexical.is_relative_to(real_root):
-            raise WorkspaceEscape(
-                f"refused path {text!r}: its '..' parts lead outside the workspace {real_root}"
-            )
+            raise WorkspaceEscape(f"refused path {text!r}: its '..' parts lead outside the workspace {real_root}")
     real = Path(os.path.realpath(lexical))
     if not real.is_relative_to(real_root):
-        raise WorkspaceEscape(
-            f"refused path {text!r}: a symlink along it resolves to {real}, "
-            f"outside the workspace {real_root}"
-        )
+        raise WorkspaceEscape(f"refused path {text!r}: a symlink along it resolves to {real}, outside the workspace {real_root}")
     return real
 
 
@@ -284,9 +279,7 @@ def open_beneath(
 # Here beside open_beneath: read_file, grep (each file it hands to ripgrep as
 # an open fd) and the project instructions open what they read the same way.
 
-READ_FLAGS = (
-    os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-)
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class FileRefused(ValueError):

@@ -54,8 +54,16 @@ from tailrent_tui.scenarios.traces import Trace
 SUMMARIZERS = ("mock-lossy", "mock-extractive", "model")
 DRIVERS = ("agent", "core")
 FIGURES = (
-    "prompt_tokens", "cached_tokens", "reevaluated_tokens", "billed_usd", "folds",
-    "peak_context_tokens", "recall_hits", "recall_total", "facts_lost", "pings",
+    "prompt_tokens",
+    "cached_tokens",
+    "reevaluated_tokens",
+    "billed_usd",
+    "folds",
+    "peak_context_tokens",
+    "recall_hits",
+    "recall_total",
+    "facts_lost",
+    "pings",
 )
 
 Progress = Callable[[str, int, int], None]

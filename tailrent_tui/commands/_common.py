@@ -26,5 +26,6 @@ def data_dir_of(ctx: click.Context) -> Path:
     flags = dict(ctx.find_root().obj or {})
     return resolve_data_dir(load_settings_or_fail(flags).data_dir)
 
+
 #: every model spec, for the --model help of the app and of ask
 MODEL_SPECS_HELP = "mock, mock:SCRIPT.jsonl, ollama, ollama:NAME, openai:URL, openai:URL#MODEL, embedded or embedded:FILE.gguf."

@@ -85,14 +85,27 @@ def format_table(result: BenchResult) -> str:
             # a context past the window is a request no server takes whole: its rent is no saving
             over = " ✗" if p.over_window else ""
             row = [
-                name + over, f"{p.prompt_tokens:,}", f"{p.cached_tokens:,}", f"{p.reevaluated_tokens:,}",
-                f"{p.billed_usd:.4f}", str(p.pings), str(p.folds), f"{p.peak_context_tokens:,}",
-                f"{p.recall_hits}/{p.recall_total}", str(p.facts_lost),
+                name + over,
+                f"{p.prompt_tokens:,}",
+                f"{p.cached_tokens:,}",
+                f"{p.reevaluated_tokens:,}",
+                f"{p.billed_usd:.4f}",
+                str(p.pings),
+                str(p.folds),
+                f"{p.peak_context_tokens:,}",
+                f"{p.recall_hits}/{p.recall_total}",
+                str(p.facts_lost),
             ]
             if t.engine and p.engine is not None:
                 e = p.engine
-                row += [f"{e.prompt_tokens:,}", f"{e.cached_tokens:,}", f"{e.evaluated_tokens:,}",
-                        f"{e.predicted_evaluated_tokens:,}", e.evaluated_error_text, f"{e.prompt_ms / 1000:.1f}"]
+                row += [
+                    f"{e.prompt_tokens:,}",
+                    f"{e.cached_tokens:,}",
+                    f"{e.evaluated_tokens:,}",
+                    f"{e.predicted_evaluated_tokens:,}",
+                    e.evaluated_error_text,
+                    f"{e.prompt_ms / 1000:.1f}",
+                ]
             rows.append(row)
         widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
         for j, r in enumerate(rows):
@@ -172,23 +185,49 @@ def write_plot(result: BenchResult, path: Path) -> None:
 
 
 @click.command()
-@click.option("--trace", "traces", multiple=True, metavar="NAME|FILE",
-              help=f"A built-in trace ({', '.join(BUILTIN_TRACES)}) or a JSONL file; repeatable. Default: article.")
-@click.option("--policy", "policies", multiple=True, type=click.Choice(POLICY_NAMES),
-              help="A policy to run; repeatable. Default: all.")
+@click.option(
+    "--trace",
+    "traces",
+    multiple=True,
+    metavar="NAME|FILE",
+    help=f"A built-in trace ({', '.join(BUILTIN_TRACES)}) or a JSONL file; repeatable. Default: article.",
+)
+@click.option(
+    "--policy", "policies", multiple=True, type=click.Choice(POLICY_NAMES), help="A policy to run; repeatable. Default: all."
+)
 @click.option("--tokenizer", default="cl100k", type=click.Choice(TOKENIZERS), show_default=True)
 @click.option("--summarizer", default="mock-lossy", type=click.Choice(SUMMARIZERS), show_default=True)
-@click.option("--price", "price", default="anthropic-5m", show_default=True, metavar="SHEET",
-              help="Price sheet: anthropic-5m, anthropic-1h, openai, local, local-slots, or one from your prices.toml.")
+@click.option(
+    "--price",
+    "price",
+    default="anthropic-5m",
+    show_default=True,
+    metavar="SHEET",
+    help="Price sheet: anthropic-5m, anthropic-1h, openai, local, local-slots, or one from your prices.toml.",
+)
 @click.option("--engine", metavar="SPEC", help="Also send every request to this server (openai:URL).")
-@click.option("--driver", default="agent", type=click.Choice(DRIVERS), show_default=True,
-              help="Who drives the policies' plans: the agent's code (what the app runs) or core's synchronous driver.")
+@click.option(
+    "--driver",
+    default="agent",
+    type=click.Choice(DRIVERS),
+    show_default=True,
+    help="Who drives the policies' plans: the agent's code (what the app runs) or core's synchronous driver.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.svg",
-              help="Draw context tokens per request for each policy.")
-@click.option("--fold-placement", "fold_placement", default="auto", type=click.Choice(["auto", "in_place", "after"]),
-              show_default=True,
-              help="Where folds put their summary; auto asks the engine (after the kept messages where its KV shifts).")
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE.svg",
+    help="Draw context tokens per request for each policy.",
+)
+@click.option(
+    "--fold-placement",
+    "fold_placement",
+    default="auto",
+    type=click.Choice(["auto", "in_place", "after"]),
+    show_default=True,
+    help="Where folds put their summary; auto asks the engine (after the kept messages where its KV shifts).",
+)
 @click.pass_context
 def bench(ctx, traces, policies, tokenizer, summarizer, price, engine, driver, as_json, plot, fold_placement) -> None:
     """Run every policy on the same trace and compare tail rent, folds and recall."""
@@ -204,9 +243,17 @@ def bench(ctx, traces, policies, tokenizer, summarizer, price, engine, driver, a
     try:
         loaded = [get_trace(n) for n in names]
         result = run_many(
-            loaded, chosen, tokenizer=tokenizer, summarizer=summarizer, price_sheet=price,
-            price_paths=[str(p) for p in user_price_files()], engine=engine, progress=progress, driver=driver,
-            request_timeout=request_timeout, fold_placement=fold_placement,
+            loaded,
+            chosen,
+            tokenizer=tokenizer,
+            summarizer=summarizer,
+            price_sheet=price,
+            price_paths=[str(p) for p in user_price_files()],
+            engine=engine,
+            progress=progress,
+            driver=driver,
+            request_timeout=request_timeout,
+            fold_placement=fold_placement,
         )
     except (TraceError, PriceSheetError, UnknownPolicy, UnknownTokenizer, BenchError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc

@@ -7,8 +7,9 @@ import click
 
 @click.command()
 @click.option("--pinned", is_flag=True, help="Pin the decision, as the article's fix does: it survives every fold.")
-@click.option("--speed", type=click.FloatRange(0.125, 64.0), default=1.0, show_default=True,
-              help="Pace multiplier (2 = twice as fast).")
+@click.option(
+    "--speed", type=click.FloatRange(0.125, 64.0), default=1.0, show_default=True, help="Pace multiplier (2 = twice as fast)."
+)
 def demo(pinned: bool, speed: float) -> None:
     """Play the article's run: the tail grows, tool output spills, folds land, the decision's details vanish.
 

@@ -40,8 +40,10 @@ def list_servers(ctx: click.Context, as_json: bool) -> None:
     name = "cl100k" if settings.tokenizer == "auto" else settings.tokenizer
     hub.count = get_counter(name).count
     if not hub:
-        click.echo("no MCP server is configured: add [mcp.servers.NAME] to config.toml "
-                   "(or set mcp.project_file = true to read the workspace's .mcp.json)")
+        click.echo(
+            "no MCP server is configured: add [mcp.servers.NAME] to config.toml "
+            "(or set mcp.project_file = true to read the workspace's .mcp.json)"
+        )
         return
 
     async def run() -> list[dict[str, Any]]:

@@ -13,8 +13,14 @@ from tailrent_tui.text import json_visible, visible
 @click.argument("session_ref", metavar="SESSION")
 @click.argument("question")
 @click.argument("more", nargs=-1, metavar="")
-@click.option("--expect", "expect", multiple=True, required=True, metavar="WORD...",
-              help="The words the answer needs: --expect A B C, or --expect repeated; quote a phrase (\"15 minute\").")
+@click.option(
+    "--expect",
+    "expect",
+    multiple=True,
+    required=True,
+    metavar="WORD...",
+    help='The words the answer needs: --expect A B C, or --expect repeated; quote a phrase ("15 minute").',
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def recall(

@@ -21,19 +21,29 @@ def replay() -> None:
 @replay.command("article")
 @click.option("--pinned", is_flag=True, help="Pin the decision message (the article's second run).")
 @click.option("--seed", type=_INT32, default=42, show_default=True, help="Seed of .NET's System.Random.")
-@click.option("--batch", type=click.IntRange(1, INT_MAX), default=6, show_default=True,
-              help="Messages folded per fold.")
-@click.option("--max-tail", type=click.IntRange(0, INT_MAX), default=900, show_default=True,
-              help="Tail budget in estimated tokens; a fold happens above it.")
-@click.option("--spill-threshold", type=click.IntRange(0, INT_MAX), default=120, show_default=True,
-              help="Tool results above this many estimated tokens are spilled.")
-@click.option("--turns", type=click.IntRange(0, INT_MAX), default=40, show_default=True,
-              help="Filler turns after the decision.")
-@click.option("--spill-dir", metavar="DIR", default=None,
-              help="Where spills are written (default: the temp directory plus tailrent-spill).")
+@click.option("--batch", type=click.IntRange(1, INT_MAX), default=6, show_default=True, help="Messages folded per fold.")
+@click.option(
+    "--max-tail",
+    type=click.IntRange(0, INT_MAX),
+    default=900,
+    show_default=True,
+    help="Tail budget in estimated tokens; a fold happens above it.",
+)
+@click.option(
+    "--spill-threshold",
+    type=click.IntRange(0, INT_MAX),
+    default=120,
+    show_default=True,
+    help="Tool results above this many estimated tokens are spilled.",
+)
+@click.option("--turns", type=click.IntRange(0, INT_MAX), default=40, show_default=True, help="Filler turns after the decision.")
+@click.option(
+    "--spill-dir", metavar="DIR", default=None, help="Where spills are written (default: the temp directory plus tailrent-spill)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-def article(pinned: bool, seed: int, batch: int, max_tail: int, spill_threshold: int, turns: int,
-            spill_dir: str | None, as_json: bool) -> None:
+def article(
+    pinned: bool, seed: int, batch: int, max_tail: int, spill_threshold: int, turns: int, spill_dir: str | None, as_json: bool
+) -> None:
     """Reproduce the article's C# harness run and print it in the article's format."""
     try:
         run = run_article(

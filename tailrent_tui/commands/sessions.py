@@ -181,8 +181,13 @@ def rm(ctx: click.Context, session_ids: tuple[str, ...], yes: bool) -> None:
 
 
 @sessions.command("prune")
-@click.option("--older-than", "older_than", type=click.FloatRange(min=0), metavar="DAYS",
-              help="Also delete sessions not active for this many days.")
+@click.option(
+    "--older-than",
+    "older_than",
+    type=click.FloatRange(min=0),
+    metavar="DAYS",
+    help="Also delete sessions not active for this many days.",
+)
 @click.option("--dry-run", is_flag=True, help="Say what would go, delete nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask.")
 @click.pass_context

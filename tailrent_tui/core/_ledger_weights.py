@@ -4,7 +4,7 @@ benchmarks/train_ledger_scorer.py: 873 sentences (353 load-bearing) of dev+heldo
 Each line: a feature's hash, then its weight per class (thousandths), base 36.
 """
 
-TRAINED_ON = ('dev', 'heldout')
+TRAINED_ON = ("dev", "heldout")
 
 WEIGHTS = """
 a:39,-e,-f,-1,-1,-4,-2a

@@ -164,19 +164,98 @@ _CAPS_STOP = frozenset(
 # its "can't" says the opposite.
 _REASON_STOP = frozenset(
     [
-        "because", "since", "due", "so", "that", "given", "order", "owing", "the", "a", "an", "is", "are", "was",
-        "were", "be", "been", "being", "it", "its", "this", "these", "those", "of", "in", "on", "at", "by", "for",
-        "with", "to", "from", "and", "or", "but", "as", "we", "our", "you", "your", "they", "their", "he", "she",
-        "his", "her", "i", "my", "me", "us", "them", "there", "here", "has", "have", "had", "do", "does", "did",
-        "will", "would", "should", "could", "can", "may", "might", "must", "shall", "just", "very", "really",
-        "also", "then", "than", "such", "into", "onto", "about", "any", "some", "which", "who", "what", "when",
-        "where", "how", "if",
+        "because",
+        "since",
+        "due",
+        "so",
+        "that",
+        "given",
+        "order",
+        "owing",
+        "the",
+        "a",
+        "an",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "this",
+        "these",
+        "those",
+        "of",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "to",
+        "from",
+        "and",
+        "or",
+        "but",
+        "as",
+        "we",
+        "our",
+        "you",
+        "your",
+        "they",
+        "their",
+        "he",
+        "she",
+        "his",
+        "her",
+        "i",
+        "my",
+        "me",
+        "us",
+        "them",
+        "there",
+        "here",
+        "has",
+        "have",
+        "had",
+        "do",
+        "does",
+        "did",
+        "will",
+        "would",
+        "should",
+        "could",
+        "can",
+        "may",
+        "might",
+        "must",
+        "shall",
+        "just",
+        "very",
+        "really",
+        "also",
+        "then",
+        "than",
+        "such",
+        "into",
+        "onto",
+        "about",
+        "any",
+        "some",
+        "which",
+        "who",
+        "what",
+        "when",
+        "where",
+        "how",
+        "if",
     ]
 )
 
 _WORD_NUMBERS = (
-    "two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|"
-    "forty-five|fifty|sixty|ninety"
+    "two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|forty-five|fifty|sixty|ninety"
 )
 
 _EXTENSIONS = (
@@ -438,8 +517,19 @@ _TEMPLATE_RE = re.compile(
     r"<(?:\|[^|<>\s]{0,40}(?:\|>)?|/?(?:s|bos|eos|pad|unk|start_of_turn|end_of_turn)>|</?SYS>>)|\|>|\[/?INST\]"
 )
 _TEMPLATE_WORDS = (
-    "im_start", "im_end", "im_sep", "start_of_turn", "end_of_turn", "eot_id", "eom_id", "start_header_id",
-    "end_header_id", "begin_of_text", "end_of_text", "endoftext", "inst",
+    "im_start",
+    "im_end",
+    "im_sep",
+    "start_of_turn",
+    "end_of_turn",
+    "eot_id",
+    "eom_id",
+    "start_header_id",
+    "end_header_id",
+    "begin_of_text",
+    "end_of_text",
+    "endoftext",
+    "inst",
 )
 # A word of a template token, and its cut ends ("im_", "im_st", "of_turn"):
 # the names the masked tokens leave behind when their brackets were lost.
@@ -947,16 +1037,44 @@ def extract_facts(text: str, watch: Iterable[str] = ()) -> list[Fact]:
 # --------------------------------------------------------------------------
 
 _UNIT_ALIASES = {
-    "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
-    "m": "min", "min": "min", "mins": "min", "minute": "min", "minutes": "min",
-    "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
-    "d": "d", "day": "d", "days": "d",
-    "w": "w", "wk": "w", "wks": "w", "week": "w", "weeks": "w",
-    "month": "mo", "months": "mo",
-    "y": "y", "yr": "y", "yrs": "y", "year": "y", "years": "y",
-    "ms": "ms", "millisecond": "ms", "milliseconds": "ms",
-    "x": "x", "×": "x",
-    "%": "%", "percent": "%", "pct": "%",
+    "s": "s",
+    "sec": "s",
+    "secs": "s",
+    "second": "s",
+    "seconds": "s",
+    "m": "min",
+    "min": "min",
+    "mins": "min",
+    "minute": "min",
+    "minutes": "min",
+    "h": "h",
+    "hr": "h",
+    "hrs": "h",
+    "hour": "h",
+    "hours": "h",
+    "d": "d",
+    "day": "d",
+    "days": "d",
+    "w": "w",
+    "wk": "w",
+    "wks": "w",
+    "week": "w",
+    "weeks": "w",
+    "month": "mo",
+    "months": "mo",
+    "y": "y",
+    "yr": "y",
+    "yrs": "y",
+    "year": "y",
+    "years": "y",
+    "ms": "ms",
+    "millisecond": "ms",
+    "milliseconds": "ms",
+    "x": "x",
+    "×": "x",
+    "%": "%",
+    "percent": "%",
+    "pct": "%",
 }
 # The plain shape first: in "15min" the "m" starts a unit, not a magnitude.
 _NUMBER_SHAPES = (
@@ -1262,13 +1380,10 @@ class DecisionDetector:
             try:
                 compiled = re.compile(pattern, re.IGNORECASE | re.MULTILINE)
             except re.error as err:
-                raise ValueError(
-                    f"decision pattern {pattern!r} is not a valid regular expression: {err}"
-                ) from None
+                raise ValueError(f"decision pattern {pattern!r} is not a valid regular expression: {err}") from None
             if compiled.search("") is not None or compiled.search("x") is not None:
                 raise ValueError(
-                    f"decision pattern {pattern!r} matches text that states nothing ('' or 'x'), "
-                    "so it would pin every message"
+                    f"decision pattern {pattern!r} matches text that states nothing ('' or 'x'), so it would pin every message"
                 )
             self._compiled.append((pattern, compiled))
 

@@ -68,7 +68,11 @@ def ping_price(sheet: PriceSheet, prefix_tokens: int, rewrite_tokens: int | None
     # k pings are allowed while k x ping <= expiry (a hair of slack for float rounding)
     max_pings = int(expiry / ping * (1 + 1e-12)) if ping > 0 else 0
     return PingPrice(
-        prefix_tokens=prefix_tokens, rewrite_tokens=written, ping_usd=ping, rewrite_usd=rewrite, expiry_usd=expiry,
+        prefix_tokens=prefix_tokens,
+        rewrite_tokens=written,
+        ping_usd=ping,
+        rewrite_usd=rewrite,
+        expiry_usd=expiry,
         max_pings=max_pings,
     )
 
@@ -246,7 +250,12 @@ class KeepWarm:
         final = expires if nxt is None else nxt + (left - 1) * (s.ttl_seconds - s.ping_lead_seconds) + s.ttl_seconds
         state: State = "expiring" if nxt is None else ("keeping" if pings else "warm")
         return KeepWarmStatus(
-            state=state, pings=len(pings), spent_usd=spent, price=price, next_ping_at=nxt, expires_at=final,
+            state=state,
+            pings=len(pings),
+            spent_usd=spent,
+            price=price,
+            next_ping_at=nxt,
+            expires_at=final,
         )
 
     def replay_until(self, at: float) -> list[RequestRent]:
@@ -268,8 +277,16 @@ class KeepWarm:
             sent.append(self.rent.ping(nxt))
         due = math.ceil((at - first) / cadence)
         expired = self.rent.cache_expires_at is not None and at >= self.rent.cache_expires_at
-        self.pauses.append(PauseOutcome(
-            start=start, end=at, prefix_tokens=price.prefix_tokens, pings=len(sent), ping_usd=price.ping_usd,
-            expired=expired, due_pings=due, expiry_usd=price.expiry_usd,
-        ))
+        self.pauses.append(
+            PauseOutcome(
+                start=start,
+                end=at,
+                prefix_tokens=price.prefix_tokens,
+                pings=len(sent),
+                ping_usd=price.ping_usd,
+                expired=expired,
+                due_pings=due,
+                expiry_usd=price.expiry_usd,
+            )
+        )
         return sent

@@ -84,9 +84,7 @@ class Restore:
     record: SlotRecord | None = None
 
 
-def choose_restore(
-    records: Sequence[SlotRecord], model: str, hash_of_first: Any, *, exists: Any = None
-) -> Restore:
+def choose_restore(records: Sequence[SlotRecord], model: str, hash_of_first: Any, *, exists: Any = None) -> Restore:
     """The newest record whose prefix is what the next request starts with.
 
     `hash_of_first(n)` hashes the first n messages about to be sent (None when
@@ -124,9 +122,7 @@ class SlotFile:
     mtime: float
 
 
-def cleanup_plan(
-    files: Iterable[SlotFile], *, keep: str | None, session_cap: int, total_cap: int
-) -> list[SlotFile]:
+def cleanup_plan(files: Iterable[SlotFile], *, keep: str | None, session_cap: int, total_cap: int) -> list[SlotFile]:
     """The files to delete, oldest first, so that each session's files fit `session_cap`
     bytes and all of them `total_cap`. `keep` (the file just saved) is never deleted.
 

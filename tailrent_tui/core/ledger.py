@@ -141,12 +141,47 @@ _LABEL_RE = re.compile(
     r"(?P<label>[A-Za-z][A-Za-z0-9 /&()-]{0,34}?)(?:\*\*|__)?[ \t]*(?:\*\*)?:(?:\*\*)?[ \t]+(?P<body>\S.*)$"
 )
 _LABEL_KINDS: tuple[tuple[StatementKind, re.Pattern[str]], ...] = (
-    ("decision", re.compile(r"\b(?:decision|decisions|decided|adr|agreed|resolution|resolved|final call|verdict|chosen|choice|conclusion)\b", re.I)),
-    ("rule", re.compile(r"\b(?:rules?|polic(?:y|ies)|never|prohibit\w*|forbidden|must|security|safety|guardrails?|hard rule|do not|don'?t|law)\b", re.I)),
-    ("constraint", re.compile(r"\b(?:limits?|constraints?|budget|caps?|quota|max(?:imum)?|min(?:imum)?|slo|sla|deadline|versions?|pin(?:ned|s)?|requirements?|timeouts?|ttl|thresholds?|permissions?|access|latency|memory|spend|cost|size|rate)\b", re.I)),
-    ("preference", re.compile(r"\b(?:preferences?|prefs?|style|conventions?|tone|language|format(?:ting)?|prefer(?:red)?|taste|naming|wording)\b", re.I)),
-    ("goal", re.compile(r"\b(?:goals?|next(?: steps?| up)?|tmrw|tomorrow|today|tonight|eod|this week|next week|todo|to do|status|blockers?|blocked|open questions?|plan|current state|where we are|progress|wip|milestone|objective|focus|remaining|done|now|state|current task|task)\b", re.I)),
-    ("fact", re.compile(r"\b(?:facts?|hosts?|hostname|servers?|keys?|ids?|branch(?:es)?|commits?|queues?|topics?|buckets?|flags?|ports?|endpoints?|urls?|env|environment|db|database|repo(?:sitory)?|accounts?|owners?|contacts?|regions?|clusters?|names?|services?|config|path|secret|token|credentials?|tickets?|project|channel|table|namespace|image|domain|ip|address|email|user(?:name)?|team)\b", re.I)),
+    (
+        "decision",
+        re.compile(
+            r"\b(?:decision|decisions|decided|adr|agreed|resolution|resolved|final call|verdict|chosen|choice|conclusion)\b", re.I
+        ),
+    ),
+    (
+        "rule",
+        re.compile(
+            r"\b(?:rules?|polic(?:y|ies)|never|prohibit\w*|forbidden|must|security|safety|guardrails?|hard rule|do not|don'?t|law)\b",
+            re.I,
+        ),
+    ),
+    (
+        "constraint",
+        re.compile(
+            r"\b(?:limits?|constraints?|budget|caps?|quota|max(?:imum)?|min(?:imum)?|slo|sla|deadline|versions?|pin(?:ned|s)?|requirements?|timeouts?|ttl|thresholds?|permissions?|access|latency|memory|spend|cost|size|rate)\b",
+            re.I,
+        ),
+    ),
+    (
+        "preference",
+        re.compile(
+            r"\b(?:preferences?|prefs?|style|conventions?|tone|language|format(?:ting)?|prefer(?:red)?|taste|naming|wording)\b",
+            re.I,
+        ),
+    ),
+    (
+        "goal",
+        re.compile(
+            r"\b(?:goals?|next(?: steps?| up)?|tmrw|tomorrow|today|tonight|eod|this week|next week|todo|to do|status|blockers?|blocked|open questions?|plan|current state|where we are|progress|wip|milestone|objective|focus|remaining|done|now|state|current task|task)\b",
+            re.I,
+        ),
+    ),
+    (
+        "fact",
+        re.compile(
+            r"\b(?:facts?|hosts?|hostname|servers?|keys?|ids?|branch(?:es)?|commits?|queues?|topics?|buckets?|flags?|ports?|endpoints?|urls?|env|environment|db|database|repo(?:sitory)?|accounts?|owners?|contacts?|regions?|clusters?|names?|services?|config|path|secret|token|credentials?|tickets?|project|channel|table|namespace|image|domain|ip|address|email|user(?:name)?|team)\b",
+            re.I,
+        ),
+    ),
 )
 # Labels that are not statements whatever follows (a log's level, a speaker, a field of output).
 _NON_LABELS = re.compile(
@@ -353,11 +388,16 @@ _CORRECTION_RE = re.compile(
     re.I,
 )
 # A correction that names the value it replaces: "80 not 50", "from 10 to 15", "instead of 3.9"
-_OLD_VALUE_RE = re.compile(r"\b(?:not|from|instead\s+of|rather\s+than|was|no\s+longer)\s+[$€£~]?(?P<v>\d[\d,.]*|[A-Za-z][\w.:/-]*\d[\w.:/-]*)", re.I)
+_OLD_VALUE_RE = re.compile(
+    r"\b(?:not|from|instead\s+of|rather\s+than|was|no\s+longer)\s+[$€£~]?(?P<v>\d[\d,.]*|[A-Za-z][\w.:/-]*\d[\w.:/-]*)", re.I
+)
 _NUM_RE = re.compile(r"\d[\d,.]*\d|\d")
 # A goal that moves on: what was next is done, unblocked, or replaced by a new next step
 _GOAL_SHIFT_RE = re.compile(r"\b(?:done|finished|unblocked|landed|merged|shipped|next\s+up|now\s+on|moving\s+on)\b", re.I)
-_BACKREF_RE = re.compile(r"\b(?:scratch\s+that|forget\s+(?:that|it|what\s+i\s+said)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|my\s+bad|i\s+meant)\b", re.I)
+_BACKREF_RE = re.compile(
+    r"\b(?:scratch\s+that|forget\s+(?:that|it|what\s+i\s+said)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|my\s+bad|i\s+meant)\b",
+    re.I,
+)
 _QUOTED_RE = re.compile(r"\"[^\"\n]{3,}\"|“[^”\n]{3,}”|'[^'\n]{12,}'")
 _SAYS_RE = re.compile(
     r"\b(?:says?|said|suggests?|recommends?|claims?|complains?|warns?|according\s+to|left\s+a\s+comment)\b", re.I
@@ -436,7 +476,9 @@ _SHORT_RE = re.compile(
     r"^(?:[\w./@`+#-]+\s+){1,2}only\s*[.!]?$|^(?:please\s+)?be\s+(?:terse|brief|concise|careful|explicit|verbose|polite|direct)\b",
     re.I,
 )
-_SUGGESTION_RE = re.compile(r"^(?:i['’]?d|i\s+would|we['’]?d|you\s+could|one\s+option)\s+(?!rather|prefer|like|love|want)\w+", re.I)
+_SUGGESTION_RE = re.compile(
+    r"^(?:i['’]?d|i\s+would|we['’]?d|you\s+could|one\s+option)\s+(?!rather|prefer|like|love|want)\w+", re.I
+)
 _EXTRA_RULE_RE = re.compile(
     r"\b(?:is|are)\s+never\s+\w+|\bonly\s+(?:on|in|during|after|before|from|via|through|with|by)\b|"
     r"\bkeep\s+\S+\s+(?:untouched|as\s+is|clean|green|private|off|out\s+of)\b|"
@@ -496,7 +538,8 @@ def classify(sentence: str, role: str = "user") -> StatementKind | None:
     if _REPORT_RE.match(s) and not (_GOAL_RE.search(s) or _RULE_ANY_RE.search(s)):
         return None
     if _DONE_RE.search(s) and not (
-        re.search(r"\b(?:next|then|blocked|unblocked|tomorrow|now\s+we)\b", s, re.I) or _RULE_START_RE.match(s)
+        re.search(r"\b(?:next|then|blocked|unblocked|tomorrow|now\s+we)\b", s, re.I)
+        or _RULE_START_RE.match(s)
         or _EXTRA_RULE_RE.search(s)
     ):
         return None  # a report of what is done
@@ -570,7 +613,12 @@ def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, floa
     if rule_kind is not None:
         # the scorer never overrules the rules (a veto cost more recall than it bought precision)
         return rule_kind, p_stmt, guess
-    if p_stmt < ADMIT or len(s.split()) < 2 or sentence.lstrip().startswith("#") or (_is_question(s) and not _RULE_ANY_RE.search(s)):
+    if (
+        p_stmt < ADMIT
+        or len(s.split()) < 2
+        or sentence.lstrip().startswith("#")
+        or (_is_question(s) and not _RULE_ANY_RE.search(s))
+    ):
         return None, p_stmt, guess
     return guess, p_stmt, guess
 
@@ -629,7 +677,9 @@ def detect_scored(sentence: str, role: str, words: bool) -> tuple[StatementKind 
     return kind, p, False
 
 
-_LOG_LINE_RE = re.compile(r"^\s*(?:\[?\d[\d:.TZ-]*\]?\s+)?\[?(?:INFO|DEBUG|WARN(?:ING)?|ERROR|TRACE|FATAL|CRITICAL|NOTICE)\b", re.I)
+_LOG_LINE_RE = re.compile(
+    r"^\s*(?:\[?\d[\d:.TZ-]*\]?\s+)?\[?(?:INFO|DEBUG|WARN(?:ING)?|ERROR|TRACE|FATAL|CRITICAL|NOTICE)\b", re.I
+)
 _COMMENT_RE = re.compile(r"^[ \t]*(?:#+|//+|--|;+|/\*+|\*)[ \t]+(?P<body>\S.*?)(?:\*/)?[ \t]*$")
 
 # A second label on the same line starts a statement of its own: "LIMIT: ... . FACT: ...".
@@ -669,7 +719,9 @@ def detect(text: str, role: str = "user", *, words: bool = False) -> list[Found]
                 continue
             body = comment.group("body")
             for f in _detect_piece(body, base + comment.start("body"), "user", False):
-                if f.kind in ("rule", "constraint", "decision") and (f.label or _RULE_ANY_RE.search(f.text) or _RULE_START_RE.match(_clean(f.text))):
+                if f.kind in ("rule", "constraint", "decision") and (
+                    f.label or _RULE_ANY_RE.search(f.text) or _RULE_START_RE.match(_clean(f.text))
+                ):
                     found.append(f)
             continue
         if tool and (stripped[:1] in " \t" and not stripped.lstrip().startswith(("-", "*"))):
@@ -715,7 +767,9 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
     if tool and not (
         re.search(r"[.!]\s*$", stripped)
         and (
-            re.match(r"\s*(?:[-*]\s+|\d{1,2}[.)]\s+)?(?:never|always|do\s+not|don['’]?t|must|only|run|use|please)\b", stripped, re.I)
+            re.match(
+                r"\s*(?:[-*]\s+|\d{1,2}[.)]\s+)?(?:never|always|do\s+not|don['’]?t|must|only|run|use|please)\b", stripped, re.I
+            )
             # a document's list (CONTRIBUTING.md, a runbook) read through a tool states its rules as items
             or (re.match(r"\s*(?:[-*]|\d{1,2}[.)])\s+\S", stripped) and classify(stripped, "user") in ("rule", "constraint"))
         )
@@ -730,11 +784,155 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
     return found
 
 
-
 # -- supersession ------------------------------------------------------------------------
 
 _STOP = frozenset(
-    ["a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from", "into", "onto", "over", "under", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "we", "our", "us", "you", "your", "i", "me", "my", "they", "them", "their", "he", "she", "his", "her", "as", "so", "not", "no", "do", "does", "did", "done", "don't", "dont", "never", "always", "must", "should", "shall", "will", "would", "can", "could", "may", "might", "now", "actually", "instead", "please", "just", "also", "still", "then", "than", "any", "more", "some", "all", "each", "every", "only", "very", "really", "changed", "change", "moved", "move", "switched", "switch", "make", "made", "new", "old", "use", "uses", "using", "used", "stay", "stays", "keep", "kept", "go", "goes", "going", "there", "here", "what", "which", "who", "when", "where", "how", "why", "forget", "scratch", "ignore", "update", "updated", "correction", "rather", "anymore", "longer", "turns", "out", "wrong", "bad", "meant", "let's", "lets", "decision", "rule", "limit", "constraint", "preference", "goal", "fact", "note", "security", "hard", "label"]
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "we",
+        "our",
+        "us",
+        "you",
+        "your",
+        "i",
+        "me",
+        "my",
+        "they",
+        "them",
+        "their",
+        "he",
+        "she",
+        "his",
+        "her",
+        "as",
+        "so",
+        "not",
+        "no",
+        "do",
+        "does",
+        "did",
+        "done",
+        "don't",
+        "dont",
+        "never",
+        "always",
+        "must",
+        "should",
+        "shall",
+        "will",
+        "would",
+        "can",
+        "could",
+        "may",
+        "might",
+        "now",
+        "actually",
+        "instead",
+        "please",
+        "just",
+        "also",
+        "still",
+        "then",
+        "than",
+        "any",
+        "more",
+        "some",
+        "all",
+        "each",
+        "every",
+        "only",
+        "very",
+        "really",
+        "changed",
+        "change",
+        "moved",
+        "move",
+        "switched",
+        "switch",
+        "make",
+        "made",
+        "new",
+        "old",
+        "use",
+        "uses",
+        "using",
+        "used",
+        "stay",
+        "stays",
+        "keep",
+        "kept",
+        "go",
+        "goes",
+        "going",
+        "there",
+        "here",
+        "what",
+        "which",
+        "who",
+        "when",
+        "where",
+        "how",
+        "why",
+        "forget",
+        "scratch",
+        "ignore",
+        "update",
+        "updated",
+        "correction",
+        "rather",
+        "anymore",
+        "longer",
+        "turns",
+        "out",
+        "wrong",
+        "bad",
+        "meant",
+        "let's",
+        "lets",
+        "decision",
+        "rule",
+        "limit",
+        "constraint",
+        "preference",
+        "goal",
+        "fact",
+        "note",
+        "security",
+        "hard",
+        "label",
+    ]
 )
 _WORD_RE = re.compile(r"[a-z][a-z'-]+")
 

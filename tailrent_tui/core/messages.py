@@ -117,9 +117,19 @@ class Message(BaseModel):
     ) -> Message:
         """A message from values already checked (`Session.make_message` checks them): no validation."""
         fields = {
-            "id": id, "role": role, "content": content, "kind": kind, "pinned": pinned, "tokens": tokens,
-            "created": created, "fold_depth": 0, "folded_ids": [], "tool": tool, "tool_call_id": tool_call_id,
-            "tool_calls": tool_calls if tool_calls is not None else [], "spill_id": None,
+            "id": id,
+            "role": role,
+            "content": content,
+            "kind": kind,
+            "pinned": pinned,
+            "tokens": tokens,
+            "created": created,
+            "fold_depth": 0,
+            "folded_ids": [],
+            "tool": tool,
+            "tool_call_id": tool_call_id,
+            "tool_calls": tool_calls if tool_calls is not None else [],
+            "spill_id": None,
             "meta": meta if meta is not None else {},
         }
         return _trusted(cls, fields, _MESSAGE_FIELDS)
@@ -136,7 +146,7 @@ class Message(BaseModel):
 
     @property
     def cut_off(self) -> str | None:
-        """"cancelled" or "incomplete" for a reply that was stopped before its end, else None.
+        """ "cancelled" or "incomplete" for a reply that was stopped before its end, else None.
 
         Such a reply stays in the transcript for the user but is never sent (a
         server would continue it as a prefill), so it is not counted in the context.
@@ -159,9 +169,7 @@ class _Event(BaseModel):
 class MessageAdded(_Event):
     type: Literal["message_added"] = "message_added"
     message: Message
-    auto_pinned: str | None = Field(
-        default=None, description="the decision pattern that pinned it on arrival, if any"
-    )
+    auto_pinned: str | None = Field(default=None, description="the decision pattern that pinned it on arrival, if any")
 
     @classmethod
     def trusted(cls, message: Message, auto_pinned: str | None, at: float) -> MessageAdded:
@@ -210,12 +218,8 @@ class FoldRecord(BaseModel):
     context_after: int
     depth: int
     facts: list[str] = Field(default_factory=list)
-    facts_dropped: list[str] = Field(
-        default_factory=list, description="facts of the span the summarizer left out"
-    )
-    facts_lost: list[str] = Field(
-        default_factory=list, description="facts missing from the summary as applied (after repair)"
-    )
+    facts_dropped: list[str] = Field(default_factory=list, description="facts of the span the summarizer left out")
+    facts_lost: list[str] = Field(default_factory=list, description="facts missing from the summary as applied (after repair)")
     facts_repaired: list[str] = Field(default_factory=list)
     repair_tokens: int = 0
     trigger: str = "manual"

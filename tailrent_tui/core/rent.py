@@ -92,9 +92,7 @@ class PriceSheet(BaseModel):
         strict=True,
         description="the provider lets a keep-warm ping (the cached prefix, one output token) refresh its cache",
     )
-    ping_lead_seconds: float = Field(
-        default=20.0, gt=0, description="a ping goes out this long before the cache would expire"
-    )
+    ping_lead_seconds: float = Field(default=20.0, gt=0, description="a ping goes out this long before the cache would expire")
     restores_slots: bool = Field(
         default=False,
         strict=True,
@@ -151,9 +149,7 @@ def _sheet_from_table(name: str, table: Any, source: str) -> PriceSheet:
         raise PriceSheetError(f"price sheet {name!r} in {source}: expected a table, got {type(table).__name__}")
     missing = [k for k in REQUIRED_KEYS if k not in table]
     if missing:
-        raise PriceSheetError(
-            f"price sheet {name!r} in {source}: missing {', '.join(repr(k) for k in missing)}"
-        )
+        raise PriceSheetError(f"price sheet {name!r} in {source}: missing {', '.join(repr(k) for k in missing)}")
     try:
         return PriceSheet.model_validate({**table, "name": name})
     except ValidationError as exc:
@@ -469,9 +465,7 @@ class RentModel:
             eval_seconds=s.eval_seconds(tail),
             at=at,
             restored=restored,
-            restore_seconds=(
-                cached / s.restore_tokens_per_second if restored and s.restore_tokens_per_second else None
-            ),
+            restore_seconds=(cached / s.restore_tokens_per_second if restored and s.restore_tokens_per_second else None),
         )
         if self.sheet.prompt_cache and self._previous is not None and not expired:
             self._recent = [*self._recent, self._previous][-PROMPT_CACHE_ENTRIES:]

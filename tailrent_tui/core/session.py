@@ -200,7 +200,6 @@ class Session:
         """Tokens the pins may hold before auto-pinning stops."""
         return int(self.window * self.pin_share)
 
-
     def count(self, text: str) -> int:
         return self.counter.count(text)
 
@@ -517,12 +516,7 @@ class Session:
         if self.detect_statements and m.kind in (Kind.chat, Kind.tool_result) and m.role != "system" and not m.cut_off:
             found = ledger_rules.detect(m.content, m.role, words=m.role == "user")
         known = [f for f in found if not f.said]
-        if (
-            autopin
-            and not m.pinned
-            and m.kind == Kind.chat
-            and m.role in ("user", "assistant")
-        ):
+        if autopin and not m.pinned and m.kind == Kind.chat and m.role in ("user", "assistant"):
             # what the model states is a proposal, unless it writes it as a labelled decision
             if self.decisions is not None and (
                 m.role == "user" or not self.detect_statements or any(f.label and f.kind == "decision" for f in found)
@@ -575,8 +569,16 @@ class Session:
             said.add(key)
             proposal = role == "assistant" and f.label is None
             st = Statement(
-                id=f"{m.id}.{n}", message_id=m.id, kind=f.kind, text=f.text, role=role, label=f.label,
-                status="proposal" if proposal else "current", at=m.created, score=round(f.score, 3), said=f.said,
+                id=f"{m.id}.{n}",
+                message_id=m.id,
+                kind=f.kind,
+                text=f.text,
+                role=role,
+                label=f.label,
+                status="proposal" if proposal else "current",
+                at=m.created,
+                score=round(f.score, 3),
+                said=f.said,
             )
             if not proposal and (role in labelled_roles or f.label):
                 old = ledger_rules.find_superseded(f, earlier)
@@ -721,7 +723,10 @@ class Session:
         if holder is None or holder.kind is not Kind.ledger:
             edited = self.statements[statement_id]
             m = self.make_message(
-                "system", ledger_rules.ledger_text([edited]), kind=Kind.ledger, pinned=True,
+                "system",
+                ledger_rules.ledger_text([edited]),
+                kind=Kind.ledger,
+                pinned=True,
                 meta={"statements": [statement_id]},
             )
             self.add_message(m, autopin=False)

@@ -87,8 +87,7 @@ def role_content(m: Any) -> tuple[str, str]:
 # .NET's Char.IsWhiteSpace set, which the article's TrimEnd() strips; Python's
 # str.rstrip() would also strip U+001C..U+001F.
 _DOTNET_WHITESPACE = (
-    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
-    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
 
 
@@ -135,7 +134,9 @@ def first_words(text: str, n: int) -> tuple[list[str], bool]:
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _FACT_PATTERNS = [
     re.compile(r"\d"),  # numbers, with whatever unit follows them
-    re.compile(r"(?:^|\s)[~.]?/?[\w.-]+/[\w./-]+|\b[\w-]+\.(?:py|js|ts|tsx|md|json|jsonl|toml|ya?ml|txt|rs|go|cs|java|c|h|cpp|sh|cfg|ini|lock|sql|html|css)\b"),
+    re.compile(
+        r"(?:^|\s)[~.]?/?[\w.-]+/[\w./-]+|\b[\w-]+\.(?:py|js|ts|tsx|md|json|jsonl|toml|ya?ml|txt|rs|go|cs|java|c|h|cpp|sh|cfg|ini|lock|sql|html|css)\b"
+    ),
     re.compile(r"\b(?:because|since|so that|due to|in order to|therefore|otherwise|reason)\b", re.I),
     re.compile(r"\bDECISION:|\b(?:decided|decision|must|never|always)\b", re.I),
     re.compile(r"`[^`]+`|\b[a-z]+_[a-z_]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b"),

@@ -77,7 +77,11 @@ def _load_encoding(encoding: str) -> Any:
     cached = _ranks_cache_dir() / f"{encoding}-{tiktoken.__version__}-{st.st_size}-{st.st_mtime_ns}.marshal"
     try:
         params = marshal.loads(cached.read_bytes()) if cached.is_file() else None  # a FIFO there would hang
-        if isinstance(params, dict) and set(params) == {"name", "pat_str", "mergeable_ranks", "special_tokens"} and len(set(params["mergeable_ranks"].values())) == len(params["mergeable_ranks"]):  # noqa: E501  # duplicate ranks panic in tiktoken
+        if (
+            isinstance(params, dict)
+            and set(params) == {"name", "pat_str", "mergeable_ranks", "special_tokens"}
+            and len(set(params["mergeable_ranks"].values())) == len(params["mergeable_ranks"])
+        ):  # duplicate ranks panic in tiktoken
             return tiktoken.Encoding(**params)
     except (OSError, EOFError, ValueError, TypeError):
         pass
@@ -102,9 +106,7 @@ class TiktokenCounter:
         try:
             self._enc = _load_encoding(encoding)
         except Exception as exc:  # tiktoken raises ValueError or a network error
-            raise UnknownTokenizer(
-                f"tokenizer {name!r}: could not load tiktoken encoding {encoding!r} offline ({exc})"
-            ) from exc
+            raise UnknownTokenizer(f"tokenizer {name!r}: could not load tiktoken encoding {encoding!r} offline ({exc})") from exc
         self.name = name
 
     def count(self, text: str) -> int:

@@ -145,17 +145,20 @@ def check_model_file(path: Path) -> None:
             head = f.read(4)
             size = os.fstat(f.fileno()).st_size
     except OSError as exc:
-        raise EngineUnavailable(f"cannot read the model file {path}: {exc.strerror or exc}",
-                                "give the path of a .gguf file: --model embedded:FILE.gguf") from None
+        raise EngineUnavailable(
+            f"cannot read the model file {path}: {exc.strerror or exc}",
+            "give the path of a .gguf file: --model embedded:FILE.gguf",
+        ) from None
     if head != GGUF_MAGIC:
         shown = head.decode("ascii", "backslashreplace") if head else "nothing: it is empty"
-        raise EngineUnavailable(f"{path.name} is not a GGUF model file (it starts with {shown})",
-                                "give the path of a .gguf file: --model embedded:FILE.gguf")
+        raise EngineUnavailable(
+            f"{path.name} is not a GGUF model file (it starts with {shown})",
+            "give the path of a .gguf file: --model embedded:FILE.gguf",
+        )
     free = available_memory()
     if free is not None and size > free:
         raise EngineUnavailable(
-            f"{path.name} is too big for the memory left: the file alone is {size / MB:,.0f} MB "
-            f"and {free / MB:,.0f} MB are free",
+            f"{path.name} is too big for the memory left: the file alone is {size / MB:,.0f} MB and {free / MB:,.0f} MB are free",
             "pick a smaller (more quantized) model, or free some memory",
         )
 
@@ -255,7 +258,12 @@ class EmbeddedEngine:
     """One llama.cpp server in this process, on 127.0.0.1 and a port of its choosing."""
 
     def __init__(
-        self, server: Any, model_path: Path, slot_dir: Path | None, n_ctx: int, seconds: float,
+        self,
+        server: Any,
+        model_path: Path,
+        slot_dir: Path | None,
+        n_ctx: int,
+        seconds: float,
         slots_refused: str | None = None,
     ) -> None:
         self._server = server
@@ -306,7 +314,8 @@ class EmbeddedEngine:
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             free = available_memory()
             memory = f", and that there is memory for it and its {n_ctx:,}-token window" + (
-                f" ({free / MB:,.0f} MB free)" if free is not None else "")
+                f" ({free / MB:,.0f} MB free)" if free is not None else ""
+            )
             raise EngineUnavailable(
                 f"the embedded engine could not start on {model_path.name}: {first_line}",
                 f"check that the file is a GGUF model llama.cpp can load{memory}",
@@ -457,9 +466,7 @@ class EmbeddedModel(OpenAIModel):
             await asyncio.wait([starting], timeout=ENGINE_STOP_SECONDS)
         engine = self._engine_started()
         if engine is not None and not await _stop_within(engine.stop, ENGINE_STOP_SECONDS):
-            raise EngineStuck(
-                f"the embedded engine did not stop within {ENGINE_STOP_SECONDS:g} s; it ends with this process"
-            )
+            raise EngineStuck(f"the embedded engine did not stop within {ENGINE_STOP_SECONDS:g} s; it ends with this process")
 
     def _engine_started(self) -> EmbeddedEngine | None:
         """The engine, if one was started (even by a start whose caller went away); forgets it."""

@@ -159,4 +159,3 @@ class Cancelled(ModelError):
 
 class ContextOverflow(ModelError):
     """The request would not fit the model's window, even after the ladder: it is not sent."""
-

@@ -39,10 +39,7 @@ from .wire import OllamaTags, parse_json_line
 
 #: how long the start waits for Ollama before it runs on something else
 PROBE_TIMEOUT = 0.5
-CONNECT_HOW = (
-    "start Ollama (`ollama serve`) and pass --model ollama:NAME, "
-    "or --model openai:URL for llama.cpp, vLLM or LM Studio"
-)
+CONNECT_HOW = "start Ollama (`ollama serve`) and pass --model ollama:NAME, or --model openai:URL for llama.cpp, vLLM or LM Studio"
 
 
 class CannotOpenModel(RuntimeError):

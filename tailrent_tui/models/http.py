@@ -125,9 +125,7 @@ class HttpBackend:
         self.read_timeout = read_timeout
         self.retry_without_tools = retry_without_tools
         self.tools_dropped = False
-        timeout = httpx.Timeout(
-            connect=connect_timeout, read=read_timeout, write=connect_timeout, pool=connect_timeout
-        )
+        timeout = httpx.Timeout(connect=connect_timeout, read=read_timeout, write=connect_timeout, pool=connect_timeout)
         self._client = httpx.AsyncClient(timeout=timeout, headers=dict(headers or {}))
 
     async def aclose(self) -> None:
@@ -200,9 +198,7 @@ class HttpBackend:
             return json.loads(response.content)
         except (ValueError, RecursionError):
             # not JSON, not UTF-8, or nested deeper than anyone means
-            raise ServerError(
-                response.status_code, f"{path} answered with something that is not JSON"
-            ) from None
+            raise ServerError(response.status_code, f"{path} answered with something that is not JSON") from None
 
     @asynccontextmanager
     async def open_stream(self, path: str, body: Any) -> AsyncIterator[httpx.Response]:

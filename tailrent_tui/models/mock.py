@@ -62,8 +62,15 @@ from .errors import (
 )
 
 Fault = Literal[
-    "refused", "not_found", "tools_unsupported", "server_error", "busy",
-    "stream_error", "stream_cut", "malformed", "timeout",
+    "refused",
+    "not_found",
+    "tools_unsupported",
+    "server_error",
+    "busy",
+    "stream_error",
+    "stream_cut",
+    "malformed",
+    "timeout",
 ]
 FAULTS: tuple[Fault, ...] = get_args(Fault)
 
@@ -257,9 +264,7 @@ class MockModel:
         cached = sum(chars4(s) for s in segments[:shared])
         if self.cache_reuse is not None:
             # llama.cpp's KV shifting, a segment for a message: the rent model's rule is the engine's here
-            cached = reused_prefix(
-                [(c, chars4(c)) for c in self._cache], [(c, chars4(c)) for c in segments], self.cache_reuse
-            )
+            cached = reused_prefix([(c, chars4(c)) for c in self._cache], [(c, chars4(c)) for c in segments], self.cache_reuse)
 
         first_ms: float | None = None
         max_tokens = (options or {}).get("max_tokens")

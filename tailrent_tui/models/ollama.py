@@ -150,10 +150,7 @@ def ollama_messages(messages: Sequence[WireMessage]) -> list[dict[str, Any]]:
     for m in messages:
         item: dict[str, Any] = {"role": m["role"], "content": m.get("content", "")}
         if m.get("tool_calls"):
-            item["tool_calls"] = [
-                {"function": {"name": c["name"], "arguments": c.get("arguments", {})}}
-                for c in m["tool_calls"]
-            ]
+            item["tool_calls"] = [{"function": {"name": c["name"], "arguments": c.get("arguments", {})}} for c in m["tool_calls"]]
         if m["role"] == "tool":
             if m.get("tool_name"):
                 item["tool_name"] = m["tool_name"]
@@ -422,9 +419,7 @@ class OllamaModel(HttpBackend):
             "the server may have crashed or restarted; the partial reply is kept; retry",
         )
 
-    def _deltas(
-        self, message: OllamaMessage, text: SurrogateJoiner, thinking: SurrogateJoiner, *, final: bool
-    ) -> list[Chunk]:
+    def _deltas(self, message: OllamaMessage, text: SurrogateJoiner, thinking: SurrogateJoiner, *, final: bool) -> list[Chunk]:
         out: list[Chunk] = []
         reasoning = thinking.feed(message.thinking or "") + (thinking.flush() if final else "")
         if reasoning:

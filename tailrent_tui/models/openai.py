@@ -175,8 +175,11 @@ def alternated(messages: Sequence[WireMessage]) -> list[WireMessage]:
     for m in messages:
         last = out[-1] if out else None
         if (
-            last is not None and m["role"] == last["role"] and m["role"] in ("user", "assistant")
-            and not m.get("tool_calls") and not last.get("tool_calls")
+            last is not None
+            and m["role"] == last["role"]
+            and m["role"] in ("user", "assistant")
+            and not m.get("tool_calls")
+            and not last.get("tool_calls")
         ):
             out[-1] = {**last, "content": f"{last.get('content', '')}\n\n{m.get('content', '')}"}
         else:
@@ -273,10 +276,7 @@ class OpenAIModel(HttpBackend):
         return self.name
 
     async def list_models(self) -> list[ModelInfo]:
-        return [
-            ModelInfo(name=e.get("id", ""), context_length=_window_of(e), raw=e)
-            for e in await self._model_entries()
-        ]
+        return [ModelInfo(name=e.get("id", ""), context_length=_window_of(e), raw=e) for e in await self._model_entries()]
 
     async def context_window(self) -> int | None:
         """llama.cpp's ``/props`` (one slot's window), else what ``/v1/models`` says for the model."""

@@ -191,7 +191,8 @@ class ModelSummarizer:
             after = context.messages[max(context.positions) + 1 :] + context.later
             if replied_instead(text, messages, after):
                 return Summary(
-                    text=text, by=self.name,
+                    text=text,
+                    by=self.name,
                     error="it answered the conversation instead of summarizing the span (its words are not the span's)",
                 )
         asked = aligned_instruction(context, budget) if aligned and context is not None and asks_apart(context) else None

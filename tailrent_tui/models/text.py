@@ -67,4 +67,3 @@ class SurrogateJoiner:
         """At the end of the stream: a high surrogate still waiting becomes U+FFFD."""
         held, self._held = self._held, ""
         return clean_text(held)
-

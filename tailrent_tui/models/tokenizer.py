@@ -79,9 +79,7 @@ class ServerTokenizer:
 
     name = "server"
 
-    def __init__(
-        self, root: str, *, headers: Mapping[str, str] | None = None, timeout: httpx.Timeout | float = TIMEOUT
-    ) -> None:
+    def __init__(self, root: str, *, headers: Mapping[str, str] | None = None, timeout: httpx.Timeout | float = TIMEOUT) -> None:
         self.root = root.rstrip("/")
         self._client = httpx.Client(timeout=timeout, headers=dict(headers or {}))
         self._cache: dict[str, int] = {}

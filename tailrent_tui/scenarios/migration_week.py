@@ -46,82 +46,140 @@ START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 # (day, topic, question, text, role, expected facts). The expected strings are
 # verbatim in the text; the probe asks about the topic.
 DECISIONS: list[tuple[int, str, str, str, list[str]]] = [
-    (0, "refresh tokens",
-     "user",
-     "DECISION: refresh tokens live in Redis with a 15 minute TTL and rotate on every use, "
-     "because the mobile client can't persist tokens between app restarts.",
-     ["Redis", "15 minute", "rotate", "mobile"]),
-    (0, "the orders database",
-     "user",
-     "We decided to run Postgres 16 for the orders service, because logical replication lets us "
-     "cut over with under 30 seconds of write downtime.",
-     ["Postgres 16", "30 seconds", "logical replication"]),
-    (0, "connection pooling",
-     "assistant",
-     "Given the pool exhaustion we just saw, let's go with pgbouncer in transaction mode, pool size 40 "
-     "per service, since the payments worker opens a connection per job.",
-     ["pgbouncer", "transaction mode", "40"]),
-    (1, "the billing API version",
-     "user",
-     "Agreed: the billing API keeps the /v2/invoices path until 2027-03-31 because three partners "
-     "(Globex, Initech, Umbrella) still call it.",
-     ["/v2/invoices", "2027-03-31", "Globex"]),
-    (1, "the inventory event queue",
-     "assistant",
-     "ADR-007: Message queue for inventory events\nStatus: accepted\nContext: inventory emits "
-     "~1,200 events/s at peak.\nDecision: RabbitMQ quorum queues with a 24 h message TTL, because "
-     "running Kafka needs an ops rotation we do not have.",
-     ["RabbitMQ", "quorum", "24 h", "Kafka"]),
-    (1, "gateway retries",
-     "user",
-     "decision: gateway retries are capped at 3 attempts with 250 ms base backoff, due to the "
-     "double-charge incident INC-4471.",
-     ["3 attempts", "250 ms", "INC-4471"]),
-    (2, "the sessions table",
-     "user",
-     "We will shard the sessions table by tenant_id into 8 partitions because the Northwind tenant "
-     "alone writes 2,000 rows per second.",
-     ["tenant_id", "8 partitions", "Northwind"]),
-    (2, "log retention",
-     "user",
-     "OK, final answer on log retention: 14 days hot in Loki, 90 days cold in S3 Glacier; SOC 2 "
-     "needs the 90.",
-     ["14 days", "Loki", "90 days", "SOC 2"]),
-    (2, "worker pod sizing",
-     "user",
-     "Going forward the worker pods get 512 MB of memory and at most 6 replicas; the node pool "
-     "can't fit more until the January upgrade.",
-     ["512 MB", "6 replicas"]),
-    (3, "feature flags",
-     "user",
-     "Settled: feature flags go through Unleash, not LaunchDarkly, since the licence would cost "
-     "$18,000 a year.",
-     ["Unleash", "$18,000"]),
-    (3, "the Python version",
-     "assistant",
-     "Per your call this morning, we're standardising on Python 3.12 for every service image; "
-     "3.9 goes end of life in October and the base image drops it.",
-     ["Python 3.12", "October"]),
-    (3, "the cutover window",
-     "user",
-     "The cutover window is Saturday 02:00-04:00 UTC, chosen because traffic is at 6% of peak then.",
-     ["02:00-04:00 UTC", "6% of peak"]),
-    (4, "inventory to orders calls",
-     "user",
-     "Let's go with gRPC between inventory and orders, deadline 800 ms, because JSON over HTTP was "
-     "40% of CPU in the profile.",
-     ["gRPC", "800 ms", "40% of CPU"]),
-    (4, "the legacy cron host",
-     "user",
-     "We decided the old cron host cron-legacy-01 is switched off on Friday once the last job "
-     "moves to Argo Workflows.",
-     ["cron-legacy-01", "Argo Workflows"]),
+    (
+        0,
+        "refresh tokens",
+        "user",
+        "DECISION: refresh tokens live in Redis with a 15 minute TTL and rotate on every use, "
+        "because the mobile client can't persist tokens between app restarts.",
+        ["Redis", "15 minute", "rotate", "mobile"],
+    ),
+    (
+        0,
+        "the orders database",
+        "user",
+        "We decided to run Postgres 16 for the orders service, because logical replication lets us "
+        "cut over with under 30 seconds of write downtime.",
+        ["Postgres 16", "30 seconds", "logical replication"],
+    ),
+    (
+        0,
+        "connection pooling",
+        "assistant",
+        "Given the pool exhaustion we just saw, let's go with pgbouncer in transaction mode, pool size 40 "
+        "per service, since the payments worker opens a connection per job.",
+        ["pgbouncer", "transaction mode", "40"],
+    ),
+    (
+        1,
+        "the billing API version",
+        "user",
+        "Agreed: the billing API keeps the /v2/invoices path until 2027-03-31 because three partners "
+        "(Globex, Initech, Umbrella) still call it.",
+        ["/v2/invoices", "2027-03-31", "Globex"],
+    ),
+    (
+        1,
+        "the inventory event queue",
+        "assistant",
+        "ADR-007: Message queue for inventory events\nStatus: accepted\nContext: inventory emits "
+        "~1,200 events/s at peak.\nDecision: RabbitMQ quorum queues with a 24 h message TTL, because "
+        "running Kafka needs an ops rotation we do not have.",
+        ["RabbitMQ", "quorum", "24 h", "Kafka"],
+    ),
+    (
+        1,
+        "gateway retries",
+        "user",
+        "decision: gateway retries are capped at 3 attempts with 250 ms base backoff, due to the "
+        "double-charge incident INC-4471.",
+        ["3 attempts", "250 ms", "INC-4471"],
+    ),
+    (
+        2,
+        "the sessions table",
+        "user",
+        "We will shard the sessions table by tenant_id into 8 partitions because the Northwind tenant "
+        "alone writes 2,000 rows per second.",
+        ["tenant_id", "8 partitions", "Northwind"],
+    ),
+    (
+        2,
+        "log retention",
+        "user",
+        "OK, final answer on log retention: 14 days hot in Loki, 90 days cold in S3 Glacier; SOC 2 needs the 90.",
+        ["14 days", "Loki", "90 days", "SOC 2"],
+    ),
+    (
+        2,
+        "worker pod sizing",
+        "user",
+        "Going forward the worker pods get 512 MB of memory and at most 6 replicas; the node pool "
+        "can't fit more until the January upgrade.",
+        ["512 MB", "6 replicas"],
+    ),
+    (
+        3,
+        "feature flags",
+        "user",
+        "Settled: feature flags go through Unleash, not LaunchDarkly, since the licence would cost $18,000 a year.",
+        ["Unleash", "$18,000"],
+    ),
+    (
+        3,
+        "the Python version",
+        "assistant",
+        "Per your call this morning, we're standardising on Python 3.12 for every service image; "
+        "3.9 goes end of life in October and the base image drops it.",
+        ["Python 3.12", "October"],
+    ),
+    (
+        3,
+        "the cutover window",
+        "user",
+        "The cutover window is Saturday 02:00-04:00 UTC, chosen because traffic is at 6% of peak then.",
+        ["02:00-04:00 UTC", "6% of peak"],
+    ),
+    (
+        4,
+        "inventory to orders calls",
+        "user",
+        "Let's go with gRPC between inventory and orders, deadline 800 ms, because JSON over HTTP was 40% of CPU in the profile.",
+        ["gRPC", "800 ms", "40% of CPU"],
+    ),
+    (
+        4,
+        "the legacy cron host",
+        "user",
+        "We decided the old cron host cron-legacy-01 is switched off on Friday once the last job moves to Argo Workflows.",
+        ["cron-legacy-01", "Argo Workflows"],
+    ),
 ]
 
 SERVICES = ("orders", "billing", "auth", "inventory", "gateway")
 MODULES = ("api", "db", "models", "handlers", "tasks", "client", "config", "schemas", "retry", "metrics")
-WORDS = ("invoice", "token", "order", "tenant", "session", "refund", "ledger", "cart", "stock", "event",
-         "payment", "webhook", "quota", "batch", "cursor", "report", "audit", "queue", "lease", "shard")
+WORDS = (
+    "invoice",
+    "token",
+    "order",
+    "tenant",
+    "session",
+    "refund",
+    "ledger",
+    "cart",
+    "stock",
+    "event",
+    "payment",
+    "webhook",
+    "quota",
+    "batch",
+    "cursor",
+    "report",
+    "audit",
+    "queue",
+    "lease",
+    "shard",
+)
 
 ACKS = (
     "Noted. I'll keep that in mind for the next changes.",
@@ -169,14 +227,19 @@ def _path(rng: random.Random) -> str:
 
 
 def _fill(rng: random.Random, template: str) -> str:
-    return template.format(
-        svc=rng.choice(SERVICES), path=_path(rng), word=rng.choice(WORDS), n=rng.randint(2, 40)
-    )
+    return template.format(svc=rng.choice(SERVICES), path=_path(rng), word=rng.choice(WORDS), n=rng.randint(2, 40))
 
 
 def _read_file(rng: random.Random, path: str) -> str:
-    lines = ["from __future__ import annotations", "", "import logging", f"from app import {rng.choice(MODULES)}", "",
-             "log = logging.getLogger(__name__)", ""]
+    lines = [
+        "from __future__ import annotations",
+        "",
+        "import logging",
+        f"from app import {rng.choice(MODULES)}",
+        "",
+        "log = logging.getLogger(__name__)",
+        "",
+    ]
     for _ in range(rng.randint(2, 24)):
         w = rng.choice(WORDS)
         fn = f"{rng.choice(('get', 'list', 'create', 'update', 'sync', 'expire'))}_{w}"
@@ -195,26 +258,36 @@ def _read_file(rng: random.Random, path: str) -> str:
 
 def _pytest_log(rng: random.Random, svc: str) -> str:
     n = rng.randint(8, 160)
-    out = ["============================= test session starts ==============================",
-           "platform linux -- Python 3.12.7, pytest-8.3.3, pluggy-1.5.0",
-           f"rootdir: /src/services/{svc}", f"collected {n} items", ""]
+    out = [
+        "============================= test session starts ==============================",
+        "platform linux -- Python 3.12.7, pytest-8.3.3, pluggy-1.5.0",
+        f"rootdir: /src/services/{svc}",
+        f"collected {n} items",
+        "",
+    ]
     failed = rng.random() < 0.3
     for i in range(n):
         w = rng.choice(WORDS)
-        out.append(f"tests/test_{w}.py::test_{w}_{rng.choice(('create', 'expire', 'list', 'retry'))}_{i} PASSED"
-                   f" [{int(100 * (i + 1) / n):3d}%]")
+        out.append(
+            f"tests/test_{w}.py::test_{w}_{rng.choice(('create', 'expire', 'list', 'retry'))}_{i} PASSED"
+            f" [{int(100 * (i + 1) / n):3d}%]"
+        )
     if failed:
         w = rng.choice(WORDS)
-        out += ["", "=================================== FAILURES ===================================",
-                f"___________________________ test_{w}_roundtrip ___________________________", "",
-                f"    def test_{w}_roundtrip(client):",
-                f"        resp = client.post('/{w}s', json={{'amount': {rng.randint(1, 999)}}})",
-                ">       assert resp.status_code == 201",
-                "E       assert 500 == 201",
-                f"tests/test_{w}.py:{rng.randint(10, 300)}: AssertionError",
-                "=========================== short test summary info ============================",
-                f"FAILED tests/test_{w}.py::test_{w}_roundtrip - assert 500 == 201",
-                f"========================= 1 failed, {n} passed in {rng.uniform(1, 90):.2f}s ========================="]
+        out += [
+            "",
+            "=================================== FAILURES ===================================",
+            f"___________________________ test_{w}_roundtrip ___________________________",
+            "",
+            f"    def test_{w}_roundtrip(client):",
+            f"        resp = client.post('/{w}s', json={{'amount': {rng.randint(1, 999)}}})",
+            ">       assert resp.status_code == 201",
+            "E       assert 500 == 201",
+            f"tests/test_{w}.py:{rng.randint(10, 300)}: AssertionError",
+            "=========================== short test summary info ============================",
+            f"FAILED tests/test_{w}.py::test_{w}_roundtrip - assert 500 == 201",
+            f"========================= 1 failed, {n} passed in {rng.uniform(1, 90):.2f}s =========================",
+        ]
     else:
         out.append(f"============================== {n} passed in {rng.uniform(1, 90):.2f}s ==============================")
     return "\n".join(out)
@@ -235,9 +308,14 @@ def _diff(rng: random.Random, path: str) -> str:
         start = rng.randint(1, 400)
         out.append(f"@@ -{start},7 +{start},8 @@")
         w = rng.choice(WORDS)
-        out += [f" def sync_{w}(session, {w}_id):", f"-    from monolith.helpers import load_{w}",
-                f"+    from app.db import load_{w}", f"     {w} = load_{w}(session, {w}_id)",
-                f"+    log.debug('synced {w} %s', {w}_id)", f"     return {w}"]
+        out += [
+            f" def sync_{w}(session, {w}_id):",
+            f"-    from monolith.helpers import load_{w}",
+            f"+    from app.db import load_{w}",
+            f"     {w} = load_{w}(session, {w}_id)",
+            f"+    log.debug('synced {w} %s', {w}_id)",
+            f"     return {w}",
+        ]
     return "\n".join(out)
 
 

@@ -116,7 +116,7 @@ def parse_at(value: Any) -> float:
     example = "(e.g. 2026-11-02T09:00:00Z)"
     if not isinstance(value, str):
         raise PydanticCustomError(
-            "trace_at", f"\"at\" must be an ISO 8601 time with an offset {example}, got {type(value).__name__} {value!r:.60}"
+            "trace_at", f'"at" must be an ISO 8601 time with an offset {example}, got {type(value).__name__} {value!r:.60}'
         )
     text = value.strip()
     # RFC 3339 allows a lower-case t and z
@@ -126,9 +126,9 @@ def parse_at(value: Any) -> float:
     try:
         stamp = datetime.fromisoformat(text)
     except ValueError:
-        raise PydanticCustomError("trace_at", f"\"at\" is not an ISO 8601 time: {value!r:.60} {example}") from None
+        raise PydanticCustomError("trace_at", f'"at" is not an ISO 8601 time: {value!r:.60} {example}') from None
     if stamp.utcoffset() is None:
-        raise PydanticCustomError("trace_at", f"\"at\" has no offset: {value!r:.60}; add Z or +HH:MM {example}")
+        raise PydanticCustomError("trace_at", f'"at" has no offset: {value!r:.60}; add Z or +HH:MM {example}')
     return stamp.timestamp()
 
 
@@ -179,9 +179,7 @@ class ProbeLine(BaseModel):
     model_config = _LINE_CONFIG
 
     probe: str = Field(description="a string")
-    expect: list[Annotated[str, Field(min_length=1)]] = Field(
-        default_factory=list, description="a list of non-empty strings"
-    )
+    expect: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list, description="a list of non-empty strings")
     stale: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=list,
         description="words of a superseded value that must no longer be shown as current (in a pin, the ledger or a summary)",
@@ -237,7 +235,7 @@ def _one_line(exc: ValidationError, obj: Any, n: int) -> TraceError:
     if error["type"] == "trace_line_kind":
         if not isinstance(obj, dict):
             return TraceError(f"line {n}: expected a JSON object, got {type(obj).__name__}")
-        return TraceError(f"line {n}: expected a message (\"role\"), an \"idle\" or a \"probe\"; got keys {sorted(obj)}")
+        return TraceError(f'line {n}: expected a message ("role"), an "idle" or a "probe"; got keys {sorted(obj)}')
     if error["type"] == "trace_at":
         return TraceError(f"line {n}: {error['msg']}")
     tag, key = error["loc"][0], error["loc"][1]
@@ -289,15 +287,21 @@ def load_trace(
         match line:
             case HeaderLine():
                 if not first:
-                    raise TraceError(f"line {n}: a header line (with \"trace\") may only come first")
+                    raise TraceError(f'line {n}: a header line (with "trace") may only come first')
                 trace.name, trace.window, trace.system = name or line.trace, line.window, line.system
                 continue
             case MessageLine():
                 clock = line.at if line.at is not None else clock + STEP_SECONDS
                 tool = (line.tool or "tool") if line.role == "tool" else line.tool
                 step = TraceStep(
-                    kind="message", line=n, at=clock, role=line.role, content=line.content,
-                    tool=tool, pin=line.pin, decision=line.decision,
+                    kind="message",
+                    line=n,
+                    at=clock,
+                    role=line.role,
+                    content=line.content,
+                    tool=tool,
+                    pin=line.pin,
+                    decision=line.decision,
                 )
             case IdleLine():
                 clock += line.idle
@@ -339,7 +343,5 @@ def get_trace(name_or_path: str, counter: TokenCounter | None = None) -> Trace:
         return trace
     path = Path(name_or_path)
     if not path.exists():
-        raise TraceError(
-            f"no trace {name_or_path!r}: not a built-in ({', '.join(BUILTIN_TRACES)}) and no such file"
-        )
+        raise TraceError(f"no trace {name_or_path!r}: not a built-in ({', '.join(BUILTIN_TRACES)}) and no such file")
     return load_trace(path, counter=counter)

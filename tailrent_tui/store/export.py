@@ -152,9 +152,7 @@ def transcript_entries(events: list[Event]) -> list[dict[str, Any]]:
                 }
             )
         elif isinstance(ev, FoldRetired):
-            out.append(
-                {"entry": "fold_retired", "at": ev.at, "fold_no": ev.fold_no, "pointer": ev.pointer, "merged": ev.merged}
-            )
+            out.append({"entry": "fold_retired", "at": ev.at, "fold_no": ev.fold_no, "pointer": ev.pointer, "merged": ev.merged})
         elif isinstance(ev, FoldSkipped):
             out.append({"entry": "fold_skipped", "at": ev.at, "reason": ev.reason})
         elif isinstance(ev, Unfolded):

@@ -253,9 +253,7 @@ def _read(path: Path, save_torn: bool, on_event: Callable[[int, Event], Any]) ->
         raise JournalCorrupt(path, 1, "the journal is empty (no header)")
     if suspect is not None:
         raise JournalCorrupt(path, *suspect)
-    return LoadResult(
-        events=[], header=header, torn=torn, torn_bytes_path=torn_path, warnings=warnings, healed_lines=healed
-    )
+    return LoadResult(events=[], header=header, torn=torn, torn_bytes_path=torn_path, warnings=warnings, healed_lines=healed)
 
 
 def replay_journal(path: Path, session: Session, *, save_torn: bool = True) -> LoadResult:
@@ -480,9 +478,7 @@ class JournalWriter(_JournalState):
     pending (`pending`, `last_error`); the next `append` or `retry()` writes it.
     """
 
-    def __init__(
-        self, path: Path, *, session_id: str | None = None, created: float | None = None, fsync: bool = True
-    ) -> None:
+    def __init__(self, path: Path, *, session_id: str | None = None, created: float | None = None, fsync: bool = True) -> None:
         super().__init__(path, session_id=session_id, created=created, fsync=fsync)
 
     def append(self, event: Event) -> bool:

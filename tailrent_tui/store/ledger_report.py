@@ -153,8 +153,7 @@ def ledger_lines(session: Session) -> list[str]:
     proposals = sum(1 for r in rows if r.statement.status == "proposal")
     led, pins, budget = ledger_tokens(session)
     out = [
-        f"ledger: {len(rows)} statements ({current} current, {proposals} proposed, "
-        f"{len(rows) - current - proposals} superseded)",
+        f"ledger: {len(rows)} statements ({current} current, {proposals} proposed, {len(rows) - current - proposals} superseded)",
         f"pins hold {led + pins:,} of the {budget:,}-token pin budget",
     ]
     for kind, group in by_kind(rows):

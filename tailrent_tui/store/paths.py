@@ -82,9 +82,7 @@ def new_session_id(now: float | None = None) -> str:
 def check_name(name: str, what: str) -> str:
     """A name that is safe as one path component (ids, keys); a clear error otherwise."""
     if not isinstance(name, str) or not _SAFE_NAME.match(name) or ".." in name:
-        raise ValueError(
-            f"invalid {what} {name!r}: use 1-128 letters, digits, '_', '-' or '.', starting with a letter or digit"
-        )
+        raise ValueError(f"invalid {what} {name!r}: use 1-128 letters, digits, '_', '-' or '.', starting with a letter or digit")
     return name
 
 

@@ -69,9 +69,7 @@ def write_rescue_file(directory: Path, name: str, data: bytes) -> Path:
     """Create `directory/name` (0600, O_EXCL|O_NOFOLLOW) holding `data`, fsynced; an OSError if not."""
     dir_fd = _open_private_dir(directory)
     try:
-        fd = os.open(
-            name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE, dir_fd=dir_fd
-        )
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE, dir_fd=dir_fd)
         try:
             view = memoryview(data)
             while view:
@@ -88,9 +86,7 @@ def write_rescue_file(directory: Path, name: str, data: bytes) -> Path:
     return directory / name
 
 
-def rescue_unsaved(
-    session_id: str, lines: list[bytes], data_dir: Path | None, *, fallback: Path | None = None
-) -> RescueOutcome:
+def rescue_unsaved(session_id: str, lines: list[bytes], data_dir: Path | None, *, fallback: Path | None = None) -> RescueOutcome:
     """Write `lines` to a new rescue file: in the data dir, else in the user's state dir."""
     name = f"unsaved-{session_id}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.jsonl"
     data = b"".join(lines)

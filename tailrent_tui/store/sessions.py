@@ -474,9 +474,7 @@ def session_dirs(data_dir: Path) -> list[SessionDir]:
     if not root.is_dir():
         return []
     # a session whose meta.json is lost is still listed from its journal
-    return [
-        SessionDir(p) for p in sorted(root.iterdir()) if (p / "meta.json").is_file() or (p / JOURNAL_NAME).is_file()
-    ]
+    return [SessionDir(p) for p in sorted(root.iterdir()) if (p / "meta.json").is_file() or (p / JOURNAL_NAME).is_file()]
 
 
 def find_session(data_dir: Path, ref: str) -> SessionDir:

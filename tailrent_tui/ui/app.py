@@ -120,7 +120,7 @@ class TailrentApp(App[None]):
 
     @property
     def mode(self) -> str:
-        """"input" or "navigation" (see SessionScreen.mode)."""
+        """ "input" or "navigation" (see SessionScreen.mode)."""
         return self.session_screen.mode
 
     # the ladder actions the snapshot tests call directly

@@ -65,10 +65,12 @@ class DemoApp(TailrentApp):
     """
 
     BINDINGS = [
-        Binding("space", "toggle_pause", "Pause", id="demo.pause", tooltip="Pause or resume the demo (input empty)",
-                priority=True),
-        Binding("plus,equals_sign", "speed(2.0)", "Faster", id="demo.faster", tooltip="Double the pace (input empty)",
-                priority=True),
+        Binding(
+            "space", "toggle_pause", "Pause", id="demo.pause", tooltip="Pause or resume the demo (input empty)", priority=True
+        ),
+        Binding(
+            "plus,equals_sign", "speed(2.0)", "Faster", id="demo.faster", tooltip="Double the pace (input empty)", priority=True
+        ),
         Binding("minus", "speed(0.5)", "Slower", id="demo.slower", tooltip="Halve the pace (input empty)", priority=True),
     ]
 
@@ -151,9 +153,7 @@ class DemoApp(TailrentApp):
 
 
 @asynccontextmanager
-async def open_demo(
-    *, pinned: bool, speed: float, clock: Any = None, workspace: Path | None = None
-) -> AsyncIterator[DemoApp]:
+async def open_demo(*, pinned: bool, speed: float, clock: Any = None, workspace: Path | None = None) -> AsyncIterator[DemoApp]:
     """The demo app around a real Agent (mock model, memory stores), opened and closed by `open_agent`."""
     from tailrent_tui.agent.lifecycle import InMemory, open_agent
     from tailrent_tui.settings import FoldSettings, Settings, ToolSettings

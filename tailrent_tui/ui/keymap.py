@@ -47,8 +47,8 @@ def keymap_warnings(keymap: Mapping[str, str], bindings: Iterable[Binding] | Non
             continue
         for key in _keys(spec):
             if key in RESERVED:
-                out.append(f"keymap: {bid} = \"{spec}\" takes {key} from {RESERVED[key]}")
+                out.append(f'keymap: {bid} = "{spec}" takes {key} from {RESERVED[key]}')
             for other in holders.get(key, []):
                 if other != bid:
-                    out.append(f"keymap: {bid} = \"{spec}\" takes {key} from {other} ({ids[other].description or other})")
+                    out.append(f'keymap: {bid} = "{spec}" takes {key} from {other} ({ids[other].description or other})')
     return out

@@ -57,29 +57,37 @@ class SessionAgent(Protocol):
     @property
     def journal(self) -> Writer | None:
         """The journal writer (sync or async), None for a session kept in memory."""
+
     @property
     def rent(self) -> RentModel | None:
         """The rent model (None in the demo)."""
+
     @property
     def keep_warm(self) -> KeepWarm | None: ...
     @property
     def slots(self) -> SlotKeeper | None:
         """The KV slot keeper (llama.cpp), None when there is none."""
+
     @property
     def placement(self) -> PlacementKeeper | None:
         """Where folds put their summary, and why (agent/placement.py), None when nothing detects it."""
+
     @property
     def notice(self) -> str | None:
         """Said in the notice bar at start (the mock model, a server that did not answer)."""
+
     @property
     def startup_notes(self) -> list[Note]:
         """Notes written while the session was built, before the app listened to it."""
+
     @property
     def resume_lines(self) -> list[tuple[str, str]]:
         """The resume's price and the slot restored, as (text, level)."""
+
     @property
     def sub_tokens(self) -> int:
         """Tokens spent by delegated sub-sessions."""
+
     @property
     def preload_seconds(self) -> float | None: ...
     @property
@@ -116,4 +124,3 @@ class SessionAgent(Protocol):
     def recall(self, question: str, expect: list[str]) -> tuple[ProbeReport, list[str]]: ...
     async def switch_model(self, spec: str) -> str: ...
     def export(self, fmt: str = "md", path: Path | None = None) -> Path: ...
-

@@ -41,6 +41,7 @@ CUSTOM_VARIABLES: dict[str, str] = {
     "tail-free": "panel",
 }
 
+
 class ThemeFileError(ValueError):
     """A theme file that cannot be used; the message names the file and the key."""
 

@@ -14,6 +14,7 @@ for heldout, ``d001`` ... for dev.
 
     python tests/ledger_corpus/build.py          # writes heldout.jsonl, dev.jsonl
 """
+
 import json
 import pathlib
 import sys
@@ -49,13 +50,11 @@ def parse(path, prefix):
         for s in r["st"]:
             parts = [p.strip() for p in s.split(" || ")]
             quote = parts[1].replace("\u23ce", "\n").replace("\u21e5", "\t")
-            st = {"kind": parts[0], "quote": quote,
-                  "must_keep": [k.strip() for k in parts[2].split(" ;; ")]}
+            st = {"kind": parts[0], "quote": quote, "must_keep": [k.strip() for k in parts[2].split(" ;; ")]}
             if len(parts) > 3 and parts[3] == "P":
                 st["proposal"] = True
             sts.append(st)
-        out.append({"id": rid, "role": role, "text": text, "statements": sts,
-                    "supersedes": sup})
+        out.append({"id": rid, "role": role, "text": text, "statements": sts, "supersedes": sup})
     return out
 
 

@@ -1,4 +1,5 @@
 """Check the ledger corpus files (data only, no detector): python tests/ledger_corpus/check.py"""
+
 import collections
 import json
 import pathlib

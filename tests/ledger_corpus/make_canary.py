@@ -36,12 +36,58 @@ SEED = 22
 
 # -- values: random, unguessable, and never produced by the filler ------------------------------
 
-TREES = ["alder", "birch", "cedar", "larch", "rowan", "hazel", "aspen", "elder", "holly", "maple",
-         "yew", "juniper", "linden", "poplar", "sorrel", "tamarack", "wicken", "quince"]
-SURNAMES = ["Oliveira", "Nakashima", "Okonkwo", "Lindqvist", "Barzani", "Moreau", "Kowalczyk",
-            "Haddad", "Ferreira", "Takeda", "Abernethy", "Szabo", "Iversen", "Castellanos"]
-FIRST = ["Ana", "Ilse", "Tomasz", "Priya", "Kemal", "Mei", "Dara", "Oskar", "Beatriz", "Jun",
-         "Noor", "Rafael", "Sunniva", "Yusuf"]
+TREES = [
+    "alder",
+    "birch",
+    "cedar",
+    "larch",
+    "rowan",
+    "hazel",
+    "aspen",
+    "elder",
+    "holly",
+    "maple",
+    "yew",
+    "juniper",
+    "linden",
+    "poplar",
+    "sorrel",
+    "tamarack",
+    "wicken",
+    "quince",
+]
+SURNAMES = [
+    "Oliveira",
+    "Nakashima",
+    "Okonkwo",
+    "Lindqvist",
+    "Barzani",
+    "Moreau",
+    "Kowalczyk",
+    "Haddad",
+    "Ferreira",
+    "Takeda",
+    "Abernethy",
+    "Szabo",
+    "Iversen",
+    "Castellanos",
+]
+FIRST = [
+    "Ana",
+    "Ilse",
+    "Tomasz",
+    "Priya",
+    "Kemal",
+    "Mei",
+    "Dara",
+    "Oskar",
+    "Beatriz",
+    "Jun",
+    "Noor",
+    "Rafael",
+    "Sunniva",
+    "Yusuf",
+]
 LETTERS = "abcdefghjkmnpqrstuvwxyz"
 
 
@@ -82,13 +128,68 @@ class Values:
 
 # -- ordinary work: asks, replies, tool outputs; no statements in it -------------------------
 
-MODULES = ["uploader", "scheduler", "parser", "ledger_io", "auth", "retry", "metrics", "storage",
-           "cli", "config", "batching", "webhooks", "export", "normalize", "dedupe", "checksum"]
-FUNCS = ["load", "flush", "split_batch", "to_record", "from_row", "apply", "emit", "open_stream",
-         "close", "validate", "merge", "resolve", "encode", "decode", "chunked", "with_backoff",
-         "read_manifest", "write_manifest", "hash_file", "parse_header", "iter_rows", "commit"]
-VARS = ["rows", "batch", "buf", "payload", "cursor", "offset", "record", "items", "chunk", "state",
-        "path", "handle", "result", "entries", "window", "headers", "manifest", "digest"]
+MODULES = [
+    "uploader",
+    "scheduler",
+    "parser",
+    "ledger_io",
+    "auth",
+    "retry",
+    "metrics",
+    "storage",
+    "cli",
+    "config",
+    "batching",
+    "webhooks",
+    "export",
+    "normalize",
+    "dedupe",
+    "checksum",
+]
+FUNCS = [
+    "load",
+    "flush",
+    "split_batch",
+    "to_record",
+    "from_row",
+    "apply",
+    "emit",
+    "open_stream",
+    "close",
+    "validate",
+    "merge",
+    "resolve",
+    "encode",
+    "decode",
+    "chunked",
+    "with_backoff",
+    "read_manifest",
+    "write_manifest",
+    "hash_file",
+    "parse_header",
+    "iter_rows",
+    "commit",
+]
+VARS = [
+    "rows",
+    "batch",
+    "buf",
+    "payload",
+    "cursor",
+    "offset",
+    "record",
+    "items",
+    "chunk",
+    "state",
+    "path",
+    "handle",
+    "result",
+    "entries",
+    "window",
+    "headers",
+    "manifest",
+    "digest",
+]
 
 # an ask, and the tool output that answers it
 ASKS = [
@@ -146,15 +247,66 @@ REPLY_CLOSE = [
     "",
 ]
 
-CHATTER = ["ok", "thx", "k", "nice", "hm", "ok cool", "lol", "ugh", "yep", "go ahead", "sure",
-           "ok running it", "back", "one sec", "coffee, brb", "makes sense", "interesting",
-           "try again", "ok do it", "hmm ok", "sounds right", "great, thanks", "👍", "fine",
-           "can you try that again", "weird", "oh", "right", "ah i see", "good"]
+CHATTER = [
+    "ok",
+    "thx",
+    "k",
+    "nice",
+    "hm",
+    "ok cool",
+    "lol",
+    "ugh",
+    "yep",
+    "go ahead",
+    "sure",
+    "ok running it",
+    "back",
+    "one sec",
+    "coffee, brb",
+    "makes sense",
+    "interesting",
+    "try again",
+    "ok do it",
+    "hmm ok",
+    "sounds right",
+    "great, thanks",
+    "👍",
+    "fine",
+    "can you try that again",
+    "weird",
+    "oh",
+    "right",
+    "ah i see",
+    "good",
+]
 
 # words that make a line look like a statement; ordinary work never uses them
-RULE_WORDS = ["never", "must", "always", "do not", "don't", "dont", "limit", "decid", "prefer",
-              "blocked", "next step", "goal", "rule", "constraint", "deadline", "pinned", "signs off",
-              "cap ", "capped", "stays", "no more than", "at most", "budget", "policy"]
+RULE_WORDS = [
+    "never",
+    "must",
+    "always",
+    "do not",
+    "don't",
+    "dont",
+    "limit",
+    "decid",
+    "prefer",
+    "blocked",
+    "next step",
+    "goal",
+    "rule",
+    "constraint",
+    "deadline",
+    "pinned",
+    "signs off",
+    "cap ",
+    "capped",
+    "stays",
+    "no more than",
+    "at most",
+    "budget",
+    "policy",
+]
 
 
 class Work:
@@ -168,8 +320,7 @@ class Work:
         func, func2 = r.sample(FUNCS, 2)
         var, var2 = r.sample(VARS, 2)
         self._names = {"mod": mod, "func": func}
-        return template.format(pkg="ingest", mod=mod, mod2=mod2, func=func, func2=func2, var=var,
-                               var2=var2, n=r.randint(2, 40))
+        return template.format(pkg="ingest", mod=mod, mod2=mod2, func=func, func2=func2, var=var, var2=var2, n=r.randint(2, 40))
 
     def ask(self, asks: list[tuple[str, str]] = ASKS) -> tuple[str, str]:
         """An ask and the kind of tool output that answers it."""
@@ -214,29 +365,44 @@ class Work:
     def _grep(self, n: int) -> str:
         r = self.rng
         func = self.last["func"]
-        lines = [f"$ grep -rn \"{func}\" src tests"]
+        lines = [f'$ grep -rn "{func}" src tests']
         for _ in range(n - 1):
             mod, var = r.choice(MODULES), r.choice(VARS)
-            code = r.choice([f"def {func}({var}):", f"    {var} = {func}({var})", f"from ingest.{mod} import {func}",
-                             f"        return {func}(self.{var})", f"    assert {func}({var}) == {var}",
-                             f"    for item in {func}({var}):"])
+            code = r.choice(
+                [
+                    f"def {func}({var}):",
+                    f"    {var} = {func}({var})",
+                    f"from ingest.{mod} import {func}",
+                    f"        return {func}(self.{var})",
+                    f"    assert {func}({var}) == {var}",
+                    f"    for item in {func}({var}):",
+                ]
+            )
             lines.append(f"{r.choice(['src/ingest', 'tests'])}/{mod}.py:{r.randint(1, 400)}:{code}")
         return "\n".join(lines)
 
     def _read(self, n: int) -> str:
         r = self.rng
         mod = self.last["mod"]
-        lines = [f"$ cat src/ingest/{mod}.py", '"""' + mod.replace("_", " ") + ' helpers."""', "",
-                 "from __future__ import annotations", ""]
+        lines = [
+            f"$ cat src/ingest/{mod}.py",
+            '"""' + mod.replace("_", " ") + ' helpers."""',
+            "",
+            "from __future__ import annotations",
+            "",
+        ]
         while len(lines) < n:
             func, var, var2 = r.choice(FUNCS), r.choice(VARS), r.choice(VARS)
-            lines += [f"def {func}({var}, {var2}=None):",
-                      "    out = []",
-                      f"    for item in {var}:",
-                      f"        if {var2} is not None and item in {var2}:",
-                      "            continue",
-                      "        out.append(item)",
-                      "    return out", ""]
+            lines += [
+                f"def {func}({var}, {var2}=None):",
+                "    out = []",
+                f"    for item in {var}:",
+                f"        if {var2} is not None and item in {var2}:",
+                "            continue",
+                "        out.append(item)",
+                "    return out",
+                "",
+            ]
         return "\n".join(lines[:n])
 
     def _diff(self, n: int) -> str:
@@ -245,8 +411,13 @@ class Work:
         lines = [f"$ git diff src/ingest/{mod}.py", f"--- a/src/ingest/{mod}.py", f"+++ b/src/ingest/{mod}.py"]
         while len(lines) < n:
             a, func, var = r.randint(1, 300), r.choice(FUNCS), r.choice(VARS)
-            lines += [f"@@ -{a},4 +{a},4 @@", f" def {func}({var}):", f"-    return list({var})",
-                      f"+    return [x for x in {var} if x is not None]", f"     # {r.choice(VARS)}"]
+            lines += [
+                f"@@ -{a},4 +{a},4 @@",
+                f" def {func}({var}):",
+                f"-    return list({var})",
+                f"+    return [x for x in {var} if x is not None]",
+                f"     # {r.choice(VARS)}",
+            ]
         return "\n".join(lines[:n])
 
     def _gitlog(self, n: int) -> str:
@@ -272,47 +443,109 @@ def typed_statements(v: Values) -> list[dict]:
     comp, person2, job, person3 = v.tree(), v.person(), f"{v.tree()}-nightly", v.person()
     key, gen = f"ak_{v.hexid(10)}", f"src/ingest/gen_{v.hexid(3)}"
     S = [
-        ("secret", f"SECURITY RULE: Never print the signing secret {sk} to the logs.", [sk, "Never print"],
-         "What must never be printed to the logs?"),
-        ("spend", f"LIMIT: the load-test spend stays under ${spend}; do not go over it without asking.",
-         [f"${spend}", "do not go over"], "What is the load-test spend limit?"),
-        ("db", f"FACT: the staging database is {db}.internal on port {dbport}.", [f"{db}.internal", f"port {dbport}"],
-         "Where is the staging database?"),
+        (
+            "secret",
+            f"SECURITY RULE: Never print the signing secret {sk} to the logs.",
+            [sk, "Never print"],
+            "What must never be printed to the logs?",
+        ),
+        (
+            "spend",
+            f"LIMIT: the load-test spend stays under ${spend}; do not go over it without asking.",
+            [f"${spend}", "do not go over"],
+            "What is the load-test spend limit?",
+        ),
+        (
+            "db",
+            f"FACT: the staging database is {db}.internal on port {dbport}.",
+            [f"{db}.internal", f"port {dbport}"],
+            "Where is the staging database?",
+        ),
         ("queue", f"FACT: ingest jobs are published to queue {queue}.", [queue], "Which queue do ingest jobs go to?"),
-        ("signoff", f"RULE: Merge nothing to main until {person} signs off.", ["Merge nothing to main", person],
-         "Who has to sign off before merging to main?"),
-        ("english", f"PREFERENCE: Answer in British English, with metric units, and put the tag [{tag}] on every status report.",
-         ["British English", "metric units", f"[{tag}]"], "How should answers and status reports be written?"),
-        ("session", f"DECISION: the session store is Redis database {redis_db} with a TTL of {ttl} minutes, "
-         f"because the gateway re-authenticates every {ttl} minutes.", [f"Redis database {redis_db}", f"{ttl} minutes"],
-         "What did we decide for the session store?"),
-        ("backoff", f"DECISION: failed uploads back off up to {backoff} seconds, then go to {dlq}.",
-         [f"{backoff} seconds", dlq], "What happens to failed uploads?"),
-        ("adr", f"ADR-{adr}: parse the partner feed with the streaming parser, not the regex one. Status: accepted.",
-         [f"ADR-{adr}", "streaming parser"], "How do we parse the partner feed?"),
-        ("p99", f"CONSTRAINT: keep p99 of the /ingest endpoint under {p99}ms.", ["p99", f"{p99}ms"],
-         "What is the latency target for /ingest?"),
-        ("workers", f"CONSTRAINT: the worker pool never exceeds {workers} processes on the shared host.",
-         ["never exceeds", f"{workers} processes"], "How many worker processes may we run?"),
-        ("numpy", f"CONSTRAINT: numpy stays pinned at {numpy} for the imaging stack.", [numpy],
-         "Which numpy version are we on?"),
-        ("rps", f"LIMIT: at most {rps} requests per second to the partner API at {partner}.",
-         [f"{rps} requests per second", partner], "How fast may we call the partner API?"),
-        ("cutover", f"CONSTRAINT: the cutover has to be finished by 2027-01-{day:02d} {hour}:00 UTC.",
-         [f"2027-01-{day:02d} {hour}:00 UTC"], "When is the cutover deadline?"),
+        (
+            "signoff",
+            f"RULE: Merge nothing to main until {person} signs off.",
+            ["Merge nothing to main", person],
+            "Who has to sign off before merging to main?",
+        ),
+        (
+            "english",
+            f"PREFERENCE: Answer in British English, with metric units, and put the tag [{tag}] on every status report.",
+            ["British English", "metric units", f"[{tag}]"],
+            "How should answers and status reports be written?",
+        ),
+        (
+            "session",
+            f"DECISION: the session store is Redis database {redis_db} with a TTL of {ttl} minutes, "
+            f"because the gateway re-authenticates every {ttl} minutes.",
+            [f"Redis database {redis_db}", f"{ttl} minutes"],
+            "What did we decide for the session store?",
+        ),
+        (
+            "backoff",
+            f"DECISION: failed uploads back off up to {backoff} seconds, then go to {dlq}.",
+            [f"{backoff} seconds", dlq],
+            "What happens to failed uploads?",
+        ),
+        (
+            "adr",
+            f"ADR-{adr}: parse the partner feed with the streaming parser, not the regex one. Status: accepted.",
+            [f"ADR-{adr}", "streaming parser"],
+            "How do we parse the partner feed?",
+        ),
+        (
+            "p99",
+            f"CONSTRAINT: keep p99 of the /ingest endpoint under {p99}ms.",
+            ["p99", f"{p99}ms"],
+            "What is the latency target for /ingest?",
+        ),
+        (
+            "workers",
+            f"CONSTRAINT: the worker pool never exceeds {workers} processes on the shared host.",
+            ["never exceeds", f"{workers} processes"],
+            "How many worker processes may we run?",
+        ),
+        ("numpy", f"CONSTRAINT: numpy stays pinned at {numpy} for the imaging stack.", [numpy], "Which numpy version are we on?"),
+        (
+            "rps",
+            f"LIMIT: at most {rps} requests per second to the partner API at {partner}.",
+            [f"{rps} requests per second", partner],
+            "How fast may we call the partner API?",
+        ),
+        (
+            "cutover",
+            f"CONSTRAINT: the cutover has to be finished by 2027-01-{day:02d} {hour}:00 UTC.",
+            [f"2027-01-{day:02d} {hour}:00 UTC"],
+            "When is the cutover deadline?",
+        ),
         ("flag", f"FACT: the feature flag for the new uploader is {flag}.", [flag], "What is the uploader's feature flag?"),
         ("branch", f"FACT: we work on branch {branch}.", [branch], "Which branch are we on?"),
         ("alias", f"FACT: the pager alias for this service is {alias}.", [alias], "What is the pager alias?"),
-        ("goal", f"GOAL: next, wire the retry into the {comp} uploader.", [f"{comp} uploader", "wire the retry"],
-         "What is the next step?"),
-        ("creds", f"GOAL: blocked on the staging credentials from {person2}.", ["staging credentials", person2],
-         "What are we blocked on?"),
-        ("question", f"GOAL: open question: can {job} run twice a night? Ask {person3}.", [job, person3],
-         "What is the open question?"),
-        ("key", f"SECURITY RULE: the API key {key} is read-only; never use it for writes.", [key, "never use it for writes"],
-         "What is the rule for the API key?"),
-        ("gen", f"RULE: do not edit the generated files under {gen}/.", ["do not edit", gen],
-         "Which files are off limits?"),
+        (
+            "goal",
+            f"GOAL: next, wire the retry into the {comp} uploader.",
+            [f"{comp} uploader", "wire the retry"],
+            "What is the next step?",
+        ),
+        (
+            "creds",
+            f"GOAL: blocked on the staging credentials from {person2}.",
+            ["staging credentials", person2],
+            "What are we blocked on?",
+        ),
+        (
+            "question",
+            f"GOAL: open question: can {job} run twice a night? Ask {person3}.",
+            [job, person3],
+            "What is the open question?",
+        ),
+        (
+            "key",
+            f"SECURITY RULE: the API key {key} is read-only; never use it for writes.",
+            [key, "never use it for writes"],
+            "What is the rule for the API key?",
+        ),
+        ("gen", f"RULE: do not edit the generated files under {gen}/.", ["do not edit", gen], "Which files are off limits?"),
     ]
     return [{"key": k, "text": t, "expect": e, "probe": q} for k, t, e, q in S]
 
@@ -324,12 +557,19 @@ def typed_corrections(v: Values, statements: list[dict]) -> dict[str, dict]:
     old_port = by["db"]["expect"][1]
     new_port = f"port {v.num(7000, 8999)}"
     return {
-        "spend": {"round": 2, "text": f"LIMIT (correction): the load-test spend now stays under {new_spend}; "
-                  "still do not go over it without asking.",
-                  "expect": [new_spend, "do not go over"], "stale": [old_spend]},
-        "db": {"round": 3, "text": f"FACT (update): the staging database moved to {new_port}; "
-               f"the host is still {by['db']['expect'][0]}.",
-               "expect": [by["db"]["expect"][0], new_port], "stale": [old_port]},
+        "spend": {
+            "round": 2,
+            "text": f"LIMIT (correction): the load-test spend now stays under {new_spend}; "
+            "still do not go over it without asking.",
+            "expect": [new_spend, "do not go over"],
+            "stale": [old_spend],
+        },
+        "db": {
+            "round": 3,
+            "text": f"FACT (update): the staging database moved to {new_port}; the host is still {by['db']['expect'][0]}.",
+            "expect": [by["db"]["expect"][0], new_port],
+            "stale": [old_port],
+        },
     }
 
 
@@ -355,8 +595,9 @@ def canary_typed() -> list[dict]:
     values, work = Values(rng), Work(rng)
     statements = typed_statements(values)
     corrections = typed_corrections(values, statements)
-    lines: list[dict] = [{"trace": "canary-typed", "window": 2048,
-                          "system": "You are a coding agent working in the ingest service repository."}]
+    lines: list[dict] = [
+        {"trace": "canary-typed", "window": 2048, "system": "You are a coding agent working in the ingest service repository."}
+    ]
     # plant the 22 statements in the first 30 messages, among ordinary work
     slots = sorted(rng.sample(range(1, 15), 11))  # user turns (of 15) that carry two statements
     queue = list(statements)
@@ -405,54 +646,173 @@ def natural_statements(v: Values) -> list[dict]:
         # day 1
         ("branch", 1, 0.02, f"ok so we're on branch {branch} for all of this, not main", [branch], "Which branch are we on?"),
         ("host", 1, 0.05, f"the staging box is {host}, ssh on port {port}", [host, f"port {port}"], "What is the staging box?"),
-        ("token", 1, 0.08, f"pls never paste the deploy token {svc_token} into anything, not even scratch files",
-         ["never paste", svc_token], "What may never be pasted anywhere?"),
-        ("image", 1, 0.12, f"keep the docker image under {img}MB, the edge nodes have tiny disks",
-         [f"under {img}MB"], "How big may the docker image be?"),
-        ("fixtures", 1, 0.2, f"i'd like test fixtures under {fixtures}/ not inline in the tests, easier to diff",
-         [f"{fixtures}/", "not inline"], "Where do test fixtures go?"),
-        ("shard", 1, 0.35, f"we'll shard the uploads by customer id mod {shard}, {person} and i settled that this morning",
-         [f"mod {shard}", person], "How are uploads sharded?"),
-        ("job", 1, 0.5, f"the whole point of this week: get {job} to stop double-sending", [job, "double-sending"],
-         "What is the point of this week?"),
-        ("rps", 1, 0.7, f"the partner api allows {rps} req/s, dont go above that or they cut us off",
-         [f"{rps} req/s", "dont go above"], "How fast may we call the partner API?"),
+        (
+            "token",
+            1,
+            0.08,
+            f"pls never paste the deploy token {svc_token} into anything, not even scratch files",
+            ["never paste", svc_token],
+            "What may never be pasted anywhere?",
+        ),
+        (
+            "image",
+            1,
+            0.12,
+            f"keep the docker image under {img}MB, the edge nodes have tiny disks",
+            [f"under {img}MB"],
+            "How big may the docker image be?",
+        ),
+        (
+            "fixtures",
+            1,
+            0.2,
+            f"i'd like test fixtures under {fixtures}/ not inline in the tests, easier to diff",
+            [f"{fixtures}/", "not inline"],
+            "Where do test fixtures go?",
+        ),
+        (
+            "shard",
+            1,
+            0.35,
+            f"we'll shard the uploads by customer id mod {shard}, {person} and i settled that this morning",
+            [f"mod {shard}", person],
+            "How are uploads sharded?",
+        ),
+        (
+            "job",
+            1,
+            0.5,
+            f"the whole point of this week: get {job} to stop double-sending",
+            [job, "double-sending"],
+            "What is the point of this week?",
+        ),
+        (
+            "rps",
+            1,
+            0.7,
+            f"the partner api allows {rps} req/s, dont go above that or they cut us off",
+            [f"{rps} req/s", "dont go above"],
+            "How fast may we call the partner API?",
+        ),
         # day 2
-        ("folder", 2, 0.1, f"btw the dashboards for this live in the grafana folder {folder}", [folder],
-         "Where are the dashboards?"),
+        (
+            "folder",
+            2,
+            0.1,
+            f"btw the dashboards for this live in the grafana folder {folder}",
+            [folder],
+            "Where are the dashboards?",
+        ),
         ("queue", 2, 0.2, f"oh and the queue is {queue} now, the old name is gone", [queue], "What is the queue called?"),
-        ("gen", 2, 0.4, f"dont touch anything under src/{gen}/, thats generated from the protos", [f"src/{gen}/", "dont touch"],
-         "Which directory is off limits?"),
-        ("metric", 2, 0.55, "answer short pls, and metric units, i keep getting feet and miles from you",
-         ["answer short", "metric units"], "How should answers be written?"),
-        ("timeout", 2, 0.7, f"the upstream timeout is {tmo} seconds, thats what the SLA says", [f"{tmo} seconds"],
-         "What is the upstream timeout?"),
-        ("vault", 2, 0.85, f"we're stuck waiting on {vault} for the vault policy, cant test the prod path till then",
-         [vault, "vault policy"], "What are we waiting on?"),
+        (
+            "gen",
+            2,
+            0.4,
+            f"dont touch anything under src/{gen}/, thats generated from the protos",
+            [f"src/{gen}/", "dont touch"],
+            "Which directory is off limits?",
+        ),
+        (
+            "metric",
+            2,
+            0.55,
+            "answer short pls, and metric units, i keep getting feet and miles from you",
+            ["answer short", "metric units"],
+            "How should answers be written?",
+        ),
+        (
+            "timeout",
+            2,
+            0.7,
+            f"the upstream timeout is {tmo} seconds, thats what the SLA says",
+            [f"{tmo} seconds"],
+            "What is the upstream timeout?",
+        ),
+        (
+            "vault",
+            2,
+            0.85,
+            f"we're stuck waiting on {vault} for the vault policy, cant test the prod path till then",
+            [vault, "vault policy"],
+            "What are we waiting on?",
+        ),
         # day 3
-        ("dlq", 3, 0.1, f"ok settled: after {tries} attempts a message goes to {dlq}", [f"{tries} attempts", dlq],
-         "What happens after the retries?"),
-        ("review", 3, 0.3, f"nothing gets merged to main until {reviewer} has looked at it, she owns that code",
-         ["merged to main", reviewer], "Who reviews before merging to main?"),
+        (
+            "dlq",
+            3,
+            0.1,
+            f"ok settled: after {tries} attempts a message goes to {dlq}",
+            [f"{tries} attempts", dlq],
+            "What happens after the retries?",
+        ),
+        (
+            "review",
+            3,
+            0.3,
+            f"nothing gets merged to main until {reviewer} has looked at it, she owns that code",
+            ["merged to main", reviewer],
+            "Who reviews before merging to main?",
+        ),
         ("alias", 3, 0.5, f"if it breaks at night page {alias}", [alias], "Who do we page at night?"),
-        ("cutover", 3, 0.65, f"the cutover is 2027-02-{day:02d} at {hour:02d}:00 UTC, not a minute earlier",
-         [f"2027-02-{day:02d}", f"{hour:02d}:00 UTC"], "When is the cutover?"),
+        (
+            "cutover",
+            3,
+            0.65,
+            f"the cutover is 2027-02-{day:02d} at {hour:02d}:00 UTC, not a minute earlier",
+            [f"2027-02-{day:02d}", f"{hour:02d}:00 UTC"],
+            "When is the cutover?",
+        ),
         # day 4
-        ("ask", 4, 0.1, "i'd rather you ask before deleting any file, even the tmp ones", ["ask before deleting"],
-         "What do you do before deleting a file?"),
-        ("numpy", 4, 0.25, f"numpy stays on {numpy}, the imaging stack breaks on anything newer", [numpy],
-         "Which numpy version?"),
-        ("flag", 4, 0.45, f"the new path is behind the flag {flag}, default off", [flag, "default off"],
-         "Which flag guards the new path?"),
-        ("shim", 4, 0.7, f"after the cutover the next thing is ripping out the {shim}", [shim],
-         "What comes after the cutover?"),
+        (
+            "ask",
+            4,
+            0.1,
+            "i'd rather you ask before deleting any file, even the tmp ones",
+            ["ask before deleting"],
+            "What do you do before deleting a file?",
+        ),
+        (
+            "numpy",
+            4,
+            0.25,
+            f"numpy stays on {numpy}, the imaging stack breaks on anything newer",
+            [numpy],
+            "Which numpy version?",
+        ),
+        (
+            "flag",
+            4,
+            0.45,
+            f"the new path is behind the flag {flag}, default off",
+            [flag, "default off"],
+            "Which flag guards the new path?",
+        ),
+        ("shim", 4, 0.7, f"after the cutover the next thing is ripping out the {shim}", [shim], "What comes after the cutover?"),
         # day 5
-        ("spend", 5, 0.1, f"load tests can burn ${spend} max this month, ask me before going past it",
-         [f"${spend}", "ask me before going past"], "How much may the load tests cost?"),
-        ("pg", 5, 0.3, f"we stay on postgres {pg} this quarter, no upgrade", [f"postgres {pg}", "no upgrade"],
-         "Which postgres version?"),
-        ("commits", 5, 0.5, "small commits pls, one thing each, i review them on the train", ["small commits", "one thing each"],
-         "How should commits be made?"),
+        (
+            "spend",
+            5,
+            0.1,
+            f"load tests can burn ${spend} max this month, ask me before going past it",
+            [f"${spend}", "ask me before going past"],
+            "How much may the load tests cost?",
+        ),
+        (
+            "pg",
+            5,
+            0.3,
+            f"we stay on postgres {pg} this quarter, no upgrade",
+            [f"postgres {pg}", "no upgrade"],
+            "Which postgres version?",
+        ),
+        (
+            "commits",
+            5,
+            0.5,
+            "small commits pls, one thing each, i review them on the train",
+            ["small commits", "one thing each"],
+            "How should commits be made?",
+        ),
     ]
     return [{"key": k, "day": d, "at": a, "text": t, "expect": e, "probe": q} for k, d, a, t, e, q in S]
 
@@ -462,26 +822,57 @@ def natural_corrections(v: Values, statements: list[dict]) -> list[dict]:
     host2, port = f"{v.tree()}.stg.internal", by["host"]["expect"][1]
     img2, tmo2 = v.num(700, 990), v.num(50, 90)
     return [
-        {"key": "host", "day": 3, "at": 0.8,
-         "text": f"heads up the staging box got rebuilt, its {host2} now, ssh still on {port}",
-         "expect": [host2, port], "stale": [by["host"]["expect"][0]]},
-        {"key": "vault", "day": 3, "at": 0.9, "text": "vault is sorted, we're not waiting on anyone any more. "
-         "now the thing is the prod dry-run",
-         "expect": ["prod dry-run"], "stale": [by["vault"]["expect"][0]]},
-        {"key": "image", "day": 4, "at": 0.35, "text": f"ops freed up disk on the edge nodes, image can be up to {img2}MB now",
-         "expect": [f"{img2}MB"], "stale": [by["image"]["expect"][0]]},
-        {"key": "timeout", "day": 4, "at": 0.85,
-         "text": f"they changed the SLA, upstream timeout is {tmo2} seconds now, not {by['timeout']['expect'][0].split()[0]}",
-         "expect": [f"{tmo2} seconds"], "stale": [by["timeout"]["expect"][0]]},
+        {
+            "key": "host",
+            "day": 3,
+            "at": 0.8,
+            "text": f"heads up the staging box got rebuilt, its {host2} now, ssh still on {port}",
+            "expect": [host2, port],
+            "stale": [by["host"]["expect"][0]],
+        },
+        {
+            "key": "vault",
+            "day": 3,
+            "at": 0.9,
+            "text": "vault is sorted, we're not waiting on anyone any more. now the thing is the prod dry-run",
+            "expect": ["prod dry-run"],
+            "stale": [by["vault"]["expect"][0]],
+        },
+        {
+            "key": "image",
+            "day": 4,
+            "at": 0.35,
+            "text": f"ops freed up disk on the edge nodes, image can be up to {img2}MB now",
+            "expect": [f"{img2}MB"],
+            "stale": [by["image"]["expect"][0]],
+        },
+        {
+            "key": "timeout",
+            "day": 4,
+            "at": 0.85,
+            "text": f"they changed the SLA, upstream timeout is {tmo2} seconds now, not {by['timeout']['expect'][0].split()[0]}",
+            "expect": [f"{tmo2} seconds"],
+            "stale": [by["timeout"]["expect"][0]],
+        },
     ]
 
 
 NATURAL_ASKS = [
-    ("hey, can you look at {mod}.py again", "read"), ("run the tests", "pytest"), ("run just the {mod} ones", "pytest"),
-    ("grep {func}", "grep"), ("whats {func} for", "read"), ("show me the diff", "diff"), ("why did that fail", "pytest"),
-    ("ok try the other way", "diff"), ("read {mod}.py", "read"), ("where does {var} come from", "grep"),
-    ("rename {var} to {var2}", "diff"), ("is {func} called anywhere else", "grep"), ("what did we change there", "gitlog"),
-    ("add a test for the empty {var} case", "pytest"), ("git log for {mod} pls", "gitlog"),
+    ("hey, can you look at {mod}.py again", "read"),
+    ("run the tests", "pytest"),
+    ("run just the {mod} ones", "pytest"),
+    ("grep {func}", "grep"),
+    ("whats {func} for", "read"),
+    ("show me the diff", "diff"),
+    ("why did that fail", "pytest"),
+    ("ok try the other way", "diff"),
+    ("read {mod}.py", "read"),
+    ("where does {var} come from", "grep"),
+    ("rename {var} to {var2}", "diff"),
+    ("is {func} called anywhere else", "grep"),
+    ("what did we change there", "gitlog"),
+    ("add a test for the empty {var} case", "pytest"),
+    ("git log for {mod} pls", "gitlog"),
 ]
 
 
@@ -490,15 +881,21 @@ def canary_natural() -> list[dict]:
     values, work = Values(rng), Work(rng)
     statements = natural_statements(values)
     corrections = natural_corrections(values, statements)
-    lines: list[dict] = [{"trace": "canary-natural", "window": 8192,
-                          "system": "You are a coding agent. The user works with you over several days."}]
+    lines: list[dict] = [
+        {
+            "trace": "canary-natural",
+            "window": 8192,
+            "system": "You are a coding agent. The user works with you over several days.",
+        }
+    ]
     current: dict[str, dict] = {}
     turns_per_day = 120
     for day in range(1, 6):
         if day > 1:
             lines.append({"idle": 50000})
-        said = sorted([s for s in statements if s["day"] == day] + [c for c in corrections if c["day"] == day],
-                      key=lambda s: s["at"])
+        said = sorted(
+            [s for s in statements if s["day"] == day] + [c for c in corrections if c["day"] == day], key=lambda s: s["at"]
+        )
         at_turn = {int(s["at"] * turns_per_day): s for s in said}
         assert len(at_turn) == len(said), "one statement a turn"
         for turn in range(turns_per_day):
@@ -534,15 +931,24 @@ def repetitive() -> list[dict]:
     # issue 22's snippet, as is (its `import json, random` is this module's)
     rng = random.Random(1)
     L = [{"trace": "short-msgs", "window": 2048, "system": "You are a coding agent."}]
-    F = ["Let's review the module layout for the ingestion pipeline.",
-         "The retry logic uses exponential backoff with jitter, capped at 30s.",
-         "We pinned numpy to 1.26 for compatibility with the imaging stack.",
-         "The load test peaked at 1.2k rps with no errors on the small cluster."]
+    F = [
+        "Let's review the module layout for the ingestion pipeline.",
+        "The retry logic uses exponential backoff with jitter, capped at 30s.",
+        "We pinned numpy to 1.26 for compatibility with the imaging stack.",
+        "The load test peaked at 1.2k rps with no errors on the small cluster.",
+    ]
     for i in range(150):
         L.append({"role": "user", "content": rng.choice(F)})
         if i % 4 == 0 and i > 60:
-            L.append({"role": "tool", "tool": "run_shell", "content": "\n".join(
-                f"tests/test_m{rng.randint(1, 40)}.py::test_{j} PASSED" for j in range(rng.randint(20, 120)))})
+            L.append(
+                {
+                    "role": "tool",
+                    "tool": "run_shell",
+                    "content": "\n".join(
+                        f"tests/test_m{rng.randint(1, 40)}.py::test_{j} PASSED" for j in range(rng.randint(20, 120))
+                    ),
+                }
+            )
         L.append({"role": "assistant", "content": "Acknowledged. Continuing with the plan."})
     L.append({"probe": "numpy?", "expect": ["numpy"]})
     # plus probes: each of the four lines' specifics
@@ -586,8 +992,11 @@ def check(lines: list[dict]) -> None:
 
 def write_all(out: Path = HERE) -> dict[str, int]:
     sizes = {}
-    for name, make in (("canary-typed.jsonl", canary_typed), ("canary-natural.jsonl", canary_natural),
-                       ("repetitive.jsonl", repetitive)):
+    for name, make in (
+        ("canary-typed.jsonl", canary_typed),
+        ("canary-natural.jsonl", canary_natural),
+        ("repetitive.jsonl", repetitive),
+    ):
         lines = make()
         check(lines)
         text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)

@@ -80,14 +80,26 @@ def canary_heldout() -> tuple[list[dict], dict[str, int]]:
     work = mc.Work(rng)
     rows = load_rows()
     by_id = {r["id"]: r for r in rows}
-    lines: list[dict] = [{"trace": "canary-heldout", "window": 4096,
-                          "system": "You are a coding agent. The user moves between several repositories over the days."}]
+    lines: list[dict] = [
+        {
+            "trace": "canary-heldout",
+            "window": 4096,
+            "system": "You are a coding agent. The user moves between several repositories over the days.",
+        }
+    ]
     # statements: (line id, index) -> state
     current: dict[tuple[str, int], dict] = {}
     # which line ids' texts a stale word may be in: the chain of superseded lines
     chain: dict[str, list[str]] = {}
-    stats = {"probes": 0, "expect_words": 0, "stale_probes": 0, "stale_dropped": 0, "expect_elsewhere": 0,
-             "expect_words_in_work_talk": 0, "last_round_words": 0}
+    stats = {
+        "probes": 0,
+        "expect_words": 0,
+        "stale_probes": 0,
+        "stale_dropped": 0,
+        "expect_elsewhere": 0,
+        "expect_words_in_work_talk": 0,
+        "last_round_words": 0,
+    }
     work_lines: list[str] = []
     for n, part in enumerate(parts(rows), 1):
         for row in part:

@@ -65,7 +65,7 @@ def build(modes: set[str], name: str) -> MCPServer:
             for _ in range(max(1, kb // 1024)):
                 view = memoryview(chunk)
                 while view:
-                    view = view[os.write(WIRE, view):]
+                    view = view[os.write(WIRE, view) :]
             os.write(WIRE, b'"}]}}\n')
             await asyncio.Event().wait()
         lines = [f"line {i:06d} of the big result" for i in range(kb * 1024 // 32)]

@@ -32,8 +32,12 @@ def hub_for(settings: Settings, sources: dict[str, str] | None, workspace: Path,
         session.tool_schema_tokens = max(0, session.tool_schema_tokens + delta)
 
     return McpHub(
-        entries, settings.mcp, workspace,
-        note=lambda text, level: session.note(text, level), count=session.count, on_schema=on_schema,
+        entries,
+        settings.mcp,
+        workspace,
+        note=lambda text, level: session.note(text, level),
+        count=session.count,
+        on_schema=on_schema,
     )
 
 
@@ -45,8 +49,7 @@ def run_once(settings: Settings, workspace: Path, server: str, name: str, raw_ar
     from tailrent_tui.agent.tools import run_tool_async
     from tailrent_tui.agent.tools.base import error
 
-    one = settings.model_copy(update={"mcp": settings.mcp.model_copy(update={"servers": {
-        server: settings.mcp.servers[server]}})})
+    one = settings.model_copy(update={"mcp": settings.mcp.model_copy(update={"servers": {server: settings.mcp.servers[server]}})})
     hub = hub_for(one, None, workspace)
     done: list[Any] = []
 

@@ -57,7 +57,11 @@ class McpHub:
     """The servers of one session: their life, their tools, what they cost."""
 
     def __init__(
-        self, entries: list[ServerEntry], settings: McpSettings, workspace: Path, *,
+        self,
+        entries: list[ServerEntry],
+        settings: McpSettings,
+        workspace: Path,
+        *,
         note: Callable[[str, str], None] = lambda text, level: None,
         count: Callable[[str], int] = lambda text: len(text) // 4,
         on_schema: Callable[[int], None] = lambda delta: None,
@@ -284,14 +288,24 @@ class McpHub:
         for name, link in self.links.items():
             tools = [
                 {"name": full, "description": TOOLS[full].spec.description.removeprefix(f"[{name}] ")}
-                for full in self.registered.get(name, []) if full in TOOLS
+                for full in self.registered.get(name, [])
+                if full in TOOLS
             ]
-            out.append({
-                "name": name, "state": link.state, "problem": link.problem, "origin": self.origins.get(name, ""),
-                "transport": link.transport, "trusted": link.config.trust, "tools": tools,
-                "skipped": list(self.skipped.get(name, [])), "schema_tokens": self._tokens.get(name, 0),
-                "stdout_garbage_lines": link.wire.garbage_lines, "restarts": link.restarts,
-            })
+            out.append(
+                {
+                    "name": name,
+                    "state": link.state,
+                    "problem": link.problem,
+                    "origin": self.origins.get(name, ""),
+                    "transport": link.transport,
+                    "trusted": link.config.trust,
+                    "tools": tools,
+                    "skipped": list(self.skipped.get(name, [])),
+                    "schema_tokens": self._tokens.get(name, 0),
+                    "stdout_garbage_lines": link.wire.garbage_lines,
+                    "restarts": link.restarts,
+                }
+            )
         return out
 
     def lines(self) -> list[str]:

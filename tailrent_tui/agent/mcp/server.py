@@ -48,7 +48,13 @@ class ServerLink:
     """A configured server and, while it runs, its session and tools."""
 
     def __init__(
-        self, name: str, config: McpServer, origin: str, *, settings: McpSettings, workspace: Path,
+        self,
+        name: str,
+        config: McpServer,
+        origin: str,
+        *,
+        settings: McpSettings,
+        workspace: Path,
         on_change: Callable[[ServerLink, str | None], None],
     ) -> None:
         self.name = name
@@ -110,8 +116,10 @@ class ServerLink:
         except MissingVariable as exc:
             return str(exc)
         self.wire = Wire(secrets=secret_values(launch.secrets), on_oversize=self._oversize)
-        if launch.argv and shutil.which(launch.argv[0], path=launch.env.get("PATH")) is None and not os.path.isfile(
-            launch.argv[0]
+        if (
+            launch.argv
+            and shutil.which(launch.argv[0], path=launch.env.get("PATH")) is None
+            and not os.path.isfile(launch.argv[0])
         ):
             return f"command {launch.argv[0]!r} not found (PATH or the path given); check mcp.servers.{self.name}.command"
         try:
@@ -142,8 +150,12 @@ class ServerLink:
         if self.config.command is not None:
             read, write = await stack.enter_async_context(
                 stdio_transport(
-                    launch.argv, env=launch.env, cwd=launch.cwd, wire=self.wire,
-                    max_message_bytes=self.settings.max_message_bytes, on_closed=self._wake.set,
+                    launch.argv,
+                    env=launch.env,
+                    cwd=launch.cwd,
+                    wire=self.wire,
+                    max_message_bytes=self.settings.max_message_bytes,
+                    on_closed=self._wake.set,
                 )
             )
         else:
@@ -277,6 +289,4 @@ class ServerLink:
                 f"mcp.max_message_bytes ({fmt_bytes(self.settings.max_message_bytes)}): it was dropped unread; "
                 "ask the tool for less"
             )
-        raise CallFailed(
-            f"{shown} did not answer within {timeout:g} s (mcp.servers.{self.name}.timeout): the call was abandoned"
-        )
+        raise CallFailed(f"{shown} did not answer within {timeout:g} s (mcp.servers.{self.name}.timeout): the call was abandoned")

@@ -90,7 +90,12 @@ async def stop_process(process: Any) -> None:
 
 @asynccontextmanager
 async def stdio_transport(
-    argv: list[str], *, env: dict[str, str], cwd: str | None, wire: Wire, max_message_bytes: int,
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    cwd: str | None,
+    wire: Wire,
+    max_message_bytes: int,
     on_closed: Callable[[], None] | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Run the server and yield the (read, write) streams a ClientSession takes."""
@@ -98,7 +103,12 @@ async def stdio_transport(
     from mcp.shared.message import SessionMessage
 
     process = await anyio.open_process(
-        argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        argv,
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         start_new_session=True,
     )
     wire.pid = process.pid
@@ -220,6 +230,8 @@ def http_client(headers: dict[str, str], max_message_bytes: int) -> Any:
             raise TooLarge(f"an answer of {int(length):,} bytes, over mcp.max_message_bytes ({max_message_bytes:,})")
 
     return httpx2.AsyncClient(
-        headers=headers, follow_redirects=False, timeout=httpx2.Timeout(30.0, read=300.0),
+        headers=headers,
+        follow_redirects=False,
+        timeout=httpx2.Timeout(30.0, read=300.0),
         event_hooks={"response": [bounded]},
     )

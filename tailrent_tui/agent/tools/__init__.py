@@ -186,14 +186,11 @@ def parse_args(spec: ToolSpec, raw_args: str | dict[str, Any] | None) -> dict[st
     else:
         args = raw_args
     if not isinstance(args, dict):
-        raise ToolError(
-            f"the arguments for {spec.name} must be a JSON object, not {type(args).__name__}"
-        )
+        raise ToolError(f"the arguments for {spec.name} must be a JSON object, not {type(args).__name__}")
     properties: dict[str, Any] = spec.parameters.get("properties", {})
     required = spec.parameters.get("required", [])
     expected = ", ".join(
-        f"{name}{'' if name in required else '?'}: {prop.get('type', 'any')}"
-        for name, prop in properties.items()
+        f"{name}{'' if name in required else '?'}: {prop.get('type', 'any')}" for name, prop in properties.items()
     )
     model = spec.arguments or _arguments_model(spec.name, json.dumps(spec.parameters, sort_keys=True))
     try:
@@ -202,9 +199,7 @@ def parse_args(spec: ToolSpec, raw_args: str | dict[str, Any] | None) -> dict[st
         errors = exc.errors()
         extra = [e["loc"][0] for e in errors if e["type"] == "extra_forbidden"]
         if extra:
-            raise ToolError(
-                f"{spec.name} has no argument {extra[0]!r}; its arguments are ({expected})"
-            ) from None
+            raise ToolError(f"{spec.name} has no argument {extra[0]!r}; its arguments are ({expected})") from None
         wrong = [e for e in errors if e["type"] != "missing"]
         if wrong:
             name = str(wrong[0]["loc"][0])
@@ -214,9 +209,7 @@ def parse_args(spec: ToolSpec, raw_args: str | dict[str, Any] | None) -> dict[st
                 f"got {type(value).__name__} {json.dumps(value, default=str)[:80]}"
             ) from None
         missing = ", ".join(str(e["loc"][0]) for e in errors)
-        raise ToolError(
-            f"{spec.name} is missing required argument(s) {missing}; its arguments are ({expected})"
-        ) from None
+        raise ToolError(f"{spec.name} is missing required argument(s) {missing}; its arguments are ({expected})") from None
     return {name: getattr(checked, name) for name in checked.model_fields_set if getattr(checked, name) is not None}
 
 

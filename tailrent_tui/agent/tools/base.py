@@ -93,26 +93,35 @@ class ToolSpec(BaseModel):
     name: str
     description: str
     parameters: dict[str, Any] = Field(description="JSON schema (type: object) of the arguments")
-    needs_approval: bool = Field(
-        default=False, description="The app asks the user before running it (unless --yolo)"
-    )
+    needs_approval: bool = Field(default=False, description="The app asks the user before running it (unless --yolo)")
     in_sub_session: bool = Field(
         default=True, description="Offered to a delegate's sub-session too (delegate itself is not: rung 3 goes one level deep)"
     )
     arguments: type[ToolArgs] | None = Field(
-        default=None, exclude=True, repr=False,
+        default=None,
+        exclude=True,
+        repr=False,
         description="the model that validates a call's arguments, `parameters` derived from it (see `of`)",
     )
 
     @classmethod
     def of(
-        cls, name: str, description: str, arguments: type[ToolArgs], *, needs_approval: bool = False,
+        cls,
+        name: str,
+        description: str,
+        arguments: type[ToolArgs],
+        *,
+        needs_approval: bool = False,
         in_sub_session: bool = True,
     ) -> ToolSpec:
         """A tool whose arguments are a ToolArgs model: its schema is derived, never written by hand."""
         return cls(
-            name=name, description=description, parameters=arguments.tool_schema(),
-            needs_approval=needs_approval, in_sub_session=in_sub_session, arguments=arguments,
+            name=name,
+            description=description,
+            parameters=arguments.tool_schema(),
+            needs_approval=needs_approval,
+            in_sub_session=in_sub_session,
+            arguments=arguments,
         )
 
     def to_wire(self) -> dict[str, Any]:
@@ -176,8 +185,7 @@ class ToolContext(BaseModel):
     )
     data_dir: Path | None = Field(
         default_factory=resolve_data_dir,
-        description="tailrent's data dir (the session transcripts): the file tools refuse it "
-        "when it lies inside the workspace",
+        description="tailrent's data dir (the session transcripts): the file tools refuse it when it lies inside the workspace",
     )
     session: Any = Field(
         default=None,
@@ -192,14 +200,10 @@ class ToolOutcome(BaseModel):
 
     content: str = Field(description="what the model receives before rung 2 (includes the cut line)")
     is_error: bool = False
-    cut: str | None = Field(
-        default=None, description="one line: what the cap cut and how to get more (also in content)"
-    )
+    cut: str | None = Field(default=None, description="one line: what the cap cut and how to get more (also in content)")
     binary: bool = Field(default=False, description="the output was not UTF-8 text; decoded with replacement")
     meta: dict[str, Any] = Field(default_factory=dict)
-    spilled_path: str | None = Field(
-        default=None, description="where run_shell streamed the whole over-cap output (spill sink)"
-    )
+    spilled_path: str | None = Field(default=None, description="where run_shell streamed the whole over-cap output (spill sink)")
 
 
 class ToolError(Exception):
@@ -238,9 +242,7 @@ def decode_output(data: bytes | bytearray, *, truncated: bool = False) -> tuple[
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        split_at_cut = (
-            truncated and exc.reason == "unexpected end of data" and exc.start >= len(data) - 3
-        )
+        split_at_cut = truncated and exc.reason == "unexpected end of data" and exc.start >= len(data) - 3
         if not split_at_cut:
             return data.decode("utf-8", errors="replace").replace("\x00", "\ufffd"), True
         try:
@@ -282,7 +284,6 @@ def outcome(
 def error(message: str, **meta: Any) -> ToolOutcome:
     """A tool error as the model receives it."""
     return ToolOutcome(content=f"error: {message}", is_error=True, meta=meta)
-
 
 
 def _hunk_range(start: int, length: int) -> str:

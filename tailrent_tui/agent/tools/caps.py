@@ -22,9 +22,7 @@ class ToolCaps(BaseModel):
         ge=1,
         description="grep stops counting matches past this many (the cut line then says 'at least')",
     )
-    grep_max_line_chars: int = Field(
-        400, ge=20, description="a matching line longer than this is shortened in grep's output"
-    )
+    grep_max_line_chars: int = Field(400, ge=20, description="a matching line longer than this is shortened in grep's output")
     list_dir_max_entries: int = Field(200, ge=1, description="list_dir shows at most this many entries")
     read_file_max_lines: int = Field(2000, ge=1, description="read_file returns at most this many lines")
     read_file_max_bytes: int = Field(
@@ -39,8 +37,7 @@ class ToolCaps(BaseModel):
     shell_spill_max_bytes: int = Field(
         100 * 1024 * 1024,
         ge=1,
-        description="run_shell keeps at most this many bytes of one output in its raw spill; "
-        "the rest is counted, not kept",
+        description="run_shell keeps at most this many bytes of one output in its raw spill; the rest is counted, not kept",
     )
     spills_session_max_bytes: int = Field(
         1024 * 1024 * 1024,
@@ -83,22 +80,16 @@ class ToolCaps(BaseModel):
         description="run_shell counts and drops output past what it keeps; past this many dropped "
         "bytes the command is taken for a runaway (`yes`) and killed",
     )
-    grep_timeout: float = Field(
-        10.0, gt=0, le=3600, description="grep stops searching after this many seconds and says so"
-    )
+    grep_timeout: float = Field(10.0, gt=0, le=3600, description="grep stops searching after this many seconds and says so")
     shell_timeout: float = Field(120.0, gt=0, description="run_shell's default timeout in seconds")
-    shell_timeout_max: float = Field(
-        600.0, gt=0, description="the largest timeout a run_shell call may ask for, in seconds"
-    )
+    shell_timeout_max: float = Field(600.0, gt=0, description="the largest timeout a run_shell call may ask for, in seconds")
     diff_max_lines: int = Field(
         1000,
         ge=1,
         description="write_file and edit_file show a diff of at most this many lines "
         "(past it: one line saying how many lines changed)",
     )
-    diff_max_bytes: int = Field(
-        64 * 1024, ge=1, description="write_file and edit_file show a diff of at most this many bytes"
-    )
+    diff_max_bytes: int = Field(64 * 1024, ge=1, description="write_file and edit_file show a diff of at most this many bytes")
     diff_max_file_bytes: int = Field(
         16 * 1024 * 1024,
         ge=1,

@@ -31,6 +31,7 @@ from tailrent_tui.agent.workspace import Beneath
 
 _MAX_LINES_LISTED = 10
 
+
 class EditFileArgs(ToolArgs):
     path: String = Field(description="file path, relative to the workspace")
     old: String = Field(description="the exact text to replace; must occur once")
@@ -83,8 +84,7 @@ def _plan(spot: Beneath, args: dict[str, Any], ctx: ToolContext) -> tuple[bytes,
     count = before.count(old)
     if count == 0:
         raise ToolError(
-            f"old text not found in {shown}; read_file it and copy the exact text "
-            f"(whitespace and indentation must match)"
+            f"old text not found in {shown}; read_file it and copy the exact text (whitespace and indentation must match)"
         )
     if count > 1:
         where = _line_numbers(before, old)
@@ -95,9 +95,7 @@ def _plan(spot: Beneath, args: dict[str, Any], ctx: ToolContext) -> tuple[bytes,
             f"include more surrounding lines in old so that it occurs exactly once"
         )
     after = before.replace(old, new, 1)
-    diff, too_large = unified_diff(
-        before, after, shown, max_lines=ctx.caps.diff_max_lines, max_bytes=ctx.caps.diff_max_bytes
-    )
+    diff, too_large = unified_diff(before, after, shown, max_lines=ctx.caps.diff_max_lines, max_bytes=ctx.caps.diff_max_bytes)
     line = before.count("\n", 0, before.find(old)) + 1
     meta = {"path": shown, "diff": diff or too_large or "", "diff_cut": too_large, "line": line}
     return (

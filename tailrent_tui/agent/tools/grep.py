@@ -228,9 +228,11 @@ def _files_under(target: str, root: Path, glob: str | None, private: str | None,
     if private is not None:
         names = [n for n in names if n != private and not n.startswith(private + "/")]
     names.sort(key=lambda n: n.split("/"))
-    unreadable = [] if run.returncode in (0, 1) else [
-        ln.removeprefix("rg: ") for ln in run.stderr.decode("utf-8", "replace").splitlines() if ln.startswith("rg: ")
-    ]
+    unreadable = (
+        []
+        if run.returncode in (0, 1)
+        else [ln.removeprefix("rg: ") for ln in run.stderr.decode("utf-8", "replace").splitlines() if ln.startswith("rg: ")]
+    )
     return _Listing(names, run.stopped, unreadable)
 
 
@@ -437,16 +439,12 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         where = display_path(root, real)
         scope = f" in files matching {glob!r}" if glob else ""
         return outcome(
-            f"no matches for {pattern!r} under {where}{scope} "
-            f"({fmt_n(search.files_searched)} files searched)",
+            f"no matches for {pattern!r} under {where}{scope} ({fmt_n(search.files_searched)} files searched)",
             meta=meta,
             notes=notes,
         )
     cut = None
     if search.matches > len(shown):
         of = f"at least {fmt_n(search.matches)}" if search.full else fmt_n(search.matches)
-        cut = (
-            f"[grep: showing {fmt_n(len(shown))} of {of} matches; "
-            f"narrow the pattern or pass path= or glob= to see more]"
-        )
+        cut = f"[grep: showing {fmt_n(len(shown))} of {of} matches; narrow the pattern or pass path= or glob= to see more]"
     return outcome("\n".join(shown), cut=cut, meta=meta, notes=notes)

@@ -45,6 +45,7 @@ _TEXT_CONTROLS = frozenset("\t\n\r\f\v\x1b\x08")
 #: past what is kept, lines are counted in at most this many bytes
 _SCAN_MAX = 64 * 1024 * 1024
 
+
 class ReadFileArgs(ToolArgs):
     path: String = Field(description="file path, relative to the workspace")
     start: Integer | None = Field(default=None, description="first line to read (1-based)", json_schema_extra={"minimum": 1})
@@ -98,8 +99,7 @@ def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     if why:
         fh.close()
         raise ToolError(
-            f"{shown} is a binary file ({why}); read_file reads text: "
-            "use run_shell with file, xxd or strings to look into it"
+            f"{shown} is a binary file ({why}); read_file reads text: use run_shell with file, xxd or strings to look into it"
         )
     max_lines = ctx.caps.read_file_max_lines
     max_bytes = ctx.caps.read_file_max_bytes

@@ -59,6 +59,7 @@ _QUIET_AFTER_EXIT = 0.25
 #: Variables never handed to a command: the keys tailrent reads for its model server.
 SECRET_VARIABLES = frozenset(API_KEY_VARIABLES)
 
+
 class RunShellArgs(ToolArgs):
     command: String = Field(description="the command line, run with bash -c")
     timeout: Number | None = Field(default=None, description="seconds before the command is killed")
@@ -241,11 +242,7 @@ class _Keeper:
                 f"[run_shell: output was {fmt_n(self.total)} bytes; showing the first {fmt_n(len(self.head))} "
                 f"(the {fmt_n(self.cap)}-byte cap); the whole output is in spill {self.spill_name}]"
             )
-        why = (
-            "what is left of the session's spills_session_max_bytes"
-            if self.budget_short
-            else "the shell_spill_max_bytes cap"
-        )
+        why = "what is left of the session's spills_session_max_bytes" if self.budget_short else "the shell_spill_max_bytes cap"
         return (
             f"[run_shell: output cut at {fmt_bytes(self.spilled)} ({why}); {rest}; "
             f"the first {fmt_n(self.spilled)} bytes are in spill {self.spill_name}]"
@@ -380,13 +377,13 @@ async def run(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     cut = keeper.cut_line()
     if runaway and cut:
         cut = cut.replace(" more not kept", " more not kept (at least)", 1).removesuffix("]") + (
-            f"; the command was killed after {fmt_bytes(keeper.not_kept)} past the caps "
-            "(shell_discard_max_bytes)]"
+            f"; the command was killed after {fmt_bytes(keeper.not_kept)} past the caps (shell_discard_max_bytes)]"
         )
     if timed_out:
         cut = (
             f"[run_shell: timed out after {timeout:g} s; killed the process group (pid {pid}); the output so far "
-            "is above" + (f" ({cut.strip('[]')})" if cut else "")
+            "is above"
+            + (f" ({cut.strip('[]')})" if cut else "")
             + "; pass a larger timeout= or run it in the background with its output sent to a file]"
         )
     spilled = keeper.spill_name if keeper.spilled and keeper.error is None else None

@@ -94,12 +94,12 @@ SEARCH_HISTORY = ToolSpec.of(
     "Search the originals of folded messages, spilled tool results and memory; returns snippets with pointers.",
     SearchHistoryArgs,
 )
-REMEMBER = ToolSpec.of(
-    "remember", "Store an artifact outside the context under a key; leaves a one-line pointer.", RememberArgs
-)
+REMEMBER = ToolSpec.of("remember", "Store an artifact outside the context under a key; leaves a one-line pointer.", RememberArgs)
 RECALL = ToolSpec.of("recall", "Read back a memory entry stored with remember.", RecallArgs)
 DELEGATE = ToolSpec.of(
-    "delegate", "Run a scoped task in a sub-session with a fresh context; only its final answer comes back.", DelegateArgs,
+    "delegate",
+    "Run a scoped task in a sub-session with a fresh context; only its final answer comes back.",
+    DelegateArgs,
     in_sub_session=False,
 )
 

@@ -68,10 +68,12 @@ def _plan(spot: Beneath | None, shown: str, content: str, ctx: ToolContext) -> t
     existed = spot is not None and spot.st is not None
     if spot is not None and (spot.name is None or (spot.st is not None and stat.S_ISDIR(spot.st.st_mode))):
         raise ToolError(f"{shown} is a directory; give a file path")
-    before, not_diffed, mode = (_old_text(spot, ctx) if existed and spot is not None else ("", None, None))
+    before, not_diffed, mode = _old_text(spot, ctx) if existed and spot is not None else ("", None, None)
     data = content.encode("utf-8")
-    diff, too_large = ("", not_diffed) if before is None else unified_diff(
-        before, content, shown, max_lines=ctx.caps.diff_max_lines, max_bytes=ctx.caps.diff_max_bytes
+    diff, too_large = (
+        ("", not_diffed)
+        if before is None
+        else unified_diff(before, content, shown, max_lines=ctx.caps.diff_max_lines, max_bytes=ctx.caps.diff_max_bytes)
     )
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     verb = "overwrote" if existed else "created"

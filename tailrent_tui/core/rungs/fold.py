@@ -130,7 +130,11 @@ def retire_summaries(session: Session, target_tokens: int, *, keep_recent: int =
             continue
         ev = session.emit(
             FoldRetired(
-                fold_no=record.fold_no, pointer=pointer, pointer_tokens=tokens, facts_lost=lost, merged=merged,
+                fold_no=record.fold_no,
+                pointer=pointer,
+                pointer_tokens=tokens,
+                facts_lost=lost,
+                merged=merged,
                 at=session.clock(),
             )
         )
@@ -209,8 +213,15 @@ def fold_span(
         summary = summarizer.summarize(span)
         summarizer_name = summarizer_name or summarizer.name
     record = _prepare(
-        session, span, summary=summary, summarizer_name=summarizer_name or "", guard=guard,
-        position=position, header=header, trigger=trigger, rejected=None,
+        session,
+        span,
+        summary=summary,
+        summarizer_name=summarizer_name or "",
+        guard=guard,
+        position=position,
+        header=header,
+        trigger=trigger,
+        rejected=None,
     )
     return apply_fold(session, record, archive)
 
@@ -278,8 +289,16 @@ def prepare_fold(
     question and its answer (agent/wire.py), the tokens the engine cached.
     """
     return _prepare(
-        session, span_messages(session, span_ids), summary=summary, summarizer_name=summarizer_name, guard=guard,
-        position=position, header=header, trigger=trigger, rejected=rejected, asked=asked,
+        session,
+        span_messages(session, span_ids),
+        summary=summary,
+        summarizer_name=summarizer_name,
+        guard=guard,
+        position=position,
+        header=header,
+        trigger=trigger,
+        rejected=rejected,
+        asked=asked,
     )
 
 
@@ -309,7 +328,10 @@ def _prepare(
     ledger_msg = None
     if carried:
         ledger_msg = session.make_message(
-            "system", ledger_rules.ledger_text(carried), kind=Kind.ledger, pinned=True,
+            "system",
+            ledger_rules.ledger_text(carried),
+            kind=Kind.ledger,
+            pinned=True,
             meta={"statements": [st.id for st in carried]},
         )
 

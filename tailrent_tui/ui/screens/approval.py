@@ -75,11 +75,21 @@ class ApprovalScreen(ModalScreen[Answer]):
 
     BINDINGS = [
         Binding("a", "answer('once')", "Allow once", id="approval.once", tooltip="Run this call, ask again next time"),
-        Binding("p", "answer('prefix')", "Allow prefix", id="approval.prefix",
-                tooltip="Run it, and calls with the same command prefix, without asking for the rest of the session"),
+        Binding(
+            "p",
+            "answer('prefix')",
+            "Allow prefix",
+            id="approval.prefix",
+            tooltip="Run it, and calls with the same command prefix, without asking for the rest of the session",
+        ),
         Binding("d,escape", "answer('deny')", "Deny", id="approval.deny", tooltip="The model gets a tool error"),
-        Binding("r", "reason", "Deny with a reason", id="approval.reason",
-                tooltip="Deny, and type why: the model receives it with the tool error"),
+        Binding(
+            "r",
+            "reason",
+            "Deny with a reason",
+            id="approval.reason",
+            tooltip="Deny, and type why: the model receives it with the tool error",
+        ),
     ]
 
     def __init__(

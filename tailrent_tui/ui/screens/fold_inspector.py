@@ -139,8 +139,13 @@ class FoldInspector(ModalScreen[str | None]):
 
     BINDINGS = [
         Binding("escape,q", "close", "Close", id="inspector.close", tooltip="Back to the transcript"),
-        Binding("u", "unfold", "Unfold", id="inspector.unfold",
-                tooltip="Undo this fold: its originals back in place of the summary, if they fit under the fold trigger"),
+        Binding(
+            "u",
+            "unfold",
+            "Unfold",
+            id="inspector.unfold",
+            tooltip="Undo this fold: its originals back in place of the summary, if they fit under the fold trigger",
+        ),
     ]
 
     def __init__(

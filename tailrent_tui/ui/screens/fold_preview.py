@@ -48,18 +48,25 @@ def cost_line(review: Review, reread: int | None, seconds: float | None) -> Cont
 class FoldPreview(ModalScreen[Verdict]):
     """Enter applies, e edits, escape cancels; the result is the Verdict the plan gets."""
 
-    DEFAULT_CSS = fold_css("FoldPreview", "$warning") + """
+    DEFAULT_CSS = (
+        fold_css("FoldPreview", "$warning")
+        + """
     FoldPreview #editor { height: 1fr; display: none; }
     FoldPreview.editing #editor { display: block; }
     FoldPreview.editing #summary-text { display: none; }
     """
+    )
 
     BINDINGS = [
-        Binding("enter", "apply", "Apply", id="preview.apply", priority=True,
-                tooltip="Apply this fold as shown"),
+        Binding("enter", "apply", "Apply", id="preview.apply", priority=True, tooltip="Apply this fold as shown"),
         Binding("e", "edit", "Edit summary", id="preview.edit", tooltip="Edit the summary; the guard checks the edit"),
-        Binding("ctrl+s", "check_edit", "Check the edit", id="preview.check",
-                tooltip="Hand the edited summary back: the guard checks it and the preview shows it again"),
+        Binding(
+            "ctrl+s",
+            "check_edit",
+            "Check the edit",
+            id="preview.check",
+            tooltip="Hand the edited summary back: the guard checks it and the preview shows it again",
+        ),
         Binding("escape", "cancel", "Cancel", id="preview.cancel", tooltip="Nothing is folded (while editing: drop the edit)"),
     ]
 

@@ -60,8 +60,7 @@ class HelpScreen(ModalScreen[None]):
             "its output enters through the ladder (truncate, spill)\n\n"
             "The command palette (ctrl+p) has the same actions, and the theme switcher.\n\n"
             "## The Tail panel's words\n\n"
-            "Every request resends the whole context: system prompt, tool schema, the conversation so far.\n\n"
-            + words + "\n"
+            "Every request resends the whole context: system prompt, tool schema, the conversation so far.\n\n" + words + "\n"
         )
 
     def action_close(self) -> None:

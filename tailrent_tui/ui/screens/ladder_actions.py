@@ -273,9 +273,7 @@ class LadderActions:
     def start_fold(self, span_ids: list[str] | None = None) -> bool:
         """Fold by hand in a worker, unless the agent is busy: two plans must never edit the session at once."""
         if self.host.busy:
-            self.host.notify(
-                "a reply or a fold is running: fold when it ends, or press escape to cancel it", severity="warning"
-            )
+            self.host.notify("a reply or a fold is running: fold when it ends, or press escape to cancel it", severity="warning")
             return False
         self.host.runner.start_fold(self.fold(span_ids), then=self.host.send_waiting)
         return True
@@ -320,13 +318,18 @@ class LadderActions:
             originals = await self.host.agent.fold_originals(fold_no)
         except ArchiveError as exc:
             error = f"the originals cannot be shown: {exc}"
+
         def closed(result: str | None) -> None:
             if result == "unfold":
                 self.unfold(fold_no)
 
         undo = self.undo_cost(fold_no) if fold_no not in self.host.session.unfolded else None
         inspector = FoldInspector(
-            record, originals, error, undo=undo, statements=self.host.session.statements,
+            record,
+            originals,
+            error,
+            undo=undo,
+            statements=self.host.session.statements,
             retired=fold_no in self.host.session.retired,
         )
         self.host.app.push_screen(inspector, callback=closed)

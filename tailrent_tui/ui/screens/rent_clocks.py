@@ -24,9 +24,7 @@ SLOT_SAVE_IDLE = 30.0
 class RentClocks:
     """The keep-warm ping, the cache countdown and the KV slot's idle save (the session screen composes one)."""
 
-    def __init__(
-        self, host: Screen[Any], agent: SessionAgent, *, clock: Callable[[], float], busy: Callable[[], bool]
-    ) -> None:
+    def __init__(self, host: Screen[Any], agent: SessionAgent, *, clock: Callable[[], float], busy: Callable[[], bool]) -> None:
         #: the screen the ping and the save run on, and whose notices they are
         self._host = host
         self._agent = agent

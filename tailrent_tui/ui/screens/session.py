@@ -87,8 +87,7 @@ NARROW_COLUMNS = 100
 QUIT_WINDOW = 2.0
 # The advice of the mock-model notice, as said inside the app
 IN_APP_CONNECT = (
-    "start Ollama (`ollama serve`) and type /model ollama:NAME, "
-    "or /model openai:URL#MODEL for llama.cpp, vLLM or LM Studio"
+    "start Ollama (`ollama serve`) and type /model ollama:NAME, or /model openai:URL#MODEL for llama.cpp, vLLM or LM Studio"
 )
 # a notice's level as Textual's notify says it
 _SEVERITY: dict[str, SeverityLevel] = {"error": "error", "warning": "warning", "info": "information"}
@@ -219,10 +218,12 @@ class SessionScreen(Screen[None]):
         if self._owes_reply():
             # the session stopped before its last message was answered (a crash mid-reply)
             self.retry_pending = True
-            self.runner.post(AgentNotice(
-                "the last message has no reply (the session stopped before it came): ctrl+r or /retry answers it",
-                "warning",
-            ))
+            self.runner.post(
+                AgentNotice(
+                    "the last message has no reply (the session stopped before it came): ctrl+r or /retry answers it",
+                    "warning",
+                )
+            )
         self.post_message(self.Ready())
         self.focus_at_start()
         self.call_after_refresh(self._start_agent)
@@ -707,7 +708,7 @@ class SessionScreen(Screen[None]):
 
     @property
     def mode(self) -> str:
-        """"input" while the input has the focus (or nothing has), else "navigation"."""
+        """ "input" while the input has the focus (or nothing has), else "navigation"."""
         if not self.is_current:
             return "input"  # a dialog is open: its keys are its own
         focused = self.focused

@@ -39,8 +39,14 @@ class SpillViewer(ModalScreen[None]):
 
     BINDINGS = [
         Binding("escape,q", "close", "Close", id="spill_viewer.close", tooltip="Back to the transcript"),
-        Binding("slash", "search", "Search", id="spill_viewer.search", priority=True,
-                tooltip="Find text in the spill (case-insensitive)"),
+        Binding(
+            "slash",
+            "search",
+            "Search",
+            id="spill_viewer.search",
+            priority=True,
+            tooltip="Find text in the spill (case-insensitive)",
+        ),
         Binding("n", "find(1)", "Next", id="spill_viewer.next", priority=True, tooltip="The next match"),
         Binding("N", "find(-1)", "Previous", id="spill_viewer.previous", priority=True, tooltip="The previous match"),
         Binding("end", "edge(1)", "End", id="spill_viewer.end", priority=True, tooltip="The last line"),

@@ -46,7 +46,8 @@ def fold_row(f: FoldRecord, undone: bool = False) -> Content:
 def prepared_row(p: Any) -> Content:
     return Content.from_markup(
         "[b $success]prepared[/] $messages messages, $tokens tok: applies at the trigger",
-        messages=f"{p.messages:,}", tokens=f"{p.span_tokens:,}",
+        messages=f"{p.messages:,}",
+        tokens=f"{p.span_tokens:,}",
     )
 
 

@@ -45,20 +45,55 @@ class PromptInput(TextArea):
     """
 
     BINDINGS = [
-        Binding("shift+enter,ctrl+j", "newline", "New line", show=False, id="input.newline",
-                tooltip="Start a new line (enter sends)"),
-        Binding("up", "up", "Previous input", show=False, id="input.history_previous",
-                tooltip="At the first line: what you sent before this"),
-        Binding("down", "down", "Next input", show=False, id="input.history_next",
-                tooltip="At the last line: what you sent after this"),
-        Binding("tab", "tab", "To messages", id="input.to_transcript",
-                tooltip="Take the offered completion, else move to the messages (navigation: p u s f i act there)"),
-        Binding("ctrl+s", "search_history", "History", id="input.search_history",
-                tooltip="Search what you typed before, in this workspace"),
-        Binding("ctrl+o", "expand_pastes", "Expand paste", show=False, id="input.expand_paste",
-                tooltip="Put the text of the [pasted N lines] chips back into the input"),
-        Binding("ctrl+c", "copy_or_interrupt", "Copy / interrupt", show=False, id="input.copy",
-                tooltip="Copy the selection; with none, the screen's ctrl+c (interrupt, clear the input, quit)"),
+        Binding(
+            "shift+enter,ctrl+j", "newline", "New line", show=False, id="input.newline", tooltip="Start a new line (enter sends)"
+        ),
+        Binding(
+            "up",
+            "up",
+            "Previous input",
+            show=False,
+            id="input.history_previous",
+            tooltip="At the first line: what you sent before this",
+        ),
+        Binding(
+            "down",
+            "down",
+            "Next input",
+            show=False,
+            id="input.history_next",
+            tooltip="At the last line: what you sent after this",
+        ),
+        Binding(
+            "tab",
+            "tab",
+            "To messages",
+            id="input.to_transcript",
+            tooltip="Take the offered completion, else move to the messages (navigation: p u s f i act there)",
+        ),
+        Binding(
+            "ctrl+s",
+            "search_history",
+            "History",
+            id="input.search_history",
+            tooltip="Search what you typed before, in this workspace",
+        ),
+        Binding(
+            "ctrl+o",
+            "expand_pastes",
+            "Expand paste",
+            show=False,
+            id="input.expand_paste",
+            tooltip="Put the text of the [pasted N lines] chips back into the input",
+        ),
+        Binding(
+            "ctrl+c",
+            "copy_or_interrupt",
+            "Copy / interrupt",
+            show=False,
+            id="input.copy",
+            tooltip="Copy the selection; with none, the screen's ctrl+c (interrupt, clear the input, quit)",
+        ),
     ]
 
     def __init__(

@@ -67,15 +67,17 @@ class LedgerPanel(Vertical):
         rows = ledger_rows(session)
         current = sum(1 for r in rows if r.statement.status == "current")
         proposals = sum(1 for r in rows if r.statement.status == "proposal")
-        counts = f"{len(rows)} statement{'s' if len(rows) != 1 else ''}: {current} current" + (
-            f" · {proposals} proposed" if proposals else ""
-        ) if rows else "no statements yet"
+        counts = (
+            f"{len(rows)} statement{'s' if len(rows) != 1 else ''}: {current} current"
+            + (f" · {proposals} proposed" if proposals else "")
+            if rows
+            else "no statements yet"
+        )
         if len(rows) > current + proposals:
             counts += f" · {len(rows) - current - proposals} superseded"
         n = len(session.pinned)
         markup = (
-            "[$tail-pinned]$counts[/]\n$n · $held tok re-sent every turn\n"
-            "[dim]ledger $led · other pins $pins · budget $budget[/]"
+            "[$tail-pinned]$counts[/]\n$n · $held tok re-sent every turn\n[dim]ledger $led · other pins $pins · budget $budget[/]"
         )
         if over:
             markup += "\nat the $budget-token pin budget: auto-pin is off; supersede (x) or unpin (u) what no longer matters"
@@ -100,9 +102,7 @@ class LedgerPanel(Vertical):
                 if st.status == "superseded":
                     after = f" → #{r.successor}" if r.successor is not None else " ✗"
                     text = _cut(full, TEXT_WIDTH - len(after))
-                    line = Content.from_markup(
-                        "[dim] #$no [strike]$text[/strike]$after[/]", no=str(r.no), text=text, after=after
-                    )
+                    line = Content.from_markup("[dim] #$no [strike]$text[/strike]$after[/]", no=str(r.no), text=text, after=after)
                 elif st.status == "proposal":
                     text = _cut(full, TEXT_WIDTH - 9)
                     line = Content.from_markup("[$warning]?[/]#$no $text [dim]proposal[/]", no=str(r.no), text=text)

@@ -120,7 +120,7 @@ def header_content(m: Message, selected: bool = False, show_id: bool = False, st
 
 
 def statement_numbers(session: Session | None, message_id: str) -> str:
-    """"#1 #3?": the ledger's numbers of the statements this message holds or said (? a proposal, ~ superseded)."""
+    """ "#1 #3?": the ledger's numbers of the statements this message holds or said (? a proposal, ~ superseded)."""
     if session is None or not session.statements:
         return ""
     statements = session.statements
@@ -175,8 +175,14 @@ class MessageView(Widget, can_focus=True):
 
     BINDINGS = [
         Binding("enter", "open", "Open", show=False, id="message.open", tooltip="Open a spill or inspect a fold"),
-        Binding("space", "toggle_span", "Mark for fold", show=False, id="message.mark",
-                tooltip="Add or remove this message from the span that f folds"),
+        Binding(
+            "space",
+            "toggle_span",
+            "Mark for fold",
+            show=False,
+            id="message.mark",
+            tooltip="Add or remove this message from the span that f folds",
+        ),
         Binding("c", "copy", "Copy", id="message.copy", tooltip="Copy this message's text to the clipboard"),
     ]
 

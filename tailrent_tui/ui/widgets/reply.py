@@ -127,4 +127,3 @@ class ReplyView(MessageView):
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
-

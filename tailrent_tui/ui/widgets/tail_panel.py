@@ -46,24 +46,44 @@ SEGMENTS = (
 
 # The panel's words, in the article's terms: /help lists them, the panel's tooltip too.
 WORDS = (
-    ("prefix", "the start of the context unchanged since the last request (system prompt, tool schema, "
-     "history gone stable): the server keeps it cached, so it is cheap to resend."),
-    ("tail", "everything after the cache boundary (this turn's message, the newest tool result, the last "
-     "reply): new every turn, so it is read, or paid, in full."),
-    ("rent", "what the tail costs, on every turn, for as long as the session lives. Dollars on a priced "
-     "sheet; with a local engine, time: the tail's tokens at the prompt rate the server measured."),
-    ("predicted", "what tailrent expects of a request before sending it: its prompt tokens and how many "
-     "of them the server has cached."),
+    (
+        "prefix",
+        "the start of the context unchanged since the last request (system prompt, tool schema, "
+        "history gone stable): the server keeps it cached, so it is cheap to resend.",
+    ),
+    (
+        "tail",
+        "everything after the cache boundary (this turn's message, the newest tool result, the last "
+        "reply): new every turn, so it is read, or paid, in full.",
+    ),
+    (
+        "rent",
+        "what the tail costs, on every turn, for as long as the session lives. Dollars on a priced "
+        "sheet; with a local engine, time: the tail's tokens at the prompt rate the server measured.",
+    ),
+    (
+        "predicted",
+        "what tailrent expects of a request before sending it: its prompt tokens and how many of them the server has cached.",
+    ),
     ("cached", "prompt tokens the server did not read again: the prefix."),
     ("evaluated", "prompt tokens the server did read: the tail (all of the prompt once the cache expired)."),
-    ("fold summaries", "requests that ask the model for a fold's summary: counted apart. Each is the "
-     "conversation as the last request sent it plus one instruction, so the cache reads it again."),
-    ("folds", "where a fold puts its summary: in place (the cache before it stays) or after the kept "
-     "messages, where llama.cpp shifts their cache into place (n_cache_reuse) and the next request reads "
-     "only the summary and what is new."),
-    ("keep-warm", "while you are away, a ping (the cached prefix again, one output token) keeps a priced "
-     "cache from expiring; tailrent pings only while the pings cost less than the rewrite an expiry "
-     "would add, then lets it expire (never worse than twice the better choice in hindsight)."),
+    (
+        "fold summaries",
+        "requests that ask the model for a fold's summary: counted apart. Each is the "
+        "conversation as the last request sent it plus one instruction, so the cache reads it again.",
+    ),
+    (
+        "folds",
+        "where a fold puts its summary: in place (the cache before it stays) or after the kept "
+        "messages, where llama.cpp shifts their cache into place (n_cache_reuse) and the next request reads "
+        "only the summary and what is new.",
+    ),
+    (
+        "keep-warm",
+        "while you are away, a ping (the cached prefix again, one output token) keeps a priced "
+        "cache from expiring; tailrent pings only while the pings cost less than the rewrite an expiry "
+        "would add, then lets it expire (never worse than twice the better choice in hindsight).",
+    ),
 )
 
 
@@ -113,7 +133,12 @@ class TailFigures(BaseModel):
 
 
 def tail_figures(
-    session: Session, *, sheet: PriceSheet, fold_trigger: float, fold_target: float, delegate_tokens: int = 0,
+    session: Session,
+    *,
+    sheet: PriceSheet,
+    fold_trigger: float,
+    fold_target: float,
+    delegate_tokens: int = 0,
     mcp_tokens: dict[str, int] | None = None,
     placement: tuple[str, str] | None = None,
 ) -> TailFigures:
@@ -282,8 +307,7 @@ def keep_warm_lines(w: KeepWarmStatus | None) -> list[str]:
         add = f"a rewrite of {_tok(w.price.rewrite_tokens)} would add ${w.price.expiry_usd:,.4f}"
     if w.state == "warm":
         first = clock_text(w.next_ping_at) if w.next_ping_at is not None else "–"
-        return [f"keep-warm: first ping at {first}", f"up to {w.price.max_pings} pings, ${w.price.ping_usd:,.4f} each",
-                add]
+        return [f"keep-warm: first ping at {first}", f"up to {w.price.max_pings} pings, ${w.price.ping_usd:,.4f} each", add]
     stops = clock_text(w.expires_at) if w.expires_at is not None else "–"
     pings = f"{_count(w.pings, 'ping', 'pings')}, ${w.spent_usd:,.4f}"
     if w.state == "keeping":
@@ -331,9 +355,7 @@ def rent_text(f: TailFigures, cache_left: float | None, warm: KeepWarmStatus | N
         lines += [Content(where), _muted(f"  {why}")]
     lines.append(_muted(_server_row("", "prompt", "cached", "evaluated")))
     lines.append(Content(_server_row("predicted", _tok(f.predicted_context), _tok(f.predicted_cached), _tok(f.turn_tail))))
-    lines.append(
-        Content(_server_row("server", _tok(f.measured_prompt), _tok(f.measured_cached), _tok(f.measured_evaluated)))
-    )
+    lines.append(Content(_server_row("server", _tok(f.measured_prompt), _tok(f.measured_cached), _tok(f.measured_evaluated))))
     if f.delegate_tokens:
         lines.append(Content(f"delegates: {f.delegate_tokens:,} tokens in own contexts"))
     return Content("\n").join(lines)

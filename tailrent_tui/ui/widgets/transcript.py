@@ -86,12 +86,25 @@ class Transcript(VerticalScroll, can_focus=False):
     """
 
     BINDINGS = [
-        Binding("up,k", "focus_neighbour(-1)", "Previous message", show=False, id="transcript.previous",
-                tooltip="Focus the message above"),
-        Binding("down,j", "focus_neighbour(1)", "Next message", show=False, id="transcript.next",
-                tooltip="Focus the message below"),
-        Binding("home", "load_earlier", "Earlier", show=False, id="transcript.earlier",
-                tooltip="Load earlier messages back from the session"),
+        Binding(
+            "up,k",
+            "focus_neighbour(-1)",
+            "Previous message",
+            show=False,
+            id="transcript.previous",
+            tooltip="Focus the message above",
+        ),
+        Binding(
+            "down,j", "focus_neighbour(1)", "Next message", show=False, id="transcript.next", tooltip="Focus the message below"
+        ),
+        Binding(
+            "home",
+            "load_earlier",
+            "Earlier",
+            show=False,
+            id="transcript.earlier",
+            tooltip="Load earlier messages back from the session",
+        ),
     ]
 
     def __init__(
@@ -447,4 +460,3 @@ class Transcript(VerticalScroll, can_focus=False):
         if i < len(views):
             views[i].focus()
             views[i].scroll_visible(animate=False)
-
