@@ -66,7 +66,7 @@ from tailrent_tui.core.rungs.fold import (
     span_messages,
     span_to_target,
 )
-from tailrent_tui.core.rungs.spill import SpillStore, admit_tool_result, spill_gain, spill_message
+from tailrent_tui.core.rungs.spill import SpillStore, admit_tool_result, spill_gain, try_spill
 from tailrent_tui.core.rungs.truncate import truncate_text
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import (
@@ -111,13 +111,13 @@ class PolicySettings(BaseModel):
     fold_trigger: float = Field(default=0.9, gt=0, le=1)
     fold_target: float = Field(default=0.35, gt=0, le=1)
     resume_fold_target: float = Field(
-        default=0.15, gt=0, le=1,
+        default=0.15,
+        gt=0,
+        le=1,
         description="at a resume after the cache expired, the ladder folds down to this share of the window "
         "(at most fold_target): the whole prefix is rewritten anyway, so the fold costs no extra re-evaluation",
     )
-    spill_threshold: int | None = Field(
-        default=None, ge=0, description="tokens per tool result; None: 1/16 of the window"
-    )
+    spill_threshold: int | None = Field(default=None, ge=0, description="tokens per tool result; None: 1/16 of the window")
     keep_recent: int = Field(default=2, ge=0, description="last messages no fold may take (the turn in flight)")
     tool_max_lines: int = Field(default=2000, gt=0, description="rung 1 cap for tool results in traces")
     naive_batch: int = Field(default=6, gt=0)
@@ -131,9 +131,7 @@ class PolicySettings(BaseModel):
         default=None, description="fold guard for every fold; None: the policy's own (ladder repairs, baselines report)"
     )
     reply_reserve: int = Field(default=0, ge=0, description="tokens kept free for the reply when fitting a request")
-    summary_share: float = Field(
-        default=0.25, gt=0, le=1, description="a summary's token budget as a share of its span"
-    )
+    summary_share: float = Field(default=0.25, gt=0, le=1, description="a summary's token budget as a share of its span")
     fold_placement: Literal["in_place", "after"] = Field(
         default="in_place",
         description="where the ladder puts a fold's summary: in the span's place (a prefix cache keeps what is "
@@ -274,15 +272,30 @@ def choose_fold(
         span = session.summarizable(span)
         if not span:
             return prepare_fold(
-                session, ids, summary="", summarizer_name="ledger", guard=guard,
-                position=position, header=header, trigger=trigger, rejected=None,
+                session,
+                ids,
+                summary="",
+                summarizer_name="ledger",
+                guard=guard,
+                position=position,
+                header=header,
+                trigger=trigger,
+                rejected=None,
             )
     span_tokens = sum(m.tokens for m in span)
 
     def fold_with(text: str, by: str, rejected: str | None, asked: str | None = None) -> FoldRecord:
         return prepare_fold(
-            session, ids, summary=text, summarizer_name=by, guard=guard,
-            position=position, header=header, trigger=trigger, rejected=rejected, asked=asked,
+            session,
+            ids,
+            summary=text,
+            summarizer_name=by,
+            guard=guard,
+            position=position,
+            header=header,
+            trigger=trigger,
+            rejected=rejected,
+            asked=asked,
         )
 
     reasons: list[str] = []
@@ -313,8 +326,14 @@ def choose_fold(
 
 
 def reviewed(
-    session: Session, ctx: PolicyContext, record: FoldRecord, span: list[Message], *,
-    manual: bool, position: Position, header: str | None,
+    session: Session,
+    ctx: PolicyContext,
+    record: FoldRecord,
+    span: list[Message],
+    *,
+    manual: bool,
+    position: Position,
+    header: str | None,
 ) -> Generator[Review, Verdict, FoldRecord | None]:
     """The fold as the user approved it, when the settings ask for a preview of
     this fold (None: cancelled); else the fold as it is.
@@ -336,8 +355,14 @@ def reviewed(
         if why:
             continue  # the fold as it was, shown again with why
         record = prepare_fold(
-            session, record.span_ids, summary=verdict.text, summarizer_name="you (edited)",
-            guard=cast(GuardMode, record.guard), position=position, header=header, trigger=record.trigger,
+            session,
+            record.span_ids,
+            summary=verdict.text,
+            summarizer_name="you (edited)",
+            guard=cast(GuardMode, record.guard),
+            position=position,
+            header=header,
+            trigger=record.trigger,
         )
 
 
@@ -403,8 +428,13 @@ class Policy:
             m = session.make_message("tool", capped.text, kind=Kind.tool_result, tool=tool, tool_call_id=tool_call_id, at=at)
             return session.add_message(m, autopin=False)
         return admit_tool_result(
-            session, tool, capped.text, ctx.spill_store,
-            threshold=ctx.settings.spill_tokens, tool_call_id=tool_call_id, at=at,
+            session,
+            tool,
+            capped.text,
+            ctx.spill_store,
+            threshold=ctx.settings.spill_tokens,
+            tool_call_id=tool_call_id,
+            at=at,
         )
 
     def after_add(self, session: Session, ctx: PolicyContext) -> Plan:
@@ -436,20 +466,31 @@ class Policy:
             span_ids = span_to_target(session, ctx.settings.target_tokens, keep_recent=ctx.settings.keep_recent)
             if not span_ids:
                 span_ids = [
-                    m.id for m in session.messages[: -ctx.settings.keep_recent or None]
+                    m.id
+                    for m in session.messages[: -ctx.settings.keep_recent or None]
                     if not m.pinned and m.kind is not Kind.fold_summary
                 ]
         # depth one: a summary in a marked span stays as it is, the messages around it fold
         summaries = {m.id for m in session.messages if m.kind is Kind.fold_summary}
         span_ids = [i for i in span_ids if i not in summaries]
         if not span_ids:
-            skip_fold(session, "nothing to fold: a fold summary is never folded again (depth one); /unfold it instead"
-                      if summaries else nothing_reason(session), trigger)
+            skip_fold(
+                session,
+                "nothing to fold: a fold summary is never folded again (depth one); /unfold it instead"
+                if summaries
+                else nothing_reason(session),
+                trigger,
+            )
             return
         span = span_messages(session, span_ids)
         reply = yield from ask_summary(ctx, span, session)
         record = choose_fold(
-            session, span, reply, guard=self.guard_for(ctx), position=ctx.settings.fold_placement, header=LADDER_HEADER,
+            session,
+            span,
+            reply,
+            guard=self.guard_for(ctx),
+            position=ctx.settings.fold_placement,
+            header=LADDER_HEADER,
             trigger=trigger,
             budget=ctx.settings.summary_budget(sum(m.tokens for m in span)),
         )
@@ -514,8 +555,14 @@ class NaivePolicy(Policy):
         # extractive mock keeps every fact sentence of the summary it refolds, which grew without end)
         text = cut_to_budget(reply.text, ctx.settings.summary_budget(sum(m.tokens for m in span)), session.count)
         record = prepare_fold(
-            session, span_ids, summary=text, summarizer_name=reply.by, guard=self.guard_for(ctx),
-            position=self.position, header=self.header, trigger=self.name,
+            session,
+            span_ids,
+            summary=text,
+            summarizer_name=reply.by,
+            guard=self.guard_for(ctx),
+            position=self.position,
+            header=self.header,
+            trigger=self.name,
         )
         return [apply_fold(session, record, ctx.archive)]
 
@@ -588,7 +635,7 @@ class LadderPolicy(Policy):
             if session.context_tokens <= target:
                 break
             if m.kind == Kind.tool_result and not m.pinned and m.tokens >= floor and spill_gain(session, m) > 0:
-                spill_message(session, m.id, ctx.spill_store)
+                try_spill(session, m.id, ctx.spill_store)
 
     def spill_oversized(self, session: Session, ctx: PolicyContext, candidates: list[Message], limit: int, why: str) -> int:
         """Spill the biggest of `candidates` (user messages too) until the context is at `limit`.
@@ -604,7 +651,9 @@ class LadderPolicy(Policy):
                 break
             if m.id not in session or spill_gain(session, m) * 2 < m.tokens:
                 continue
-            ev = spill_message(session, m.id, ctx.spill_store)
+            ev = try_spill(session, m.id, ctx.spill_store)
+            if ev is None:
+                continue
             done += 1
             session.note(
                 f"{why}: the {m.role} message of {ev.tokens_before:,} tokens went to a spill file; "
@@ -660,7 +709,8 @@ class LadderPolicy(Policy):
                 record = self._choose(session, ctx, span, reply, trigger, FALLBACKS, gain)
             if not shrinks(record, gain):
                 wider = [
-                    m for m in session.messages[: max(0, len(session.messages) - keep)]
+                    m
+                    for m in session.messages[: max(0, len(session.messages) - keep)]
                     if not m.pinned and m.kind is not Kind.fold_summary and not m.cut_off
                 ]
                 if len(wider) > len(span):
@@ -676,8 +726,13 @@ class LadderPolicy(Policy):
                     skip_fold(session, _would_grow(record), trigger)
                     return
             approved = yield from reviewed(
-                session, ctx, record, span_messages(session, record.span_ids), manual=False,
-                position=self.placement(ctx), header=self.header,
+                session,
+                ctx,
+                record,
+                span_messages(session, record.span_ids),
+                manual=False,
+                position=self.placement(ctx),
+                header=self.header,
             )
             if approved is None:
                 skip_fold(session, "the fold was cancelled in its preview", trigger)
@@ -700,18 +755,38 @@ class LadderPolicy(Policy):
             "search_history or /unfold brings them back"
         )
         record = prepare_fold(
-            session, [m.id for m in span], summary=pointer, summarizer_name="dropped", guard="report",
-            position=self.placement(ctx), header=self.header, trigger=trigger,
+            session,
+            [m.id for m in span],
+            summary=pointer,
+            summarizer_name="dropped",
+            guard="report",
+            position=self.placement(ctx),
+            header=self.header,
+            trigger=trigger,
             rejected="no summary of the span was smaller than it",
         )
         return record.model_copy(update={"dropped": True})
 
     def _choose(
-        self, session: Session, ctx: PolicyContext, span: list[Message], reply: Summary, trigger: str, fallbacks, gain: float,
+        self,
+        session: Session,
+        ctx: PolicyContext,
+        span: list[Message],
+        reply: Summary,
+        trigger: str,
+        fallbacks,
+        gain: float,
     ) -> FoldRecord:
         return choose_fold(
-            session, span, reply, guard=self.guard_for(ctx), position=self.placement(ctx),
-            header=self.header, trigger=trigger, fallbacks=fallbacks, min_gain=gain,
+            session,
+            span,
+            reply,
+            guard=self.guard_for(ctx),
+            position=self.placement(ctx),
+            header=self.header,
+            trigger=trigger,
+            fallbacks=fallbacks,
+            min_gain=gain,
             budget=ctx.settings.summary_budget(sum(m.tokens for m in span)),
         )
 
@@ -751,7 +826,8 @@ class LadderPolicy(Policy):
             # what is left unpinned goes whole to the archive: never an over-window request
             keep = ctx.settings.keep_recent
             rest = [
-                m for m in session.messages[: max(0, len(session.messages) - keep)]
+                m
+                for m in session.messages[: max(0, len(session.messages) - keep)]
                 if not m.pinned and m.kind is not Kind.fold_summary and not m.cut_off
             ]
             if rest:

@@ -98,6 +98,22 @@ def spill_gain(session: Session, m: Message) -> int:
     return m.tokens - session.count(pointer_text(m.tool or m.role, m.tokens, _POINTER_PROBE_ID, m.content))
 
 
+class NothingSpilled(SessionError):
+    """A spill refused because its pointer would be no smaller than the message."""
+
+
+def try_spill(session: Session, message_id: str, store: SpillStore) -> Spilled | None:
+    """The ladder's spill: None where the pointer would not shrink the message.
+
+    `spill_gain` estimates the pointer with a placeholder id; the real id is drawn at the spill
+    and can tokenize longer, so a message close to its pointer's size is only known at the spill.
+    A refused spill is a rung that does not apply, not a failed fold."""
+    try:
+        return spill_message(session, message_id, store)
+    except NothingSpilled:
+        return None
+
+
 def spill_message(session: Session, message_id: str, store: SpillStore, *, tool: str | None = None) -> Spilled:
     """Move a message's content to the store and leave a pointer in its place.
 
@@ -118,9 +134,7 @@ def spill_message(session: Session, message_id: str, store: SpillStore, *, tool:
     pointer = pointer_text(tool_name, m.tokens, spill_id, m.content)
     pointer_tokens = session.count(pointer)
     if pointer_tokens >= m.tokens:
-        raise SessionError(
-            f"nothing spilled: the {m.tokens:,}-token message would become a {pointer_tokens:,}-token pointer"
-        )
+        raise NothingSpilled(f"nothing spilled: the {m.tokens:,}-token message would become a {pointer_tokens:,}-token pointer")
     at = session.clock()
     location = store.write_spill(spill_id, tool_name, m.content, at)
     event = Spilled(
