@@ -52,6 +52,7 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
+from tailrent_tui.core.ledger import ledger_text
 from tailrent_tui.core.messages import Event, FoldRecord, Kind, Message
 from tailrent_tui.core.rungs.fold import (
     FoldArchive,
@@ -858,7 +859,13 @@ class LadderPolicy(Policy):
         foldable = context - kept
         if foldable <= 0:
             return None
-        budget = ctx.settings.summary_budget(foldable)
+        # the span's statements that a fold carries into the ledger stay too, verbatim
+        span = [m for m in session.messages if not m.pinned and m.id not in recent_ids and m.kind is not Kind.fold_summary]
+        carried = session.carried_by(span) if session.statements and span else []
+        held = session.count(ledger_text(carried)) if carried else 0
+        kept += held
+        # the summarizer is shown the span without them: its budget is of what is left
+        budget = ctx.settings.summary_budget(max(0, foldable - held))
         after = max(resume, kept + budget)
         return ResumeFold(after=after, span_tokens=foldable, summary_tokens=budget) if after < context else None
 
