@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from tailrent_tui.core.guard import DecisionDetector, guarded_facts
 from tailrent_tui.core.ledger import MAX_PER_MESSAGE, detect
 from tailrent_tui.core.messages import Kind
@@ -102,6 +104,44 @@ def test_a_correction_supersedes_and_the_old_value_leaves_at_the_next_fold():
     current = "\n".join(m.content for m in s.messages if m.pinned or m.kind in (Kind.ledger, Kind.fold_summary))
     assert "$300" not in current, "a superseded value is shown as current"
     assert "$500" in s.visible_text()
+
+
+@pytest.mark.parametrize(
+    ("said", "correction"),
+    [
+        # the same unit after a number
+        (
+            "the staging db box has 16 GB of ram so dont load more than 4 GB of fixtures",
+            "update: staging db got resized, 32 GB now",
+        ),
+        (
+            "nightly export runs every 30 min right now, leave the schedule alone",
+            "ok the export schedule changed, every 45 minutes now",
+        ),
+        # the same name before a version
+        ("the lambdas run on node 18.19, dont use newer syntax", "heads up: lambdas are on node 20.11 now, newer syntax is fine"),
+        # the same key before =
+        ("set MAX_WORKERS=8 in the compose file for the ingest service", "actually MAX_WORKERS=4 for ingest, the box swaps at 8"),
+    ],
+)
+def test_a_correction_that_gives_the_same_measure_another_value_supersedes(said, correction):
+    _, s, _ = ladder()
+    s.add("user", "the cache TTL is 15 min on the edge, because the origin is slow")  # same unit, other subject
+    old = s.add("user", said)
+    new = s.add("user", correction)
+    by_message = {st.message_id: st for st in s.statements.values()}
+    assert by_message[old.id].status == "superseded"
+    assert s.statements[by_message[old.id].superseded_by].message_id == new.id
+    assert all(st.status != "superseded" for st in s.statements.values() if "TTL" in st.text)
+
+
+def test_a_correction_with_the_same_unit_on_another_subject_leaves_the_statement_current():
+    _, s, _ = ladder()
+    ttl = s.add("user", "the cache TTL is 15 min on the edge, because the origin is slow")
+    s.add("user", "the cron for the report runs every 30 min")
+    s.add("user", "actually the report cron runs every 45 min now")
+    (st,) = [st for st in s.statements.values() if st.message_id == ttl.id]
+    assert st.status == "current"
 
 
 def test_a_correction_that_matches_nothing_supersedes_nothing_and_two_in_one_message_both_stand():

@@ -974,6 +974,46 @@ def _stems(text: str) -> set[str]:
     return out
 
 
+# A value with what it measures or names: "27 jan", "7200 credits", "48G", "iOS 17.0", "v5.2.2" after
+# "ESP-IDF", "CUDA_VISIBLE_DEVICES=0,1". A correction that gives the same anchor another value updates it.
+_UNIT_AFTER_RE = re.compile(r"(?<![\w.])[$€£~]?(\d[\d,.:]*)\s?([a-z%]+)\b", re.I)
+_NAME_BEFORE_RE = re.compile(r"\b([a-z][\w-]*)\s+v?(\d+(?:\.\d+)+)\b", re.I)
+_KEY_VALUE_RE = re.compile(r"\b([a-z_][\w.-]*)=([^\s;)]+)", re.I)
+_UNIT_SAME = {
+    "minute": "min", "minutes": "min", "mins": "min", "hour": "h", "hours": "h", "hr": "h", "hrs": "h",
+    "second": "s", "seconds": "s", "sec": "s", "secs": "s", "gb": "g", "gib": "g", "mb": "m", "mib": "m",
+    "day": "d", "days": "d", "percent": "%",
+}  # fmt: skip
+
+
+def _unit(word: str) -> str:
+    w = word.casefold()
+    w = _UNIT_SAME.get(w, w)
+    return w[:-1] if len(w) > 3 and w.endswith("s") else w
+
+
+def anchored_values(text: str) -> dict[str, set[str]]:
+    """The values of ``text`` by what anchors them: a unit after a number, a name before a version,
+    a key before ``=``. Function words are no anchor ("10 and", "port 8443 in" name no unit)."""
+    out: dict[str, set[str]] = {}
+    for m in _UNIT_AFTER_RE.finditer(text):
+        unit = _unit(m.group(2))
+        if unit not in _STOP and not unit.isdigit():
+            out.setdefault("#" + unit, set()).add(_num(m.group(1)))
+    for m in _NAME_BEFORE_RE.finditer(text):
+        name = m.group(1).casefold()
+        if name not in _STOP:
+            out.setdefault(name, set()).add(_num(m.group(2)))
+    for m in _KEY_VALUE_RE.finditer(text):
+        out.setdefault(m.group(1).casefold() + "=", set()).add(m.group(2).casefold().rstrip(".,"))
+    return out
+
+
+def _updates_value(new: dict[str, set[str]], old: dict[str, set[str]]) -> bool:
+    """Does the new text give an anchor of the old one a value the old one does not have?"""
+    return any(anchor in old and vals - old[anchor] for anchor, vals in new.items())
+
+
 def overlap(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
@@ -997,6 +1037,8 @@ def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | Non
     vals = _values(new.text)
     old_values = {_num(m.group("v")) for m in _OLD_VALUE_RE.finditer(new.text)}
     stems = _stems(new.text)
+    anchored = anchored_values(new.text)
+    bare = subject_words(_UNIT_AFTER_RE.sub(" ", new.text))  # the subject without the measures: "min" is no subject
     shifts_goal = new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text))
     best: Statement | None = None
     best_score = 0.0
@@ -1013,6 +1055,8 @@ def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | Non
             bonus += 1.0
         if shifts_goal and s.kind == "goal" and score > 0:
             bonus += 0.5
+        if _updates_value(anchored, anchored_values(s.text)) and overlap(bare, subject_words(_UNIT_AFTER_RE.sub(" ", s.text))):
+            bonus += 1.0  # same subject, and what it measures or names has another value now
         need = 0.25 if same_kind else 0.5
         if not (vals - _values(s.text)) and score < 1.0 and not _BACKREF_RE.search(new.text) and not bonus:
             need = max(need, 0.5)
