@@ -20,7 +20,7 @@ from tailrent_tui.agent.loop import SummaryEnded, SummaryStarted
 from tailrent_tui.bench.runner import run_bench
 from tailrent_tui.cli import cli
 from tailrent_tui.core.guard import REPAIR_HEADING
-from tailrent_tui.core.messages import Folded, FoldSkipped, Kind, MessageAdded
+from tailrent_tui.core.messages import Folded, FoldSkipped, Kind, Message, MessageAdded
 from tailrent_tui.core.policies import (
     LADDER_HEADER,
     LadderPolicy,
@@ -500,6 +500,34 @@ def test_a_summary_that_answers_or_echoes_its_instruction_is_refused():
         assert why in check_summary(Summary(text=text, by="model:x"), span_tokens=span_tokens, count=lambda t: len(t) // 4)
     ok = "- user asked to move the API to port 5433 in eu-west-2\n- the VPC peering only exists there"
     assert check_summary(Summary(text=ok, by="model:x"), span_tokens=span_tokens, count=lambda t: len(t) // 4) is None
+
+
+def test_a_summary_that_writes_back_an_app_notice_is_refused_and_a_paraphrase_is_not():
+    """Seen on llama.cpp with SmolLM2: asked to summarize, the model wrote back the text protocol's
+    note (a pinned system notice, not in the span), and the fold kept it as the summary."""
+    from tailrent_tui.agent.text_protocol import PROTOCOL_NOTE
+    from tailrent_tui.core.summarize import check_summary
+
+    span = [
+        Message(
+            role="user",
+            content="the importer chokes on rows with a null vendor_id; can you look at parse_row in importer/rows.py?",
+        ),
+        Message(
+            role="assistant",
+            content="parse_row assumes vendor_id is set; I made it skip such rows and log a warning with the row number.",
+        ),
+        Message(role="user", content="good. keep the batch size at 500 and rerun the nightly import against staging."),
+    ]
+    count = lambda t: len(t) // 4  # noqa: E731
+    echo = check_summary(Summary(text=PROTOCOL_NOTE, by="model:x"), span_tokens=2000, count=count, span=span)
+    assert echo is not None and "not about its span" in echo
+    paraphrase = (
+        "The importer failed on rows whose vendor_id was null. The assistant changed parse_row to skip "
+        "those rows and warn with their number. The user wants the batch size kept at 500 and the nightly "
+        "import rerun against staging."
+    )
+    assert check_summary(Summary(text=paraphrase, by="model:x"), span_tokens=2000, count=count, span=span) is None
 
 
 def test_a_summarizer_refused_once_is_not_asked_again_in_the_same_fold():
