@@ -3,8 +3,6 @@ folds of depth one, a guard that says what was lost, and a ladder that always fi
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tailrent_tui.core.guard import DecisionDetector, guarded_facts
@@ -248,14 +246,13 @@ def test_a_ledger_past_its_budget_says_so_and_counts_what_it_could_not_keep():
 
 
 def test_bad_input_is_bounded():
-    # a thousand statements in one paste: the first few dozen, fast; a statement longer than the window: not kept
+    # a thousand statements in one paste: the first few dozen; a statement longer than the window: not kept
+    # (how long these take: `benchmarks/ledger_bench.py --bounds`)
     paste = "\n".join(f"RULE: never touch table t{i}." for i in range(1000))
-    t0 = time.perf_counter()
     assert len(detect(paste)) == MAX_PER_MESSAGE
     huge = "\n".join(f"tests/test_{i}.py::test_x PASSED" for i in range(50_000)) + "\nNever commit the fixtures.\n"
     found = detect(huge, "tool")
     assert [f.text for f in found] == ["Never commit the fixtures."]
-    assert time.perf_counter() - t0 < 5
     assert detect("RULE: " + "never do that " * 2000) == []
 
 
