@@ -68,6 +68,17 @@ def test_chatter_questions_and_hedges_are_not_statements():
         assert detect(text) == [], text
 
 
+def test_a_request_for_a_recap_is_not_a_statement_nor_the_users_words_to_keep():
+    # seen on llama.cpp: "write down what we agreed" was pinned as a decision
+    for text in (
+        "Write down what we agreed on the retry policy.",
+        "remind me what the limit on the spend was",
+        "can you recap where we are with the migration",
+        "sum up the last hour for me pls",
+    ):
+        assert detect(text, "user", words=True) == [], text
+
+
 def test_a_fold_keeps_every_statement_verbatim_in_a_pinned_ledger_message_and_the_summary_never_sees_them():
     policy, s, ctx = ladder()
     seen: list[str] = []
