@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tailrent_tui.core.guard import DecisionDetector, guarded_facts
-from tailrent_tui.core.ledger import MAX_PER_MESSAGE, detect
+from tailrent_tui.core.ledger import AMENDED_MARK, MAX_PER_MESSAGE, detect
 from tailrent_tui.core.messages import Kind
 from tailrent_tui.core.policies import PolicyContext, PolicySettings, get_policy, run_plan
 from tailrent_tui.core.rungs.fold import MemoryFoldArchive, unfold
@@ -119,10 +119,7 @@ def test_a_correction_supersedes_and_the_old_value_leaves_at_the_next_fold():
     ("said", "correction"),
     [
         # the same unit after a number
-        (
-            "the staging db box has 16 GB of ram so dont load more than 4 GB of fixtures",
-            "update: staging db got resized, 32 GB now",
-        ),
+        ("the staging db box has 32 GB of ram", "update: staging db got resized, 64 GB now"),
         (
             "nightly export runs every 30 min right now, leave the schedule alone",
             "ok the export schedule changed, every 45 minutes now",
@@ -142,6 +139,36 @@ def test_a_correction_that_gives_the_same_measure_another_value_supersedes(said,
     assert by_message[old.id].status == "superseded"
     assert s.statements[by_message[old.id].superseded_by].message_id == new.id
     assert all(st.status != "superseded" for st in s.statements.values() if "TTL" in st.text)
+
+
+def test_a_correction_of_one_value_of_several_amends_the_statement_and_the_rest_stays_current():
+    """People pack several facts in one sentence; a correction of one of them must not take the
+    others out of the context with it (they would leave at the next fold, silently)."""
+    policy, s, ctx = ladder()
+    events = []
+    s.listeners.append(events.append)
+    first = s.add(
+        "user", "morning. we're on the billing service today, python 3.12, and the ledger db is pg-bill-07 on port 6432"
+    )
+    s.add("user", "the staging db box has 16 GB of ram so dont load more than 4 GB of fixtures")
+    s.add("user", "actually the db moved, it's pg-bill-09 now, same port")
+    s.add("user", "update: staging db got resized, 32 GB now")
+    amended = [st for st in s.statements.values() if st.amended_by]
+    assert len(amended) == 2 and all(st.status == "current" for st in amended)
+    texts = " ".join(st.text for st in amended)
+    assert "python 3.12" in texts and "6432" in texts and "4 GB of fixtures" in texts
+    assert "pg-bill-07" not in texts and "16 GB" not in texts and AMENDED_MARK in texts
+    work(policy, s, ctx, 40)
+    assert first.id not in s, "the first message should have been folded by now"
+    visible = s.visible_text()
+    for word in ("python 3.12", "6432", "4 GB of fixtures", "pg-bill-09", "32 GB"):
+        assert word in visible, word
+    current = "\n".join(m.content for m in s.messages if m.pinned or m.kind in (Kind.ledger, Kind.fold_summary))
+    assert "pg-bill-07" not in current and "16 GB" not in current, "a replaced value is shown as current"
+    again = replay(events, counter=s.counter, system=s.system, window=s.window)
+    assert {k: (v.text, v.amended_by) for k, v in again.statements.items()} == {
+        k: (v.text, v.amended_by) for k, v in s.statements.items()
+    }
 
 
 def test_a_correction_with_the_same_unit_on_another_subject_leaves_the_statement_current():

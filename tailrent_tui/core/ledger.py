@@ -74,6 +74,7 @@ class Statement(BaseModel):
     label: str | None = Field(default=None, description="the label it was written under ('SECURITY RULE'), if any")
     supersedes: str | None = None
     superseded_by: str | None = None
+    amended_by: str | None = Field(default=None, description="a correction replaced part of it (marked in its text)")
     edited: bool = False
     score: float = Field(default=1.0, description="the detector's confidence that this is a statement (0..1)")
     said: bool = Field(default=False, description="the user's words, not recognized as a statement: kept, ranked last")
@@ -1012,6 +1013,90 @@ def anchored_values(text: str) -> dict[str, set[str]]:
 def _updates_value(new: dict[str, set[str]], old: dict[str, set[str]]) -> bool:
     """Does the new text give an anchor of the old one a value the old one does not have?"""
     return any(anchor in old and vals - old[anchor] for anchor, vals in new.items())
+
+
+#: what stands where a correction replaced part of a statement (the rest of it still holds)
+AMENDED_MARK = "[superseded]"
+
+
+def _anchored_spans(text: str) -> list[tuple[str, str, int, int]]:
+    """(anchor, value, start, end) of every anchored value of ``text`` (see `anchored_values`)."""
+    out: list[tuple[str, str, int, int]] = []
+    for m in _UNIT_AFTER_RE.finditer(text):
+        unit = _unit(m.group(2))
+        if unit not in _STOP and not unit.isdigit():
+            out.append(("#" + unit, _num(m.group(1)), m.start(), m.end()))
+    for m in _NAME_BEFORE_RE.finditer(text):
+        if m.group(1).casefold() not in _STOP:
+            out.append((m.group(1).casefold(), _num(m.group(2)), m.start(2), m.end()))
+    for m in _KEY_VALUE_RE.finditer(text):
+        out.append(
+            (
+                m.group(1).casefold() + "=",
+                m.group(2).casefold().rstrip(".,"),
+                m.start(2),
+                m.start(2) + len(m.group(2).rstrip(".,")),
+            )
+        )
+    return out
+
+
+def amendment(new_text: str, old_text: str) -> str | None:
+    """The old statement with what the correction replaced marked `AMENDED_MARK`, when the rest of it
+    still holds values of its own ("python 3.12 … db pg-bill-07 on port 6432" corrected by "the db is
+    pg-bill-09 now": the version and the port stay current); None when the correction replaces it whole
+    or what it replaces cannot be told apart.
+
+    Replaced: a value whose anchor the correction gives another value (of several under one anchor, the
+    one nearest a word the two share), an old value the correction names ("36 months, not 24"), an
+    identifier of the same stem ("pg-bill-07" → "pg-bill-09")."""
+    new_anchors = anchored_values(new_text)
+    shared = subject_words(_UNIT_AFTER_RE.sub(" ", new_text)) & subject_words(_UNIT_AFTER_RE.sub(" ", old_text))
+    low = old_text.casefold()
+    near = [m.start() for w in shared for m in re.finditer(re.escape(w), low)]
+    spans: list[tuple[int, int]] = []
+    by_anchor: dict[str, list[tuple[str, int, int]]] = {}
+    for anchor, value, start, end in _anchored_spans(old_text):
+        by_anchor.setdefault(anchor, []).append((value, start, end))
+    for anchor, olds in by_anchor.items():
+        vals = new_anchors.get(anchor)
+        if not vals or not vals - {v for v, _, _ in olds}:
+            continue
+        changed = [(v, a, b) for v, a, b in olds if v not in vals]
+        if len(changed) > 1 and near:
+            changed = [min(changed, key=lambda c: min(abs(c[1] - n) for n in near))]
+        elif len(changed) > 1:
+            return None
+        spans += [(a, b) for _, a, b in changed]
+    named = {_num(m.group("v")) for m in _OLD_VALUE_RE.finditer(new_text)}
+    new_stems = {t.casefold(): st for t in identifiers(new_text) for st in _stems(t)}
+    for m in _IDENT_RE.finditer(old_text):
+        tok = m.group(0).rstrip(".:/-")
+        key = tok.casefold()
+        if not identifier_ok(tok) or key in new_stems:
+            continue
+        if _num(tok) in named or _stems(tok) & set(new_stems.values()):
+            spans.append((m.start(), m.start() + len(tok)))
+    for m in _NUM_RE.finditer(old_text):
+        if _num(m.group(0)) in named:
+            spans.append((m.start(), m.end()))
+    if not spans:
+        return None
+    spans = sorted(set(spans))
+    out, last = [], 0
+    for a, b in spans:
+        if a < last:
+            continue
+        out.append(old_text[last:a] + AMENDED_MARK)
+        last = b
+    amended = "".join(out) + old_text[last:]
+    rest = amended.replace(AMENDED_MARK, " ")
+    # what is left must still say something specific: a value or an identifier of its own (a key
+    # whose value was replaced, "MAX_WORKERS=", is no value of its own)
+    keys = {a[:-1] for a in by_anchor if a.endswith("=")}
+    if not (_NUM_RE.search(rest) or [t for t in identifiers(rest) if t.casefold() not in keys]):
+        return None
+    return amended
 
 
 def overlap(a: frozenset[str], b: frozenset[str]) -> float:
