@@ -1041,6 +1041,19 @@ def _anchored_spans(text: str) -> list[tuple[str, str, int, int]]:
     return out
 
 
+_CLAUSE_SPLIT_RE = re.compile(r"[,;:]\s|\.\s|\s(?:and|but|so|while)\s|\(|\)", re.I)
+
+
+def _clauses(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each clause of ``text``: split at commas, semicolons, sentence ends, 'and', 'but', 'so'."""
+    out, last = [], 0
+    for m in _CLAUSE_SPLIT_RE.finditer(text):
+        out.append((last, m.start()))
+        last = m.end()
+    out.append((last, len(text)))
+    return [(a, b) for a, b in out if text[a:b].strip()]
+
+
 def amendment(new_text: str, old_text: str) -> str | None:
     """The old statement with what the correction replaced marked `AMENDED_MARK`, when the rest of it
     still holds values of its own ("python 3.12 … db pg-bill-07 on port 6432" corrected by "the db is
@@ -1083,6 +1096,14 @@ def amendment(new_text: str, old_text: str) -> str | None:
     if not spans:
         return None
     spans = sorted(set(spans))
+    # only a correction plainly about one part: another clause on its subject ("gpu 2 and 3 only, CUDA_…=2,3"
+    # corrected by "all four gpus now, CUDA_…=0,1,2,3") may restate what it replaces, so the whole goes
+    about = subject_words(_UNIT_AFTER_RE.sub(" ", new_text))
+    for a, b in _clauses(old_text):
+        if any(a <= x < b for x, _ in spans):
+            continue
+        if subject_words(_UNIT_AFTER_RE.sub(" ", old_text[a:b])) & about:
+            return None
     out, last = [], 0
     for a, b in spans:
         if a < last:
