@@ -321,3 +321,11 @@ def test_the_apps_own_system_notices_never_enter_the_ledger():
     assert s.current_statements() == []
     s.add("user", "never run migrations against prod without asking me first.")
     assert [st.kind for st in s.current_statements()] == ["rule"]
+
+
+def test_a_correction_whose_subject_another_clause_restates_supersedes_the_statement_whole():
+    _, s, _ = ladder()
+    old = s.add("user", "the ci runners are shared, you get runners r3 and r4 only, RUNNER_POOL=r3,r4")
+    s.add("user", "runner news: the other team left, RUNNER_POOL=r1,r2,r3,r4 now, all four runners are yours")
+    (st,) = [st for st in s.statements.values() if st.message_id == old.id]
+    assert st.status == "superseded" and not st.amended_by
