@@ -977,7 +977,7 @@ def _stems(text: str) -> set[str]:
 
 # A value with what it measures or names: "27 jan", "7200 credits", "48G", "iOS 17.0", "v5.2.2" after
 # "ESP-IDF", "CUDA_VISIBLE_DEVICES=0,1". A correction that gives the same anchor another value updates it.
-_UNIT_AFTER_RE = re.compile(r"(?<![\w.])[$€£~]?(\d[\d,.:]*)\s?([a-z%]+)\b", re.I)
+_UNIT_AFTER_RE = re.compile(r"(?<![\w.])[$€£~]?(\d+(?:[,.:]\d+)*)\s?([a-z%]+)\b", re.I)
 _NAME_BEFORE_RE = re.compile(r"\b([a-z][\w-]*)\s+v?(\d+(?:\.\d+)+)\b", re.I)
 _KEY_VALUE_RE = re.compile(r"\b([a-z_][\w.-]*)=([^\s;)]+)", re.I)
 _UNIT_SAME = {
@@ -988,7 +988,11 @@ _UNIT_SAME = {
 
 
 def _unit(word: str) -> str:
+    """The unit a number is measured in ("minutes" and "min" alike); "" for a word that is none
+    (a one-letter word other than a unit letter: "step 1 I looked", "3 a day")."""
     w = word.casefold()
+    if len(w) == 1 and w not in "gmkhsdx%":
+        return ""
     w = _UNIT_SAME.get(w, w)
     return w[:-1] if len(w) > 3 and w.endswith("s") else w
 
@@ -999,7 +1003,7 @@ def anchored_values(text: str) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for m in _UNIT_AFTER_RE.finditer(text):
         unit = _unit(m.group(2))
-        if unit not in _STOP and not unit.isdigit():
+        if unit and unit not in _STOP:
             out.setdefault("#" + unit, set()).add(_num(m.group(1)))
     for m in _NAME_BEFORE_RE.finditer(text):
         name = m.group(1).casefold()
@@ -1024,7 +1028,7 @@ def _anchored_spans(text: str) -> list[tuple[str, str, int, int]]:
     out: list[tuple[str, str, int, int]] = []
     for m in _UNIT_AFTER_RE.finditer(text):
         unit = _unit(m.group(2))
-        if unit not in _STOP and not unit.isdigit():
+        if unit and unit not in _STOP:
             out.append(("#" + unit, _num(m.group(1)), m.start(), m.end()))
     for m in _NAME_BEFORE_RE.finditer(text):
         if m.group(1).casefold() not in _STOP:
