@@ -22,7 +22,7 @@ from tailrent_tui.scenarios.traces import load_trace
 HERE = pathlib.Path(__file__).resolve().parent / "ledger_corpus"
 KINDS = ("decision", "rule", "constraint", "preference", "goal", "fact")
 ROLES = ("user", "assistant", "tool", "instructions")
-FILES = {"heldout.jsonl": "h", "dev.jsonl": "d", "heldout2.jsonl": "g"}
+FILES = {"heldout.jsonl": "h", "dev.jsonl": "d", "heldout2.jsonl": "g", "heldout3.jsonl": "k"}
 TRACES = ("canary-typed.jsonl", "canary-natural.jsonl", "repetitive.jsonl", "canary-heldout.jsonl")
 
 
@@ -95,6 +95,19 @@ def test_second_heldout_sizes_and_mix() -> None:
     assert sum(1 for row in rows if row["supersedes"]) >= 15
     assert sum(1 for row in rows if not row["statements"]) >= len(rows) / 3
     assert any(st.get("proposal") for row in rows for st in row["statements"])
+
+
+def test_third_heldout_sizes_and_mix() -> None:
+    """heldout3 (a third hand, never shown the detector, committed before any detector change) stands on its own."""
+    rows = load("heldout3.jsonl")
+    kinds = collections.Counter(st["kind"] for row in rows for st in row["statements"])
+    assert len(rows) >= 260
+    assert all(kinds[k] >= 25 for k in KINDS), kinds
+    assert sum(1 for row in rows if row["supersedes"]) >= 30
+    assert sum(1 for row in rows if not row["statements"]) >= 0.35 * len(rows)
+    assert any(st.get("proposal") for row in rows for st in row["statements"])
+    position = {row["id"]: n for n, row in enumerate(rows)}
+    assert sum(1 for row in rows if row["supersedes"] and position[row["id"]] - position[row["supersedes"]] >= 50) >= 10
 
 
 @pytest.mark.parametrize("name", TRACES)
