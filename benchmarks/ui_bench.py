@@ -191,7 +191,7 @@ async def fold_watch(folds: int = 5, presses: int = 10) -> tuple[list[float], li
     os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")
     agent = make_agent(tmp)
     fill(agent.session, 400, pad=2)
-    agent.summarizer = ModelSummarizer(GatedModel())
+    agent.ladder.summarizer = ModelSummarizer(GatedModel())
     app = make_app(agent)
     from_key: list[float] = []
     from_start: list[float] = []

@@ -512,7 +512,7 @@ async def test_tiny_window_folds_under_ladder_only(make_agent, policy):
 
 async def test_ladder_folds_with_the_model_as_summarizer(make_agent):
     agent = make_agent(policy="ladder", window=4096, system_prompt="Be brief.", fold={"summarizer": "model"})
-    summarizer_model = agent.summarizer.model
+    summarizer_model = agent.ladder.summarizer.model
     trigger = int(agent.session.window * agent.settings.fold.trigger)
     await agent.turn(DECISION)
     turns = 1

@@ -87,7 +87,7 @@ async def test_the_request_after_a_fold_placed_after_reads_only_the_new_message(
     # the model writes the summary (the mock shifts its cache as llama.cpp does with n_cache_reuse)
     agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": 0.6})
     await agent.start()
-    agent.summarizer = ModelSummarizer(agent.model)
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
     i = 0
     while not agent.session.folds:
         await agent.turn(chatter(i, 300))
@@ -111,7 +111,7 @@ async def test_the_request_after_a_fold_placed_after_reads_only_the_new_message(
 async def test_in_place_the_summary_pair_is_read_again_with_what_follows(make_agent):
     agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "in_place", "target": 0.6})
     await agent.start()
-    agent.summarizer = ModelSummarizer(agent.model)
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
     i = 0
     while not agent.session.folds:
         await agent.turn(chatter(i, 300))
@@ -268,7 +268,7 @@ async def test_near_the_window_the_summary_is_asked_shorter_rather_than_losing_t
         window=4096, fold={"placement": "after"}, system_prompt="Be brief.", tokenizer="chars4", max_reply_tokens=16
     )
     await agent.start()
-    agent.summarizer = ModelSummarizer(agent.model)
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
     i = 0
     while not agent.session.folds:
         await agent.turn(chatter(i, 80))

@@ -87,7 +87,7 @@ async def test_a_fold_placed_after_the_kept_messages_costs_the_next_request_its_
     await agent.start()
     await fill_until_fold(agent)  # the fold comes before the last turn's request
     ordinary, after = turn_usage(agent)[-2:]
-    assert agent.state.placement.state.confirmed
+    assert agent.placement.state.confirmed
     # the summary and the new message are read; the kept messages' KV was shifted into place
     assert after.evaluated_tokens <= ordinary.evaluated_tokens + agent.session.folds[-1].tokens_after + 64
     assert after.predicted_cached == pytest.approx(after.cached_tokens, rel=0.1)
@@ -107,7 +107,7 @@ async def test_a_server_that_ignores_n_cache_reuse_sends_folds_back_in_place_say
     await agent.start()
     agent.model.cache_reuse = None  # the server takes the field and does nothing with it
     i = await fill_until_fold(agent)
-    keeper = agent.state.placement
+    keeper = agent.placement
     assert keeper.state.placement == "in_place" and "did not shift the kept KV" in keeper.state.why
     notes = [n.text for n in agent.session.notes if "folds go in place from now on" in n.text]
     assert len(notes) == 1

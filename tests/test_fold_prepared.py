@@ -21,7 +21,7 @@ SUMMARY = "- Turns 0 to 5: notes on the router, the queue and the cache; nothing
 
 def writer_agent(make_agent, writer):
     agent = make_agent(window=8192, tokenizer="chars4", system_prompt="Be brief.")
-    agent.summarizer = ModelSummarizer(writer)
+    agent.ladder.summarizer = ModelSummarizer(writer)
     return agent
 
 
@@ -104,7 +104,7 @@ async def test_a_fold_placed_after_with_its_summary_prepared_costs_the_next_requ
         window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": fold_target}
     )
     await agent.start()
-    agent.summarizer = ModelSummarizer(agent.model)
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
     prepared_requests = []
     i = 0
     while not agent.session.folds:
@@ -156,7 +156,7 @@ async def test_a_span_with_statements_is_prepared_as_the_ladder_asks_it(make_age
     agent.session.detect_statements = True
     agent.model = MockModel([SUMMARY] * 60)
     await agent.start()
-    agent.summarizer = ModelSummarizer(agent.model)
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
     for i in range(12):
         await agent.turn(fact_message(i))
         await agent.prepare_fold()

@@ -315,7 +315,7 @@ async def test_escape_during_a_model_summary_applies_no_fold(make_agent):
             await gate.wait()
             return Summary(text="- short", by=self.name)
 
-    agent.summarizer = SlowSummarizer(MockModel())
+    agent.ladder.summarizer = SlowSummarizer(MockModel())
     listeners = list(agent.session.listeners)
     reports = []
     agent.on_summary = reports.append
@@ -333,7 +333,7 @@ async def test_the_agent_reports_a_fold_summary_as_it_starts_and_ends(make_agent
     agent = make_agent(window=2048, system_prompt="Be brief.")
     for i in range(3):
         agent.session.add("assistant", prose(i, 80))  # the user's own words would be kept, not summarized
-    agent.summarizer = ModelSummarizer(MockModel([reply]))
+    agent.ladder.summarizer = ModelSummarizer(MockModel([reply]))
     reports = []
     agent.on_summary = reports.append
     folded = await agent.fold()
@@ -464,7 +464,7 @@ async def test_a_summarizer_that_fails_is_replaced_and_the_fold_says_why(make_ag
     agent.session.add("user", FACTS)
     for i in range(6):
         agent.session.add("assistant", prose(i, 80))  # the user's own words would be kept, not summarized
-    agent.summarizer = ModelSummarizer(MockModel([{"text": "- partial", "fault": fault}]))
+    agent.ladder.summarizer = ModelSummarizer(MockModel([{"text": "- partial", "fault": fault}]))
     folded = await agent.fold()
     assert isinstance(folded, Folded)
     assert folded.fold.summarizer == "mock-extractive"

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tailrent_tui.agent.kv_slots import SlotKeeper, idle_words
+from tailrent_tui.agent.kv_slots import idle_words
 from tailrent_tui.agent.loop import Agent
 from tailrent_tui.agent.startup import model_options, model_spec_of
 from tailrent_tui.agent.tools import offered_tools
@@ -382,15 +382,9 @@ def _agent_for(
         rent=rent,
         instructions=True,
         caps=caps,
-    )
-    agent.cold_resume = cold_resume
-    agent.resumed = last is not None
-    agent.slots = SlotKeeper(
-        settings=settings,
-        model=lambda: agent.model,  # a /model switch changes it
-        session=session,
-        session_dir=sd,
-        offered_tools=agent.tools.offered_tools,
+        slots=True,
+        resumed=last is not None,
+        cold_resume=cold_resume,
     )
     agent.mcp = mcp_hub(settings, workspace, session)
     for warning in opened.warnings:

@@ -43,6 +43,18 @@ class ModelName(Protocol):
     def name(self) -> str: ...
 
 
+class ModelStart(Protocol):
+    """What the app reads of the model's start (agent/startup.py `ModelLink`)."""
+
+    @property
+    def preload_seconds(self) -> float | None:
+        """How long the model took to load before the first request, when it was loaded."""
+
+    @property
+    def resume_lines(self) -> list[tuple[str, str]]:
+        """The resume's price and the slot restored, as (text, level)."""
+
+
 class SessionAgent(Protocol):
     """The agent as the app sees it: the session, the model's name, the ladder's calls, one turn."""
 
@@ -81,15 +93,13 @@ class SessionAgent(Protocol):
         """Notes written while the session was built, before the app listened to it."""
 
     @property
-    def resume_lines(self) -> list[tuple[str, str]]:
-        """The resume's price and the slot restored, as (text, level)."""
-
-    @property
     def sub_tokens(self) -> int:
         """Tokens spent by delegated sub-sessions."""
 
     @property
-    def preload_seconds(self) -> float | None: ...
+    def link(self) -> ModelStart:
+        """The model's start (agent/startup.py)."""
+
     @property
     def mcp(self) -> McpHub | None:
         """The session's MCP servers (agent/mcp `McpHub`), None when none is configured."""

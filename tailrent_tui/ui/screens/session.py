@@ -255,13 +255,13 @@ class SessionScreen(Screen[None]):
                 self._loading = False
                 self.refresh_sub_title()
             self.sidebar.refresh_window()
-            seconds = self.agent.preload_seconds
+            seconds = self.agent.link.preload_seconds
             if seconds is not None:
                 self.notify(f"{self._model_name()} loaded in {seconds:.1f} s", timeout=4)
             # the resume's price and the slot restored, kept in the transcript (why the first request
             # reads what it reads: a slot another client took, a restarted server); warnings come
             # through their notes already
-            for text, level in self.agent.resume_lines:
+            for text, level in self.agent.link.resume_lines:
                 if level == "info":
                     await self.transcript.show_notice(text)
 
