@@ -416,7 +416,7 @@ async def test_cancel_mid_stream_keeps_the_partial_reply_marked(ollama_agent, fa
         m.tokens for m in agent.session.messages if m is not partial
     )
     assert "Explain" in agent.session.visible_text() and partial.content not in agent.session.visible_text()
-    exported = agent.export("md", agent.workspace / "out.md").read_text(encoding="utf-8")
+    exported = agent.stores.export("md", agent.workspace / "out.md").read_text(encoding="utf-8")
     assert "cancelled: cut off, never sent to the model" in exported
     await assert_retry_works(agent, fake_ollama, question)
     assert agent.session.usage[-1].context_tokens == agent.session.context_tokens - agent.session.messages[-1].tokens

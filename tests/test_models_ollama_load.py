@@ -98,13 +98,13 @@ async def test_a_new_session_does_not_preload_a_resumed_one_does(fake_ollama, ol
     async with open_agent(ollama_settings, async_writer=False, new=True) as agent:
         # the local sheet's TTL is the keep_alive the app sends
         assert agent.rent.sheet.ttl_seconds == 6 * 3600
-        await agent.start()
+        await agent.link.start()
         assert not fake_ollama.loads and agent.link.preload_seconds is None
         assert (await agent.turn("where do refresh tokens live?", None)).error is None
 
     async with open_agent(ollama_settings, {"continue_": True}, async_writer=False) as resumed:
-        assert resumed.will_preload()
-        await resumed.start()
+        assert resumed.link.will_preload()
+        await resumed.link.start()
         (load,) = fake_ollama.loads
         # the window and keep_alive of the turns: no second load at the first request
         assert load["options"]["num_ctx"] == resumed.session.window and load["keep_alive"] == "6h"

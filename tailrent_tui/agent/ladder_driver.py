@@ -27,11 +27,24 @@ from tailrent_tui.agent.meter import UsageMeter
 from tailrent_tui.agent.placement import PlacementKeeper
 from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.tools.base import ToolOutcome
-from tailrent_tui.core.messages import Event, Folded, FoldRecord, FoldSkipped, Message, Unfolded
+from tailrent_tui.core.messages import (
+    Event,
+    Folded,
+    FoldRecord,
+    FoldSkipped,
+    Message,
+    Pinned,
+    Spilled,
+    StatementChanged,
+    Unfolded,
+    Unpinned,
+    WatchAdded,
+)
 from tailrent_tui.core.policies import Plan, Policy, PolicyContext, PolicySettings, get_policy
+from tailrent_tui.core.ports import FoldArchive, SpillStore
 from tailrent_tui.core.rent import RentModel, context_items
-from tailrent_tui.core.rungs.fold import FoldArchive, unfold
-from tailrent_tui.core.rungs.spill import SpillStore, admit_tool_result
+from tailrent_tui.core.rungs.fold import unfold
+from tailrent_tui.core.rungs.spill import admit_tool_result, spill_message
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import Review, Summarize, Summarizer, Summary, Verdict
 from tailrent_tui.core.tokens import TokenCounter
@@ -347,6 +360,43 @@ class LadderDriver:
             if cb is not None:
                 cb.on_notice(msg, "info")
         return await self._policy_step(self.policy.before_request(self.session, self.policy_context(), expired=expired))
+
+    # -- by hand: pins, statements, spills, watch words ----------------------------------
+
+    def pin(self, message_id: str) -> Pinned | None:
+        """Pin a message (rung 0); the decisions file follows the pins."""
+        ev = self.session.pin(message_id)
+        self.stores.write_decisions()
+        return ev
+
+    def unpin(self, message_id: str) -> Unpinned | None:
+        ev = self.session.unpin(message_id)
+        self.stores.write_decisions()
+        return ev
+
+    def accept_statement(self, statement_id: str) -> StatementChanged | None:
+        """The user agrees with the model's statement (a proposal until then)."""
+        return self.session.accept(statement_id)
+
+    def supersede_statement(self, statement_id: str) -> StatementChanged | None:
+        ev = self.session.supersede(statement_id)
+        self.stores.write_decisions()  # its message may be unpinned
+        return ev
+
+    def pin_statement(self, statement_id: str, pinned: bool = True) -> StatementChanged | None:
+        return self.session.pin_statement(statement_id, pinned)
+
+    def edit_statement(self, statement_id: str, text: str) -> StatementChanged | None:
+        ev = self.session.edit_statement(statement_id, text)
+        self.stores.write_decisions()
+        return ev
+
+    def spill(self, message_id: str) -> Spilled:
+        """Spill a message by hand (rung 2): its content to the spill store, a pointer in its place."""
+        return spill_message(self.session, message_id, self.spill_store)
+
+    def watch(self, word: str) -> WatchAdded | None:
+        return self.session.add_watch(word)
 
     # -- folds by hand ----------------------------------------------------------------
 

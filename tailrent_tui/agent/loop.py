@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +32,6 @@ from tailrent_tui.agent.events import (
     TurnCallbacks,
     TurnResult,
 )
-from tailrent_tui.agent.fold_requests import PreparedFold
 from tailrent_tui.agent.kv_slots import SlotKeeper
 from tailrent_tui.agent.ladder_driver import OVERFLOW_SHRINK, LadderDriver
 from tailrent_tui.agent.meter import UsageMeter
@@ -45,30 +44,19 @@ from tailrent_tui.agent.tools.base import ToolOutcome, error
 from tailrent_tui.agent.tools.caps import ToolCaps
 from tailrent_tui.agent.turn import MAX_STEPS, TurnLoop
 from tailrent_tui.agent.wire import wire_messages
-from tailrent_tui.core.keepwarm import KeepWarm
 from tailrent_tui.core.messages import (
-    Folded,
-    FoldRecord,
-    FoldSkipped,
     Kind,
-    Message,
     Note,
-    Pinned,
-    Spilled,
-    StatementChanged,
-    Unfolded,
-    Unpinned,
     UsageRecorded,
-    WatchAdded,
     new_id,
 )
 from tailrent_tui.core.policies import PolicySettings
-from tailrent_tui.core.probe import ProbeReport
+from tailrent_tui.core.ports import FoldArchive, SpillStore
 from tailrent_tui.core.rent import RentModel
-from tailrent_tui.core.rungs.fold import FoldArchive, MemoryFoldArchive
-from tailrent_tui.core.rungs.spill import MemorySpillStore, SpillStore, spill_message
+from tailrent_tui.core.rungs.fold import MemoryFoldArchive
+from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
-from tailrent_tui.core.summarize import LossySummarizer, Review, Summarizer, Verdict
+from tailrent_tui.core.summarize import LossySummarizer, Summarizer
 from tailrent_tui.models.base import ChatModel
 from tailrent_tui.models.factory import CannotOpenModel, open_model
 from tailrent_tui.models.summarizer import ModelSummarizer
@@ -247,36 +235,6 @@ class Agent:
     def _current_model(self) -> ChatModel:
         return self.model
 
-    # -- what the app reads of the rooms ----------------------------------------------
-
-    @property
-    def keep_warm(self) -> KeepWarm | None:
-        return self.meter.keep_warm
-
-    @property
-    def on_summary(self) -> Callable[[SummaryProgress], None] | None:
-        return self.ladder.on_summary
-
-    @on_summary.setter
-    def on_summary(self, hook: Callable[[SummaryProgress], None] | None) -> None:
-        self.ladder.on_summary = hook
-
-    @property
-    def on_prepared(self) -> Callable[[PreparedFold | None], None] | None:
-        return self.ladder.on_prepared
-
-    @on_prepared.setter
-    def on_prepared(self, hook: Callable[[PreparedFold | None], None] | None) -> None:
-        self.ladder.on_prepared = hook
-
-    @property
-    def on_review(self) -> Callable[[Review], Awaitable[Verdict]] | None:
-        return self.ladder.on_review
-
-    @on_review.setter
-    def on_review(self, hook: Callable[[Review], Awaitable[Verdict]] | None) -> None:
-        self.ladder.on_review = hook
-
     # -- closing -------------------------------------------------------------------------
 
     async def aclose(self, reason: str = "quit") -> Closing:
@@ -294,12 +252,6 @@ class Agent:
         return self.closing
 
     # -- the model -------------------------------------------------------------------
-
-    def will_preload(self) -> bool:
-        return self.link.will_preload()
-
-    async def start(self) -> None:
-        await self.link.start()
 
     async def switch_model(self, spec: str) -> str:
         """Switch to the model a spec names; the session and its context stay as they are."""
@@ -341,82 +293,6 @@ class Agent:
             # the first frame never waits for an MCP server; the first request does (bounded), saying so
             await self.mcp.settle(cb.on_notice if cb is not None else None)
         return await self.turns.turn(text, cb)
-
-    async def ping(self, now: float | None = None) -> bool:
-        return await self.turns.ping(now)
-
-    async def shell(self, command: str) -> Message:
-        return await self.tools.shell(command)
-
-    async def attach_paste(self, label: str, text: str) -> Message:
-        return await self.tools.attach_paste(label, text)
-
-    async def attach_file(self, path: str) -> Message:
-        return await self.tools.attach_file(path)
-
-    # -- the ladder (ladder_driver.py) -----------------------------------------------------
-
-    def pin(self, message_id: str) -> Pinned | None:
-        ev = self.session.pin(message_id)
-        self.stores.write_decisions()
-        return ev
-
-    def unpin(self, message_id: str) -> Unpinned | None:
-        ev = self.session.unpin(message_id)
-        self.stores.write_decisions()
-        return ev
-
-    def accept_statement(self, statement_id: str) -> StatementChanged | None:
-        return self.session.accept(statement_id)
-
-    def supersede_statement(self, statement_id: str) -> StatementChanged | None:
-        ev = self.session.supersede(statement_id)
-        self.stores.write_decisions()  # its message may be unpinned
-        return ev
-
-    def pin_statement(self, statement_id: str, pinned: bool = True) -> StatementChanged | None:
-        return self.session.pin_statement(statement_id, pinned)
-
-    def edit_statement(self, statement_id: str, text: str) -> StatementChanged | None:
-        ev = self.session.edit_statement(statement_id, text)
-        self.stores.write_decisions()
-        return ev
-
-    def spill(self, message_id: str) -> Spilled:
-        return spill_message(self.session, message_id, self.spill_store)
-
-    def watch(self, word: str) -> WatchAdded | None:
-        return self.session.add_watch(word)
-
-    async def fold(self, span_ids: list[str] | None = None, *, trigger: str = "manual") -> Folded | FoldSkipped | None:
-        return await self.ladder.fold(span_ids, trigger=trigger)
-
-    def unfold(self, fold_no: int) -> Unfolded:
-        return self.ladder.unfold(fold_no)
-
-    def unfold_cost(self, fold_no: int) -> tuple[int, float | None, bool]:
-        return self.ladder.unfold_cost(fold_no)
-
-    async def prepare_fold(self) -> PreparedFold | None:
-        """Write the next fold's summary while the user reads (ladder_driver.py); None when none is due."""
-        return await self.ladder.prepare_fold()
-
-    def reread_after(self, record: FoldRecord) -> tuple[int, float | None]:
-        return self.ladder.reread_after(record)
-
-    # -- the stores (stores.py) ----------------------------------------------------------------
-
-    async def fold_originals(self, fold_no: int) -> list[Message]:
-        return await self.stores.fold_originals_async(fold_no)
-
-    async def spill_text(self, spill_id: str) -> str:
-        return await self.stores.spill_text(spill_id)
-
-    def recall(self, question: str, expect: list[str]) -> tuple[ProbeReport, list[str]]:
-        return self.stores.recall(question, expect)
-
-    def export(self, fmt: str = "md", path: Path | None = None) -> Path:
-        return self.stores.export(fmt, path)
 
     # -- rung 3 ------------------------------------------------------------------------------------
 

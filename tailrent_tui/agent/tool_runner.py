@@ -25,7 +25,8 @@ from tailrent_tui.agent.tools.base import SpillBudget, error, outcome
 from tailrent_tui.agent.tools.caps import ToolCaps
 from tailrent_tui.agent.tools.session import Delegate, SessionBinding, SessionView
 from tailrent_tui.core.messages import Kind, Message, ToolCall
-from tailrent_tui.core.rungs.spill import SpillStore, pointer_text
+from tailrent_tui.core.ports import SpillStore
+from tailrent_tui.core.rungs.spill import pointer_text
 from tailrent_tui.core.session import Session
 from tailrent_tui.models.base import ToolCallChunk
 from tailrent_tui.settings import Settings

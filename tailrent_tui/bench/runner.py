@@ -331,7 +331,7 @@ class AgentDriver:
 
     def __init__(self, agent: Any) -> None:
         self.agent = agent
-        self.warm = agent.keep_warm or KeepWarm(agent.rent)
+        self.warm = agent.meter.keep_warm or KeepWarm(agent.rent)
 
     async def keep_warm(self, at: float) -> None:
         # the trace's clock stands in for the app's timer: the same rule, replayed

@@ -92,7 +92,7 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
                 if note.level != "info":  # what the app shows in its transcript at start: another model, folder, counter
                     click.echo(f"[{note.level}] {note.text}", err=True)
             # before the first request: restore the KV slot, say what the resume costs
-            await agent.start()
+            await agent.link.start()
             for text, level in [*agent.link.start_lines, *agent.link.resume_lines]:
                 click.echo(f"[{level}] {text}", err=True)
             if agent.mcp is not None:
