@@ -46,7 +46,7 @@ from tailrent_tui.models.ollama import OllamaModel
 from tailrent_tui.models.openai import OpenAIModel
 from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.models.text import redact
-from tailrent_tui.models.tokenizer import PROBE, ServerTokenizer, TokenizerUnavailable, measure_framing
+from tailrent_tui.models.tokenizer import PROBE, ServerTokenizer, TokenizerUnavailable, measure_framing, server_tokenizer
 from tailrent_tui.settings import Settings, keep_alive_seconds, user_price_files
 from tailrent_tui.store.journal import JournalError
 from tailrent_tui.store.paths import resolve_data_dir
@@ -112,7 +112,7 @@ def pick_counting(settings: Settings, model: ChatModel) -> Counting:
     name = settings.tokenizer
     # the embedded engine is not running yet (it starts after the first frame): it cannot count for a new session
     if name == "auto" and isinstance(model, OpenAIModel) and not isinstance(model, EmbeddedModel):
-        server = model.server_tokenizer()
+        server = server_tokenizer(model)
         try:
             framing, schema = measure_framing(server, framing_probes(), system=settings.system_prompt, tools=offered_tools())
             return Counting(server, server.name, framing, schema)
@@ -129,7 +129,7 @@ def resume_counter(tokenizer: str, model: ChatModel) -> tuple[TokenCounter | Non
     if tokenizer != ServerTokenizer.name:
         return None, None
     if isinstance(model, OpenAIModel) and not isinstance(model, EmbeddedModel):
-        server = model.server_tokenizer()
+        server = server_tokenizer(model)
         try:
             server.tokens(PROBE)
             return server, None
