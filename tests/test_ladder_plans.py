@@ -315,11 +315,11 @@ async def test_escape_during_a_model_summary_applies_no_fold(make_agent):
             await gate.wait()
             return Summary(text="- short", by=self.name)
 
-    agent.summarizer = SlowSummarizer(MockModel())
+    agent.ladder.summarizer = SlowSummarizer(MockModel())
     listeners = list(agent.session.listeners)
     reports = []
-    agent.on_summary = reports.append
-    task = asyncio.create_task(agent.fold())
+    agent.ladder.on_summary = reports.append
+    task = asyncio.create_task(agent.ladder.fold())
     await asyncio.sleep(0.05)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -333,10 +333,10 @@ async def test_the_agent_reports_a_fold_summary_as_it_starts_and_ends(make_agent
     agent = make_agent(window=2048, system_prompt="Be brief.")
     for i in range(3):
         agent.session.add("assistant", prose(i, 80))  # the user's own words would be kept, not summarized
-    agent.summarizer = ModelSummarizer(MockModel([reply]))
+    agent.ladder.summarizer = ModelSummarizer(MockModel([reply]))
     reports = []
-    agent.on_summary = reports.append
-    folded = await agent.fold()
+    agent.ladder.on_summary = reports.append
+    folded = await agent.ladder.fold()
     started, ended = reports
     assert isinstance(started, SummaryStarted) and started.by == "model:mock"
     assert started.messages == len(folded.fold.span_ids) and started.tokens == folded.fold.tokens_before
@@ -442,7 +442,7 @@ async def test_the_guard_setting_holds_through_the_agent_and_manual_folds(make_a
     agent.session.add("user", FACTS)
     for i in range(6):
         agent.session.add("assistant", prose(i, 80))  # the user's own words would be kept, not summarized
-    folded = await agent.fold()
+    folded = await agent.ladder.fold()
     assert isinstance(folded, Folded) and folded.fold.guard == guard
     assert agent.ladder.policy_context().settings.guard == guard
 
@@ -452,9 +452,9 @@ async def test_a_span_made_only_of_pins_is_refused_with_a_reason(make_agent):
     pinned = agent.session.add("user", "DECISION: keep the 30 second timeout because the proxy cuts at 31.")
     assert pinned.pinned
     with pytest.raises(SessionError, match="cannot fold pinned messages"):
-        await agent.fold([pinned.id])
+        await agent.ladder.fold([pinned.id])
     agent.session.add("assistant", "noted")
-    result = await agent.fold()
+    result = await agent.ladder.fold()
     assert isinstance(result, FoldSkipped) and "nothing to fold" in result.reason and not agent.session.folds
 
 
@@ -464,8 +464,8 @@ async def test_a_summarizer_that_fails_is_replaced_and_the_fold_says_why(make_ag
     agent.session.add("user", FACTS)
     for i in range(6):
         agent.session.add("assistant", prose(i, 80))  # the user's own words would be kept, not summarized
-    agent.summarizer = ModelSummarizer(MockModel([{"text": "- partial", "fault": fault}]))
-    folded = await agent.fold()
+    agent.ladder.summarizer = ModelSummarizer(MockModel([{"text": "- partial", "fault": fault}]))
+    folded = await agent.ladder.fold()
     assert isinstance(folded, Folded)
     assert folded.fold.summarizer == "mock-extractive"
     assert "model:mock's summary refused: the model could not summarize" in folded.fold.rejected

@@ -87,7 +87,6 @@ class FoldRequests:
     def __init__(self, driver: Any) -> None:
         # the LadderDriver (not imported: it imports this module)
         self.driver = driver
-        self.state = driver.state
         #: the next fold's summary, written while the user read (`prepare_fold`)
         self.prepared: PreparedFold | None = None
         #: the request number of the prepared summary's last request (`warm` sends it again after a turn)
@@ -100,7 +99,7 @@ class FoldRequests:
     def prepared_span(self) -> list[Message] | None:
         """The span the ladder would fold at the trigger, when the context is past the pre-trigger
         (PRE_TRIGGER of the trigger) and under the trigger; None otherwise or when nothing folds."""
-        s = self.state
+        s = self.driver
         if s.is_sub or not s.settings.fold.prepare or not isinstance(s.summarizer, ModelSummarizer):
             return None
         if self.driver.policy.name != "ladder":
@@ -127,7 +126,7 @@ class FoldRequests:
         if span is None:
             return None
         raw = span
-        session = self.state.session
+        session = self.driver.session
         if session.statements:
             # as the ladder will ask it (`ask_summary`): without the statements the fold carries
             span = session.summarizable(span)
@@ -148,8 +147,8 @@ class FoldRequests:
         if self._ledger_text(self.prepared) is not None:
             # the statements the fold will carry are new tokens: read them now, after the summary
             await self.warm(self.prepared, request)
-        if self.state.on_prepared is not None:
-            self.state.on_prepared(self.prepared)
+        if self.driver.on_prepared is not None:
+            self.driver.on_prepared(self.prepared)
         return self.prepared
 
     async def warm(self, prepared: PreparedFold, request: Summarize) -> None:
@@ -158,14 +157,14 @@ class FoldRequests:
         asked), so that at the trigger the fold finds them cached again. Priced and journaled as a
         summary request (it is the prepared fold's); skipped when the instruction would read
         differently now, or the model does not write the summaries."""
-        summarizer = self.state.summarizer
+        summarizer = self.driver.summarizer
         asked = prepared.summary.asked
         if not isinstance(summarizer, ModelSummarizer) or asked is None:
             return
         context, items = self.summary_context(request, summarizer)
         if context is None or not asks_apart(context) or aligned_instruction(context, self.fitted_budget) != asked:
             return
-        session = self.state.session
+        session = self.driver.session
         text = prepared.summary.text
         messages = [*context.messages, {"role": "user", "content": asked}, {"role": "assistant", "content": text}]
         ledger = self._ledger_text(prepared)
@@ -180,7 +179,7 @@ class FoldRequests:
                     usage = chunk
         except ModelError:
             return
-        rent = self.state.rent
+        rent = self.driver.rent
         predicted = None
         if rent is not None:
             items = [*items, (answer_key(asked), session.count(text))]
@@ -192,7 +191,7 @@ class FoldRequests:
 
     def _ledger_text(self, prepared: PreparedFold) -> str | None:
         """The ledger message the fold of this span will carry (core makes it the same way), or None."""
-        session = self.state.session
+        session = self.driver.session
         if not session.statements or not prepared.raw_ids:
             return None
         carried = session.carried_by([session.get(i) for i in prepared.raw_ids if i in session])
@@ -206,8 +205,8 @@ class FoldRequests:
         if prepared is None:
             return None
         self.prepared = None
-        if self.state.on_prepared is not None:
-            self.state.on_prepared(None)
+        if self.driver.on_prepared is not None:
+            self.driver.on_prepared(None)
         ids = tuple(m.id for m in request.span)
         head = request.span[: len(prepared.span_ids)]
         if ids[: len(prepared.span_ids)] != prepared.span_ids or sum(m.tokens for m in head) != prepared.span_tokens:
@@ -219,10 +218,10 @@ class FoldRequests:
         return Summary(text=text, by=f"{prepared.summary.by}, prepared", asked=prepared.summary.asked)
 
     async def summary_for(self, request: Summarize) -> Summary:
-        await save_before_fold(self.state)
-        summarizer = self.state.summarizer
+        await save_before_fold(self.driver.slots)
+        summarizer = self.driver.summarizer
         if isinstance(summarizer, ModelSummarizer):
-            session = self.state.session
+            session = self.driver.session
             context, items = self.summary_context(request, summarizer)
             if context is not None:
                 request = replace(request, budget=self.fitted_budget)
@@ -233,7 +232,7 @@ class FoldRequests:
                 return Summary(text="", by=summarizer.name, error=f"the model could not summarize ({exc.message})")
             usage = summarizer.last_usage
             output = usage.output_tokens if usage and usage.output_tokens else 0
-            rent = self.state.rent
+            rent = self.driver.rent
             if context is not None and rent is not None:
                 # journaled like a turn's request, so it is counted and survives a resume; priced as
                 # what it is: the conversation's cached prefix read again, then the instruction (it moves
@@ -268,7 +267,7 @@ class FoldRequests:
         the instruction and the summary as a question and its answer, where they were asked:
         tokens the engine holds already.
         """
-        session = self.state.session
+        session = self.driver.session
         self.rename_folded()
         ids = {m.id for m in request.span}
         entries = wire_entries(session)
@@ -310,7 +309,7 @@ class FoldRequests:
             items[-1] = (key + "+summary-request", sent)
         else:
             items.append((asked_key(instruction["content"]), sent))
-        rent = self.state.rent
+        rent = self.driver.rent
         if rent is not None:
             whole, cached, _ = rent.predict(items, session.head_tokens, session.clock())
             alone = sum(session.count(m["content"]) for m in summarizer.request_messages(request.span))
@@ -323,7 +322,7 @@ class FoldRequests:
     def rename_folded(self) -> None:
         """The last fold's summary, asked in context, is the summary request's instruction and answer
         the rent model holds last: it is known by the summary's name from now on (`RentModel.rename`)."""
-        rent, session = self.state.rent, self.state.session
+        rent, session = self.driver.rent, self.driver.session
         record = session.folds[-1] if session.folds else None
         asked = record.summary.meta.get("asked") if record is not None else None
         if rent is None or record is None or not isinstance(asked, str) or record.summary.id not in session:
@@ -366,9 +365,9 @@ class FoldRequests:
         model's prediction of the folded context: in place, what follows the summary; after the
         kept messages on an engine that shifts KV, the summary), and their seconds at the
         measured rate."""
-        session = self.state.session
+        session = self.driver.session
         span = set(record.span_ids)
-        rent = self.state.rent
+        rent = self.driver.rent
         if rent is None or rent.last_at is None:
             # nothing cached yet: what the fold adds is the tokens from the summary's place on
             first = next((i for i, m in enumerate(session.messages) if m.id in span), len(session.messages))
@@ -387,7 +386,7 @@ class FoldRequests:
         """What undoing fold `fold_no` costs the next request: (tokens read again, their seconds at
         the measured rate, whether the engine's prompt cache still holds the prompt before the
         fold, so that they are few). Raises SessionError/ArchiveError as `unfold` would."""
-        session = self.state.session
+        session = self.driver.session
         record = next((f for f in session.folds if f.fold_no == fold_no), None)
         if record is None:
             raise SessionError(f"no fold #{fold_no}")
@@ -401,13 +400,13 @@ class FoldRequests:
             else:
                 items.append(context_item(session, m))
         tokens, seconds = self._reread(items)
-        rent = self.state.rent
+        rent = self.driver.rent
         kept = rent is not None and rent.prompt_cache_gain(items, session.head_tokens, session.clock()) > 0
         return tokens, seconds, kept
 
     def _reread(self, items: list[Item]) -> tuple[int, float | None]:
-        session = self.state.session
-        rent = self.state.rent
+        session = self.driver.session
+        rent = self.driver.rent
         if rent is None:
             return session.head_tokens + sum(t for _, t in items), None
         context, cached, _ = rent.predict(items, session.head_tokens, session.clock())
