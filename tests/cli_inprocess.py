@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import traceback
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -55,13 +56,29 @@ def _process_like(env: Mapping[str, str], cwd: Path, argv: Sequence[str]) -> Ite
     sys.stdin = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
     sys.stdout, sys.stderr = out, err
     try:
-        yield out, err
+        with warnings.catch_warnings():
+            _interpreter_warnings()
+            yield out, err
     finally:
         sys.stdin, sys.stdout, sys.stderr = saved_streams
         sys.argv = saved_argv
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
+
+
+def _interpreter_warnings() -> None:
+    """Warnings as a fresh interpreter shows them: on stderr (pytest would record them instead),
+    with Python's default filters (deprecations and resource warnings hidden)."""
+    warnings.resetwarnings()
+    warnings.simplefilter("default")
+    for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+        warnings.simplefilter("ignore", category)
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:  # type: ignore[no-untyped-def]
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    warnings.showwarning = show
 
 
 def run_cli(args: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
