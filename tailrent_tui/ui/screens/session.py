@@ -41,6 +41,7 @@ from tailrent_tui.models.errors import ModelError
 from tailrent_tui.store.history import PromptHistory
 from tailrent_tui.text import model_label
 from tailrent_tui.ui.actions import BINDINGS, NAVIGATION_ACTIONS, SLASH_BY_NAME, SLASH_HELP
+from tailrent_tui.ui.chips import merge_chips
 from tailrent_tui.ui.commands import LadderCommands
 from tailrent_tui.ui.completion import Sources, mentioned_files
 from tailrent_tui.ui.events import (
@@ -394,7 +395,7 @@ class SessionScreen(Screen[None]):
     @on(TurnEnded)
     async def _turn_ended_update(self, update: TurnEnded) -> None:
         if await self._attached(update):
-            await self._turn_ended(update.result)
+            await self._turn_ended(update.result, update.unsent)
 
     async def _attached(self, update: AgentUpdate) -> bool:
         """Whether the widgets are still there (the app may be closing, its widgets going: the
@@ -424,9 +425,13 @@ class SessionScreen(Screen[None]):
         self.workers.cancel_group(self, "prepare")
         self.runner.start_turn(Outgoing(text) if isinstance(text, str) else text)
 
-    async def _turn_ended(self, result: TurnResult | None) -> None:
+    async def _turn_ended(self, result: TurnResult | None, unsent: Outgoing | None = None) -> None:
         await self.transcript.end_turn()
         self.running = False
+        if unsent is not None:
+            # stopped before the message entered the session (its paste being taken in, the model starting)
+            await self._give_back_waiting("cancelled", unsent)
+            await self.transcript.show_notice("your message was not sent: it is back in the input")
         if result is None:  # the turn failed on a bug, already reported
             await self._give_back_waiting("the turn failed")
             return
@@ -529,19 +534,23 @@ class SessionScreen(Screen[None]):
         self.prompt.border_title = None
         self.start_turn(out)
 
-    async def _give_back_waiting(self, why: str) -> None:
-        """What waited is not sent after a cancel or a failure: it goes back to the input, to send or edit."""
+    async def _give_back_waiting(self, why: str, unsent: Outgoing | None = None) -> None:
+        """What waited is not sent after a cancel or a failure: it goes back to the input, to send or edit,
+        after the message the turn did not take in (`unsent`) and before what the box holds. A chip
+        keeps its own paste when another carries the same label."""
         waiting, self.runner.waiting = self.runner.waiting, []
-        if not waiting:
+        if not waiting and unsent is None:
             return
         box = self.prompt
-        box.value = "\n\n".join([*(w.text for w in waiting), box.value]).strip()
-        for w in waiting:
-            box.pastes.update(w.pastes)
+        pastes = dict(box.pastes)
+        texts = [merge_chips(w.text, w.pastes, pastes) for w in ([unsent] if unsent else []) + waiting]
+        box.value = "\n\n".join([*texts, box.value]).strip()
+        box.pastes = pastes
         await self.transcript.drop_queued()
         box.border_title = None
         box.focus()
-        self.notify(f"{why}: what you sent meanwhile is back in the input", severity="warning")
+        if waiting:
+            self.notify(f"{why}: what you sent meanwhile is back in the input", severity="warning")
 
     # -- the input -----------------------------------------------------------
 
