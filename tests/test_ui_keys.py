@@ -89,6 +89,19 @@ async def test_ctrl_c_clears_the_input_undoably_and_copies_a_selection(tmp_path,
         await pilot.press("ctrl+z")
         assert app.prompt.text == "a long draft"
         app.session_screen._quit_armed_at = None  # the window has passed
+        # a chip cleared and brought back keeps its paste
+        body = "\n".join(f"frame {i}" for i in range(40))
+        app.prompt.post_message(events.Paste(body))
+        await wait_until(pilot, lambda: "[pasted 40 lines]" in app.prompt.text, what="the chip")
+        await pilot.press("ctrl+c")
+        assert "[pasted" not in app.prompt.text
+        await pilot.press("ctrl+z")
+        assert "[pasted 40 lines]" in app.prompt.text
+        await pilot.press("ctrl+o")
+        assert body in app.prompt.text, "the paste came back with its chip"
+        app.session_screen._quit_armed_at = None
+        await pilot.press("ctrl+c")
+        app.session_screen._quit_armed_at = None
         await pilot.press("ctrl+c")
         assert app.prompt.text == "" and app.is_running
         await pilot.press("ctrl+c")

@@ -210,9 +210,9 @@ class PromptInput(TextArea):
     def action_clear_input(self) -> None:
         if not self.text:
             return
-        # through the editor's own edit, so that its undo (ctrl+z) brings the text back
+        # through the editor's own edit, so that its undo (ctrl+z) brings the text back, and with it
+        # its chips: their pastes stay known (only the chips present in the text are ever sent)
         self.replace("", self.document.start, self.document.end)
-        self.pastes = {}
 
     def action_newline(self) -> None:
         self.insert_typed("\n")
