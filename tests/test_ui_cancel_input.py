@@ -15,6 +15,7 @@ from textual import events
 from ui_helpers import GatedModel, make_agent, make_app, wait_until
 
 from tailrent_tui.core.messages import Kind
+from tailrent_tui.settings import Settings
 
 
 @pytest.fixture(autouse=True)
@@ -124,3 +125,23 @@ async def test_what_is_typed_and_sent_while_a_cancel_lands_is_kept_and_sent_once
         await wait_until(pilot, lambda: not app.busy and agent.session.messages[-1].content == "Second.", what="reply")
         assert users(agent) == ["first", "typed while it streams and after the escape"]
         assert ASK not in users(agent)
+
+
+async def test_the_first_message_cancelled_before_its_reply_is_kept_though_a_system_note_follows_it(tmp_path):
+    """Seen on llama.cpp: the text protocol's note enters after the first message; escape before the
+    reply said only "reply cancelled", and ctrl+r had nothing to retry."""
+    agent = make_agent(tmp_path, settings=Settings(tools={"protocol": "text"}, tokenizer="chars4"))
+    agent.model = GatedModel([{"text": "The answer."}], chunk_size=4)
+    app = make_app(agent)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press(*"first question", "enter")
+        await wait_until(pilot, lambda: app.transcript.reply is not None, what="the request")
+        assert agent.session.messages[-1].role == "system", "the protocol's note follows the message"
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not app.busy, what="the cancel")
+        assert app.session_screen.retry_pending
+        assert "your message is kept: ctrl+r or /retry sends it" in shown(app, ".turn-notice")
+        agent.model.gate.set()
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: not app.busy and agent.session.messages[-1].content == "The answer.", what="reply")
+        assert users(agent) == ["first question"]

@@ -466,9 +466,13 @@ class SessionScreen(Screen[None]):
     def _owes_reply(self) -> bool:
         """Is the last turn of the conversation a user's message, or a tool's answer to the model's call,
         with no reply after it? What sits in the context without asking for one does not count: the
-        project instructions, the ledger, a fold's summary, a `!cmd` and its output, an attached file."""
+        project instructions, the ledger, a fold's summary, a system note (the text protocol's, entered
+        after the first message), a `!cmd` and its output, an attached file."""
         placed = (Kind.instructions, Kind.ledger, Kind.fold_summary)
-        last = next((m for m in reversed(self.session.messages) if not m.cut_off and m.kind not in placed), None)
+        last = next(
+            (m for m in reversed(self.session.messages) if not m.cut_off and m.kind not in placed and m.role != "system"),
+            None,
+        )
         if last is None or last.meta.get("shell"):
             return False
         return (last.role == "user" and last.kind is Kind.chat) or (last.role == "tool" and last.tool_call_id is not None)
