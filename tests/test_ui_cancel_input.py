@@ -145,3 +145,23 @@ async def test_the_first_message_cancelled_before_its_reply_is_kept_though_a_sys
         await pilot.press("ctrl+r")
         await wait_until(pilot, lambda: not app.busy and agent.session.messages[-1].content == "The answer.", what="reply")
         assert users(agent) == ["first question"]
+
+
+async def test_a_fold_by_hand_that_saves_nothing_says_why_in_the_transcript(tmp_path):
+    """Seen on llama.cpp: f waited 40 s for the summary, then a 5-second toast said the fold saved
+    nothing; the transcript kept no trace of it."""
+    from ui_helpers import fill
+
+    from tailrent_tui.models.mock import MockModel
+    from tailrent_tui.models.summarizer import ModelSummarizer
+
+    agent = make_agent(tmp_path)
+    fill(agent.session, 4)
+    agent.summarizer = ModelSummarizer(MockModel([{"text": "- " + "a summary longer than its span " * 30}]))
+    app = make_app(agent)
+    async with app.run_test(size=(140, 40)) as pilot:
+        app.prompt.value = "/fold m00000 m00001"
+        app.prompt.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any(n.startswith("fold skipped: ") for n in shown(app, ".turn-notice")), what="why")
+        assert not agent.session.folds
