@@ -12,9 +12,11 @@ from __future__ import annotations
 import pytest
 from test_ui_fold_watch import ASK, folding_agent, shown
 from textual import events
-from ui_helpers import GatedModel, make_agent, make_app, wait_until
+from ui_helpers import GatedModel, fill, make_agent, make_app, wait_until
 
 from tailrent_tui.core.messages import Kind
+from tailrent_tui.models.mock import MockModel
+from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.settings import Settings
 
 
@@ -150,10 +152,6 @@ async def test_the_first_message_cancelled_before_its_reply_is_kept_though_a_sys
 async def test_a_fold_by_hand_that_saves_nothing_says_why_in_the_transcript(tmp_path):
     """Seen on llama.cpp: f waited 40 s for the summary, then a 5-second toast said the fold saved
     nothing; the transcript kept no trace of it."""
-    from ui_helpers import fill
-
-    from tailrent_tui.models.mock import MockModel
-    from tailrent_tui.models.summarizer import ModelSummarizer
 
     agent = make_agent(tmp_path)
     fill(agent.session, 4)
