@@ -15,9 +15,9 @@ from textual import events
 from ui_helpers import GatedModel, fill, make_agent, make_app, wait_until
 
 from tailrent_tui.core.messages import Kind
+from tailrent_tui.models.errors import ToolsUnsupported
 from tailrent_tui.models.mock import MockModel
 from tailrent_tui.models.summarizer import ModelSummarizer
-from tailrent_tui.settings import Settings
 
 
 @pytest.fixture(autouse=True)
@@ -129,16 +129,27 @@ async def test_what_is_typed_and_sent_while_a_cancel_lands_is_kept_and_sent_once
         assert ASK not in users(agent)
 
 
+class RefusesTools(GatedModel):
+    """Ollama's "does not support tools": the first request, with tools, is refused; the retry waits at the gate."""
+
+    async def stream(self, messages, **kwargs):
+        if kwargs.get("tools"):
+            raise ToolsUnsupported("the model does not support tools")
+        async for chunk in super().stream(messages, **kwargs):
+            yield chunk
+
+
 async def test_the_first_message_cancelled_before_its_reply_is_kept_though_a_system_note_follows_it(tmp_path):
-    """Seen on llama.cpp: the text protocol's note enters after the first message; escape before the
-    reply said only "reply cancelled", and ctrl+r had nothing to retry."""
-    agent = make_agent(tmp_path, settings=Settings(tools={"protocol": "text"}, tokenizer="chars4"))
-    agent.model = GatedModel([{"text": "The answer."}], chunk_size=4)
+    """Seen on llama.cpp: the text protocol's note entered after the first message; escape before the
+    reply said only "reply cancelled", and ctrl+r had nothing to retry. (A note known before the
+    request now goes before the message; one learnt from the first request still comes after it.)"""
+    agent = make_agent(tmp_path)
+    agent.model = RefusesTools([{"text": "The answer."}], chunk_size=4)
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press(*"first question", "enter")
-        await wait_until(pilot, lambda: app.transcript.reply is not None, what="the request")
-        assert agent.session.messages[-1].role == "system", "the protocol's note follows the message"
+        await wait_until(pilot, lambda: agent.session.messages[-1].role == "system", what="the protocol's note")
+        assert agent.session.messages[-2].content == "first question"
         await pilot.press("escape")
         await wait_until(pilot, lambda: not app.busy, what="the cancel")
         assert app.session_screen.retry_pending
