@@ -9,6 +9,8 @@ stays in the input; a message sent is sent once.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from test_ui_fold_watch import ASK, folding_agent, shown
 from textual import events
@@ -174,3 +176,35 @@ async def test_a_fold_by_hand_that_saves_nothing_says_why_in_the_transcript(tmp_
         await pilot.press("enter")
         await wait_until(pilot, lambda: any(n.startswith("fold skipped: ") for n in shown(app, ".turn-notice")), what="why")
         assert not agent.session.folds
+
+
+async def test_a_message_sent_while_a_command_runs_waits_for_its_output(tmp_path):
+    """A turn started beside a `!cmd` answered before the command's output, which then landed mid-turn."""
+    fifo = tmp_path / "gate"
+    os.mkfifo(fifo)
+    agent = make_agent(tmp_path, script=[{"text": "The tests pass."}])
+    app = make_app(agent)
+    async with app.run_test(size=(140, 40)) as pilot:
+        app.prompt.value = f"!cat {fifo.name}"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.session_screen.runner.shell_running, what="the command")
+        await pilot.press(*"did they pass?", "enter")
+        await wait_until(pilot, lambda: bool(app.transcript.query(".queued")), what="queued")
+        assert shown(app, ".queued") == ["queued, sent when the command ends: did they pass?"]
+        assert "did they pass?" not in users(agent) and not app.session_screen.running
+        fd = None
+        for _ in range(2000):  # the command opens the FIFO once its process has started
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError:
+                await pilot.pause(0.01)
+        assert fd is not None, "the command never opened its FIFO"
+        os.write(fd, b"12 passed\n")
+        os.close(fd)
+        await wait_until(
+            pilot, lambda: not app.busy and agent.session.messages[-1].content == "The tests pass.", rounds=2000, what="reply"
+        )
+        contents = [m.content for m in agent.session.messages]
+        output = next(i for i, c in enumerate(contents) if "12 passed" in c)
+        assert output < contents.index("did they pass?"), "the command's output comes before the message"

@@ -144,8 +144,9 @@ class SessionScreen(Screen[None]):
 
     @property
     def busy(self) -> bool:
-        """A turn or a fold by hand is running: messages wait, folds and shell commands are refused."""
-        return self.running or self.runner.folding
+        """A turn, a fold by hand or a `!cmd` is running: messages wait, folds and other commands are
+        refused (a turn beside a `!cmd` would answer before its output, which then lands mid-turn)."""
+        return self.running or self.runner.folding or self.runner.shell_running
 
     # -- layout ----------------------------------------------------------------
 
@@ -517,6 +518,8 @@ class SessionScreen(Screen[None]):
     async def _queue_prompt(self, out: Outgoing) -> None:
         if self.runner.folding:
             when = "when the fold ends"
+        elif self.runner.shell_running and not self.running:
+            when = "when the command ends"
         elif self.transcript.fold_status is not None:
             when = "after the fold and the reply"
         else:
@@ -628,13 +631,13 @@ class SessionScreen(Screen[None]):
         if not command:
             self.notify("!cmd runs a shell command: type one after the !", severity="error")
             return False
-        if self.busy:
-            self.notify("a reply or a fold is running: wait, or press escape to cancel it", severity="warning")
-            return False
         if self.runner.shell_running:
             self.notify("a command is running: wait, or press escape to stop it", severity="warning")
             return False
-        self.runner.start_shell(self._shell(command))
+        if self.busy:
+            self.notify("a reply or a fold is running: wait, or press escape to cancel it", severity="warning")
+            return False
+        self.runner.start_shell(self._shell(command), then=self.send_waiting)
         return True
 
     async def _shell(self, command: str) -> None:

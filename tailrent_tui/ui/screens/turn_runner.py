@@ -163,8 +163,16 @@ class TurnRunner:
             self._fold = None
         await then()
 
-    def start_shell(self, job: Coroutine[Any, Any, None]) -> None:
-        self._shell = self._host.run_worker(job, group="shell", exit_on_error=False)
+    def start_shell(self, job: Coroutine[Any, Any, None], then: Callable[[], Awaitable[None]]) -> None:
+        """Run a `!cmd` in a worker; `then` runs once it is over (not after a cancel) and the agent is free."""
+        self._shell = self._host.run_worker(self._run_shell(job, then), group="shell", exit_on_error=False)
+
+    async def _run_shell(self, job: Coroutine[Any, Any, None], then: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await job
+        finally:
+            self._shell = None
+        await then()
 
     def current(self, turn_running: bool) -> Worker[None] | None:
         """What escape cancels: the turn while one runs, else a fold by hand or a `!cmd`."""
