@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from textual.screen import Screen
 from textual.worker import Worker
@@ -153,25 +153,20 @@ class TurnRunner:
         return Outgoing(out.text, {k: v for k, v in out.pastes.items() if k not in attached}, out.files)
 
     def start_fold(self, job: Coroutine[Any, Any, None], then: Callable[[], Awaitable[None]]) -> None:
-        """Run a fold by hand in a worker; `then` runs once it is over and the agent is free."""
-        self._fold = self._host.run_worker(self._run_fold(job, then), group="fold", name="fold", exit_on_error=False)
-
-    async def _run_fold(self, job: Coroutine[Any, Any, None], then: Callable[[], Awaitable[None]]) -> None:
-        try:
-            await job
-        finally:
-            self._fold = None
-        await then()
+        """Run a fold by hand in a worker; `then` runs once it is over (not after a cancel) and the agent is free."""
+        self._fold = self._host.run_worker(self._run_then(job, then, "_fold"), group="fold", name="fold", exit_on_error=False)
 
     def start_shell(self, job: Coroutine[Any, Any, None], then: Callable[[], Awaitable[None]]) -> None:
         """Run a `!cmd` in a worker; `then` runs once it is over (not after a cancel) and the agent is free."""
-        self._shell = self._host.run_worker(self._run_shell(job, then), group="shell", exit_on_error=False)
+        self._shell = self._host.run_worker(self._run_then(job, then, "_shell"), group="shell", exit_on_error=False)
 
-    async def _run_shell(self, job: Coroutine[Any, Any, None], then: Callable[[], Awaitable[None]]) -> None:
+    async def _run_then(
+        self, job: Coroutine[Any, Any, None], then: Callable[[], Awaitable[None]], slot: Literal["_fold", "_shell"]
+    ) -> None:
         try:
             await job
         finally:
-            self._shell = None
+            setattr(self, slot, None)  # free before `then`, which sends what waited for it
         await then()
 
     def current(self, turn_running: bool) -> Worker[None] | None:
