@@ -35,10 +35,15 @@ def ladder(window: int = 2048, **settings):
     return policy, s, ctx
 
 
-def work(policy, s, ctx, rounds: int, summarizer=None) -> None:
+ASK = "step {i}: please look at module m{m} next"
+
+
+def work(policy, s, ctx, rounds: int, summarizer=None, *, ask: str = ASK, tag: str | None = None) -> None:
+    """`rounds` of a request for the turn (`ask`, nothing to keep) and an account of work (numbered after `tag`)."""
     summarizer = summarizer or LossySummarizer()
     for i in range(rounds):
-        for role, text in (("user", f"step {i}: please look at module m{i % 7} next"), ("assistant", WORK * 3)):
+        reply = ("" if tag is None else f"{tag}{i} ") + WORK * 3
+        for role, text in (("user", ask.format(i=i, m=i % 7)), ("assistant", reply)):
             s.add(role, text)
             run_plan(policy.after_add(s, ctx), summarizer)
         run_plan(policy.before_request(s, ctx, expired=False), summarizer)

@@ -7,6 +7,8 @@ summaries stop at their max_tokens."""
 from __future__ import annotations
 
 import pytest
+import test_ledger
+from test_ledger import ladder
 
 from benchmarks import train_ledger_scorer
 from tailrent_tui.core import ledger_scorer
@@ -22,29 +24,11 @@ from tailrent_tui.core.tokens import get_counter
 
 # natural phrasing the detector does not call a statement, but the user said it and means it
 UNSEEN = "the bastion box sits behind the vpn for now"
-WORK = (
-    "I traced the call path from the CLI down to emit and renamed the local offset to batch in "
-    "seventeen places; the loop builds the result incrementally, so a generator would save one copy. "
-)
-
-
-def ladder(window: int = 2048, **settings):
-    policy = get_policy("ladder")
-    s = Session(counter=get_counter("cl100k"), system="You are a coding agent.", window=window, decisions=DecisionDetector())
-    ctx = PolicyContext(
-        spill_store=MemorySpillStore(), archive=MemoryFoldArchive(), settings=PolicySettings(window=window, **settings)
-    )
-    return policy, s, ctx
+WORK = test_ledger.WORK
 
 
 def work(policy, s, ctx, rounds: int, summarizer=None, tag: str = "") -> None:
-    summarizer = summarizer or LossySummarizer()
-    for i in range(rounds):
-        for role, text in (("user", f"step {i}: what does module m{i % 7} do?"), ("assistant", f"{tag}{i} " + WORK * 3)):
-            s.add(role, text)
-            run_plan(policy.after_add(s, ctx), summarizer)
-        run_plan(policy.before_request(s, ctx, expired=False), summarizer)
-        assert s.context_tokens <= s.window
+    test_ledger.work(policy, s, ctx, rounds, summarizer, ask="step {i}: what does module m{m} do?", tag=tag)
 
 
 def test_the_users_unclassified_words_are_kept_verbatim_through_every_fold_and_never_summarized():

@@ -6,6 +6,7 @@ OpenAI-compatible server over real HTTP whose template drops the tools."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -192,3 +193,17 @@ def test_an_action_needing_approval_is_denied_without_one_and_a_malformed_block_
     assert (ws / "notes.txt").exists()
     answered = _sent(server.bodies[2])
     assert "needs the lines <<<<<<< OLD, ======= and >>>>>>> NEW" in answered
+
+
+def test_the_protocols_note_known_before_the_first_request_goes_before_the_users_message(ws, server):
+    """Seen with SmolLM2 on llama.cpp: the note entered after the first message, so the request ended
+    on the note, and the model recited it instead of answering."""
+    config = Path(os.environ["TAILRENT_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text('[tools]\nprotocol = "text"\n', encoding="utf-8")
+    server.replies = ["It keeps the deploy key's place."]
+    out = _ask(ws, server, "What is in notes.txt?")
+    assert out.exit_code == 0, out.output
+    messages = server.bodies[0]["messages"]
+    assert messages[-1] == {"role": "user", "content": "What is in notes.txt?"}
+    assert PROTOCOL_NOTE in _sent(server.bodies[0])

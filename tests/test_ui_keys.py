@@ -89,6 +89,19 @@ async def test_ctrl_c_clears_the_input_undoably_and_copies_a_selection(tmp_path,
         await pilot.press("ctrl+z")
         assert app.prompt.text == "a long draft"
         app.session_screen._quit_armed_at = None  # the window has passed
+        # a chip cleared and brought back keeps its paste
+        body = "\n".join(f"frame {i}" for i in range(40))
+        app.prompt.post_message(events.Paste(body))
+        await wait_until(pilot, lambda: "[pasted 40 lines]" in app.prompt.text, what="the chip")
+        await pilot.press("ctrl+c")
+        assert "[pasted" not in app.prompt.text
+        await pilot.press("ctrl+z")
+        assert "[pasted 40 lines]" in app.prompt.text
+        await pilot.press("ctrl+o")
+        assert body in app.prompt.text, "the paste came back with its chip"
+        app.session_screen._quit_armed_at = None
+        await pilot.press("ctrl+c")
+        app.session_screen._quit_armed_at = None
         await pilot.press("ctrl+c")
         assert app.prompt.text == "" and app.is_running
         await pilot.press("ctrl+c")
@@ -119,3 +132,19 @@ async def test_at_80_by_24_the_context_figure_stays_on_screen(tmp_path):
         # what the terminal shows: the screenshot's text, its spaces as the SVG writes them
         shown = re.sub(r"<[^>]+>", "", app.export_screenshot()).replace("&#160;", " ")
         assert f"{left}% context left" in shown
+
+
+async def test_a_toast_shows_its_brackets_as_written(tmp_path):
+    """Seen on llama.cpp: "set [slots] dir (the server's --slot-save-path)" showed as "set  dir"."""
+    from textual.widgets._toast import Toast
+
+    text = "2 slot files stay in the server's slot dir: set [slots] dir, [b]not bold[/b], [unclosed"
+    app = make_app(make_agent(tmp_path, notice=text))  # the agent's notice: the bar above the input
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: "set [slots] dir" in str(app.notice_bar.render()), what="the notice bar")
+        assert "[b]not bold[/b], [unclosed" in str(app.notice_bar.render())
+        app.session_screen.notify(text, severity="warning")
+        await pilot.pause()
+        # run_test shows no toasts: the toast the terminal would show, from the notification
+        shown = str(Toast(list(app._notifications)[-1]).render())
+        assert shown == text

@@ -117,10 +117,13 @@ class TurnLoop:
             text = storable(text)  # a paste or a key that was not UTF-8: kept with U+FFFD, sendable, journaled
             if not text.strip():
                 raise ValueError("empty message: type something, or /help")
+        tools = self.tools.offered_tools()
+        # the protocol's note, when it is known now, goes before the message: a note between the user's
+        # words and the reply is what a small model answers (SmolLM2 recited it instead of answering)
+        self._text_protocol(tools, cb, result)
+        if text is not None:
             await self.ladder.add_message("user", text)
             self.stores.title_from(text)
-        tools = self.tools.offered_tools()
-        self._text_protocol(tools, cb, result)
         held = await check_held(self.slots, self.rent, session.clock())
         if held:
             session.note(held, "info")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App
 from textual.binding import BindingType
+from textual.notifications import SeverityLevel
 from textual.theme import Theme
 from textual.timer import Timer
 
@@ -239,6 +240,19 @@ class TailrentApp(App[None]):
         from tailrent_tui.ui.keymap import keymap_warnings
 
         return [*self.load_warnings, *env_warnings(), *keymap_warnings(self.settings.keymap)]
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """A toast shows its text as written, never as markup: the settings' groups (`[slots] dir`),
+        a path or a server's error would lose their brackets, or fail to show."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def farewell(self) -> str | None:
         """What the terminal shows after the app: the session's id and how to come back to it."""

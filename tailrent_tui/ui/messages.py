@@ -18,6 +18,7 @@ from textual.message import Message
 if TYPE_CHECKING:
     from tailrent_tui.agent.events import RequestStarted, SummaryEnded, SummaryStarted, TurnResult
     from tailrent_tui.core.messages import Event, ToolCall
+    from tailrent_tui.ui.screens.turn_runner import Outgoing
 
 
 class AgentUpdate(Message, bubble=False):
@@ -81,11 +82,13 @@ class AgentNotice(AgentUpdate):
 
 
 class TurnEnded(AgentUpdate):
-    """The turn is over: its result, or None when it failed on a bug (already reported)."""
+    """The turn is over: its result, or None when it failed on a bug (already reported);
+    `unsent`, the message it stopped before taking in (an `Outgoing`), to give back to the input."""
 
-    def __init__(self, result: TurnResult | None) -> None:
+    def __init__(self, result: TurnResult | None, unsent: Outgoing | None = None) -> None:
         super().__init__()
         self.result = result
+        self.unsent = unsent
 
 
 class FoldProgress(AgentUpdate):

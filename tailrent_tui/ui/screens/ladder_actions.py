@@ -12,7 +12,8 @@ the agent (`agent/ladder_driver.py`), and its preview comes back here
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 from textual.app import App
 from textual.notifications import SeverityLevel
@@ -33,6 +34,8 @@ from tailrent_tui.ui.widgets.folds_panel import FoldsPanel
 from tailrent_tui.ui.widgets.ledger_panel import LedgerList, LedgerPanel
 from tailrent_tui.ui.widgets.message import MessageView
 from tailrent_tui.ui.widgets.transcript import Transcript
+
+R = TypeVar("R")
 
 
 class LadderHost(Protocol):
@@ -112,12 +115,19 @@ class LadderActions:
             return None
         return session.statements[picked[1]]
 
-    def pin_statement(self, st: Statement, pinned: bool) -> bool:
-        no = self._number(st)
+    def _ask(self, call: Callable[[], R]) -> tuple[bool, R | None]:
+        """Ask the agent for a change; a refusal (a pin in a span, a statement gone, a disk error) is
+        said in one line: (False, None)."""
         try:
-            changed = self.host.agent.ladder.pin_statement(st.id, pinned)
+            return True, call()
         except (SessionError, OSError) as exc:
             self.host.notify(str(exc), severity="error")
+            return False, None
+
+    def pin_statement(self, st: Statement, pinned: bool) -> bool:
+        no = self._number(st)
+        done, changed = self._ask(lambda: self.host.agent.ladder.pin_statement(st.id, pinned))
+        if not done:
             return False
         if changed is None:
             self.host.notify(f"#{no} is {'pinned' if pinned else 'unpinned'} already")
@@ -128,38 +138,23 @@ class LadderActions:
         return True
 
     def pin(self, message_id: str | None = None, *, fallback_last: bool = False) -> bool:
-        carried = self._carried_pick() if message_id is None else None
-        if carried is not None:
-            return self.pin_statement(carried, True)
-        m = self.target_message(message_id, fallback_last=fallback_last)
-        if m is None:
-            return False
-        if m.pinned:
-            self.host.notify("already pinned")
-            return True
-        try:
-            self.host.agent.ladder.pin(m.id)
-        except (SessionError, OSError) as exc:
-            self.host.notify(str(exc), severity="error")
-            return False
-        return True
+        return self._set_pinned(True, message_id, fallback_last=fallback_last)
 
     def unpin(self, message_id: str | None = None, *, fallback_last: bool = False) -> bool:
+        return self._set_pinned(False, message_id, fallback_last=fallback_last)
+
+    def _set_pinned(self, pinned: bool, message_id: str | None, *, fallback_last: bool) -> bool:
+        """Pin or unpin the Ledger panel's carried statement, else the message (the given id, the focused one)."""
         carried = self._carried_pick() if message_id is None else None
         if carried is not None:
-            return self.pin_statement(carried, False)
+            return self.pin_statement(carried, pinned)
         m = self.target_message(message_id, fallback_last=fallback_last)
         if m is None:
             return False
-        if not m.pinned:
-            self.host.notify("not pinned")
+        if m.pinned == pinned:
+            self.host.notify("already pinned" if pinned else "not pinned")
             return True
-        try:
-            self.host.agent.ladder.unpin(m.id)
-        except (SessionError, OSError) as exc:
-            self.host.notify(str(exc), severity="error")
-            return False
-        return True
+        return self._ask(lambda: (self.host.agent.ladder.pin if pinned else self.host.agent.ladder.unpin)(m.id))[0]
 
     # -- the ledger -----------------------------------------------------------------------
 
@@ -216,10 +211,7 @@ class LadderActions:
         if st.status != "proposal":
             self.host.notify(f"#{self._number(st)} is {st.status}, not a proposal: nothing to accept")
             return True
-        try:
-            self.host.agent.ladder.accept_statement(st.id)
-        except (SessionError, OSError) as exc:
-            self.host.notify(str(exc), severity="error")
+        if not self._ask(lambda: self.host.agent.ladder.accept_statement(st.id))[0]:
             return False
         self.host.notify(f"#{self._number(st)} accepted: a current {st.kind}, kept verbatim from now on")
         return True
@@ -231,10 +223,7 @@ class LadderActions:
         if st.status == "superseded":
             self.host.notify(f"#{self._number(st)} is superseded already")
             return True
-        try:
-            self.host.agent.ladder.supersede_statement(st.id)
-        except (SessionError, OSError) as exc:
-            self.host.notify(str(exc), severity="error")
+        if not self._ask(lambda: self.host.agent.ladder.supersede_statement(st.id))[0]:
             return False
         self.host.notify(f"#{self._number(st)} superseded: it leaves the context at the next fold")
         return True
@@ -248,10 +237,7 @@ class LadderActions:
         if text is None:
             self.host.fill_input(f"/ledger edit {no} {st.text}")
             return True
-        try:
-            self.host.agent.ladder.edit_statement(st.id, text)
-        except (SessionError, OSError) as exc:
-            self.host.notify(str(exc), severity="error")
+        if not self._ask(lambda: self.host.agent.ladder.edit_statement(st.id, text))[0]:
             return False
         self.host.notify(f"#{no} edited: the context shows your wording")
         return True
@@ -263,12 +249,7 @@ class LadderActions:
         m = self.target_message(message_id, fallback_last=fallback_last)
         if m is None:
             return False
-        try:
-            self.host.agent.ladder.spill(m.id)
-        except (SessionError, OSError) as exc:
-            self.host.notify(str(exc), severity="error")
-            return False
-        return True
+        return self._ask(lambda: self.host.agent.ladder.spill(m.id))[0]
 
     def start_fold(self, span_ids: list[str] | None = None) -> bool:
         """Fold by hand in a worker, unless the agent is busy: two plans must never edit the session at once."""

@@ -41,6 +41,7 @@ from tailrent_tui.models.errors import ModelError
 from tailrent_tui.store.history import PromptHistory
 from tailrent_tui.text import model_label
 from tailrent_tui.ui.actions import BINDINGS, NAVIGATION_ACTIONS, SLASH_BY_NAME, SLASH_HELP
+from tailrent_tui.ui.chips import merge_chips
 from tailrent_tui.ui.commands import LadderCommands
 from tailrent_tui.ui.completion import Sources, mentioned_files
 from tailrent_tui.ui.events import (
@@ -143,8 +144,9 @@ class SessionScreen(Screen[None]):
 
     @property
     def busy(self) -> bool:
-        """A turn or a fold by hand is running: messages wait, folds and shell commands are refused."""
-        return self.running or self.runner.folding
+        """A turn, a fold by hand or a `!cmd` is running: messages wait, folds and other commands are
+        refused (a turn beside a `!cmd` would answer before its output, which then lands mid-turn)."""
+        return self.running or self.runner.folding or self.runner.shell_running
 
     # -- layout ----------------------------------------------------------------
 
@@ -394,7 +396,7 @@ class SessionScreen(Screen[None]):
     @on(TurnEnded)
     async def _turn_ended_update(self, update: TurnEnded) -> None:
         if await self._attached(update):
-            await self._turn_ended(update.result)
+            await self._turn_ended(update.result, update.unsent)
 
     async def _attached(self, update: AgentUpdate) -> bool:
         """Whether the widgets are still there (the app may be closing, its widgets going: the
@@ -424,9 +426,13 @@ class SessionScreen(Screen[None]):
         self.workers.cancel_group(self, "prepare")
         self.runner.start_turn(Outgoing(text) if isinstance(text, str) else text)
 
-    async def _turn_ended(self, result: TurnResult | None) -> None:
+    async def _turn_ended(self, result: TurnResult | None, unsent: Outgoing | None = None) -> None:
         await self.transcript.end_turn()
         self.running = False
+        if unsent is not None:
+            # stopped before the message entered the session (its paste being taken in, the model starting)
+            await self._give_back_waiting("cancelled", unsent)
+            await self.transcript.show_notice("your message was not sent: it is back in the input")
         if result is None:  # the turn failed on a bug, already reported
             await self._give_back_waiting("the turn failed")
             return
@@ -461,9 +467,13 @@ class SessionScreen(Screen[None]):
     def _owes_reply(self) -> bool:
         """Is the last turn of the conversation a user's message, or a tool's answer to the model's call,
         with no reply after it? What sits in the context without asking for one does not count: the
-        project instructions, the ledger, a fold's summary, a `!cmd` and its output, an attached file."""
+        project instructions, the ledger, a fold's summary, a system note (the text protocol's, entered
+        after the first message), a `!cmd` and its output, an attached file."""
         placed = (Kind.instructions, Kind.ledger, Kind.fold_summary)
-        last = next((m for m in reversed(self.session.messages) if not m.cut_off and m.kind not in placed), None)
+        last = next(
+            (m for m in reversed(self.session.messages) if not m.cut_off and m.kind not in placed and m.role != "system"),
+            None,
+        )
         if last is None or last.meta.get("shell"):
             return False
         return (last.role == "user" and last.kind is Kind.chat) or (last.role == "tool" and last.tool_call_id is not None)
@@ -508,6 +518,8 @@ class SessionScreen(Screen[None]):
     async def _queue_prompt(self, out: Outgoing) -> None:
         if self.runner.folding:
             when = "when the fold ends"
+        elif self.runner.shell_running and not self.running:
+            when = "when the command ends"
         elif self.transcript.fold_status is not None:
             when = "after the fold and the reply"
         else:
@@ -529,19 +541,23 @@ class SessionScreen(Screen[None]):
         self.prompt.border_title = None
         self.start_turn(out)
 
-    async def _give_back_waiting(self, why: str) -> None:
-        """What waited is not sent after a cancel or a failure: it goes back to the input, to send or edit."""
+    async def _give_back_waiting(self, why: str, unsent: Outgoing | None = None) -> None:
+        """What waited is not sent after a cancel or a failure: it goes back to the input, to send or edit,
+        after the message the turn did not take in (`unsent`) and before what the box holds. A chip
+        keeps its own paste when another carries the same label."""
         waiting, self.runner.waiting = self.runner.waiting, []
-        if not waiting:
+        if not waiting and unsent is None:
             return
         box = self.prompt
-        box.value = "\n\n".join([*(w.text for w in waiting), box.value]).strip()
-        for w in waiting:
-            box.pastes.update(w.pastes)
+        pastes = dict(box.pastes)
+        texts = [merge_chips(w.text, w.pastes, pastes) for w in ([unsent] if unsent else []) + waiting]
+        box.value = "\n\n".join([*texts, box.value]).strip()
+        box.pastes = pastes
         await self.transcript.drop_queued()
         box.border_title = None
         box.focus()
-        self.notify(f"{why}: what you sent meanwhile is back in the input", severity="warning")
+        if waiting:
+            self.notify(f"{why}: what you sent meanwhile is back in the input", severity="warning")
 
     # -- the input -----------------------------------------------------------
 
@@ -615,13 +631,13 @@ class SessionScreen(Screen[None]):
         if not command:
             self.notify("!cmd runs a shell command: type one after the !", severity="error")
             return False
-        if self.busy:
-            self.notify("a reply or a fold is running: wait, or press escape to cancel it", severity="warning")
-            return False
         if self.runner.shell_running:
             self.notify("a command is running: wait, or press escape to stop it", severity="warning")
             return False
-        self.runner.start_shell(self._shell(command))
+        if self.busy:
+            self.notify("a reply or a fold is running: wait, or press escape to cancel it", severity="warning")
+            return False
+        self.runner.start_shell(self._shell(command), then=self.send_waiting)
         return True
 
     async def _shell(self, command: str) -> None:

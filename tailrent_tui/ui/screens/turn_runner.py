@@ -15,13 +15,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from textual.screen import Screen
 from textual.worker import Worker
 
 from tailrent_tui.agent.events import Approval, ApprovalRequest, RequestStarted, TurnCallbacks, TurnResult
-from tailrent_tui.core.messages import ToolCall
+from tailrent_tui.core.messages import Kind, ToolCall
+from tailrent_tui.ui.chips import merge_chips
 from tailrent_tui.ui.messages import (
     AgentNotice,
     AgentUpdate,
@@ -45,7 +46,9 @@ class Outgoing:
 
     def join(self, other: Outgoing) -> Outgoing:
         files = self.files + [f for f in other.files if f not in self.files]
-        return Outgoing(f"{self.text}\n\n{other.text}", {**self.pastes, **other.pastes}, files)
+        pastes = dict(self.pastes)
+        text = merge_chips(other.text, other.pastes, pastes)  # two chips may carry one label
+        return Outgoing(f"{self.text}\n\n{text}", pastes, files)
 
 
 class TurnRunner:
@@ -118,36 +121,53 @@ class TurnRunner:
         self._turn = self._host.run_worker(self._run_turn(out), group="turn", name="turn", exit_on_error=False)
 
     async def _run_turn(self, out: Outgoing | None) -> None:
+        before = {m.id for m in self._agent.session.messages}
+        #: the pastes in the session: each enters as its call starts (the ladder's fold, if any, comes after)
+        attached: list[str] = []
         try:
             if out is not None:
                 # what goes beside the message enters first, through the ladder as a tool's output does
                 for label, body in out.pastes.items():
+                    attached.append(label)
                     await self._agent.tools.attach_paste(label, body)
                 for path in out.files:
                     await self._agent.tools.attach_file(path)
             result = await self._agent.turn(out.text if out is not None else None, self.callbacks())
         except asyncio.CancelledError:
-            self.post(TurnEnded(TurnResult(cancelled=True)))
+            self.post(TurnEnded(TurnResult(cancelled=True), unsent=self._unsent(out, before, attached)))
             raise
         except Exception as exc:  # a bug in a tool or the loop must not take the app down
-            self.post(TurnEnded(None))
+            self.post(TurnEnded(None, unsent=self._unsent(out, before, attached)))
             self._host.notify(f"the turn failed: {exc}", severity="error")
             return
         self.post(TurnEnded(result))
 
-    def start_fold(self, job: Coroutine[Any, Any, None], then: Callable[[], Awaitable[None]]) -> None:
-        """Run a fold by hand in a worker; `then` runs once it is over and the agent is free."""
-        self._fold = self._host.run_worker(self._run_fold(job, then), group="fold", name="fold", exit_on_error=False)
+    def _unsent(self, out: Outgoing | None, before: set[str], attached: list[str]) -> Outgoing | None:
+        """The message, when the turn stopped before it entered the session (its pastes taken in, the
+        model starting): given back to the input, never lost. The pastes already in the session stay
+        there; the message's text still names them by their labels."""
+        if out is None:
+            return None
+        if any(m.role == "user" and m.kind is Kind.chat and m.id not in before for m in self._agent.session.messages):
+            return None  # it is in the session: a reply is owed (ctrl+r), not a second copy
+        return Outgoing(out.text, {k: v for k, v in out.pastes.items() if k not in attached}, out.files)
 
-    async def _run_fold(self, job: Coroutine[Any, Any, None], then: Callable[[], Awaitable[None]]) -> None:
+    def start_fold(self, job: Coroutine[Any, Any, None], then: Callable[[], Awaitable[None]]) -> None:
+        """Run a fold by hand in a worker; `then` runs once it is over (not after a cancel) and the agent is free."""
+        self._fold = self._host.run_worker(self._run_then(job, then, "_fold"), group="fold", name="fold", exit_on_error=False)
+
+    def start_shell(self, job: Coroutine[Any, Any, None], then: Callable[[], Awaitable[None]]) -> None:
+        """Run a `!cmd` in a worker; `then` runs once it is over (not after a cancel) and the agent is free."""
+        self._shell = self._host.run_worker(self._run_then(job, then, "_shell"), group="shell", exit_on_error=False)
+
+    async def _run_then(
+        self, job: Coroutine[Any, Any, None], then: Callable[[], Awaitable[None]], slot: Literal["_fold", "_shell"]
+    ) -> None:
         try:
             await job
         finally:
-            self._fold = None
+            setattr(self, slot, None)  # free before `then`, which sends what waited for it
         await then()
-
-    def start_shell(self, job: Coroutine[Any, Any, None]) -> None:
-        self._shell = self._host.run_worker(job, group="shell", exit_on_error=False)
 
     def current(self, turn_running: bool) -> Worker[None] | None:
         """What escape cancels: the turn while one runs, else a fold by hand or a `!cmd`."""

@@ -23,6 +23,7 @@ from textual.binding import Binding
 from textual.widgets import TextArea
 
 from tailrent_tui.store.history import PromptHistory
+from tailrent_tui.ui.chips import chip_label, paste_lines
 from tailrent_tui.ui.completion import Item, Sources, complete
 from tailrent_tui.ui.events import PromptSubmitted
 from tailrent_tui.ui.screens.history_search import HistorySearch
@@ -209,9 +210,9 @@ class PromptInput(TextArea):
     def action_clear_input(self) -> None:
         if not self.text:
             return
-        # through the editor's own edit, so that its undo (ctrl+z) brings the text back
+        # through the editor's own edit, so that its undo (ctrl+z) brings the text back, and with it
+        # its chips: their pastes stay known (only the chips present in the text are ever sent)
         self.replace("", self.document.start, self.document.end)
-        self.pastes = {}
 
     def action_newline(self) -> None:
         self.insert_typed("\n")
@@ -275,21 +276,13 @@ class PromptInput(TextArea):
         if self.read_only:
             return
         text = event.text.replace("\r\n", "\n").replace("\r", "\n")
-        lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+        lines = paste_lines(text)
         if lines > CHIP_LINES or len(text) > self.chip_chars:
-            label = self._chip_label(lines)
+            label = chip_label(lines, self.pastes)
             self.pastes[label] = text
             text = label
         self.insert_typed(text)
         self.focus()
-
-    def _chip_label(self, lines: int) -> str:
-        label = f"[pasted {lines:,} lines]"
-        n = 2
-        while label in self.pastes:
-            label = f"[pasted {lines:,} lines #{n}]"
-            n += 1
-        return label
 
     def action_expand_pastes(self) -> None:
         text = self.text

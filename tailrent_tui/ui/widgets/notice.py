@@ -6,6 +6,7 @@ message about how to connect a real model has to be readable, not a toast.
 
 from __future__ import annotations
 
+from textual.content import Content
 from textual.widgets import Static
 
 
@@ -19,7 +20,8 @@ class NoticeBar(Static):
     """
 
     def show(self, text: str | None, level: str = "warning") -> None:
-        self.update(f"{text}  [dim](ctrl+n or a click hides this)[/]" if text else "")
+        # the text as written (a `[slots]` group, a path), never read as markup
+        self.update(Content.assemble(text, ("  (ctrl+n or a click hides this)", "dim")) if text else "")
         self.set_class(bool(text), "-shown")
         self.set_class(level == "error", "-error")
 

@@ -221,8 +221,9 @@ class Transcript(VerticalScroll, can_focus=False):
                     self._changed(retired.summary.id)
         elif isinstance(event, (Unfolded, InstructionsRead)):
             await self._rebuilt()
-        elif isinstance(event, FoldSkipped) and event.trigger != "manual":
-            # a fold by hand is answered where it was asked; the policy's own is said here
+        elif isinstance(event, FoldSkipped):
+            # a fold by hand is answered where it was asked too (a toast), but its summary may have
+            # taken a minute on a slow engine: the reason stays here, to read when the toast is gone
             await self.show_notice(f"fold skipped: {event.reason}")
 
     async def _added(self, message_id: str) -> None:
