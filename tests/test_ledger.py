@@ -334,3 +334,13 @@ def test_a_correction_whose_subject_another_clause_restates_supersedes_the_state
     s.add("user", "runner news: the other team left, RUNNER_POOL=r1,r2,r3,r4 now, all four runners are yours")
     (st,) = [st for st in s.statements.values() if st.message_id == old.id]
     assert st.status == "superseded" and not st.amended_by
+
+
+def test_unpinning_the_only_statement_of_a_message_pinned_for_it_unpins_the_message():
+    # seen on llama.cpp: "/ledger unpin 6" said unpinned, and the message stayed pinned for good
+    _, s, _ = ladder()
+    m = s.add("user", "never deploy on fridays, ops rule")
+    assert m.pinned
+    (st,) = [st for st in s.statements.values() if st.message_id == m.id]
+    s.pin_statement(st.id, False)
+    assert not s.get(m.id).pinned

@@ -757,7 +757,15 @@ class Session:
         st = self._statement(statement_id)
         if st.unpinned != pinned:
             return None
-        return self.emit(StatementChanged(id=statement_id, pinned=pinned, at=self.clock()))  # type: ignore[return-value]
+        ev = self.emit(StatementChanged(id=statement_id, pinned=pinned, at=self.clock()))
+        holder = self._index.get(self.carrier.get(statement_id, ""))
+        if not pinned and holder is not None and holder.pinned and holder.kind is Kind.chat:
+            # pinned in its own message for its statements: with none of them pinned any more, the message
+            # is not either (else "unpinned" would change nothing: the message would never leave)
+            held = [self.statements[i] for i in self.statements_held(holder.id) if i in self.statements]
+            if all(h.unpinned or h.status != "current" for h in held):
+                self.emit(Unpinned(id=holder.id, at=self.clock()))
+        return ev  # type: ignore[return-value]
 
     def _statement(self, statement_id: str) -> Statement:
         st = self.statements.get(statement_id)
