@@ -80,6 +80,7 @@ def test_a_request_for_a_recap_is_not_a_statement_nor_the_users_words_to_keep():
         "remind me what the limit on the spend was",
         "can you recap where we are with the migration",
         "sum up the last hour for me pls",
+        "Write a remove_all(name) method for Inventory.",  # seen pinned as a preference on llama.cpp
     ):
         assert detect(text, "user", words=True) == [], text
 

@@ -505,6 +505,7 @@ _CONDITIONAL_RULE_RE = re.compile(
 # A request to the agent for this turn ("Open X and show me Y"): work to do, not a statement to keep
 _REQUEST_RE = re.compile(
     r"^(?:please\s+|pls\s+|now\s+|then\s+)?(?:open|show|read|look\s+(?:at|into)|explain|find|grep|search|list|print|cat|"
+    r"write\s+(?:a|an|the)\s+(?:\S+\s+){0,2}(?:test|tests|function|method|class|script|helper|query|migration)|implement|refactor|"
     r"tell\s+me|walk\s+me|give\s+me|remind\s+me|(?:write|note|jot)\s+down|recap|sum\s+up|restate|summari[sz]e|review|compare|diff|investigate|debug|trace|profile|paste|dump)\b",
     re.I,
 )
