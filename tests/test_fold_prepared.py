@@ -145,10 +145,6 @@ def fact_message(i: int) -> str:
     return f"{fact} {body}. What should we check first?"
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (issue 22 x 23): with the user's words kept as said, the span the ladder asks at the trigger no longer matches the prepared one, so the prepared summary is not used",  # noqa: E501
-)
 async def test_a_span_with_statements_is_prepared_as_the_ladder_asks_it(make_agent):
     # each message states a fact the ledger carries: the ladder asks a summary of the span without them,
     # and the prepared fold must be of that same span, or it is not used at the trigger

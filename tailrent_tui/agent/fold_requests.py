@@ -68,6 +68,8 @@ class PreparedFold:
     summary: Summary
     #: the span as the ladder takes it, statements and all (what the fold's ledger carries from)
     raw_ids: tuple[str, ...] = ()
+    #: those messages' tokens then (an edit since makes the summary stale)
+    raw_tokens: int = 0
 
     @property
     def messages(self) -> int:
@@ -135,8 +137,11 @@ class FoldRequests:
                 return None
         ids = tuple(m.id for m in span)
         tokens = sum(m.tokens for m in span)
+        raw_ids = tuple(m.id for m in raw)
         request = Summarize(tuple(span), self.driver.policy_context().settings.summary_budget(tokens))
-        if self.prepared is not None and self.prepared.span_ids == ids:
+        if self.prepared is not None and self._same_messages(self.prepared, raw_ids):
+            # the same messages: what the ledger carries of them may have moved (the pins' budget
+            # binds differently as statements come), the summary of them has not
             if self.driver.meter.request_no > self.prepared_at:
                 await self.warm(self.prepared, request)
             return self.prepared
@@ -144,7 +149,7 @@ class FoldRequests:
         if summary.error or not summary.text:
             return None
         self.prepared_at = self.driver.meter.request_no
-        self.prepared = PreparedFold(ids, tokens, summary, tuple(m.id for m in raw))
+        self.prepared = PreparedFold(ids, tokens, summary, raw_ids, sum(m.tokens for m in raw))
         if self._ledger_text(self.prepared) is not None:
             # the statements the fold will carry are new tokens: read them now, after the summary
             await self.warm(self.prepared, request)
@@ -208,15 +213,30 @@ class FoldRequests:
         self.prepared = None
         if self.state.on_prepared is not None:
             self.state.on_prepared(None)
-        ids = tuple(m.id for m in request.span)
-        head = request.span[: len(prepared.span_ids)]
-        if ids[: len(prepared.span_ids)] != prepared.span_ids or sum(m.tokens for m in head) != prepared.span_tokens:
-            return None
-        rest = request.span[len(prepared.span_ids) :]
+        if request.ids and prepared.raw_ids:
+            # a span with statements: matched on the messages the fold takes, not on their text less
+            # what the ledger carries (that moves with the pins' budget between the prepare and the trigger)
+            if not self._same_messages(prepared, request.ids[: len(prepared.raw_ids)]):
+                return None
+            taken = set(prepared.raw_ids)
+            rest = [m for m in request.span if m.id not in taken]
+        else:
+            ids = tuple(m.id for m in request.span)
+            head = request.span[: len(prepared.span_ids)]
+            if ids[: len(prepared.span_ids)] != prepared.span_ids or sum(m.tokens for m in head) != prepared.span_tokens:
+                return None
+            rest = list(request.span[len(prepared.span_ids) :])
         text = prepared.summary.text
         if rest:
             text += "\n" + FALLBACKS[0].summarize(rest)
         return Summary(text=text, by=f"{prepared.summary.by}, prepared", asked=prepared.summary.asked)
+
+    def _same_messages(self, prepared: PreparedFold, raw_ids: tuple[str, ...]) -> bool:
+        """Whether `raw_ids` are the messages the prepared summary was written of, unedited since."""
+        session = self.state.session
+        if not prepared.raw_ids or raw_ids != prepared.raw_ids or any(i not in session for i in raw_ids):
+            return False
+        return sum(session.get(i).tokens for i in raw_ids) == prepared.raw_tokens
 
     async def summary_for(self, request: Summarize) -> Summary:
         await save_before_fold(self.state)
