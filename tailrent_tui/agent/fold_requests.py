@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tailrent_tui.agent.kv_slots import save_before_fold
-from tailrent_tui.agent.wire import wire_entries
+from tailrent_tui.agent.wire import wire_entries, wire_entries_of
 from tailrent_tui.core import ledger as ledger_rules
 from tailrent_tui.core.messages import FoldRecord, Message
 from tailrent_tui.core.policies import FALLBACKS
@@ -158,11 +158,19 @@ class FoldRequests:
         return self.prepared
 
     async def warm(self, prepared: PreparedFold, request: Summarize) -> None:
-        """A turn came since the prepared summary was written, and the engine's cache holds that turn
-        now: send the conversation with the prepared instruction and summary after it (one token
-        asked), so that at the trigger the fold finds them cached again. Priced and journaled as a
-        summary request (it is the prepared fold's); skipped when the instruction would read
-        differently now, or the model does not write the summaries."""
+        """Send what the request after this prepared fold will start with, one token asked, so that at
+        the trigger the engine finds it cached: the ledger the fold carries (new tokens) read now, while
+        the user reads, and the summary again when a turn came since it was written. Priced and
+        journaled as a summary request (it is the prepared fold's).
+
+        Two shapes. The conversation with the prepared instruction, summary and ledger after it, when
+        that fits the window: llama.cpp shifts the kept messages and the rest past the span at the
+        fold. Near the window it does not fit (a ledger can be 40% of it): then, on an engine that keeps
+        recent prompts (llama.cpp's --cache-ram) and folds after the kept messages, the context as the
+        fold will leave it (the span out, the summary and the ledger after the last reply); the next
+        turn, if it comes before the trigger, finds its own prompt in the engine's prompt cache.
+        Skipped when the instruction would read differently now, or the model does not write the
+        summaries."""
         summarizer = self.state.summarizer
         asked = prepared.summary.asked
         if not isinstance(summarizer, ModelSummarizer) or asked is None:
@@ -172,10 +180,25 @@ class FoldRequests:
             return
         session = self.state.session
         text = prepared.summary.text
-        messages = [*context.messages, {"role": "user", "content": asked}, {"role": "assistant", "content": text}]
         ledger = self._ledger_text(prepared)
-        if ledger is not None:
-            messages.append({"role": "user", "content": f"[context note]\n{ledger}"})
+        note = f"[context note]\n{ledger}" if ledger is not None else None
+        answer = (answer_key(asked), session.count(text))
+        ledger_item = (ledger_key(asked), session.sent_tokens(session.make_message("system", ledger))) if ledger else None
+        tail_items = [answer, *([ledger_item] if ledger_item is not None else [])]
+        pair = [{"role": "user", "content": asked}, {"role": "assistant", "content": text}]
+        fits = session.head_tokens + sum(t for _, t in [*items, *tail_items]) + 1 + FIT_MARGIN <= self.driver.budget_window()
+        if fits:
+            messages = [*context.messages, *pair]
+            items = [*items, *tail_items]
+        elif self._folds_after_with_prompt_cache():
+            messages, items = self._post_fold(prepared, asked)
+            messages += pair
+            items += tail_items
+            self.state.placement.expect_prompt_cache = True
+        else:
+            return
+        if note is not None:
+            messages.append({"role": "user", "content": note})
         options = {**context.options, **summarizer.options, "max_tokens": 1}
         at = session.clock()
         usage: Usage | None = None
@@ -188,12 +211,31 @@ class FoldRequests:
         rent = self.state.rent
         predicted = None
         if rent is not None:
-            items = [*items, (answer_key(asked), session.count(text))]
-            if ledger is not None:
-                items.append((ledger_key(asked), session.sent_tokens(session.make_message("system", ledger))))
             predicted = rent.request(items, session.head_tokens, at, 0, aside=True)
         self.prepared_at = self.driver.meter.request_no + 1
         self.driver.meter.record(predicted, usage, "summary")
+
+    def _folds_after_with_prompt_cache(self) -> bool:
+        keeper, rent = self.state.placement, self.state.rent
+        return (
+            keeper is not None
+            and keeper.state.placement == "after"
+            and rent is not None
+            and rent.sheet.reuses_shifted_kv
+            and rent.sheet.prompt_cache
+        )
+
+    def _post_fold(self, prepared: PreparedFold, asked: str) -> tuple[list[dict[str, Any]], list[Item]]:
+        """The wire messages and rent items of the context the prepared fold leaves, up to its summary
+        (placed after the kept messages), the instruction's item last."""
+        session = self.state.session
+        raw = set(prepared.raw_ids)
+        kept = [m for m in session.messages if m.id not in raw]
+        before = [m for m in kept[: after_position(session, raw)] if not m.cut_off]
+        messages = [entry for _, entry in wire_entries_of(session.system, before)]
+        items = [context_item(session, m) for m in before]
+        items.append((asked_key(asked), session.sent_tokens(session.make_message("user", asked))))
+        return messages, items
 
     def _ledger_text(self, prepared: PreparedFold) -> str | None:
         """The ledger message the fold of this span will carry (core makes it the same way), or None."""
