@@ -98,6 +98,8 @@ class FoldRequests:
         self.fitted_budget = 0
         #: a summary request of the span alone replaced the engine's slot since the last fold was placed
         self.cache_moved = False
+        #: the ledger text the last `warm` sent after the prepared summary
+        self.warmed_ledger: str | None = None
 
     def prepared_span(self) -> list[Message] | None:
         """The span the ladder would fold at the trigger, when the context is past the pre-trigger
@@ -199,6 +201,7 @@ class FoldRequests:
             return
         if note is not None:
             messages.append({"role": "user", "content": note})
+        self.warmed_ledger = ledger
         options = {**context.options, **summarizer.options, "max_tokens": 1}
         at = session.clock()
         usage: Usage | None = None
@@ -392,9 +395,13 @@ class FoldRequests:
             return
         summary = context_item(session, session.get(record.summary.id))
         if record.ledger is not None and record.ledger.id in session:
-            # a prepared fold sent its ledger after the pair too (`warm`)
+            # a prepared fold sent its ledger after the pair too (`warm`): the same tokens when the fold carries
+            # the same statements (the user's next message may have corrected one since: then it is read again)
             ledger = context_item(session, session.get(record.ledger.id))
-            if rent.rename([asked_key(asked), answer_key(asked), ledger_key(asked)], [summary, ledger]):
+            keys = [asked_key(asked), answer_key(asked), ledger_key(asked)]
+            if record.ledger.content != self.warmed_ledger:
+                ledger = (ledger_key(asked), ledger[1])
+            if rent.rename(keys, [summary, ledger]):
                 return
         rent.rename([asked_key(asked), answer_key(asked)], [summary])
 
