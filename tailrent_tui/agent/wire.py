@@ -6,6 +6,7 @@ what is about to be sent) and the framing probes of `build`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tailrent_tui.core.messages import Kind, Message
@@ -43,7 +44,7 @@ def wire_entries(session: Session) -> list[tuple[str | None, dict[str, Any]]]:
     return wire_entries_of(session.system, session.messages)
 
 
-def wire_entries_of(system: str | None, messages: list[Message]) -> list[tuple[str | None, dict[str, Any]]]:
+def wire_entries_of(system: str | None, messages: Sequence[Message]) -> list[tuple[str | None, dict[str, Any]]]:
     """`wire_entries` of these messages after this system prompt (a context as it will be: the one a
     prepared fold leaves)."""
     out: list[tuple[str | None, dict[str, Any]]] = []
