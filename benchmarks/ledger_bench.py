@@ -153,6 +153,7 @@ def canary(windows: tuple[int, ...] = (2048, 4096), summarizers: tuple[str, ...]
         ("canary-natural", (8192,)),
         ("repetitive", (2048,)),
         ("canary-heldout", (4096, 8192)),
+        ("canary-heldout3", (4096, 8192)),
     ):
         for window in trace_windows:
             trace = get_trace(str(CORPUS / f"{name}.jsonl"))
@@ -276,12 +277,36 @@ def report(part: str, r: dict[str, Any], trained_on: tuple[str, ...] | None = No
     return "\n".join(out)
 
 
+def bounds() -> str:
+    """How long the detector takes on issue 22's bad input (median of five, one process)."""
+    import statistics
+    import time
+
+    paste = "\n".join(f"RULE: never touch table t{i}." for i in range(1000))
+    huge = "\n".join(f"tests/test_{i}.py::test_x PASSED" for i in range(50_000)) + "\nNever commit the fixtures.\n"
+    long = "RULE: " + "never do that " * 2000
+    rows = ["| input | detect() median of 5 |", "| --- | ---: |"]
+    for name, text, role in (
+        ("a thousand RULE lines in one paste", paste, "user"),
+        ("a rule after a 50,000-line tool output", huge, "tool"),
+        ("a 28,000-character statement", long, "user"),
+    ):
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            detect(text, role)
+            times.append(time.perf_counter() - t0)
+        rows.append(f"| {name} | {statistics.median(times) * 1000:,.0f} ms |")
+    return "\n".join(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--part", default="both", help="dev, heldout, heldout2, a .jsonl path, or both (every part there is)")
     ap.add_argument("--misses", type=int, default=0, help="list up to N misses and spurious finds per part")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--canary", action="store_true", help="the canary traces through every policy instead")
+    ap.add_argument("--bounds", action="store_true", help="the detector's time on issue 22's bad input instead")
     ap.add_argument("--rules-only", action="store_true", help="the rules alone: the learned scorer admits nothing")
     ap.add_argument("--ask", type=int, metavar="TURNS", help="an ask-driven session of TURNS turns instead")
     args = ap.parse_args()
@@ -289,13 +314,16 @@ def main() -> None:
         from tailrent_tui.core import ledger
 
         ledger.ADMIT = 2.0
+    if args.bounds:
+        print(bounds())
+        return
     if args.canary:
         print(canary())
         return
     if args.ask:
         print(ask_session(args.ask))
         return
-    every = tuple(p for p in ("dev", "heldout", "heldout2") if (CORPUS / f"{p}.jsonl").exists())
+    every = tuple(p for p in ("dev", "heldout", "heldout2", "heldout3") if (CORPUS / f"{p}.jsonl").exists())
     parts = every if args.part == "both" else (args.part,)
     results = {p: score(load(p), args.misses) for p in parts}
     if args.json:

@@ -99,7 +99,7 @@ def morning(settings: Settings, case: str) -> dict[str, Any]:
         first = new[0]
         return {
             "case": case,
-            "resume": next((t for t, _ in agent.resume_lines if t.startswith("resume:")), None),
+            "resume": next((t for t, _ in agent.link.resume_lines if t.startswith("resume:")), None),
             "folds": len(agent.session.folds) - folds_before,
             "first_request": {
                 "purpose": first.purpose,

@@ -9,6 +9,14 @@ and then runs `repair_session(apply=True)` on its own closed session. After
 each step has returned it prints `RUN msg ID`, `RUN spill ID SPILL_ID`,
 `RUN fold N` or `RUN repair`. The parent kills the child with SIGKILL; this
 process prints `pid RUN PID` when a child starts and `dead RUN` once reaped.
+
+A line may hold `RUN SEED DIE WHAT NTH KEEP SESSION_DIR`: the child then dies by itself (os._exit, as
+a kill leaves things: no cleanup) at an exact point instead of whenever the
+SIGKILL lands, so that a case found by the random kills can be replayed. WHAT
+names a write: `report-fold` (the line that reports a fold: the fold is
+journaled, its report never goes out), `journal-folded` (a Folded event's
+journal line) or `journal-marker` (the line that closes off a torn tail); at
+the NTH such write the child writes only its first KEEP bytes and dies.
 """
 
 import os
@@ -19,6 +27,7 @@ from pathlib import Path
 from tailrent_tui.core.rungs.fold import Folded, fold_span, oldest_unpinned
 from tailrent_tui.core.rungs.spill import admit_tool_result
 from tailrent_tui.core.summarize import LossySummarizer
+from tailrent_tui.store.journal import JOURNAL_NAME
 from tailrent_tui.store.repair import repair_session
 from tailrent_tui.store.sessions import SessionDir, close_session, open_session
 
@@ -58,12 +67,45 @@ def work_forever(sd: SessionDir, run: str, seed: int) -> None:
             say(f"{run} repair")
 
 
+def die_at(what: str, nth: int, keep: int) -> None:
+    """Make this (forked) process die at the NTH write that matches WHAT, after KEEP of its bytes."""
+    real_write = os.write
+    seen = 0
+
+    def matches(fd: int, head: bytes) -> bool:
+        if what == "report-fold":
+            return fd == OUT and b" fold " in head
+        if fd == OUT or not os.readlink(f"/proc/self/fd/{fd}").endswith(JOURNAL_NAME):
+            return False
+        if what == "journal-folded":
+            return head.startswith(b"{") and b'"type":"folded"' in head[:120]
+        return what == "journal-marker" and head.startswith(b'\n{"journal_torn"')
+
+    def write(fd: int, data: bytes | memoryview) -> int:
+        nonlocal seen
+        head = bytes(data[:160])
+        if matches(fd, head):
+            seen += 1
+            if seen == nth:
+                if keep:
+                    real_write(fd, bytes(data[:keep]))
+                os._exit(9)
+        return real_write(fd, data)
+
+    os.write = write  # type: ignore[assignment]
+
+
 def main() -> None:
     for line in sys.stdin:
         run, seed, path = line.split(maxsplit=2)
+        die = path.split(maxsplit=4) if path.startswith("DIE ") else None
+        if die is not None:
+            path = die[4]
         pid = os.fork()
         if pid == 0:
             try:
+                if die is not None:
+                    die_at(die[1], int(die[2]), int(die[3]))
                 work_forever(SessionDir(Path(path.strip())), run, int(seed))
             except BaseException as exc:  # the parent fails the test on this line
                 say(f"ERROR {type(exc).__name__}: {exc}")

@@ -416,7 +416,7 @@ async def test_cancel_mid_stream_keeps_the_partial_reply_marked(ollama_agent, fa
         m.tokens for m in agent.session.messages if m is not partial
     )
     assert "Explain" in agent.session.visible_text() and partial.content not in agent.session.visible_text()
-    exported = agent.export("md", agent.workspace / "out.md").read_text(encoding="utf-8")
+    exported = agent.stores.export("md", agent.workspace / "out.md").read_text(encoding="utf-8")
     assert "cancelled: cut off, never sent to the model" in exported
     await assert_retry_works(agent, fake_ollama, question)
     assert agent.session.usage[-1].context_tokens == agent.session.context_tokens - agent.session.messages[-1].tokens
@@ -512,7 +512,7 @@ async def test_tiny_window_folds_under_ladder_only(make_agent, policy):
 
 async def test_ladder_folds_with_the_model_as_summarizer(make_agent):
     agent = make_agent(policy="ladder", window=4096, system_prompt="Be brief.", fold={"summarizer": "model"})
-    summarizer_model = agent.summarizer.model
+    summarizer_model = agent.ladder.summarizer.model
     trigger = int(agent.session.window * agent.settings.fold.trigger)
     await agent.turn(DECISION)
     turns = 1

@@ -474,7 +474,7 @@ async def test_search_history_finds_a_fact_a_fold_removed(make_agent):
     agent.session.detect_statements = False  # no ledger: the fact must leave the context with the fold
     await agent.turn(opening)
     span = [m.id for m in agent.session.messages]
-    folded = await agent.fold(span)
+    folded = await agent.ladder.fold(span)
     assert isinstance(folded, Folded)
     assert "AUTH-4471" not in agent.session.visible_text(), "the fold removed the fact from the context"
     assert (agent.session_dir.path / "archive" / "fold-0001.json").exists()

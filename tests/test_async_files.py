@@ -55,7 +55,7 @@ async def test_the_spill_viewer_reads_json_and_raw_spills_with_aiofiles(make_age
     (raw,) = [m for m in agent.session.messages if m.kind == Kind.spill_pointer]
     assert agent.spill_store.raw_path_for(raw.spill_id).exists()
     plan = "the plan: " + "keep the port at 8443 because the proxy expects it. " * 20
-    spilled = agent.spill(agent.session.add("user", plan, autopin=False).id)  # the ledger would pin it in place
+    spilled = agent.ladder.spill(agent.session.add("user", plan, autopin=False).id)  # the ledger would pin it in place
     seen = _count_reads(monkeypatch)
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
@@ -76,7 +76,7 @@ async def test_the_fold_inspector_reads_the_archive_with_aiofiles(make_agent, mo
     agent = make_agent(fold={"guard": "off", "summarizer": "lossy"})
     first = agent.session.add("user", "the ticket is ZEBRA-1111 and the port is 8443. " + "We went over it twice. " * 30)
     second = agent.session.add("assistant", "Noted, ZEBRA-1111 on port 8443. " + "Nothing else changes. " * 20)
-    assert isinstance(await agent.fold([first.id, second.id]), Folded)
+    assert isinstance(await agent.ladder.fold([first.id, second.id]), Folded)
     seen = _count_reads(monkeypatch)
     app = make_app(agent)
     archive = agent.session_dir.path / "archive" / "fold-0001.json"

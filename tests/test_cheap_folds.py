@@ -86,8 +86,8 @@ def test_a_summary_asked_in_context_travels_as_its_question_and_answer():
 async def test_the_request_after_a_fold_placed_after_reads_only_the_new_message(make_agent):
     # the model writes the summary (the mock shifts its cache as llama.cpp does with n_cache_reuse)
     agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": 0.6})
-    await agent.start()
-    agent.summarizer = ModelSummarizer(agent.model)
+    await agent.link.start()
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
     i = 0
     while not agent.session.folds:
         await agent.turn(chatter(i, 300))
@@ -110,8 +110,8 @@ async def test_the_request_after_a_fold_placed_after_reads_only_the_new_message(
 
 async def test_in_place_the_summary_pair_is_read_again_with_what_follows(make_agent):
     agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "in_place", "target": 0.6})
-    await agent.start()
-    agent.summarizer = ModelSummarizer(agent.model)
+    await agent.link.start()
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
     i = 0
     while not agent.session.folds:
         await agent.turn(chatter(i, 300))
@@ -205,14 +205,14 @@ async def test_unfold_restores_the_slot_saved_before_the_fold(tmp_path, monkeypa
         )
         agent = build_agent(settings, async_writer=False, new=True)
         try:
-            await agent.start()
+            await agent.link.start()
             for i in range(4):
                 await agent.turn(f"question {i}: " + " ".join(chatter(i, 300).split()[3:]))
-            folded = await agent.fold(contiguous_span(agent.session))
+            folded = await agent.ladder.fold(contiguous_span(agent.session))
             assert folded is not None and agent.session.folds
             saves = [name for action, name in fake.actions if action == "save"]
             assert saves, "the slot was saved before the fold"
-            agent.unfold(agent.session.folds[-1].fold_no)
+            agent.ladder.unfold(agent.session.folds[-1].fold_no)
             assert not [a for a in fake.actions if a[0] == "restore"], "nothing is restored before a request needs it"
             await agent.turn("and now?")
             restores = [name for action, name in fake.actions if action == "restore"]
@@ -244,13 +244,13 @@ async def test_unfold_with_the_slot_file_gone_says_so_and_the_turn_goes_on(tmp_p
         )
         agent = build_agent(settings, async_writer=False, new=True)
         try:
-            await agent.start()
+            await agent.link.start()
             for i in range(4):
                 await agent.turn(f"question {i}: " + " ".join(chatter(i, 300).split()[3:]))
-            await agent.fold(contiguous_span(agent.session))
+            await agent.ladder.fold(contiguous_span(agent.session))
             for f in fake.slot_dir.iterdir():
                 f.unlink()  # the slot files were cleaned away meanwhile
-            agent.unfold(agent.session.folds[-1].fold_no)
+            agent.ladder.unfold(agent.session.folds[-1].fold_no)
             before = len(fake.bodies)
             await agent.turn("and now?")
             assert len(fake.bodies) == before + 1, "the turn went on"
@@ -267,8 +267,8 @@ async def test_near_the_window_the_summary_is_asked_shorter_rather_than_losing_t
     agent = make_agent(
         window=4096, fold={"placement": "after"}, system_prompt="Be brief.", tokenizer="chars4", max_reply_tokens=16
     )
-    await agent.start()
-    agent.summarizer = ModelSummarizer(agent.model)
+    await agent.link.start()
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
     i = 0
     while not agent.session.folds:
         await agent.turn(chatter(i, 80))

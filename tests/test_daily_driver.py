@@ -252,9 +252,9 @@ async def test_export_shows_tool_calls_thinking_and_each_model_and_inspect_marks
     agent.model = MockModel([{"text": "Confirmed: 15 minutes. " * 30}], name="big-model")
     assert (await agent.turn("Are you sure? " + chatter)).error is None
     first, second = (m for m in agent.session.messages if m.role == "user")
-    folded = await agent.fold([first.id, second.id])
+    folded = await agent.ladder.fold([first.id, second.id])
     assert isinstance(folded, Folded), folded
-    agent.unfold(folded.fold.fold_no)
+    agent.ladder.unfold(folded.fold.fold_no)
 
     md = export_session(agent.session_dir, "md")
     head = md.split("### ", 1)[0]

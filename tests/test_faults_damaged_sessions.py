@@ -30,8 +30,8 @@ def _make_session(data: Path, ws: Path) -> str:
     try:
         for i in range(4):
             asyncio.run(agent.turn(f"Message {i}: the refresh token lives in redis, TTL 15 minutes. " + "pad " * 50))
-        asyncio.run(agent.fold(trigger="manual"))
-        agent.spill([m for m in agent.session.messages if m.role == "user"][-1].id)
+        asyncio.run(agent.ladder.fold(trigger="manual"))
+        agent.ladder.spill([m for m in agent.session.messages if m.role == "user"][-1].id)
     finally:
         asyncio.run(agent.model.aclose())
         asyncio.run(agent.aclose())

@@ -164,7 +164,7 @@ def _pin(agent) -> tuple[list[Note], object]:
 
     def go() -> None:
         try:
-            box.append(agent.pin(m.id))
+            box.append(agent.ladder.pin(m.id))
         except BaseException as exc:
             box.append(exc)
 

@@ -41,5 +41,5 @@ async def test_a_paste_with_escapes_is_shown_as_text_and_kept_whole(tmp_path, si
         shown = _shown(app)
         assert "]52;c;" in shown and "\x1b" not in shown and "\x9b" not in shown and "\x07" not in shown
     kept = "\n".join(m.content for m in agent.session.messages)
-    spilled = "".join([await agent.spill_text(m.spill_id) for m in agent.session.messages if m.spill_id])
+    spilled = "".join([await agent.stores.spill_text(m.spill_id) for m in agent.session.messages if m.spill_id])
     assert hostile in kept + spilled, "the paste is data: kept as pasted, only shown with pictures"

@@ -1,9 +1,17 @@
 """Hostile cases of issue 13 for settings, the commands' start-up paths and themes.
 
-Most drive the real `tailrent` command in a subprocess, with its data dir and
-config dir in tmp_path, and check what a user would see: a non-zero exit, one
-line on stderr, no traceback, and nothing lost (journals unchanged, no orphan
-session directory).
+Each drives the `tailrent` command through its console-script entry point
+(`tailrent_tui.cli:main`), with its data dir and config dir in tmp_path, and
+checks what a user would see: a non-zero exit, one line on stderr, no
+traceback, and nothing lost (journals unchanged, no orphan session directory).
+
+Most run the entry point in this process (tests/cli_inprocess.py: argv, the
+environment and the working directory set as a process would see them, stdout,
+stderr and the exit code captured; an escaping exception is printed as the
+interpreter would). A subprocess adds nothing to what they check, and a few
+hundred of them were almost half the suite's CPU time. The cases marked
+`real_process` (at least one per class), the TUI's and those that need a file
+size limit or a patched interpreter run the real `tailrent` in a subprocess.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from cli_inprocess import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 TAILRENT = str(Path(sys.executable).parent / "tailrent")
@@ -25,7 +34,8 @@ TAILRENT = str(Path(sys.executable).parent / "tailrent")
 class Env:
     """A data dir, a config dir and a working directory, all under tmp_path."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, *, real_process: bool = False) -> None:
+        self.real_process = real_process
         self.tmp = tmp_path
         self.home = tmp_path / "home"
         self.cfg = tmp_path / "cfg"
@@ -45,6 +55,10 @@ class Env:
             del self.vars[key]
 
     def run(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, **kw) -> subprocess.CompletedProcess:
+        """`tailrent ARGS`: in this process, or a real one when the test is marked `real_process` or
+        needs what only a process has (`stdin`, `preexec_fn`)."""
+        if not self.real_process and not kw:
+            return run_cli(args, env={**self.vars, **(env or {})}, cwd=cwd or self.cwd)
         return subprocess.run(
             [TAILRENT, *args],
             capture_output=True,
@@ -71,8 +85,8 @@ class Env:
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> Env:
-    return Env(tmp_path)
+def env(tmp_path: Path, request: pytest.FixtureRequest) -> Env:
+    return Env(tmp_path, real_process=request.node.get_closest_marker("real_process") is not None)
 
 
 def refused(out: subprocess.CompletedProcess, *words: str) -> str:
@@ -134,6 +148,7 @@ def test_relative_data_dir_is_made_absolute_once(env: Env, how: str):
 
 
 @pytest.mark.fault("TAILRENT_HOME empty or relative")
+@pytest.mark.real_process
 def test_data_dir_of_the_config_file_is_where_every_command_looks(env: Env):
     (env.cfg / "config.toml").write_text(f'data_dir = "{env.tmp / "from-config"}"\n')
     out = env.ask("hello", env={"TAILRENT_HOME": ""})
@@ -185,6 +200,7 @@ def test_a_bad_journal_is_one_line(env: Env, journal: str, how: str):
 
 
 @pytest.mark.fault("start-up tracebacks")
+@pytest.mark.real_process
 def test_lock_that_is_a_directory_is_one_line(env: Env):
     sd = env.session()
     (sd / "lock").unlink(missing_ok=True)
@@ -322,7 +338,7 @@ def test_resume_with_ask_continues_that_session(env: Env, where: str):
 
 
 @pytest.mark.fault("--resume with ask")
-@pytest.mark.parametrize("ref", ["nope", "2"])
+@pytest.mark.parametrize("ref", [pytest.param("nope", marks=pytest.mark.real_process), "2"])
 def test_resume_with_ask_of_an_unknown_session_is_one_line(env: Env, ref: str):
     env.session()
     env.ask("a second one")
@@ -362,6 +378,7 @@ def test_export_into_the_data_dir_is_refused(env: Env, target: str):
 
 
 @pytest.mark.fault("export into the data dir")
+@pytest.mark.real_process
 def test_export_outside_the_data_dir_still_works(env: Env):
     sd = env.session()
     out = env.run("export", sd.name, "-o", "out.md")
@@ -410,7 +427,10 @@ async def test_a_bad_user_theme_is_skipped_with_a_notice(tmp_path: Path, case: s
 
 
 @pytest.mark.fault("bad user theme")
-@pytest.mark.parametrize("value", ["../x.md", "/tmp/x.md", "a/../../x.md", "docs/../../x.md", "", "~/x.md"])
+@pytest.mark.parametrize(
+    "value",
+    [pytest.param("../x.md", marks=pytest.mark.real_process), "/tmp/x.md", "a/../../x.md", "docs/../../x.md", "", "~/x.md"],
+)
 def test_decisions_file_outside_the_workspace_is_refused_at_load(env: Env, value: str):
     (env.cfg / "config.toml").write_text(f"decisions_file = {json.dumps(value)}\n")
     refused(env.run("config"), "decisions_file", str(env.cfg / "config.toml"))
@@ -500,6 +520,7 @@ def test_safe_patterns_and_values_are_still_taken(env: Env):
 
 
 @pytest.mark.fault("settings values")
+@pytest.mark.real_process
 def test_every_error_of_a_config_is_said_at_once(env: Env):
     (env.cfg / "config.toml").write_text(
         'windw = 4096\npolicy = "ladderr"\n[fodl]\ntrigger = 0.5\n[fold]\ntrigger = 2\n[tools]\nshell_timeout = -1\n'

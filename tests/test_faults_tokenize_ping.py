@@ -215,7 +215,7 @@ async def test_a_ping_that_never_returns_is_abandoned_at_its_deadline(make_agent
     agent.model.stream = hangs
     agent.session.clock.now += 280
     started = time.monotonic()
-    assert await asyncio.wait_for(agent.ping(agent.session.clock()), 10) is False
+    assert await asyncio.wait_for(agent.turns.ping(agent.session.clock()), 10) is False
     assert time.monotonic() - started < 5
     notes = [n.text for n in agent.session.notes if "keep-warm ping failed" in n.text]
     assert len(notes) == 1 and "ping_deadline" in notes[0]
@@ -237,7 +237,7 @@ async def test_a_ping_to_a_server_down_or_erroring_is_said_once(make_agent, faul
     agent.model.stream = fails
     agent.session.clock.now += 280
     for _ in range(3):
-        assert await agent.ping(agent.session.clock()) is False
+        assert await agent.turns.ping(agent.session.clock()) is False
         agent.session.clock.now += 1
     assert len([n for n in agent.session.notes if "keep-warm ping failed" in n.text]) == 1
 
@@ -261,7 +261,7 @@ async def test_a_ping_in_flight_when_the_user_sends_is_cancelled_and_the_turn_go
 
     agent.model.stream = stream
     agent.session.clock.now += 280
-    ping = asyncio.create_task(agent.ping(agent.session.clock()))
+    ping = asyncio.create_task(agent.turns.ping(agent.session.clock()))
     await asyncio.wait_for(started.wait(), 5)
     t0 = time.monotonic()
     result = await asyncio.wait_for(agent.turn("are you there?", TurnCallbacks()), 10)

@@ -84,10 +84,10 @@ def turn_usage(agent):
 
 async def test_a_fold_placed_after_the_kept_messages_costs_the_next_request_its_summary_only(make_agent):
     agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": 0.6})
-    await agent.start()
+    await agent.link.start()
     await fill_until_fold(agent)  # the fold comes before the last turn's request
     ordinary, after = turn_usage(agent)[-2:]
-    assert agent.state.placement.state.confirmed
+    assert agent.placement.state.confirmed
     # the summary and the new message are read; the kept messages' KV was shifted into place
     assert after.evaluated_tokens <= ordinary.evaluated_tokens + agent.session.folds[-1].tokens_after + 64
     assert after.predicted_cached == pytest.approx(after.cached_tokens, rel=0.1)
@@ -95,7 +95,7 @@ async def test_a_fold_placed_after_the_kept_messages_costs_the_next_request_its_
 
 async def test_in_place_the_same_fold_re_reads_what_follows_it(make_agent):
     agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "in_place", "target": 0.6})
-    await agent.start()
+    await agent.link.start()
     await fill_until_fold(agent)
     ordinary, after = turn_usage(agent)[-2:]
     assert after.evaluated_tokens > 2 * (ordinary.evaluated_tokens + agent.session.folds[-1].tokens_after)
@@ -104,10 +104,10 @@ async def test_in_place_the_same_fold_re_reads_what_follows_it(make_agent):
 
 async def test_a_server_that_ignores_n_cache_reuse_sends_folds_back_in_place_saying_so_once(make_agent):
     agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": 0.6})
-    await agent.start()
+    await agent.link.start()
     agent.model.cache_reuse = None  # the server takes the field and does nothing with it
     i = await fill_until_fold(agent)
-    keeper = agent.state.placement
+    keeper = agent.placement
     assert keeper.state.placement == "in_place" and "did not shift the kept KV" in keeper.state.why
     notes = [n.text for n in agent.session.notes if "folds go in place from now on" in n.text]
     assert len(notes) == 1

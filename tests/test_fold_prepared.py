@@ -21,14 +21,14 @@ SUMMARY = "- Turns 0 to 5: notes on the router, the queue and the cache; nothing
 
 def writer_agent(make_agent, writer):
     agent = make_agent(window=8192, tokenizer="chars4", system_prompt="Be brief.")
-    agent.summarizer = ModelSummarizer(writer)
+    agent.ladder.summarizer = ModelSummarizer(writer)
     return agent
 
 
 async def turns_until_prepared(agent, limit: int = 30) -> int:
     for i in range(limit):
         await agent.turn(chatter(i, 300))
-        if await agent.prepare_fold() is not None:
+        if await agent.ladder.prepare_fold() is not None:
             return i + 1
     raise AssertionError("no fold was prepared")
 
@@ -37,7 +37,7 @@ async def test_a_fold_prepared_ahead_applies_at_the_trigger_without_a_request(ma
     writer = MockModel([SUMMARY] * 4)
     agent = writer_agent(make_agent, writer)
     reported = []
-    agent.on_prepared = reported.append
+    agent.ladder.on_prepared = reported.append
     i = await turns_until_prepared(agent)
     prepared = agent.ladder.prepared
     settings = agent.ladder.policy_context().settings
@@ -71,7 +71,7 @@ async def test_a_cancel_in_the_middle_of_a_prepared_fold_leaves_nothing_prepared
     while agent.ladder.prepared_span() is None:
         await agent.turn(chatter(i, 300))
         i += 1
-    task = asyncio.create_task(agent.prepare_fold())
+    task = asyncio.create_task(agent.ladder.prepare_fold())
     await asyncio.sleep(0)
     task.cancel()  # the user sent the next message
     gate.set()
@@ -79,7 +79,7 @@ async def test_a_cancel_in_the_middle_of_a_prepared_fold_leaves_nothing_prepared
         await task
     assert agent.ladder.prepared is None and not agent.session.folds
     # resumed at the next pause
-    assert await agent.prepare_fold() is not None
+    assert await agent.ladder.prepare_fold() is not None
 
 
 async def test_a_prepared_summary_that_no_longer_fits_the_span_is_not_used(make_agent):
@@ -87,7 +87,7 @@ async def test_a_prepared_summary_that_no_longer_fits_the_span_is_not_used(make_
     agent = writer_agent(make_agent, writer)
     i = await turns_until_prepared(agent)
     first = agent.ladder.prepared.span_ids[0]
-    agent.pin(first)  # the span the ladder takes now starts elsewhere
+    agent.ladder.pin(first)  # the span the ladder takes now starts elsewhere
     while not agent.session.folds:
         await agent.turn(chatter(i, 300))
         i += 1
@@ -103,15 +103,15 @@ async def test_a_fold_placed_after_with_its_summary_prepared_costs_the_next_requ
     agent = make_agent(
         window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": fold_target}
     )
-    await agent.start()
-    agent.summarizer = ModelSummarizer(agent.model)
+    await agent.link.start()
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
     prepared_requests = []
     i = 0
     while not agent.session.folds:
         await agent.turn(chatter(i, 100))
         i += 1
         before = len(agent.session.usage)
-        await agent.prepare_fold()
+        await agent.ladder.prepare_fold()
         prepared_requests += agent.session.usage[before:]
     record = agent.session.folds[0]
     assert record.summarizer.endswith("prepared") and record.summary.meta.get("asked")
@@ -151,11 +151,11 @@ async def test_a_span_with_statements_is_prepared_as_the_ladder_asks_it(make_age
     agent = make_agent(window=2048, max_reply_tokens=8, tokenizer="chars4", fold={"placement": "after", "summarizer": "model"})
     agent.session.detect_statements = True
     agent.model = MockModel([SUMMARY] * 60)
-    await agent.start()
-    agent.summarizer = ModelSummarizer(agent.model)
+    await agent.link.start()
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
     for i in range(12):
         await agent.turn(fact_message(i))
-        await agent.prepare_fold()
+        await agent.ladder.prepare_fold()
         if agent.session.folds:
             break
     assert agent.session.statements, "the facts were found"

@@ -152,9 +152,9 @@ async def test_the_agent_unfolds_from_its_archive_and_the_journal_replays_it(mak
     for i in range(1, 9):
         agent.session.add("user" if i % 2 == 0 else "assistant", prose(i))
     order = [m.id for m in agent.session.messages]
-    result = await agent.fold()
+    result = await agent.ladder.fold()
     assert isinstance(result, Folded)
-    agent.unfold(result.fold.fold_no)
+    agent.ladder.unfold(result.fold.fold_no)
     assert [m.id for m in agent.session.messages] == order
     agent.journal.flush()
     events = load_journal(agent.journal.path).events
@@ -173,8 +173,8 @@ async def test_the_agent_asks_its_reviewer_and_applies_the_edit(make_agent):
         seen.append(review)
         return Verdict(apply=True, text="Port and region, see facts.") if len(seen) == 1 else Verdict(apply=True)
 
-    agent.on_review = reviewer
-    result = await agent.fold()
+    agent.ladder.on_review = reviewer
+    result = await agent.ladder.fold()
     assert isinstance(result, Folded) and len(seen) == 2
     # the fact stays in the context: the ledger pinned its message on arrival, or the guard repaired the edit
     assert result.fold.summarizer == "you (edited)" and "5433" in agent.session.visible_text()

@@ -697,3 +697,27 @@ def test_a_quoted_decision_is_a_report_not_a_decision():
     assert not d.is_decision('I read your message: "DECISION: Redis with a 15 minute TTL". Noted.')
     assert not d.is_decision("You wrote “we decided to use Redis” earlier.")
     assert d.is_decision('About "the cache": DECISION: Redis with a 15 minute TTL.')
+
+
+def test_the_repair_has_room_for_a_share_of_its_span_and_reports_the_rest_lost() -> None:
+    """A pasted log line's sixty timings are identifiers; carried all, the summary would be as big
+    as its span. The repair takes what fits its room (the user's words first); the rest is lost, said so."""
+    from tailrent_tui.core.rungs.fold import REPAIR_FLOOR, REPAIR_SHARE, prepare_fold
+    from tailrent_tui.core.session import Session
+    from tailrent_tui.core.tokens import get_counter
+
+    s = Session(counter=get_counter("chars4"), system="sys", window=100_000, detect_statements=False)
+    timings = " ".join(f"worker-{i} took {10 + i}ms;" for i in range(60))
+    span = [
+        s.add("user", f"the nightly run again: {timings}"),
+        s.add("assistant", "Looked at it; nothing odd apart from worker-7."),
+    ]
+    record = prepare_fold(s, [m.id for m in span], summary="The nightly run's timings were pasted.", summarizer_name="t")
+    room = max(REPAIR_FLOOR, int(sum(m.tokens for m in span) * REPAIR_SHARE))
+    repaired_tokens = sum(s.count(f) + 1 for f in record.facts_repaired)
+    assert record.facts_repaired and repaired_tokens <= room
+    # everything the guard found missing is either carried or reported lost, never both, never neither
+    assert set(record.facts_dropped) == set(record.facts_repaired) | set(record.facts_lost)
+    assert not set(record.facts_repaired) & set(record.facts_lost)
+    assert len(record.facts_lost) > 60  # most of the timings: a share of the span has no room for them
+    assert record.tokens_after < record.tokens_before // 2

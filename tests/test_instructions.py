@@ -73,13 +73,13 @@ def test_instructions_are_never_folded_unpinned_or_spilled(tmp_path: Path) -> No
     assert [m.meta["source"] for m in s.messages] == ["AGENTS.md", "TAILRENT.md"]
     for i in range(6):
         s.add("user" if i % 2 == 0 else "assistant", f"message {i} " + "words " * 40)
-    asyncio.run(agent.fold())
+    asyncio.run(agent.ladder.fold())
     assert [m.meta["source"] for m in s.messages[:2]] == ["AGENTS.md", "TAILRENT.md"]
     assert s.folds and not set(s.folds[-1].span_ids) & {m.id for m in s.messages[:2]}
     with pytest.raises(SessionError, match=r"project instructions stay pinned: edit or remove AGENTS\.md"):
         s.unpin(s.messages[0].id)
     with pytest.raises(SessionError, match="project instructions"):
-        agent.spill(s.messages[0].id)
+        agent.ladder.spill(s.messages[0].id)
 
 
 def test_instructions_are_capped_at_half_the_pin_budget(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from tailrent_tui.agent.loop import SummaryEnded, SummaryStarted
 from tailrent_tui.bench.runner import run_bench
 from tailrent_tui.cli import cli
 from tailrent_tui.core.guard import REPAIR_HEADING
-from tailrent_tui.core.messages import Folded, FoldSkipped, Kind, MessageAdded
+from tailrent_tui.core.messages import Folded, FoldSkipped, Kind, Message, MessageAdded
 from tailrent_tui.core.policies import (
     LADDER_HEADER,
     LadderPolicy,
@@ -315,11 +315,11 @@ async def test_escape_during_a_model_summary_applies_no_fold(make_agent):
             await gate.wait()
             return Summary(text="- short", by=self.name)
 
-    agent.summarizer = SlowSummarizer(MockModel())
+    agent.ladder.summarizer = SlowSummarizer(MockModel())
     listeners = list(agent.session.listeners)
     reports = []
-    agent.on_summary = reports.append
-    task = asyncio.create_task(agent.fold())
+    agent.ladder.on_summary = reports.append
+    task = asyncio.create_task(agent.ladder.fold())
     await asyncio.sleep(0.05)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -333,10 +333,10 @@ async def test_the_agent_reports_a_fold_summary_as_it_starts_and_ends(make_agent
     agent = make_agent(window=2048, system_prompt="Be brief.")
     for i in range(3):
         agent.session.add("assistant", prose(i, 80))  # the user's own words would be kept, not summarized
-    agent.summarizer = ModelSummarizer(MockModel([reply]))
+    agent.ladder.summarizer = ModelSummarizer(MockModel([reply]))
     reports = []
-    agent.on_summary = reports.append
-    folded = await agent.fold()
+    agent.ladder.on_summary = reports.append
+    folded = await agent.ladder.fold()
     started, ended = reports
     assert isinstance(started, SummaryStarted) and started.by == "model:mock"
     assert started.messages == len(folded.fold.span_ids) and started.tokens == folded.fold.tokens_before
@@ -442,7 +442,7 @@ async def test_the_guard_setting_holds_through_the_agent_and_manual_folds(make_a
     agent.session.add("user", FACTS)
     for i in range(6):
         agent.session.add("assistant", prose(i, 80))  # the user's own words would be kept, not summarized
-    folded = await agent.fold()
+    folded = await agent.ladder.fold()
     assert isinstance(folded, Folded) and folded.fold.guard == guard
     assert agent.ladder.policy_context().settings.guard == guard
 
@@ -452,9 +452,9 @@ async def test_a_span_made_only_of_pins_is_refused_with_a_reason(make_agent):
     pinned = agent.session.add("user", "DECISION: keep the 30 second timeout because the proxy cuts at 31.")
     assert pinned.pinned
     with pytest.raises(SessionError, match="cannot fold pinned messages"):
-        await agent.fold([pinned.id])
+        await agent.ladder.fold([pinned.id])
     agent.session.add("assistant", "noted")
-    result = await agent.fold()
+    result = await agent.ladder.fold()
     assert isinstance(result, FoldSkipped) and "nothing to fold" in result.reason and not agent.session.folds
 
 
@@ -464,8 +464,8 @@ async def test_a_summarizer_that_fails_is_replaced_and_the_fold_says_why(make_ag
     agent.session.add("user", FACTS)
     for i in range(6):
         agent.session.add("assistant", prose(i, 80))  # the user's own words would be kept, not summarized
-    agent.summarizer = ModelSummarizer(MockModel([{"text": "- partial", "fault": fault}]))
-    folded = await agent.fold()
+    agent.ladder.summarizer = ModelSummarizer(MockModel([{"text": "- partial", "fault": fault}]))
+    folded = await agent.ladder.fold()
     assert isinstance(folded, Folded)
     assert folded.fold.summarizer == "mock-extractive"
     assert "model:mock's summary refused: the model could not summarize" in folded.fold.rejected
@@ -500,6 +500,34 @@ def test_a_summary_that_answers_or_echoes_its_instruction_is_refused():
         assert why in check_summary(Summary(text=text, by="model:x"), span_tokens=span_tokens, count=lambda t: len(t) // 4)
     ok = "- user asked to move the API to port 5433 in eu-west-2\n- the VPC peering only exists there"
     assert check_summary(Summary(text=ok, by="model:x"), span_tokens=span_tokens, count=lambda t: len(t) // 4) is None
+
+
+def test_a_summary_that_writes_back_an_app_notice_is_refused_and_a_paraphrase_is_not():
+    """Seen on llama.cpp with SmolLM2: asked to summarize, the model wrote back the text protocol's
+    note (a pinned system notice, not in the span), and the fold kept it as the summary."""
+    from tailrent_tui.agent.text_protocol import PROTOCOL_NOTE
+    from tailrent_tui.core.summarize import check_summary
+
+    span = [
+        Message(
+            role="user",
+            content="the importer chokes on rows with a null vendor_id; can you look at parse_row in importer/rows.py?",
+        ),
+        Message(
+            role="assistant",
+            content="parse_row assumes vendor_id is set; I made it skip such rows and log a warning with the row number.",
+        ),
+        Message(role="user", content="good. keep the batch size at 500 and rerun the nightly import against staging."),
+    ]
+    count = lambda t: len(t) // 4  # noqa: E731
+    echo = check_summary(Summary(text=PROTOCOL_NOTE, by="model:x"), span_tokens=2000, count=count, span=span)
+    assert echo is not None and "not about its span" in echo
+    paraphrase = (
+        "The importer failed on rows whose vendor_id was null. The assistant changed parse_row to skip "
+        "those rows and warn with their number. The user wants the batch size kept at 500 and the nightly "
+        "import rerun against staging."
+    )
+    assert check_summary(Summary(text=paraphrase, by="model:x"), span_tokens=2000, count=count, span=span) is None
 
 
 def test_a_summarizer_refused_once_is_not_asked_again_in_the_same_fold():

@@ -3,10 +3,10 @@ folds of depth one, a guard that says what was lost, and a ladder that always fi
 
 from __future__ import annotations
 
-import time
+import pytest
 
 from tailrent_tui.core.guard import DecisionDetector, guarded_facts
-from tailrent_tui.core.ledger import MAX_PER_MESSAGE, detect
+from tailrent_tui.core.ledger import AMENDED_MARK, MAX_PER_MESSAGE, detect
 from tailrent_tui.core.messages import Kind
 from tailrent_tui.core.policies import PolicyContext, PolicySettings, get_policy, run_plan
 from tailrent_tui.core.rungs.fold import MemoryFoldArchive, unfold
@@ -68,6 +68,17 @@ def test_chatter_questions_and_hedges_are_not_statements():
         assert detect(text) == [], text
 
 
+def test_a_request_for_a_recap_is_not_a_statement_nor_the_users_words_to_keep():
+    # seen on llama.cpp: "write down what we agreed" was pinned as a decision
+    for text in (
+        "Write down what we agreed on the retry policy.",
+        "remind me what the limit on the spend was",
+        "can you recap where we are with the migration",
+        "sum up the last hour for me pls",
+    ):
+        assert detect(text, "user", words=True) == [], text
+
+
 def test_a_fold_keeps_every_statement_verbatim_in_a_pinned_ledger_message_and_the_summary_never_sees_them():
     policy, s, ctx = ladder()
     seen: list[str] = []
@@ -102,6 +113,71 @@ def test_a_correction_supersedes_and_the_old_value_leaves_at_the_next_fold():
     current = "\n".join(m.content for m in s.messages if m.pinned or m.kind in (Kind.ledger, Kind.fold_summary))
     assert "$300" not in current, "a superseded value is shown as current"
     assert "$500" in s.visible_text()
+
+
+@pytest.mark.parametrize(
+    ("said", "correction"),
+    [
+        # the same unit after a number
+        ("the staging db box has 32 GB of ram", "update: staging db got resized, 64 GB now"),
+        (
+            "nightly export runs every 30 min right now, leave the schedule alone",
+            "ok the export schedule changed, every 45 minutes now",
+        ),
+        # the same name before a version
+        ("the lambdas run on node 18.19, dont use newer syntax", "heads up: lambdas are on node 20.11 now, newer syntax is fine"),
+        # the same key before =
+        ("set MAX_WORKERS=8 in the compose file for the ingest service", "actually MAX_WORKERS=4 for ingest, the box swaps at 8"),
+    ],
+)
+def test_a_correction_that_gives_the_same_measure_another_value_supersedes(said, correction):
+    _, s, _ = ladder()
+    s.add("user", "the cache TTL is 15 min on the edge, because the origin is slow")  # same unit, other subject
+    old = s.add("user", said)
+    new = s.add("user", correction)
+    by_message = {st.message_id: st for st in s.statements.values()}
+    assert by_message[old.id].status == "superseded"
+    assert s.statements[by_message[old.id].superseded_by].message_id == new.id
+    assert all(st.status != "superseded" for st in s.statements.values() if "TTL" in st.text)
+
+
+def test_a_correction_of_one_value_of_several_amends_the_statement_and_the_rest_stays_current():
+    """People pack several facts in one sentence; a correction of one of them must not take the
+    others out of the context with it (they would leave at the next fold, silently)."""
+    policy, s, ctx = ladder()
+    events = []
+    s.listeners.append(events.append)
+    first = s.add(
+        "user", "morning. we're on the billing service today, python 3.12, and the ledger db is pg-bill-07 on port 6432"
+    )
+    s.add("user", "the staging db box has 16 GB of ram so dont load more than 4 GB of fixtures")
+    s.add("user", "actually the db moved, it's pg-bill-09 now, same port")
+    s.add("user", "update: staging db got resized, 32 GB now")
+    amended = [st for st in s.statements.values() if st.amended_by]
+    assert len(amended) == 2 and all(st.status == "current" for st in amended)
+    texts = " ".join(st.text for st in amended)
+    assert "python 3.12" in texts and "6432" in texts and "4 GB of fixtures" in texts
+    assert "pg-bill-07" not in texts and "16 GB" not in texts and AMENDED_MARK in texts
+    work(policy, s, ctx, 40)
+    assert first.id not in s, "the first message should have been folded by now"
+    visible = s.visible_text()
+    for word in ("python 3.12", "6432", "4 GB of fixtures", "pg-bill-09", "32 GB"):
+        assert word in visible, word
+    current = "\n".join(m.content for m in s.messages if m.pinned or m.kind in (Kind.ledger, Kind.fold_summary))
+    assert "pg-bill-07" not in current and "16 GB" not in current, "a replaced value is shown as current"
+    again = replay(events, counter=s.counter, system=s.system, window=s.window)
+    assert {k: (v.text, v.amended_by) for k, v in again.statements.items()} == {
+        k: (v.text, v.amended_by) for k, v in s.statements.items()
+    }
+
+
+def test_a_correction_with_the_same_unit_on_another_subject_leaves_the_statement_current():
+    _, s, _ = ladder()
+    ttl = s.add("user", "the cache TTL is 15 min on the edge, because the origin is slow")
+    s.add("user", "the cron for the report runs every 30 min")
+    s.add("user", "actually the report cron runs every 45 min now")
+    (st,) = [st for st in s.statements.values() if st.message_id == ttl.id]
+    assert st.status == "current"
 
 
 def test_a_correction_that_matches_nothing_supersedes_nothing_and_two_in_one_message_both_stand():
@@ -208,14 +284,13 @@ def test_a_ledger_past_its_budget_says_so_and_counts_what_it_could_not_keep():
 
 
 def test_bad_input_is_bounded():
-    # a thousand statements in one paste: the first few dozen, fast; a statement longer than the window: not kept
+    # a thousand statements in one paste: the first few dozen; a statement longer than the window: not kept
+    # (how long these take: `benchmarks/ledger_bench.py --bounds`)
     paste = "\n".join(f"RULE: never touch table t{i}." for i in range(1000))
-    t0 = time.perf_counter()
     assert len(detect(paste)) == MAX_PER_MESSAGE
     huge = "\n".join(f"tests/test_{i}.py::test_x PASSED" for i in range(50_000)) + "\nNever commit the fixtures.\n"
     found = detect(huge, "tool")
     assert [f.text for f in found] == ["Never commit the fixtures."]
-    assert time.perf_counter() - t0 < 5
     assert detect("RULE: " + "never do that " * 2000) == []
 
 
@@ -246,3 +321,11 @@ def test_the_apps_own_system_notices_never_enter_the_ledger():
     assert s.current_statements() == []
     s.add("user", "never run migrations against prod without asking me first.")
     assert [st.kind for st in s.current_statements()] == ["rule"]
+
+
+def test_a_correction_whose_subject_another_clause_restates_supersedes_the_statement_whole():
+    _, s, _ = ladder()
+    old = s.add("user", "the ci runners are shared, you get runners r3 and r4 only, RUNNER_POOL=r3,r4")
+    s.add("user", "runner news: the other team left, RUNNER_POOL=r1,r2,r3,r4 now, all four runners are yours")
+    (st,) = [st for st in s.statements.values() if st.message_id == old.id]
+    assert st.status == "superseded" and not st.amended_by

@@ -22,8 +22,18 @@ from tailrent_tui.scenarios.traces import load_trace
 HERE = pathlib.Path(__file__).resolve().parent / "ledger_corpus"
 KINDS = ("decision", "rule", "constraint", "preference", "goal", "fact")
 ROLES = ("user", "assistant", "tool", "instructions")
-FILES = {"heldout.jsonl": "h", "dev.jsonl": "d", "heldout2.jsonl": "g"}
-TRACES = ("canary-typed.jsonl", "canary-natural.jsonl", "repetitive.jsonl", "canary-heldout.jsonl")
+FILES = {"heldout.jsonl": "h", "dev.jsonl": "d", "heldout2.jsonl": "g", "heldout3.jsonl": "k"}
+TRACES = (
+    "canary-typed.jsonl",
+    "canary-natural.jsonl",
+    "repetitive.jsonl",
+    "canary-heldout.jsonl",
+    "canary-heldout3.jsonl",
+)
+HELDOUT_CANARIES = {
+    "heldout2": ("heldout2.jsonl", "canary-heldout.jsonl"),
+    "heldout3": ("heldout3.jsonl", "canary-heldout3.jsonl"),
+}
 
 
 def load(name: str) -> list[dict]:
@@ -97,6 +107,19 @@ def test_second_heldout_sizes_and_mix() -> None:
     assert any(st.get("proposal") for row in rows for st in row["statements"])
 
 
+def test_third_heldout_sizes_and_mix() -> None:
+    """heldout3 (a third hand, never shown the detector, committed before any detector change) stands on its own."""
+    rows = load("heldout3.jsonl")
+    kinds = collections.Counter(st["kind"] for row in rows for st in row["statements"])
+    assert len(rows) >= 260
+    assert all(kinds[k] >= 25 for k in KINDS), kinds
+    assert sum(1 for row in rows if row["supersedes"]) >= 30
+    assert sum(1 for row in rows if not row["statements"]) >= 0.35 * len(rows)
+    assert any(st.get("proposal") for row in rows for st in row["statements"])
+    position = {row["id"]: n for n, row in enumerate(rows)}
+    assert sum(1 for row in rows if row["supersedes"] and position[row["id"]] - position[row["supersedes"]] >= 50) >= 10
+
+
 @pytest.mark.parametrize("name", TRACES)
 def test_traces_parse(name: str) -> None:
     lines = load(name)
@@ -139,16 +162,25 @@ def _heldout_generator():
     return module
 
 
-def test_heldout_canary_is_what_its_generator_writes(tmp_path: pathlib.Path) -> None:
-    _heldout_generator().write(tmp_path)
-    name = "canary-heldout.jsonl"
+@pytest.mark.parametrize("source", sorted(HELDOUT_CANARIES))
+def test_heldout_canary_is_what_its_generator_writes(tmp_path: pathlib.Path, source: str) -> None:
+    _heldout_generator().write(tmp_path, source)
+    name = HELDOUT_CANARIES[source][1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
     assert (tmp_path / name).read_bytes() == (HERE / name).read_bytes()
 
 
-def test_heldout_canary_follows_heldout2() -> None:
-    """Every heldout2 line is a message, in order; the last round probes each current user statement, and each
-    correction's old words (where they are the old value's alone) are a stale probe, never expected."""
-    rows, events = load("heldout2.jsonl"), load("canary-heldout.jsonl")[1:]
+def test_heldout_canary_generator_refuses_an_unknown_source(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _heldout_generator().main(["--from", "heldout9"]) == 2
+    assert "heldout3" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("source", sorted(HELDOUT_CANARIES))
+def test_heldout_canary_follows_its_corpus(source: str) -> None:
+    """Every line of the corpus is a message, in order; the last round probes each current user statement, and
+    each correction's old words (where they are the old value's alone) are a stale probe, never expected."""
+    corpus, canary = HELDOUT_CANARIES[source]
+    rows, events = load(corpus), load(canary)[1:]
     texts = [e["content"] for e in events if "role" in e]
     at = 0
     for row in rows:

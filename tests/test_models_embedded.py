@@ -148,7 +148,7 @@ async def test_the_app_opens_on_the_embedded_engine_when_no_server_answers(tmp_p
     try:
         async with app.run_test(size=(140, 40)) as pilot:
             assert "running on the embedded engine, gemma-3-270m (base)" in str(app.notice_bar.render())
-            await wait_until(pilot, lambda: agent.preload_seconds is not None, rounds=4000, what="the engine started")
+            await wait_until(pilot, lambda: agent.link.preload_seconds is not None, rounds=4000, what="the engine started")
             assert "model gemma-3-270m (base)" in app.sub_title
             assert agent.model.engine is not None and agent.model.engine.running
     finally:

@@ -98,17 +98,17 @@ async def test_a_new_session_does_not_preload_a_resumed_one_does(fake_ollama, ol
     async with open_agent(ollama_settings, async_writer=False, new=True) as agent:
         # the local sheet's TTL is the keep_alive the app sends
         assert agent.rent.sheet.ttl_seconds == 6 * 3600
-        await agent.start()
-        assert not fake_ollama.loads and agent.preload_seconds is None
+        await agent.link.start()
+        assert not fake_ollama.loads and agent.link.preload_seconds is None
         assert (await agent.turn("where do refresh tokens live?", None)).error is None
 
     async with open_agent(ollama_settings, {"continue_": True}, async_writer=False) as resumed:
-        assert resumed.will_preload()
-        await resumed.start()
+        assert resumed.link.will_preload()
+        await resumed.link.start()
         (load,) = fake_ollama.loads
         # the window and keep_alive of the turns: no second load at the first request
         assert load["options"]["num_ctx"] == resumed.session.window and load["keep_alive"] == "6h"
-        assert resumed.preload_seconds is not None
+        assert resumed.link.preload_seconds is not None
         assert (await resumed.turn("and for how long?", None)).error is None
         assert fake_ollama.requests[-1]["options"]["num_ctx"] == load["options"]["num_ctx"]
 
@@ -125,7 +125,7 @@ async def test_the_app_shows_the_load_of_a_resumed_model_then_how_long_it_took(f
             await wait_until(pilot, lambda: "loading llama3.2:latest…" in app.sub_title, what="the loading status")
             await wait_until(pilot, lambda: any("loaded in" in n for n in notes), rounds=2000, what="the loaded notice")
             assert "model llama3.2:latest" in app.sub_title and "loading" not in app.sub_title
-            assert len(fake_ollama.loads) == 1 and agent.preload_seconds >= 0.6
+            assert len(fake_ollama.loads) == 1 and agent.link.preload_seconds >= 0.6
     finally:
         await agent.aclose()
 

@@ -132,8 +132,8 @@ async def turn(pilot, app: TailrentApp, text: str) -> None:
 async def cancelled_turn(pilot, app: TailrentApp, text: str) -> None:
     """A turn whose reply is cut with escape once some of it has streamed."""
     # a longer reply allowed for this turn, so that escape lands while it streams
-    settings = app.agent.settings
-    app.agent.settings = settings.model_copy(update={"max_reply_tokens": CANCELLED_REPLY_CAP})
+    settings = app.agent.ladder.settings
+    app.agent.ladder.settings = settings.model_copy(update={"max_reply_tokens": CANCELLED_REPLY_CAP})
     requests = len(conversation_usage(app.agent.session.usage))
     try:
         await send(pilot, app, text)
@@ -144,7 +144,7 @@ async def cancelled_turn(pilot, app: TailrentApp, text: str) -> None:
         await pilot.press("escape")
         await wait_for(pilot, lambda: not app.busy, "the cancel to land")
     finally:
-        app.agent.settings = settings
+        app.agent.ladder.settings = settings
 
 
 def run_app(agent, settings: Settings, script: Callable) -> None:
@@ -192,7 +192,7 @@ def this_morning(settings: Settings) -> tuple[SessionDir, list[tuple[int, int, l
     Returns each probe's (hits, total, missing words)."""
     other_client(settings)
     agent = build_agent(settings, {"continue_": True})
-    assert not agent.cold_resume, "llama.cpp has no TTL: the server is asked what its slot holds"
+    assert not agent.ladder.cold_resume, "llama.cpp has no TTL: the server is asked what its slot holds"
     probes: list[tuple[int, int, list[str]]] = []
 
     async def morning(pilot, app: TailrentApp) -> None:

@@ -63,7 +63,7 @@ def test_a_resume_past_the_ttl_opens_says_so_takes_a_message_and_releases_the_lo
 
     async def morning() -> None:
         async with open_agent(settings, {"continue_": True}) as agent:  # as `tailrent --continue` opens it
-            assert agent.session.id == sd.id and agent.cold_resume
+            assert agent.session.id == sd.id and agent.ladder.cold_resume
             notes = [n for n in agent.session.notes if COLD in n.text]
             assert len(notes) == 1 and "2.0 h idle" in notes[0].text, "noted before the app exists (journaled below)"
             app = TailrentApp(agent, settings)

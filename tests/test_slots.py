@@ -527,7 +527,7 @@ def test_the_app_says_the_resume_price_restores_and_saves_when_idle_and_on_quit(
     first = json.loads(ask(home, fake, "--json", "The API listens on port 8443.").stdout)
     settings = load_settings({"model": f"openai:{fake.url}", "workspace": home.parent / "ws"}).settings
     agent = build_agent(settings, {"continue_": True})
-    assert agent.session.id == first["session"] and agent.resumed
+    assert agent.session.id == first["session"] and agent.link.resumed
     app = TailrentApp(agent, settings)
     app.session_screen.clocks.slot_save_idle = 0.2
 

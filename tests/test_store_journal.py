@@ -93,6 +93,47 @@ def test_next_writer_starts_a_fresh_line_after_a_torn_tail(tmp_path: Path) -> No
     assert result.healed_lines == [5] and not result.torn
 
 
+@pytest.mark.parametrize("kept", [1, 5, 15, 40], ids=lambda k: f"{k} bytes of the marker")
+def test_a_fresh_line_fix_up_cut_short_still_loads_and_is_marked_by_the_next_writer(tmp_path: Path, kept: int) -> None:
+    """A kill (or a full disk) in the middle of the marker that closes off a torn line: with only
+    its newline out, the fragment is a whole line that no marker excuses; every later load and
+    append must still work, and nothing that was written is lost."""
+    path = tmp_path / "journal.jsonl"
+    _, w = write_session(path, 3)
+    w.close()
+    fragment = b'{"at": 2.0, "type": "no'
+    with open(path, "ab") as f:
+        f.write(fragment)
+    w2 = JournalWriter(path)
+    fix_up = jmod._fresh_line_fixup(path)
+    assert fix_up.startswith(b'\n{"journal_torn"') and len(fix_up) > kept
+    with open(path, "ab") as f:
+        f.write(fix_up[:kept])  # the writer died here
+    first = load_journal(path)
+    assert len(first.events) == 3
+    assert w2.append(Note(text="after the second crash", at=3.0))
+    w2.close()
+    result = load_journal(path)
+    assert [type(e).__name__ for e in result.events] == ["MessageAdded"] * 3 + ["Note"]
+    assert result.events[-1].text == "after the second crash"
+    assert not result.torn and result.warnings == []
+    # and the repaired copy drops only the fragments
+    report = repair_journal(path)
+    assert [e.text for e in load_journal(report.path).events[3:]] == ["after the second crash"]
+
+
+def test_a_whole_json_line_that_is_no_event_at_the_end_is_still_refused(tmp_path: Path) -> None:
+    """Only a fragment is taken for torn: a whole line from a later tailrent is never skipped quietly."""
+    path = tmp_path / "journal.jsonl"
+    _, w = write_session(path, 2)
+    w.close()
+    with open(path, "ab") as f:
+        f.write(b'{"type": "message_added_v9", "at": 1, "message": {"what": "a later tailrent"}}\n')
+    with pytest.raises(JournalCorrupt, match="line 4"):
+        load_journal(path)
+    assert jmod._fresh_line_fixup(path) == b"", "a writer must not mark a whole line as torn"
+
+
 def test_tail_that_is_a_whole_event_without_newline_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "journal.jsonl"
     _, w = write_session(path, 2)

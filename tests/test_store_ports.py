@@ -137,7 +137,7 @@ async def damaged(request, make_agent):
     for fact in ("the first ticket is ZEBRA-1111", "the second ticket is ZEBRA-2222"):
         first = agent.session.add("user", background(fact))
         second = agent.session.add("assistant", "Noted.")
-        assert isinstance(await agent.fold([first.id, second.id]), Folded)
+        assert isinstance(await agent.ladder.fold([first.id, second.id]), Folded)
     agent.session.add("user", "and now?")
     assert "ZEBRA" not in agent.session.visible_text()
     agent.journal.flush()

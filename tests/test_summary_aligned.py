@@ -33,10 +33,10 @@ async def test_the_summary_request_is_the_last_request_plus_one_instruction(make
     agent = make_agent(window=8192, system_prompt="Be brief.")
     for i in range(4):
         await agent.turn(chatter(i))
-    agent.summarizer = ModelSummarizer(agent.model)
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
     last = agent.model.requests[-1]
     span = [m.id for m in agent.session.messages[:4]]
-    await agent.fold(span)
+    await agent.ladder.fold(span)
     sent = agent.model.requests[-1]
     # the conversation as the last request sent it, its reply, then the instruction
     assert sent[: len(last)] == last
@@ -70,8 +70,8 @@ async def test_a_template_that_forbids_two_user_messages_sees_the_roles_alternat
     for i in range(3):
         await agent.turn(chatter(i))
     await agent.ladder.add_message("user", chatter(9))  # the fold comes before this message is answered
-    agent.summarizer = ModelSummarizer(agent.model)
-    folded = await agent.fold([m.id for m in agent.session.messages[:4]])
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
+    folded = await agent.ladder.fold([m.id for m in agent.session.messages[:4]])
     sent = agent.model.requests[-1]
     # the request stops before the turn in flight (the engine has not read it): the instruction follows a reply
     assert [m["role"] for m in sent[-2:]] == ["assistant", "user"] and "Messages 1-4 " in sent[-1]["content"]
@@ -89,8 +89,8 @@ async def test_a_model_that_answers_the_user_instead_is_refused_and_the_fallback
         await agent.turn(chatter(i))
     await agent.ladder.add_message("user", "Deploy the frontend tomorrow morning? Which environment, staging or production?")
     answer = "Sure! Deploying the frontend tomorrow morning to staging first, then production, sounds sensible overall."
-    agent.summarizer = ModelSummarizer(MockModel([answer]))
-    folded = await agent.fold([m.id for m in agent.session.messages[:4]])
+    agent.ladder.summarizer = ModelSummarizer(MockModel([answer]))
+    folded = await agent.ladder.fold([m.id for m in agent.session.messages[:4]])
     assert folded is not None
     record = folded.fold
     assert record.summarizer == "mock-extractive"
@@ -103,15 +103,15 @@ async def test_a_cold_cache_asks_for_the_span_alone(make_agent):
     for i in range(4):
         await agent.turn(chatter(i))
     agent.rent.expire()  # the engine forgot the conversation: reading it whole would cost more than the span
-    agent.summarizer = ModelSummarizer(agent.model)
-    await agent.fold([m.id for m in agent.session.messages[:4]])
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
+    await agent.ladder.fold([m.id for m in agent.session.messages[:4]])
     sent = agent.model.requests[-1]
     assert [m["role"] for m in sent] == ["system", "user"] and sent[1]["content"].startswith("Summarize this part")
 
 
 async def test_near_the_window_the_summary_request_stops_after_the_span_and_fits(make_agent):
     agent = make_agent(window=4096, tokenizer="chars4", system_prompt="Be brief.")
-    agent.summarizer = ModelSummarizer(agent.model)
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
     i = 0
     while not agent.session.folds:
         await agent.turn(chatter(i, 200))

@@ -38,7 +38,7 @@ async def test_a_fold_prepared_while_you_read_is_shown_and_applied_at_the_trigge
     while agent.session.context_tokens < PRE_TRIGGER * limit:
         fill(agent.session, 1, pad=4)
     writer = MockModel([SUMMARY] * 3)
-    agent.summarizer = ModelSummarizer(writer)
+    agent.ladder.summarizer = ModelSummarizer(writer)
     app = make_app(agent)
     async with app.run_test(size=(140, 45)) as pilot:
         # short messages, read one by one, until the next fold's summary is written ahead

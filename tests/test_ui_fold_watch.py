@@ -37,7 +37,7 @@ def folding_agent(tmp_path, script, summaries=("- the cache is Redis on port 800
         fill(agent.session, 1, pad=4)
     assert agent.session.context_tokens <= trigger
     writer = GatedModel([{"text": t} for t in summaries])
-    agent.summarizer = ModelSummarizer(writer)
+    agent.ladder.summarizer = ModelSummarizer(writer)
     return agent, writer.gate
 
 
@@ -178,7 +178,7 @@ class DyingModel(MockModel):
 async def test_the_server_dies_during_a_fold_the_fold_falls_back_and_the_message_is_kept(tmp_path):
     agent, _ = folding_agent(tmp_path, [])
     agent.model = DyingModel([{"text": "Back again."}], chunk_size=4)
-    agent.summarizer = ModelSummarizer(agent.model)
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await send(pilot, app, ASK)

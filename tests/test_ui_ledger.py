@@ -330,7 +330,7 @@ async def test_inspect_and_export_include_the_ledger(settings, tmp_path):
         for text in (OLD, NEW):
             assert (await agent.turn(text, None)).error is None
         s = agent.session
-        await agent.fold([s.messages[0].id, s.messages[1].id])
+        await agent.ladder.fold([s.messages[0].id, s.messages[1].id])
         assert s.folds and s.folds[0].carried
     runner = CliRunner()
     base = ["--data-dir", str(settings.data_dir)]

@@ -236,7 +236,7 @@ async def test_keep_warm_pings_through_the_model_while_they_cost_less_than_a_rew
     async with app.run_test(size=(140, 45)) as pilot:
         await send(pilot, app, "hello")
         turn = agent.model.requests[-1]
-        price = agent.keep_warm.price()
+        price = agent.meter.keep_warm.price()
         assert price is not None and price.max_pings >= 2
         await wait_until(pilot, lambda: "keep-warm: first ping at" in rent_shown(app), what="the first ping's time")
         app.session_screen.clocks.keep_warm_tick()  # not due yet: the cache has 300 s to live

@@ -43,8 +43,8 @@ def scene(tmp_path, theme: str):
         autopin=False,
     )
     decision = s.messages[-1].id
-    agent.pin(decision)
-    agent.spill("m00004")
+    agent.ladder.pin(decision)
+    agent.ladder.spill("m00004")
     fold_span(s, ["m00001", "m00002", "m00003"], summarizer=LossySummarizer(5), guard="report", archive=agent.archive)
     s.emit(
         UsageRecorded(

@@ -178,7 +178,7 @@ async def test_start_learns_the_window_before_any_request_and_a_resume_starts_wi
     server = serve({"/props": (200, LLAMA_PROPS), "/v1/models": (200, LLAMA_MODELS)})
     async with opened(settings_for(server.url), new=True) as agent:
         assert agent.session.window == 32768  # nothing known yet
-        await agent.start()
+        await agent.link.start()
         assert agent.session.window == 8192 and server.chats() == 0
         assert agent.session_dir.read_meta().window == 8192
         assert "window 8,192 tokens" in export_session(agent.session_dir, "md")
@@ -192,7 +192,7 @@ async def test_start_learns_the_window_before_any_request_and_a_resume_starts_wi
 async def test_the_window_setting_wins_over_the_server(serve, settings_for):
     server = serve({"/props": (200, LLAMA_PROPS), "/v1/models": (200, LLAMA_MODELS)})
     async with opened(settings_for(server.url, window=6000), new=True) as agent:
-        await agent.start()
+        await agent.link.start()
         assert agent.session.window == 6000 and agent.session_dir.read_meta().window == 6000
         # /props is still read (it says whether the server keeps KV slots), not for the window
         assert not any("window" in n.text for n in agent.session.notes)
@@ -201,7 +201,7 @@ async def test_the_window_setting_wins_over_the_server(serve, settings_for):
 async def test_a_malformed_props_leaves_the_window_and_says_why_in_one_line(serve, settings_for):
     server = serve({"/props": (200, {"default_generation_settings": {"n_ctx": "lots"}}), "/v1/models": (200, LLAMA_MODELS)})
     async with opened(settings_for(server.url), new=True) as agent:
-        await agent.start()
+        await agent.link.start()
         assert agent.session.window == 32768
         (note,) = [n for n in agent.session.notes if "window" in n.text]
         assert note.level == "warning" and "\n" not in note.text

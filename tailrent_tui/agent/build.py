@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tailrent_tui.agent.kv_slots import SlotKeeper, idle_words
+from tailrent_tui.agent.kv_slots import idle_words
 from tailrent_tui.agent.loop import Agent
 from tailrent_tui.agent.startup import model_options, model_spec_of
 from tailrent_tui.agent.tools import offered_tools
@@ -46,7 +46,7 @@ from tailrent_tui.models.ollama import OllamaModel
 from tailrent_tui.models.openai import OpenAIModel
 from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.models.text import redact
-from tailrent_tui.models.tokenizer import PROBE, ServerTokenizer, TokenizerUnavailable, measure_framing
+from tailrent_tui.models.tokenizer import PROBE, ServerTokenizer, TokenizerUnavailable, measure_framing, server_tokenizer
 from tailrent_tui.settings import Settings, keep_alive_seconds, user_price_files
 from tailrent_tui.store.journal import JournalError
 from tailrent_tui.store.paths import resolve_data_dir
@@ -112,7 +112,7 @@ def pick_counting(settings: Settings, model: ChatModel) -> Counting:
     name = settings.tokenizer
     # the embedded engine is not running yet (it starts after the first frame): it cannot count for a new session
     if name == "auto" and isinstance(model, OpenAIModel) and not isinstance(model, EmbeddedModel):
-        server = model.server_tokenizer()
+        server = server_tokenizer(model)
         try:
             framing, schema = measure_framing(server, framing_probes(), system=settings.system_prompt, tools=offered_tools())
             return Counting(server, server.name, framing, schema)
@@ -129,7 +129,7 @@ def resume_counter(tokenizer: str, model: ChatModel) -> tuple[TokenCounter | Non
     if tokenizer != ServerTokenizer.name:
         return None, None
     if isinstance(model, OpenAIModel) and not isinstance(model, EmbeddedModel):
-        server = model.server_tokenizer()
+        server = server_tokenizer(model)
         try:
             server.tokens(PROBE)
             return server, None
@@ -382,15 +382,9 @@ def _agent_for(
         rent=rent,
         instructions=True,
         caps=caps,
-    )
-    agent.cold_resume = cold_resume
-    agent.resumed = last is not None
-    agent.slots = SlotKeeper(
-        settings=settings,
-        model=lambda: agent.model,  # a /model switch changes it
-        session=session,
-        session_dir=sd,
-        offered_tools=agent.tools.offered_tools,
+        slots=True,
+        resumed=last is not None,
+        cold_resume=cold_resume,
     )
     agent.mcp = mcp_hub(settings, workspace, session)
     for warning in opened.warnings:

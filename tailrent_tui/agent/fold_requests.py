@@ -89,7 +89,6 @@ class FoldRequests:
     def __init__(self, driver: Any) -> None:
         # the LadderDriver (not imported: it imports this module)
         self.driver = driver
-        self.state = driver.state
         #: the next fold's summary, written while the user read (`prepare_fold`)
         self.prepared: PreparedFold | None = None
         #: the request number of the prepared summary's last request (`warm` sends it again after a turn)
@@ -104,7 +103,7 @@ class FoldRequests:
     def prepared_span(self) -> list[Message] | None:
         """The span the ladder would fold at the trigger, when the context is past the pre-trigger
         (PRE_TRIGGER of the trigger) and under the trigger; None otherwise or when nothing folds."""
-        s = self.state
+        s = self.driver
         if s.is_sub or not s.settings.fold.prepare or not isinstance(s.summarizer, ModelSummarizer):
             return None
         if self.driver.policy.name != "ladder":
@@ -131,7 +130,7 @@ class FoldRequests:
         if span is None:
             return None
         raw = span
-        session = self.state.session
+        session = self.driver.session
         if session.statements:
             # as the ladder will ask it (`ask_summary`): without the statements the fold carries
             span = session.summarizable(span)
@@ -155,8 +154,8 @@ class FoldRequests:
         if self._ledger_text(self.prepared) is not None:
             # the statements the fold will carry are new tokens: read them now, after the summary
             await self.warm(self.prepared, request)
-        if self.state.on_prepared is not None:
-            self.state.on_prepared(self.prepared)
+        if self.driver.on_prepared is not None:
+            self.driver.on_prepared(self.prepared)
         return self.prepared
 
     async def warm(self, prepared: PreparedFold, request: Summarize) -> None:
@@ -173,14 +172,14 @@ class FoldRequests:
         turn, if it comes before the trigger, finds its own prompt in the engine's prompt cache.
         Skipped when the instruction would read differently now, or the model does not write the
         summaries."""
-        summarizer = self.state.summarizer
+        summarizer = self.driver.summarizer
         asked = prepared.summary.asked
         if not isinstance(summarizer, ModelSummarizer) or asked is None:
             return
         context, items = self.summary_context(request, summarizer)
         if context is None or not asks_apart(context) or aligned_instruction(context, self.fitted_budget) != asked:
             return
-        session = self.state.session
+        session = self.driver.session
         text = prepared.summary.text
         ledger = self._ledger_text(prepared)
         note = f"[context note]\n{ledger}" if ledger is not None else None
@@ -196,7 +195,7 @@ class FoldRequests:
             messages, items = self._post_fold(prepared, asked)
             messages += pair
             items += tail_items
-            self.state.placement.expect_prompt_cache = True
+            self.driver.placement.expect_prompt_cache = True
         else:
             return
         if note is not None:
@@ -211,7 +210,7 @@ class FoldRequests:
                     usage = chunk
         except ModelError:
             return
-        rent = self.state.rent
+        rent = self.driver.rent
         predicted = None
         if rent is not None:
             predicted = rent.request(items, session.head_tokens, at, 0, aside=True)
@@ -219,7 +218,7 @@ class FoldRequests:
         self.driver.meter.record(predicted, usage, "summary")
 
     def _folds_after_with_prompt_cache(self) -> bool:
-        keeper, rent = self.state.placement, self.state.rent
+        keeper, rent = self.driver.placement, self.driver.rent
         return (
             keeper is not None
             and keeper.state.placement == "after"
@@ -231,7 +230,7 @@ class FoldRequests:
     def _post_fold(self, prepared: PreparedFold, asked: str) -> tuple[list[dict[str, Any]], list[Item]]:
         """The wire messages and rent items of the context the prepared fold leaves, up to its summary
         (placed after the kept messages), the instruction's item last."""
-        session = self.state.session
+        session = self.driver.session
         raw = set(prepared.raw_ids)
         kept = [m for m in session.messages if m.id not in raw]
         before = [m for m in kept[: after_position(session, raw)] if not m.cut_off]
@@ -242,7 +241,7 @@ class FoldRequests:
 
     def _ledger_text(self, prepared: PreparedFold) -> str | None:
         """The ledger message the fold of this span will carry (core makes it the same way), or None."""
-        session = self.state.session
+        session = self.driver.session
         if not session.statements or not prepared.raw_ids:
             return None
         carried = session.carried_by([session.get(i) for i in prepared.raw_ids if i in session])
@@ -256,8 +255,8 @@ class FoldRequests:
         if prepared is None:
             return None
         self.prepared = None
-        if self.state.on_prepared is not None:
-            self.state.on_prepared(None)
+        if self.driver.on_prepared is not None:
+            self.driver.on_prepared(None)
         if request.ids and prepared.raw_ids:
             # a span with statements: matched on the messages the fold takes, not on their text less
             # what the ledger carries (that moves with the pins' budget between the prepare and the trigger)
@@ -278,16 +277,16 @@ class FoldRequests:
 
     def _same_messages(self, prepared: PreparedFold, raw_ids: tuple[str, ...]) -> bool:
         """Whether `raw_ids` are the messages the prepared summary was written of, unedited since."""
-        session = self.state.session
+        session = self.driver.session
         if not prepared.raw_ids or raw_ids != prepared.raw_ids or any(i not in session for i in raw_ids):
             return False
         return sum(session.get(i).tokens for i in raw_ids) == prepared.raw_tokens
 
     async def summary_for(self, request: Summarize) -> Summary:
-        await save_before_fold(self.state)
-        summarizer = self.state.summarizer
+        await save_before_fold(self.driver.slots)
+        summarizer = self.driver.summarizer
         if isinstance(summarizer, ModelSummarizer):
-            session = self.state.session
+            session = self.driver.session
             context, items = self.summary_context(request, summarizer)
             if context is not None:
                 request = replace(request, budget=self.fitted_budget)
@@ -298,7 +297,7 @@ class FoldRequests:
                 return Summary(text="", by=summarizer.name, error=f"the model could not summarize ({exc.message})")
             usage = summarizer.last_usage
             output = usage.output_tokens if usage and usage.output_tokens else 0
-            rent = self.state.rent
+            rent = self.driver.rent
             if context is not None and rent is not None:
                 # journaled like a turn's request, so it is counted and survives a resume; priced as
                 # what it is: the conversation's cached prefix read again, then the instruction (it moves
@@ -333,7 +332,7 @@ class FoldRequests:
         the instruction and the summary as a question and its answer, where they were asked:
         tokens the engine holds already.
         """
-        session = self.state.session
+        session = self.driver.session
         self.rename_folded()
         ids = {m.id for m in request.span}
         entries = wire_entries(session)
@@ -375,7 +374,7 @@ class FoldRequests:
             items[-1] = (key + "+summary-request", sent)
         else:
             items.append((asked_key(instruction["content"]), sent))
-        rent = self.state.rent
+        rent = self.driver.rent
         if rent is not None:
             whole, cached, _ = rent.predict(items, session.head_tokens, session.clock())
             alone = sum(session.count(m["content"]) for m in summarizer.request_messages(request.span))
@@ -388,7 +387,7 @@ class FoldRequests:
     def rename_folded(self) -> None:
         """The last fold's summary, asked in context, is the summary request's instruction and answer
         the rent model holds last: it is known by the summary's name from now on (`RentModel.rename`)."""
-        rent, session = self.state.rent, self.state.session
+        rent, session = self.driver.rent, self.driver.session
         record = session.folds[-1] if session.folds else None
         asked = record.summary.meta.get("asked") if record is not None else None
         if rent is None or record is None or not isinstance(asked, str) or record.summary.id not in session:
@@ -435,9 +434,9 @@ class FoldRequests:
         model's prediction of the folded context: in place, what follows the summary; after the
         kept messages on an engine that shifts KV, the summary), and their seconds at the
         measured rate."""
-        session = self.state.session
+        session = self.driver.session
         span = set(record.span_ids)
-        rent = self.state.rent
+        rent = self.driver.rent
         if rent is None or rent.last_at is None:
             # nothing cached yet: what the fold adds is the tokens from the summary's place on
             first = next((i for i, m in enumerate(session.messages) if m.id in span), len(session.messages))
@@ -456,7 +455,7 @@ class FoldRequests:
         """What undoing fold `fold_no` costs the next request: (tokens read again, their seconds at
         the measured rate, whether the engine's prompt cache still holds the prompt before the
         fold, so that they are few). Raises SessionError/ArchiveError as `unfold` would."""
-        session = self.state.session
+        session = self.driver.session
         record = next((f for f in session.folds if f.fold_no == fold_no), None)
         if record is None:
             raise SessionError(f"no fold #{fold_no}")
@@ -470,13 +469,13 @@ class FoldRequests:
             else:
                 items.append(context_item(session, m))
         tokens, seconds = self._reread(items)
-        rent = self.state.rent
+        rent = self.driver.rent
         kept = rent is not None and rent.prompt_cache_gain(items, session.head_tokens, session.clock()) > 0
         return tokens, seconds, kept
 
     def _reread(self, items: list[Item]) -> tuple[int, float | None]:
-        session = self.state.session
-        rent = self.state.rent
+        session = self.driver.session
+        rent = self.driver.rent
         if rent is None:
             return session.head_tokens + sum(t for _, t in items), None
         context, cached, _ = rent.predict(items, session.head_tokens, session.clock())

@@ -458,43 +458,41 @@ class SlotKeeper:
         return self.last_save
 
 
-async def save_before_fold(state: Any) -> None:
+async def save_before_fold(keeper: SlotKeeper | None) -> None:
     """The slot saved before a fold (a fold's first summary request, or its fallback's, is next)."""
-    keeper: SlotKeeper | None = getattr(state, "slots", None)
     if keeper is None or keeper.state != "on":
         return
     outcome = await keeper.save_before_fold()
     if outcome is not None and not outcome.ok and outcome.line:
         line = keeper._once("save-before-fold", outcome.line)
         if line:
-            state.session.note(line, "warning")
+            keeper.session.note(line, "warning")
 
 
-async def restore_after_unfold(state: Any) -> None:
+async def restore_after_unfold(keeper: SlotKeeper | None, rent: RentModel | None) -> None:
     """After `/unfold`, before the next request: the newest slot whose prefix is the context's
     (the one saved before the fold) is restored, so the request reads what came after it, whether or
     not the engine's prompt cache still held the prompt before the fold. Said in one line."""
-    keeper: SlotKeeper | None = getattr(state, "slots", None)
     if keeper is None or keeper.restore_pending is None:
         return
+    session = keeper.session
     fold_no, keeper.restore_pending = keeper.restore_pending, None
     outcome = await asyncio.to_thread(keeper.restore)
     if outcome is None:
         return
     if outcome.ok and outcome.tokens:
-        rent = state.rent
         if rent is not None:
             # the slot holds the prompt as it was before the fold: the items that fit in what was restored
-            items, held = [], state.session.head_tokens
-            for item in context_items(state.session):
+            items, held = [], session.head_tokens
+            for item in context_items(session):
                 if held + item[1] > outcome.tokens:
                     break
                 items.append(item)
                 held += item[1]
-            rent.assume_cached([(HEAD_ID, state.session.head_tokens), *items], time.time())
-        state.session.note(f"after /unfold {fold_no}: {outcome.line} (the slot saved before the fold)", "info")
+            rent.assume_cached([(HEAD_ID, session.head_tokens), *items], time.time())
+        session.note(f"after /unfold {fold_no}: {outcome.line} (the slot saved before the fold)", "info")
     elif outcome.line:
-        state.session.note(f"after /unfold {fold_no}: {outcome.line}", "warning")
+        session.note(f"after /unfold {fold_no}: {outcome.line}", "warning")
 
 
 # -- the resume's price --------------------------------------------------------------

@@ -17,25 +17,40 @@ small results enter inline, big ones go to the spill store as a compact pointer.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tailrent_tui.agent.events import SummaryEnded, SummaryStarted, TurnCallbacks, noop
+from tailrent_tui.agent.events import SummaryEnded, SummaryProgress, SummaryStarted, TurnCallbacks, noop
 from tailrent_tui.agent.fold_requests import FoldRequests, PreparedFold
-from tailrent_tui.agent.kv_slots import restore_after_unfold
+from tailrent_tui.agent.kv_slots import SlotKeeper, restore_after_unfold
 from tailrent_tui.agent.meter import UsageMeter
-from tailrent_tui.agent.state import AgentState
+from tailrent_tui.agent.placement import PlacementKeeper
 from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.tools.base import ToolOutcome
-from tailrent_tui.core.messages import Event, Folded, FoldRecord, FoldSkipped, Message, Unfolded
+from tailrent_tui.core.messages import (
+    Event,
+    Folded,
+    FoldRecord,
+    FoldSkipped,
+    Message,
+    Pinned,
+    Spilled,
+    StatementChanged,
+    Unfolded,
+    Unpinned,
+    WatchAdded,
+)
 from tailrent_tui.core.policies import Plan, Policy, PolicyContext, PolicySettings, get_policy
-from tailrent_tui.core.rent import context_items
+from tailrent_tui.core.ports import FoldArchive, SpillStore
+from tailrent_tui.core.rent import RentModel, context_items
 from tailrent_tui.core.rungs.fold import unfold
-from tailrent_tui.core.rungs.spill import SpillStore, admit_tool_result
+from tailrent_tui.core.rungs.spill import admit_tool_result, spill_message
 from tailrent_tui.core.session import Session
-from tailrent_tui.core.summarize import Review, Summarize, Summary, Verdict
+from tailrent_tui.core.summarize import Review, Summarize, Summarizer, Summary, Verdict
 from tailrent_tui.core.tokens import TokenCounter
 from tailrent_tui.models.errors import ContextOverflow
+from tailrent_tui.models.summarizer import ModelSummarizer
+from tailrent_tui.settings import Settings
 
 
 def tool_text(tool_name: str, outcome: ToolOutcome) -> str:
@@ -89,23 +104,60 @@ OVERFLOW_SHRINK = 0.85
 class LadderDriver:
     """Runs the policy's plans (folds, spills, pins) and answers what they ask for."""
 
-    def __init__(self, state: AgentState, meter: UsageMeter, stores: SessionStores) -> None:
-        self.state = state
+    def __init__(
+        self,
+        *,
+        session: Session,
+        settings: Settings,
+        spill_store: SpillStore,
+        archive: FoldArchive,
+        summarizer: Summarizer | ModelSummarizer,
+        rent: RentModel | None,
+        meter: UsageMeter,
+        stores: SessionStores,
+        slots: SlotKeeper | None = None,
+        placement: PlacementKeeper | None = None,
+        policy_settings: PolicySettings | None = None,
+        offered_tools: Callable[[], list[dict[str, Any]]] | None = None,
+        request_options: Callable[[], dict[str, Any]] | None = None,
+        cold_resume: bool = False,
+        is_sub: bool = False,
+    ) -> None:
+        """`policy_settings`: the bench fixes every policy setting (the app derives them from `settings`);
+        `offered_tools`, `request_options`: what a turn's request sends (a summary request sends the same);
+        `cold_resume`: a resume past the cache's life, whose first request rewrites the prefix (build found it)."""
+        self.session = session
+        self.settings = settings
+        self.spill_store = spill_store
+        self.archive = archive
+        self.summarizer = summarizer
+        self.rent = rent
         self.meter = meter
         self.stores = stores
+        self.slots = slots
+        self.placement = placement
+        self.policy_settings = policy_settings
+        self.offered_tools = offered_tools
+        self.request_options = request_options
+        self.cold_resume = cold_resume
+        self.is_sub = is_sub
+        #: told when a fold's summary is asked for and when it is in: folds run inside
+        #: a turn and by hand, so this belongs to the ladder, not to one turn's callbacks
+        self.on_summary: Callable[[SummaryProgress], None] | None = None
+        #: told when a fold's summary is written ahead (`prepare_fold`), and when it is used or dropped (None)
+        self.on_prepared: Callable[[PreparedFold | None], None] | None = None
+        #: shows a fold before it applies (the app's fold preview); unset: folds apply as planned
+        self.on_review: Callable[[Review], Awaitable[Verdict]] | None = None
         self._policy: Policy | None = None
         self.window_scale = 1.0
-        #: the tools and options a turn's request sends (the agent sets them): a summary request sends the same
-        self.offered_tools: Callable[[], list[dict[str, Any]]] | None = None
-        self.request_options: Callable[[], dict[str, Any]] | None = None
         #: requests the placement keeper has seen (`_observe_placement`)
-        self._observed = len(state.session.usage)
+        self._observed = len(session.usage)
         self.requests = FoldRequests(self)
 
     @property
     def policy(self) -> Policy:
-        if self._policy is None or self._policy.name != self.state.settings.policy:
-            self._policy = get_policy(self.state.settings.policy)
+        if self._policy is None or self._policy.name != self.settings.policy:
+            self._policy = get_policy(self.settings.policy)
         return self._policy
 
     # -- the budget the policy is handed -----------------------------------------
@@ -116,7 +168,7 @@ class LadderDriver:
         Our tokenizer is not always the server's, and the chat template adds its own
         tokens: a context that fits by our count may not by the server's.
         """
-        for u in reversed(self.state.session.usage):
+        for u in reversed(self.session.usage):
             if u.prompt_tokens and u.context_tokens and u.sub_session is None:
                 return min(1.5, max(1.0, u.prompt_tokens / u.context_tokens))
         return 1.0
@@ -128,45 +180,43 @@ class LadderDriver:
     def budget_window(self) -> int:
         """The window a request must fit by our count: the server's, less the drift of our
         count from its, less what the server refused before."""
-        return max(256, int(self.state.session.window * self.window_scale / self.token_drift()))
+        return max(256, int(self.session.window * self.window_scale / self.token_drift()))
 
     def reply_cap(self) -> int:
         """Tokens a reply may take: the setting, else an eighth of the window."""
-        return self.state.settings.max_reply_tokens or max(256, self.state.session.window // 8)
+        return self.settings.max_reply_tokens or max(256, self.session.window // 8)
 
     def room(self) -> int:
         """Tokens the context can still take before the fold trigger, the reply's room kept."""
-        s = self.state
-        trigger = int(self.budget_window() * s.settings.fold.trigger)
-        return max(0, trigger - self.reply_cap() - s.session.context_tokens)
+        trigger = int(self.budget_window() * self.settings.fold.trigger)
+        return max(0, trigger - self.reply_cap() - self.session.context_tokens)
 
     def policy_context(self) -> PolicyContext:
-        s = self.state
-        window = s.session.window
-        keeper = s.placement
+        window = self.session.window
+        keeper = self.placement
         placed: dict[str, Any] = {"fold_placement": keeper.state.placement} if keeper is not None and keeper.detected else {}
-        if s.policy_settings is not None:
-            settings = s.policy_settings.model_copy(update={"window": window, **placed})
+        if self.policy_settings is not None:
+            settings = self.policy_settings.model_copy(update={"window": window, **placed})
         else:
             settings = PolicySettings(
                 window=window,
-                fold_trigger=s.settings.fold.trigger,
-                fold_target=s.settings.fold.target,
-                resume_fold_target=s.settings.fold.resume_target,
-                spill_threshold=s.settings.tools.spill_threshold,
-                guard=s.settings.fold.guard,
+                fold_trigger=self.settings.fold.trigger,
+                fold_target=self.settings.fold.target,
+                resume_fold_target=self.settings.fold.resume_target,
+                spill_threshold=self.settings.tools.spill_threshold,
+                guard=self.settings.fold.guard,
                 # room for the reply, and for what the server counts beyond our count
                 reply_reserve=self.reply_cap() + window - self.budget_window(),
-                fold_preview=s.settings.fold.preview if s.on_review is not None else "never",
+                fold_preview=self.settings.fold.preview if self.on_review is not None else "never",
                 **placed,
             )
-        return PolicyContext(spill_store=s.spill_store, archive=s.archive, settings=settings)
+        return PolicyContext(spill_store=self.spill_store, archive=self.archive, settings=settings)
 
     def check_fits(self) -> None:
         """A request over the window is never sent: the server would refuse it, or cut it silently."""
-        s = self.state.session
+        s = self.session
         reserve = self.reply_cap()
-        window = self.budget_window() if self.state.policy_settings is None else s.window
+        window = self.budget_window() if self.policy_settings is None else s.window
         if s.context_tokens + reserve <= window:
             return
         raise ContextOverflow(
@@ -184,8 +234,8 @@ class LadderDriver:
 
         Cancelling it (escape) closes the plan before its fold is applied.
         """
-        on_review = self.state.on_review
-        session = self.state.session
+        on_review = self.on_review
+        session = self.session
         before = [m for m in session.messages if not m.cut_off]
         try:
             request = next(plan)
@@ -205,11 +255,11 @@ class LadderDriver:
     def _placed(self, events: list[Event], before: list[Message]) -> None:
         """Tell the placement keeper of each fold, with what an in-place fold would have kept cached
         (the head and the messages before the span): the next request is judged against it."""
-        session = self.state.session
+        session = self.session
         # the last fold's summary request's instruction and answer are now its summary, in the cache
         self.requests.rename_folded()
         moved, self.requests.cache_moved = self.requests.cache_moved, False
-        keeper = self.state.placement
+        keeper = self.placement
         if keeper is None or moved:
             return
         for ev in events:
@@ -235,8 +285,8 @@ class LadderDriver:
 
     async def watched_summary(self, request: Summarize) -> Summary:
         """A summary, reported to `on_summary` as it starts and as it ends, whatever the end."""
-        report = self.state.on_summary or noop
-        by = self.state.summarizer.name
+        report = self.on_summary or noop
+        by = self.summarizer.name
         report(SummaryStarted(messages=len(request.span), tokens=sum(m.tokens for m in request.span), by=by))
         try:
             summary = await self.summary_for(request)
@@ -256,61 +306,97 @@ class LadderDriver:
         try:
             return await self.run_plan(plan)
         except Exception as exc:  # a failed fold must not lose the turn
-            self.state.session.note(f"{self.policy.name} policy: fold failed: {exc}", "error")
+            self.session.note(f"{self.policy.name} policy: fold failed: {exc}", "error")
             return []
 
     async def after_add(self) -> list[Event]:
         """The policy's budget check after each message (and the placement's check of a request just recorded)."""
         self._observe_placement()
-        return await self._policy_step(self.policy.after_add(self.state.session, self.policy_context()))
+        return await self._policy_step(self.policy.after_add(self.session, self.policy_context()))
 
     async def add_message(
         self, role: Any, content: str, *, pinned: bool = False, at: float | None = None, **fields: Any
     ) -> Message:
         """Add a message and let the policy act on it: the path of every message a user, the demo or a trace adds."""
-        m = self.state.session.add(role, content, pinned=pinned, at=at, **fields)
+        m = self.session.add(role, content, pinned=pinned, at=at, **fields)
         await self.after_add()
         return m
 
     async def admit_tool_text(self, tool: str, content: str, *, at: float | None = None) -> Message:
         """A tool's text from a trace or the demo: rungs 1 and 2 as the policy applies them, then its check."""
-        m = self.policy.admit_tool(self.state.session, self.policy_context(), tool, content, at=at)
+        m = self.policy.admit_tool(self.session, self.policy_context(), tool, content, at=at)
         await self.after_add()
         return m
 
     def _observe_placement(self) -> None:
-        keeper = self.state.placement
-        usage = self.state.session.usage
+        keeper = self.placement
+        usage = self.session.usage
         if keeper is None:
             return
         fresh, self._observed = usage[self._observed :], len(usage)
         for u in fresh:
             line = keeper.observe(u)
             if line:
-                self.state.session.note(line, "warning")
+                self.session.note(line, "warning")
 
     def _cache_expired(self) -> bool:
-        s = self.state
-        if s.cold_resume:
-            s.cold_resume = False  # build noted it already
+        if self.cold_resume:
+            self.cold_resume = False  # build noted it already
             return True
-        if s.rent is None:
+        if self.rent is None:
             return False
-        return s.rent.predict(context_items(s.session), s.session.head_tokens, s.session.clock())[2]
+        return self.rent.predict(context_items(self.session), self.session.head_tokens, self.session.clock())[2]
 
     async def before_request(self, cb: TurnCallbacks | None = None) -> list[Event]:
         """The policy's step before each request: after a cache expiry it may fold at no
         extra cost, and it makes the request fit the window with room for the reply."""
         self.stores.refresh_instructions()
-        await restore_after_unfold(self.state)
-        cold = self.state.cold_resume
+        await restore_after_unfold(self.slots, self.rent)
+        cold = self.cold_resume
         expired = self._cache_expired()
         if expired and not cold:
             msg = "the cache expired while you were away: this request writes the prefix again"
-            self.state.session.note(msg, "info")
+            self.session.note(msg, "info")
             if cb is not None:
                 cb.on_notice(msg, "info")
-        return await self._policy_step(self.policy.before_request(self.state.session, self.policy_context(), expired=expired))
+        return await self._policy_step(self.policy.before_request(self.session, self.policy_context(), expired=expired))
+
+    # -- by hand: pins, statements, spills, watch words ----------------------------------
+
+    def pin(self, message_id: str) -> Pinned | None:
+        """Pin a message (rung 0); the decisions file follows the pins."""
+        ev = self.session.pin(message_id)
+        self.stores.write_decisions()
+        return ev
+
+    def unpin(self, message_id: str) -> Unpinned | None:
+        ev = self.session.unpin(message_id)
+        self.stores.write_decisions()
+        return ev
+
+    def accept_statement(self, statement_id: str) -> StatementChanged | None:
+        """The user agrees with the model's statement (a proposal until then)."""
+        return self.session.accept(statement_id)
+
+    def supersede_statement(self, statement_id: str) -> StatementChanged | None:
+        ev = self.session.supersede(statement_id)
+        self.stores.write_decisions()  # its message may be unpinned
+        return ev
+
+    def pin_statement(self, statement_id: str, pinned: bool = True) -> StatementChanged | None:
+        return self.session.pin_statement(statement_id, pinned)
+
+    def edit_statement(self, statement_id: str, text: str) -> StatementChanged | None:
+        ev = self.session.edit_statement(statement_id, text)
+        self.stores.write_decisions()
+        return ev
+
+    def spill(self, message_id: str) -> Spilled:
+        """Spill a message by hand (rung 2): its content to the spill store, a pointer in its place."""
+        return spill_message(self.session, message_id, self.spill_store)
+
+    def watch(self, word: str) -> WatchAdded | None:
+        return self.session.add_watch(word)
 
     # -- folds by hand ----------------------------------------------------------------
 
@@ -320,7 +406,7 @@ class LadderDriver:
         A span with a pin, or an archive that cannot write, raises; a fold that
         would not shrink the context comes back as a FoldSkipped with the reason.
         """
-        plan = self.policy.fold_by_hand(self.state.session, self.policy_context(), span_ids, trigger)
+        plan = self.policy.fold_by_hand(self.session, self.policy_context(), span_ids, trigger)
         events = await self.run_plan(plan)
         return next((e for e in reversed(events) if isinstance(e, (Folded, FoldSkipped))), None)
 
@@ -329,10 +415,10 @@ class LadderDriver:
         the archive, back in its summary's place if they fit under the fold trigger.
         SessionError says why not; ArchiveError when its archive entry is damaged."""
         originals = self.stores.fold_originals(fold_no)
-        event = unfold(self.state.session, fold_no, originals, limit=self.policy_context().settings.trigger_tokens)
+        event = unfold(self.session, fold_no, originals, limit=self.policy_context().settings.trigger_tokens)
         # the engine's prompt cache may have let the prompt before the fold go: the slot saved
         # before the fold brings it back before the next request (slots.restore_after_unfold)
-        keeper = self.state.slots
+        keeper = self.slots
         if keeper is not None and keeper.state == "on":
             keeper.restore_pending = fold_no
         return event

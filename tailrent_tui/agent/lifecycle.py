@@ -2,7 +2,7 @@
 
 Opening (`build.build_agent`): the session directory is found or made, its lock taken,
 its journal replayed and a writer attached, the model opened (the embedded engine and
-the slot restore come with `agent.start()`: the app calls it after its first frame,
+the slot restore come with `agent.link.start()`: the app calls it after its first frame,
 `ask` asks `open_agent` for it). A session kept in memory (the demo, the bench) is
 opened with `memory=InMemory(...)`: no directory, no lock, no journal.
 
@@ -32,9 +32,8 @@ from tailrent_tui.agent.build import build_agent
 from tailrent_tui.agent.closing import CloseLine
 from tailrent_tui.agent.loop import Agent
 from tailrent_tui.core.policies import PolicySettings
+from tailrent_tui.core.ports import FoldArchive, SpillStore
 from tailrent_tui.core.rent import RentModel
-from tailrent_tui.core.rungs.fold import FoldArchive
-from tailrent_tui.core.rungs.spill import SpillStore
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import Summarizer
 from tailrent_tui.models.base import ChatModel
@@ -125,7 +124,7 @@ async def open_agent(
     guard.install()
     try:
         if start:
-            await agent.start()
+            await agent.link.start()
         yield agent
     except asyncio.CancelledError:
         if guard.signum is None:

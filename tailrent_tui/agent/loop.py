@@ -6,14 +6,18 @@
 - the session stores (stores.py): decisions, instructions, exports, sub-session transcripts;
 - the model's start and switch (startup.py), the rent and usage (meter.py).
 
-They share one `AgentState` (state.py). The Agent offers what the app and the commands
+Each room takes what it needs at construction, and no more (the model as a getter: a
+`/model` switch replaces it). The Agent holds them and offers what the app and the commands
 call (the `SessionAgent` Protocol of ui/protocol.py, the turn, the close); the bench, the
 demo's feeder and the tests reach a room's own calls through it (`agent.ladder.add_message`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import contextlib
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,45 +32,39 @@ from tailrent_tui.agent.events import (
     TurnCallbacks,
     TurnResult,
 )
-from tailrent_tui.agent.fold_requests import PreparedFold
 from tailrent_tui.agent.kv_slots import SlotKeeper
 from tailrent_tui.agent.ladder_driver import OVERFLOW_SHRINK, LadderDriver
 from tailrent_tui.agent.meter import UsageMeter
 from tailrent_tui.agent.placement import PlacementKeeper
-from tailrent_tui.agent.startup import ModelLink
-from tailrent_tui.agent.state import AgentState
+from tailrent_tui.agent.startup import ModelLink, model_options, model_spec_of
 from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.tool_runner import ToolRunner, cap_to_tokens
+from tailrent_tui.agent.tools import offered_tools
 from tailrent_tui.agent.tools.base import ToolOutcome, error
 from tailrent_tui.agent.tools.caps import ToolCaps
 from tailrent_tui.agent.turn import MAX_STEPS, TurnLoop
 from tailrent_tui.agent.wire import wire_messages
-from tailrent_tui.core.keepwarm import KeepWarm
 from tailrent_tui.core.messages import (
-    Folded,
-    FoldRecord,
-    FoldSkipped,
     Kind,
-    Message,
-    Pinned,
-    Spilled,
-    StatementChanged,
-    Unfolded,
-    Unpinned,
+    Note,
     UsageRecorded,
-    WatchAdded,
     new_id,
 )
 from tailrent_tui.core.policies import PolicySettings
-from tailrent_tui.core.probe import ProbeReport
-from tailrent_tui.core.rungs.fold import FoldArchive, MemoryFoldArchive
-from tailrent_tui.core.rungs.spill import MemorySpillStore, SpillStore, spill_message
+from tailrent_tui.core.ports import FoldArchive, SpillStore
+from tailrent_tui.core.rent import RentModel
+from tailrent_tui.core.rungs.fold import MemoryFoldArchive
+from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
-from tailrent_tui.core.summarize import LossySummarizer, Review, Summarizer, Verdict
+from tailrent_tui.core.summarize import LossySummarizer, Summarizer
 from tailrent_tui.models.base import ChatModel
+from tailrent_tui.models.factory import CannotOpenModel, open_model
+from tailrent_tui.models.summarizer import ModelSummarizer
+from tailrent_tui.models.text import redact
 from tailrent_tui.settings import Settings
 from tailrent_tui.store.journal import Writer
-from tailrent_tui.store.sessions import OpenedSession
+from tailrent_tui.store.memory import MemoryStore
+from tailrent_tui.store.sessions import OpenedSession, SessionDir
 
 if TYPE_CHECKING:
     from tailrent_tui.agent.mcp.hub import McpHub
@@ -92,42 +90,8 @@ __all__ = [
 DELEGATE_ANSWER_CAP = 1500
 
 
-def _shared(name: str, doc: str = "") -> Any:
-    """An attribute of the shared state, read and set under its old name on the Agent."""
-    return property(lambda self: getattr(self.state, name), lambda self, value: setattr(self.state, name, value), doc=doc)
-
-
 class Agent:
     """The session, the model, the stores and the policy, behind one set of actions."""
-
-    session: Session = _shared("session")
-    model: ChatModel = _shared("model")
-    settings: Settings = _shared("settings")
-    workspace: Path = _shared("workspace")
-    spill_store: SpillStore = _shared("spill_store")
-    archive: FoldArchive = _shared("archive")
-    memory: Any = _shared("memory")
-    journal: Writer | None = _shared("journal")
-    session_dir: Any = _shared("session_dir")
-    opened: OpenedSession | None = _shared("opened", "the session as open_session gave it, closed at exit")
-    summarizer: Any = _shared("summarizer")
-    rent: Any = _shared("rent")
-    is_sub: bool = _shared("is_sub")
-    notice: str | None = _shared("notice")
-    #: told when a fold's summary is asked for and when it is in
-    on_summary: Callable[[SummaryProgress], None] | None = _shared("on_summary")
-    #: told when the next fold's summary is written ahead, used or dropped
-    on_prepared: Callable[[PreparedFold | None], None] | None = _shared("on_prepared")
-    #: shows a fold before it applies (the app's fold preview)
-    on_review: Callable[[Review], Awaitable[Verdict]] | None = _shared("on_review")
-    slots: SlotKeeper | None = _shared("slots", "saves and restores llama.cpp's KV slot (agent/kv_slots.py)")
-    placement: PlacementKeeper | None = _shared("placement", "where folds put their summary, and why (agent/placement.py)")
-    cold_resume: bool = _shared("cold_resume")
-    resumed: bool = _shared("resumed")
-    resume_price: Any = _shared("resume_price")
-    resume_lines: list[tuple[str, str]] = _shared("resume_lines")
-    start_lines: list[tuple[str, str]] = _shared("start_lines")
-    preload_seconds: float | None = _shared("preload_seconds")
 
     def __init__(
         self,
@@ -138,78 +102,128 @@ class Agent:
         workspace: Path,
         spill_store: SpillStore | None = None,
         archive: FoldArchive | None = None,
-        memory: Any = None,
-        journal: Any = None,
-        session_dir: Any = None,
+        memory: MemoryStore | None = None,
+        journal: Writer | None = None,
+        session_dir: SessionDir | None = None,
         opened: OpenedSession | None = None,
-        summarizer: Summarizer | None = None,
+        summarizer: Summarizer | ModelSummarizer | None = None,
         notice: str | None = None,
-        rent: Any = None,
+        rent: RentModel | None = None,
         is_sub: bool = False,
         policy_settings: PolicySettings | None = None,
         instructions: bool = False,
         caps: ToolCaps | None = None,
+        slots: bool = False,
+        resumed: bool = False,
+        cold_resume: bool = False,
     ) -> None:
+        """`slots`: keep llama.cpp's KV slot for this session (agent/kv_slots.py); `resumed`: the session
+        had requests before (the first start restores its slot and prices the resume); `cold_resume`: past
+        the cache's life (the first request rewrites the prefix); `policy_settings`: the bench fixes every
+        policy setting, the app derives them from `settings`."""
         session.pin_share = settings.fold.pin_share
-        self.state = AgentState(
-            session=session,
-            model=model,
-            settings=settings,
-            caps=caps or ToolCaps(shell_timeout=settings.tools.shell_timeout),
-            workspace=workspace,
-            spill_store=spill_store or MemorySpillStore(),
-            archive=archive if archive is not None else MemoryFoldArchive(),
-            summarizer=summarizer or LossySummarizer(),
-            memory=memory,
-            journal=journal,
-            session_dir=session_dir,
-            opened=opened,
-            rent=rent,
-            is_sub=is_sub,
-            policy_settings=policy_settings,
-            notice=notice,
-        )
+        self.session = session
+        #: the model the turns talk to: `switch_model` replaces it, so the rooms ask for it (`lambda: self.model`)
+        self.model = model
+        self.settings = settings
+        self.workspace = workspace
+        self.caps = caps or ToolCaps(shell_timeout=settings.tools.shell_timeout)
+        self.spill_store: SpillStore = spill_store or MemorySpillStore()
+        self.archive: FoldArchive = archive if archive is not None else MemoryFoldArchive()
+        self.memory = memory
+        self.journal = journal
+        self.session_dir = session_dir
+        #: the session as `open_session` gave it (journal, directory, lock): closed at exit; None for a sub-session
+        self.opened = opened
+        self.rent = rent
+        self.is_sub = is_sub
+        self.notice = notice
         self.sub_tokens = 0
         self.sub_sessions: list[str] = []
         #: the session's MCP servers (agent/mcp): build_agent sets it when any is configured
         self.mcp: McpHub | None = None
         #: notes written while the session was built, before the app listened to it (build_agent sets them)
-        self.startup_notes: list[Any] = []
+        self.startup_notes: list[Note] = []
         #: what SIGTERM or SIGHUP calls while the session is open (the app's exit); None: the block is cancelled
         self.on_signal: Callable[[str], None] | None = None
         #: what the close did (agent/closing.py), once `aclose` has run
         self.closing: Closing | None = None
         #: False when the model is the caller's (the bench's engine): `aclose` leaves it open
         self.owns_model = True
+        current_model = self._current_model
+        tools_offered = partial(offered_tools, sub=is_sub)
         self.meter = UsageMeter(session, rent, lambda: self.model.name)
-        state = self.state
         self.stores = SessionStores(
             session=session,
             session_dir=session_dir,
             workspace=workspace,
-            spill_store=state.spill_store,
-            archive=state.archive,
+            spill_store=self.spill_store,
+            archive=self.archive,
             memory=memory,
             decisions_file=settings.decisions_file,
             data_dir=settings.data_dir,
             instructions=instructions and not is_sub,
         )
-        self.ladder = LadderDriver(self.state, self.meter, self.stores)
+        #: saves and restores llama.cpp's KV slot (agent/kv_slots.py); None in memory and for a sub-session
+        self.slots: SlotKeeper | None = None
+        if slots and not is_sub:
+            self.slots = SlotKeeper(
+                settings=settings, model=current_model, session=session, session_dir=session_dir, offered_tools=tools_offered
+            )
+        #: where folds put their summary, and why (agent/placement.py); None for a sub-session
+        self.placement = None if is_sub else PlacementKeeper(settings.fold.placement, current_model, rent)
+        self.ladder = LadderDriver(
+            session=session,
+            settings=settings,
+            spill_store=self.spill_store,
+            archive=self.archive,
+            summarizer=summarizer or LossySummarizer(),
+            rent=rent,
+            meter=self.meter,
+            stores=self.stores,
+            slots=self.slots,
+            placement=self.placement,
+            policy_settings=policy_settings,
+            # a summary request sends what a turn's request sends: its tools and options
+            offered_tools=tools_offered,
+            # through a lambda: a test may replace `request_options` on one agent
+            request_options=lambda: self.request_options(),
+            cold_resume=cold_resume,
+            is_sub=is_sub,
+        )
         if self.meter.keep_warm is not None:
             # what an expiry costs is the policy's to say: the ladder folds at a cold resume
             ladder = self.ladder
-            self.meter.keep_warm.rewrite_tokens = lambda: ladder.policy.cold_resume_tokens(self.session, ladder.policy_context())
-        self.tools = ToolRunner(self.state, self.ladder)
-        self.tools.bind_session(self.delegate)
-        # a summary request sends what a turn's request sends: its tools and options
-        self.ladder.offered_tools = self.tools.offered_tools
-        self.ladder.request_options = lambda: self.request_options()
-        self.link = ModelLink(self.state, self.ladder)
-        if not is_sub:
-            self.state.placement = PlacementKeeper(self.state)
-        # through a lambda: a test may replace `request_options` on one agent
+            self.meter.keep_warm.rewrite_tokens = lambda: ladder.policy.cold_resume_tokens(session, ladder.policy_context())
+        self.tools = ToolRunner(
+            session=session,
+            settings=settings,
+            caps=self.caps,
+            workspace=workspace,
+            spill_store=self.spill_store,
+            ladder=self.ladder,
+            is_sub=is_sub,
+        )
+        self.tools.bind_session(self.stores, self.delegate)
+        self.link = ModelLink(
+            model=current_model,
+            session=session,
+            window=settings.window,
+            session_dir=session_dir,
+            ladder=self.ladder,
+            rent=rent,
+            slots=self.slots,
+            placement=self.placement,
+            resumed=resumed,
+        )
         self.turns = TurnLoop(
-            self.state,
+            session=session,
+            model=current_model,
+            protocol=settings.tools.protocol,
+            caps=self.caps,
+            rent=rent,
+            session_dir=session_dir,
+            slots=self.slots,
             ladder=self.ladder,
             tools=self.tools,
             meter=self.meter,
@@ -218,11 +232,8 @@ class Agent:
             options=lambda: self.request_options(),
         )
 
-    # -- what the app reads of the rooms ----------------------------------------------
-
-    @property
-    def keep_warm(self) -> KeepWarm | None:
-        return self.meter.keep_warm
+    def _current_model(self) -> ChatModel:
+        return self.model
 
     # -- closing -------------------------------------------------------------------------
 
@@ -242,14 +253,34 @@ class Agent:
 
     # -- the model -------------------------------------------------------------------
 
-    def will_preload(self) -> bool:
-        return self.link.will_preload()
-
-    async def start(self) -> None:
-        await self.link.start()
-
     async def switch_model(self, spec: str) -> str:
-        return await self.link.switch_model(spec)
+        """Switch to the model a spec names; the session and its context stay as they are."""
+        settings = self.settings.model_copy(update={"model": spec})
+        try:
+            model, _ = open_model(spec, model_options(settings))
+        except CannotOpenModel as exc:
+            raise ValueError(str(exc)) from None
+        session, slots = self.session, self.slots
+        if slots is not None:
+            # the old server's slot, while it still holds this session: a switch back can restore it
+            saved = await slots.save("before the model switch")
+            if saved is not None and saved.line:
+                session.note(saved.line, saved.level)
+        old, self.model = self.model, model
+        self.settings = settings
+        self.link.model_changed()
+        if slots is not None:
+            slots.model_changed()
+        await old.aclose()
+        if self.rent is not None:
+            self.rent.expire()  # a different server holds none of this context
+        shown = model.name or redact(spec)  # a URL's credentials stay out of the journal
+        session.note(f"model switched to {shown}", "info")
+        if self.session_dir is not None:
+            # a resume reopens the model the session ran on last
+            with contextlib.suppress(OSError, LookupError):
+                await asyncio.to_thread(self.session_dir.update_meta, model_spec=model_spec_of(spec, model), model=shown)
+        return shown
 
     def request_options(self) -> dict[str, Any]:
         return {"num_ctx": self.session.window, "temperature": 0, "max_tokens": self.ladder.reply_cap()}
@@ -262,82 +293,6 @@ class Agent:
             # the first frame never waits for an MCP server; the first request does (bounded), saying so
             await self.mcp.settle(cb.on_notice if cb is not None else None)
         return await self.turns.turn(text, cb)
-
-    async def ping(self, now: float | None = None) -> bool:
-        return await self.turns.ping(now)
-
-    async def shell(self, command: str) -> Message:
-        return await self.tools.shell(command)
-
-    async def attach_paste(self, label: str, text: str) -> Message:
-        return await self.tools.attach_paste(label, text)
-
-    async def attach_file(self, path: str) -> Message:
-        return await self.tools.attach_file(path)
-
-    # -- the ladder (ladder_driver.py) -----------------------------------------------------
-
-    def pin(self, message_id: str) -> Pinned | None:
-        ev = self.session.pin(message_id)
-        self.stores.write_decisions(self.tools.ctx)
-        return ev
-
-    def unpin(self, message_id: str) -> Unpinned | None:
-        ev = self.session.unpin(message_id)
-        self.stores.write_decisions(self.tools.ctx)
-        return ev
-
-    def accept_statement(self, statement_id: str) -> StatementChanged | None:
-        return self.session.accept(statement_id)
-
-    def supersede_statement(self, statement_id: str) -> StatementChanged | None:
-        ev = self.session.supersede(statement_id)
-        self.stores.write_decisions(self.tools.ctx)  # its message may be unpinned
-        return ev
-
-    def pin_statement(self, statement_id: str, pinned: bool = True) -> StatementChanged | None:
-        return self.session.pin_statement(statement_id, pinned)
-
-    def edit_statement(self, statement_id: str, text: str) -> StatementChanged | None:
-        ev = self.session.edit_statement(statement_id, text)
-        self.stores.write_decisions(self.tools.ctx)
-        return ev
-
-    def spill(self, message_id: str) -> Spilled:
-        return spill_message(self.session, message_id, self.spill_store)
-
-    def watch(self, word: str) -> WatchAdded | None:
-        return self.session.add_watch(word)
-
-    async def fold(self, span_ids: list[str] | None = None, *, trigger: str = "manual") -> Folded | FoldSkipped | None:
-        return await self.ladder.fold(span_ids, trigger=trigger)
-
-    def unfold(self, fold_no: int) -> Unfolded:
-        return self.ladder.unfold(fold_no)
-
-    def unfold_cost(self, fold_no: int) -> tuple[int, float | None, bool]:
-        return self.ladder.unfold_cost(fold_no)
-
-    async def prepare_fold(self) -> PreparedFold | None:
-        """Write the next fold's summary while the user reads (ladder_driver.py); None when none is due."""
-        return await self.ladder.prepare_fold()
-
-    def reread_after(self, record: FoldRecord) -> tuple[int, float | None]:
-        return self.ladder.reread_after(record)
-
-    # -- the stores (stores.py) ----------------------------------------------------------------
-
-    async def fold_originals(self, fold_no: int) -> list[Message]:
-        return await self.stores.fold_originals_async(fold_no)
-
-    async def spill_text(self, spill_id: str) -> str:
-        return await self.stores.spill_text(spill_id)
-
-    def recall(self, question: str, expect: list[str]) -> tuple[ProbeReport, list[str]]:
-        return self.stores.recall(question, expect)
-
-    def export(self, fmt: str = "md", path: Path | None = None) -> Path:
-        return self.stores.export(fmt, path)
 
     # -- rung 3 ------------------------------------------------------------------------------------
 
@@ -359,11 +314,11 @@ class Agent:
             session=sub_session,
             model=self.model,
             settings=self.settings,
-            caps=self.state.caps,
+            caps=self.caps,
             workspace=self.workspace,
             spill_store=self.spill_store,
             memory=self.memory,
-            summarizer=self.summarizer,
+            summarizer=self.ladder.summarizer,
             rent=None,
             is_sub=True,
         )

@@ -25,11 +25,14 @@ import asyncio
 import contextlib
 import re
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from tailrent_tui.core.messages import Folded, UsageRecorded
+from tailrent_tui.core.rent import RentModel
+from tailrent_tui.models.base import ChatModel
 from tailrent_tui.models.embedded import CACHE_REUSE_TOKENS, EmbeddedModel
 from tailrent_tui.models.errors import ModelError
 from tailrent_tui.models.mock import MockModel
@@ -212,9 +215,12 @@ async def _architecture(model: OpenAIModel) -> tuple[str | None, str | None]:
 class PlacementKeeper:
     """Holds the placement for the agent; confirms it from the request after a fold."""
 
-    def __init__(self, state: Any) -> None:
-        self.agent_state = state
-        self.state = PlacementState(setting=state.settings.fold.placement)
+    def __init__(self, setting: PlacementSetting, model: Callable[[], ChatModel], rent: RentModel | None) -> None:
+        """`setting`: [fold] placement; `model`: the current model (a /model switch changes it)."""
+        self.setting = setting
+        self._model = model
+        self.rent = rent
+        self.state = PlacementState(setting=setting)
         #: asked of the server (at the start, and again after a model switch)
         self.detected = False
         #: a prepared fold sent the context it leaves ahead: the next turn must find its own prompt in the
@@ -224,23 +230,22 @@ class PlacementKeeper:
         self.no_prompt_cache = False
 
     async def detect(self) -> None:
-        s = self.agent_state
-        self.state = await detect(s.model, s.settings.fold.placement)
+        self.state = await detect(self._model(), self.setting)
         self.detected = True
         self._rent_rules()
 
     def _rent_rules(self) -> None:
         """The rent model predicts what the engine does: shifted KV reused while n_cache_reuse is sent."""
-        rent = self.agent_state.rent
+        rent = self.rent
         if rent is None or not rent.sheet.local:
             return
-        reuse = getattr(self.agent_state.model, "cache_reuse", None)
+        reuse = getattr(self._model(), "cache_reuse", None)
         update: dict[str, Any] = {"reuses_shifted_kv": reuse is not None}
         if reuse is not None:
             update["reuse_min_tokens"] = reuse
             # llama.cpp keeps recent prompts in host RAM by default (--cache-ram); checked by the first
             # turn after a prepared fold's context was sent ahead (`observe`)
-            model = self.agent_state.model
+            model = self._model()
             update["prompt_cache"] = model.prompt_cache if isinstance(model, MockModel) else not self.no_prompt_cache
         with contextlib.suppress(ValueError):
             rent.sheet = rent.sheet.model_copy(update=update)
@@ -252,7 +257,7 @@ class PlacementKeeper:
 
     def observe(self, usage: UsageRecorded) -> str | None:
         """A turn's request was recorded: judge a pending fold by it. The fallback's line, once."""
-        model = self.agent_state.model
+        model = self._model()
         refused = getattr(model, "cache_reuse_refused", None)
         if refused and self.state.placement == "after":
             return self._fall_back(f"the server refused n_cache_reuse ({refused})", "n_cache_reuse refused")
@@ -294,6 +299,6 @@ class PlacementKeeper:
         self.state.pending = None
         self.state.why = why
         self.state.short = short
-        _reuse(self.agent_state.model, None)
+        _reuse(self._model(), None)
         self._rent_rules()
         return f"{why}: folds go in place from now on"

@@ -1,7 +1,7 @@
-"""The model, seen from the agent: loading it, learning its name and window, switching it.
+"""The model, seen from the agent: loading it, learning its name and window.
 
 The model is opened by `models.factory.open_model`, with the options the settings
-give (`model_options`): by the build for a session's first model, by `switch_model` after.
+give (`model_options`): by the build for a session's first model, by `Agent.switch_model` after.
 
 `start` runs once per model, after the app's first frame and before a turn's
 first request (a second caller waits for the first): it loads the model when
@@ -14,19 +14,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 
-from tailrent_tui.agent.kv_slots import on_resume, on_start
+from tailrent_tui.agent.kv_slots import SlotKeeper, on_resume, on_start
 from tailrent_tui.agent.ladder_driver import LadderDriver
-from tailrent_tui.agent.state import AgentState
+from tailrent_tui.agent.placement import PlacementKeeper
+from tailrent_tui.core.kv_slots import ResumePrice
+from tailrent_tui.core.rent import RentModel
+from tailrent_tui.core.session import Session
 from tailrent_tui.models.base import ChatModel, Preloadable
 from tailrent_tui.models.embedded import EmbeddedModel
 from tailrent_tui.models.errors import ModelError
-from tailrent_tui.models.factory import CannotOpenModel, ModelOptions, open_model
+from tailrent_tui.models.factory import ModelOptions
 from tailrent_tui.models.mock import MockModel
 from tailrent_tui.models.ollama import OllamaModel
 from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.models.text import redact
 from tailrent_tui.settings import Settings
+from tailrent_tui.store.sessions import SessionDir
 
 
 def model_options(settings: Settings) -> ModelOptions:
@@ -49,37 +54,71 @@ def model_spec_of(asked: str | None, model: ChatModel) -> str | None:
 
 
 class ModelLink:
-    """Starts the model once, and switches it with the session left as it is."""
+    """Starts the model once per model: loads it, learns its window, probes its slots, prices a resume."""
 
-    def __init__(self, state: AgentState, ladder: LadderDriver) -> None:
-        self.state = state
+    def __init__(
+        self,
+        *,
+        model: Callable[[], ChatModel],
+        session: Session,
+        window: int | None,
+        session_dir: SessionDir | None,
+        ladder: LadderDriver,
+        rent: RentModel | None,
+        slots: SlotKeeper | None = None,
+        placement: PlacementKeeper | None = None,
+        resumed: bool = False,
+    ) -> None:
+        """`model`: the current model (a /model switch changes it); `window`: the setting, which wins
+        over the server's; `ladder`: the policy and summarizer a resume is priced with, and where a cold
+        resume is told; `resumed`: the session had requests before, so the first start restores its slot and
+        prices the resume."""
+        self._model = model
+        self.session = session
+        self.window = window
+        self.session_dir = session_dir
         self.ladder = ladder
+        self.rent = rent
+        self.slots = slots
+        self.placement = placement
+        self.resumed = resumed
+        #: how long the model took to load before the first request (`preload`), when it was loaded
+        self.preload_seconds: float | None = None
+        #: what the first start found out about the server (its KV slots), to say once
+        self.start_lines: list[tuple[str, str]] = []
+        #: the resume's price and the slot restored, as (text, level)
+        self.resume_lines: list[tuple[str, str]] = []
+        self.resume_price: ResumePrice | None = None
         self._started = False
         self._preload_said: str | None = None
         self._learning: asyncio.Future[None] | None = None
 
+    def model_changed(self) -> None:
+        """A /model switch: the next start asks the new server."""
+        self._started = False
+
     def will_preload(self) -> bool:
         """Whether `start` loads the model first: the embedded engine always (it must start), an
         Ollama model when the session is resumed (its first request would wait for the load, unseen)."""
-        model = self.state.model
-        return isinstance(model, Preloadable) and (isinstance(model, EmbeddedModel) or bool(self.state.session.usage))
+        model = self._model()
+        return isinstance(model, Preloadable) and (isinstance(model, EmbeddedModel) or bool(self.session.usage))
 
     async def preload(self) -> float | None:
         """Load the model now (see `will_preload`): the seconds it took, None when nothing was loaded
         or the load failed (noted; the first request tries again and reports the fault)."""
-        model = self.state.model
+        model = self._model()
         if not self.will_preload() or not isinstance(model, Preloadable):
             return None
         try:
             # the window the turns send: a different num_ctx would make Ollama load the model again
-            seconds = await model.preload(num_ctx=self.state.session.window)
+            seconds = await model.preload(num_ctx=self.session.window)
         except ModelError as exc:
             line = f"could not load {model.name or 'the model'} before the first request: {exc.message} ({exc.hint})"
             if exc.message != self._preload_said:  # a retry that fails the same way is not said again
                 self._preload_said = exc.message
-                self.state.session.note(line, "warning")
+                self.session.note(line, "warning")
             return None
-        self.state.preload_seconds = seconds
+        self.preload_seconds = seconds
         return seconds
 
     async def start(self) -> None:
@@ -101,79 +140,51 @@ class ModelLink:
     async def _learn(self) -> None:
         # first: the embedded engine must listen before anything asks it, and a resumed Ollama model loads
         await self.preload()
-        if isinstance(self.state.model, EmbeddedModel) and not self.state.model.started:
+        model = self._model()
+        if isinstance(model, EmbeddedModel) and not model.started:
             # the engine did not start, and its note said why: the next turn tries it all again
             self._started = False
             return
         await self._learn_window()
-        if self.state.placement is not None:
+        if self.placement is not None:
             # before the first request: llama.cpp is asked with n_cache_reuse from it on
-            await self.state.placement.detect()
+            await self.placement.detect()
         # the slot is probed before any request, so every request is pinned to it
-        s, ladder = self.state, self.ladder
-        line = await on_start(s.slots, s.session)
+        ladder = self.ladder
+        line = await on_start(self.slots, self.session)
         if line:
-            s.start_lines.append((line, "info"))
-        if s.resumed and not s.resume_lines:
+            self.start_lines.append((line, "info"))
+        if self.resumed and not self.resume_lines:
             resumed = await on_resume(
-                s.slots,
-                session=s.session,
-                rent=s.rent,
-                cold_resume=s.cold_resume,
+                self.slots,
+                session=self.session,
+                rent=self.rent,
+                cold_resume=ladder.cold_resume,
                 policy=ladder.policy,
                 ctx=ladder.policy_context,
-                by_model=isinstance(s.summarizer, ModelSummarizer),
-                embedded=isinstance(s.model, EmbeddedModel),
+                by_model=isinstance(ladder.summarizer, ModelSummarizer),
+                embedded=isinstance(model, EmbeddedModel),
             )
-            s.resume_lines, s.resume_price, s.cold_resume = resumed.lines, resumed.price, resumed.cold_resume
+            self.resume_lines, self.resume_price, ladder.cold_resume = resumed.lines, resumed.price, resumed.cold_resume
 
     async def _learn_window(self) -> None:
-        s = self.state
-        resolve = getattr(s.model, "resolve_name", None)
-        if resolve is not None and not s.model.name:
+        model, session = self._model(), self.session
+        resolve = getattr(model, "resolve_name", None)
+        if resolve is not None and not model.name:
             with contextlib.suppress(ModelError):  # the turn's own request reports the fault with its hint
                 await resolve()
-        if s.settings.window is not None:
+        if self.window is not None:
             return
         try:
-            window = await s.model.context_window()
+            window = await model.context_window()
         except ModelError as exc:
-            s.session.note(f"could not read the model's window ({exc.message}); budgeting {s.session.window:,}", "warning")
+            session.note(f"could not read the model's window ({exc.message}); budgeting {session.window:,}", "warning")
             return
-        if not window or window == s.session.window:
+        if not window or window == session.window:
             return
-        s.session.window = window
-        if s.session_dir is not None:
+        session.window = window
+        if self.session_dir is not None:
             try:
-                await asyncio.to_thread(s.session_dir.update_meta, window=window)
+                await asyncio.to_thread(self.session_dir.update_meta, window=window)
             except (OSError, LookupError) as exc:
-                s.session.note(f"the window ({window:,}) could not be kept for the next resume: {exc}", "warning")
-
-    async def switch_model(self, spec: str) -> str:
-        """Switch to the model a spec names; the session and its context stay as they are."""
-        s = self.state
-        settings = s.settings.model_copy(update={"model": spec})
-        try:
-            model, _ = open_model(spec, model_options(settings))
-        except CannotOpenModel as exc:
-            raise ValueError(str(exc)) from None
-        if s.slots is not None:
-            # the old server's slot, while it still holds this session: a switch back can restore it
-            saved = await s.slots.save("before the model switch")
-            if saved is not None and saved.line:
-                s.session.note(saved.line, saved.level)
-        old, s.model = s.model, model
-        s.settings = settings
-        self._started = False
-        if s.slots is not None:
-            s.slots.model_changed()
-        await old.aclose()
-        if s.rent is not None:
-            s.rent.expire()  # a different server holds none of this context
-        shown = model.name or redact(spec)  # a URL's credentials stay out of the journal
-        s.session.note(f"model switched to {shown}", "info")
-        if s.session_dir is not None:
-            # a resume reopens the model the session ran on last
-            with contextlib.suppress(OSError, LookupError):
-                await asyncio.to_thread(s.session_dir.update_meta, model_spec=model_spec_of(spec, model), model=shown)
-        return shown
+                session.note(f"the window ({window:,}) could not be kept for the next resume: {exc}", "warning")

@@ -56,6 +56,8 @@ class SessionStores:
         self.decisions_file = decisions_file
         self.data_dir = data_dir
         self._titled = False
+        # the decisions file is written as write_file writes: beneath the workspace, never into the data dir
+        self._decisions_ctx = ToolContext(root=workspace, data_dir=resolve_data_dir(data_dir))
         # AGENTS.md / TAILRENT.md, pinned at the head (the app, ask and the demo; not the bench, not a delegate)
         self.instructions = InstructionsWatcher(workspace) if instructions else None
         if self.instructions is not None:
@@ -69,7 +71,7 @@ class SessionStores:
             session.note(f"{name} changed on disk: the project instructions were read again", "info")
         return changed
 
-    def write_decisions(self, ctx: ToolContext) -> None:
+    def write_decisions(self) -> None:
         """Rung 4 for decisions: keep pinned decisions in a workspace file that outlives the session.
 
         Written as write_file writes (beneath the workspace, atomically); a failure is a one-line
@@ -81,7 +83,7 @@ class SessionStores:
         lines = ["# Decisions (pinned in tailrent)", ""]
         lines += [f"- {m.content.strip()}" for m in session.pinned if m.kind == Kind.chat]
         try:
-            save_beneath(ctx, name, ("\n".join(lines) + "\n").encode("utf-8", "replace"))
+            save_beneath(self._decisions_ctx, name, ("\n".join(lines) + "\n").encode("utf-8", "replace"))
         except (ToolError, WorkspaceEscape, OSError) as exc:
             why = " ".join(str(exc).split()) or type(exc).__name__
             session.note(f"decisions file {name} not written: {why}", "warning")

@@ -14,18 +14,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from tailrent_tui.agent.approval import ShellOffer, offer_covers, shell_offer
 from tailrent_tui.agent.events import ApprovalRequest, Denied, TurnCallbacks
 from tailrent_tui.agent.ladder_driver import LadderDriver, admit_to_session
-from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.tools import TOOLS, ToolContext, ToolOutcome, offered_tools, preview_tool, run_tool_async
 from tailrent_tui.agent.tools.base import SpillBudget, error, outcome
-from tailrent_tui.agent.tools.session import Delegate, SessionBinding
+from tailrent_tui.agent.tools.caps import ToolCaps
+from tailrent_tui.agent.tools.session import Delegate, SessionBinding, SessionView
 from tailrent_tui.core.messages import Kind, Message, ToolCall
+from tailrent_tui.core.ports import SpillStore
 from tailrent_tui.core.rungs.spill import pointer_text
+from tailrent_tui.core.session import Session
 from tailrent_tui.models.base import ToolCallChunk
+from tailrent_tui.settings import Settings
 from tailrent_tui.store.paths import resolve_data_dir
 from tailrent_tui.text import storable
 
@@ -44,31 +48,44 @@ def cap_to_tokens(outcome: Any, cap: int, count: Callable[[str], int]) -> Any:
 class ToolRunner:
     """Approves, runs and admits tool calls; holds what the session allows without asking."""
 
-    def __init__(self, state: AgentState, ladder: LadderDriver) -> None:
-        self.state = state
+    def __init__(
+        self,
+        *,
+        session: Session,
+        settings: Settings,
+        caps: ToolCaps,
+        workspace: Path,
+        spill_store: SpillStore,
+        ladder: LadderDriver,
+        is_sub: bool = False,
+    ) -> None:
+        """`ladder`: where an outcome enters (its budget check after each, the room a paste may take)."""
+        self.session = session
+        self.settings = settings
+        self.workspace = workspace
+        self.spill_store = spill_store
         self.ladder = ladder
+        self.is_sub = is_sub
         self.allowed_prefixes: set[str] = set()
         #: run_shell approvals for the session (ShellOffer.prefix): a read-only program or subcommand under
         #: its flag allowlist, or one exact command line (agent/approval.py)
         self.allowed_shell_prefixes: set[tuple[str, ...]] = set()
         #: the callbacks of the turn running now: a delegate's sub-turn asks the user through them
         self.cb: TurnCallbacks | None = None
-        store = state.spill_store
         # run_shell streams output past its in-memory cap into a raw spill file
-        open_raw = getattr(store, "open_raw", None)
-        raw_bytes = getattr(store, "raw_bytes", None)
-        caps = state.caps
+        open_raw = getattr(spill_store, "open_raw", None)
+        raw_bytes = getattr(spill_store, "raw_bytes", None)
         #: every spill of the session (raw shell output and every tool's spilled result) counts here
         self.session_budget = SpillBudget(caps.spills_session_max_bytes, used=raw_bytes() if raw_bytes else 0)
         #: and one turn's against this too (restarted by begin_turn)
         budget = self.turn_budget = SpillBudget(caps.spills_turn_max_bytes, outer=self.session_budget)
         # the file tools refuse the data dir when it lies inside the workspace
         self.ctx = ToolContext(
-            root=state.workspace,
-            caps=state.caps,
+            root=workspace,
+            caps=caps,
             spill_sink=open_raw,
             spill_budget=budget,
-            data_dir=resolve_data_dir(state.settings.data_dir),
+            data_dir=resolve_data_dir(settings.data_dir),
         )
 
     def begin_turn(self) -> None:
@@ -80,7 +97,7 @@ class ToolRunner:
         either it is cut to what is left (at least a head the model can read) and says which budget."""
         size = len(result.content.encode("utf-8", "replace"))
         # far under the spill threshold it enters inline: nothing is written (4 bytes a token at most)
-        if size <= (threshold or self.state.settings.tools.spill_threshold) * 4:
+        if size <= (threshold or self.settings.tools.spill_threshold) * 4:
             return result
         granted = self.turn_budget.take(size)
         if granted >= size:
@@ -95,31 +112,31 @@ class ToolRunner:
         )
         return result.model_copy(update={"content": f"{head}\n{cut}", "cut": cut})
 
-    def bind_session(self, delegate: Delegate) -> None:
+    def bind_session(self, stores: SessionView, delegate: Delegate) -> None:
         """Give the session tools (read_spill, search_history, remember, recall, delegate) this
         session's stores and its way of delegating (rung 3)."""
-        self.ctx = self.ctx.model_copy(update={"session": SessionBinding(self.state, delegate)})
+        self.ctx = self.ctx.model_copy(update={"session": SessionBinding(stores, delegate)})
 
     def offered_tools(self) -> list[dict[str, Any]]:
-        return offered_tools(sub=self.state.is_sub)
+        return offered_tools(sub=self.is_sub)
 
     # -- approval ------------------------------------------------------------------
 
     def _needs_approval(self, name: str) -> bool:
         tool = TOOLS.get(name)
-        return bool(tool and tool.spec.needs_approval) and not self.state.settings.yolo
+        return bool(tool and tool.spec.needs_approval) and not self.settings.yolo
 
     def _session_approved(self, call: ToolCall) -> bool:
         if call.name == "run_shell":
             command = str(call.arguments.get("command", ""))
-            return any(offer_covers(prefix, command, self.state.workspace) for prefix in self.allowed_shell_prefixes)
+            return any(offer_covers(prefix, command, self.workspace) for prefix in self.allowed_shell_prefixes)
         return call.name in self.allowed_prefixes
 
     def _approval_request(self, call: ToolCall, diff: str | None) -> tuple[ApprovalRequest, ShellOffer | None]:
         if call.name != "run_shell":
             allows = f"'Allow for the session' runs every later {call.name} call without asking."
             return ApprovalRequest(call.name, dict(call.arguments), call.name, diff, allows), None
-        offer = shell_offer(str(call.arguments.get("command", "")), self.state.workspace)
+        offer = shell_offer(str(call.arguments.get("command", "")), self.workspace)
         return ApprovalRequest(call.name, dict(call.arguments), offer.shown, diff, offer.allows), offer
 
     async def approved_run(self, call: ToolCall, cb: TurnCallbacks) -> ToolOutcome:
@@ -158,7 +175,7 @@ class ToolRunner:
     async def run_call(self, pair: tuple[ToolCall, ToolCallChunk], cb: TurnCallbacks) -> Message:
         """One call of a reply: approved, run, and its outcome admitted through the ladder."""
         call, chunk = pair
-        session, settings = self.state.session, self.state.settings
+        session, settings = self.session, self.settings
         cb.on_tool_call(call)
         if chunk.arguments_error:
             result = error(f"the arguments for {call.name} are not valid JSON ({chunk.arguments_error}); send a JSON object")
@@ -180,7 +197,7 @@ class ToolRunner:
                 session,
                 call.name,
                 result,
-                spill_store=self.state.spill_store,
+                spill_store=self.spill_store,
                 threshold=settings.tools.spill_threshold,
                 tool_call_id=call.id,
             )
@@ -201,32 +218,33 @@ class ToolRunner:
         )
         if not_kept and result.cut:
             pointer += "\n" + result.cut
-        session = self.state.session
+        session = self.session
         m = session.make_message("tool", pointer, kind=Kind.spill_pointer, tool=call.name, tool_call_id=call.id)
         m.spill_id = spill_id
-        raw_path_for = getattr(self.state.spill_store, "raw_path_for", lambda i: i)
+        raw_path_for = getattr(self.spill_store, "raw_path_for", lambda i: i)
         m.meta = {"spill_location": str(raw_path_for(spill_id)), "spilled_tokens": est}
         return session.add_message(m, autopin=False)
 
     async def _admit(
         self, tool: str, result: ToolOutcome, *, threshold: int | None = None, preview_tail: bool = False
     ) -> Message:
-        s = self.state
-        threshold = max(s.settings.tools.spill_threshold, threshold or 0)
+        threshold = max(self.settings.tools.spill_threshold, threshold or 0)
         result = self.within_spill_budget(tool, result, threshold)
-        m = admit_to_session(s.session, tool, result, spill_store=s.spill_store, threshold=threshold, preview_tail=preview_tail)
+        m = admit_to_session(
+            self.session, tool, result, spill_store=self.spill_store, threshold=threshold, preview_tail=preview_tail
+        )
         await self.ladder.after_add()
         return m
 
     async def shell(self, command: str) -> Message:
         """`!cmd`: run a shell command in the workspace; its output enters through the ladder."""
         # the command runs as typed (its bytes reach bash); what the session keeps is storable text
-        self.state.session.add("user", storable(f"!{command}"), autopin=False, meta={"shell": True})
+        self.session.add("user", storable(f"!{command}"), autopin=False, meta={"shell": True})
         try:
             outcome = await self.run_tool("run_shell", {"command": command})
         except asyncio.CancelledError:
             # escape: the model is told it has no output, rather than a command left hanging
-            self.state.session.add(
+            self.session.add(
                 "user",
                 storable(f"[!{command} was cancelled before it finished; its processes were killed]"),
                 autopin=False,

@@ -22,23 +22,25 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 from tailrent_tui.agent.events import MODEL_ERROR_NOTE, TurnCallbacks, TurnResult
-from tailrent_tui.agent.kv_slots import check_held
+from tailrent_tui.agent.kv_slots import SlotKeeper, check_held
 from tailrent_tui.agent.ladder_driver import LadderDriver
 from tailrent_tui.agent.meter import UsageMeter
-from tailrent_tui.agent.state import AgentState
 from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.text_protocol import PROTOCOL_META, PROTOCOL_NOTE, parse_actions
 from tailrent_tui.agent.tool_runner import ToolRunner
+from tailrent_tui.agent.tools.caps import ToolCaps
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.messages import Message, ToolCall
-from tailrent_tui.core.rent import context_item
+from tailrent_tui.core.rent import RentModel, context_item
+from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import TEMPLATE_TOKEN
-from tailrent_tui.models.base import TextDelta, ThinkingDelta, ToolCallChunk, Usage
+from tailrent_tui.models.base import ChatModel, TextDelta, ThinkingDelta, ToolCallChunk, Usage
 from tailrent_tui.models.errors import Busy, ContextOverflow, ModelError, ToolsUnsupported
 from tailrent_tui.models.openai import OpenAIModel
+from tailrent_tui.store.sessions import SessionDir
 from tailrent_tui.text import model_label, storable
 
 MAX_STEPS = 24
@@ -53,8 +55,14 @@ class TurnLoop:
 
     def __init__(
         self,
-        state: AgentState,
         *,
+        session: Session,
+        model: Callable[[], ChatModel],
+        protocol: Literal["auto", "native", "text"],
+        caps: ToolCaps,
+        rent: RentModel | None,
+        session_dir: SessionDir | None,
+        slots: SlotKeeper | None,
         ladder: LadderDriver,
         tools: ToolRunner,
         meter: UsageMeter,
@@ -62,7 +70,15 @@ class TurnLoop:
         start: Callable[[], Awaitable[None]],
         options: Callable[[], dict[str, Any]],
     ) -> None:
-        self.state = state
+        """`model`: the current model (a /model switch changes it); `protocol`: [tools] protocol;
+        `start`: the model's start, awaited before a turn's first request; `options`: a request's options."""
+        self.session = session
+        self._model = model
+        self.protocol = protocol
+        self.caps = caps
+        self.rent = rent
+        self.session_dir = session_dir
+        self.slots = slots
         self.ladder = ladder
         self.tools = tools
         self.meter = meter
@@ -83,7 +99,7 @@ class TurnLoop:
             ping.cancel()  # a ping in flight when the user sends: it would only hold the server up
         await self._start()
         self.tools.begin_turn()
-        deadline = self.state.caps.turn_deadline
+        deadline = self.caps.turn_deadline
         try:
             async with asyncio.timeout(deadline):
                 return await self._turn(text, cb, result)
@@ -96,7 +112,7 @@ class TurnLoop:
             return result
 
     async def _turn(self, text: str | None, cb: TurnCallbacks, result: TurnResult) -> TurnResult:
-        session = self.state.session
+        session = self.session
         if text is not None:
             text = storable(text)  # a paste or a key that was not UTF-8: kept with U+FFFD, sendable, journaled
             if not text.strip():
@@ -105,7 +121,7 @@ class TurnLoop:
             self.stores.title_from(text)
         tools = self.tools.offered_tools()
         self._text_protocol(tools, cb, result)
-        held = await check_held(self.state.slots, self.state.rent, session.clock())
+        held = await check_held(self.slots, self.rent, session.clock())
         if held:
             session.note(held, "info")
             cb.on_notice(held, "info")
@@ -146,8 +162,8 @@ class TurnLoop:
         """Whether this model acts through the text protocol (text_protocol.py): it cannot call
         the tools offered (the server dropped them, or its template leaves no room for them).
         The first time, the protocol is told to the model in a pinned note and the user warned."""
-        model, session = self.state.model, self.state.session
-        choice = self.state.settings.tools.protocol
+        model, session = self._model(), self.session
+        choice = self.protocol
         if choice == "native":
             return False
         offered = bool(self.tools.offered_tools())
@@ -178,12 +194,12 @@ class TurnLoop:
     def _warn(self, msg: str, cb: TurnCallbacks, result: TurnResult) -> None:
         result.notices.append(msg)
         cb.on_notice(msg, "warning")
-        self.state.session.note(msg, "warning")
+        self.session.note(msg, "warning")
 
     async def _request(
         self, tools: list[dict[str, Any]], cb: TurnCallbacks, result: TurnResult
     ) -> tuple[Message, list[tuple[ToolCall, ToolCallChunk]], Usage | None]:
-        session, model = self.state.session, self.state.model
+        session, model = self.session, self._model()
         wire = wire_messages(session)
         predicted = self.meter.predict()
         parts: list[str] = []
@@ -193,7 +209,7 @@ class TurnLoop:
         cb.on_reply_start(self.meter.request_started(predicted))
         self.meter.last_sent = (wire, tools or None)
         stream = self._busy_retried(lambda: model.stream(wire, tools=tools or None, options=self._options()), cb, result)
-        caps = self.state.caps
+        caps = self.caps
         size = 0
         cut_reply = False
         try:
@@ -261,8 +277,8 @@ class TurnLoop:
             meta["truncated"] = True
             runaway = True
         reply = session.add("assistant", text, tool_calls=tool_calls, meta=meta, autopin=not runaway)
-        if self.state.rent is not None and usage is not None:
-            self.state.rent.generated(context_item(session, reply))
+        if self.rent is not None and usage is not None:
+            self.rent.generated(context_item(session, reply))
         self.meter.record(predicted, usage)
         if usage is not None and tools and not usage.tools_dropped:
             self._check_schema_sent(usage, cb)
@@ -297,7 +313,7 @@ class TurnLoop:
                     await stream.aclose()
 
     def _bounded_calls(self, calls: list[ToolCallChunk], cb: TurnCallbacks, result: TurnResult) -> list[ToolCallChunk]:
-        return bounded_calls(calls, self.state.caps, lambda text: self._warn(text, cb, result))
+        return bounded_calls(calls, self.caps, lambda text: self._warn(text, cb, result))
 
     def _check_schema_sent(self, usage: Usage, cb: TurnCallbacks) -> None:
         """A server whose whole prompt is smaller than the tool schema we sent ignored the tools.
@@ -305,7 +321,7 @@ class TurnLoop:
         llama.cpp's server does that unless it runs with --jinja. The model then
         cannot call tools, and the rent prediction must stop counting the schema.
         """
-        session = self.state.session
+        session = self.session
         schema = session.tool_schema_tokens
         # half the schema: the server counts with its own tokenizer, which can differ
         # from ours by tens of percent, never by half
@@ -316,7 +332,7 @@ class TurnLoop:
         # tailrent runs its own engine with --jinja on: there the model's chat template is what drops them
         why = (
             "its chat template has no place for tools"
-            if isinstance(self.state.model, EmbeddedModel)
+            if isinstance(self._model(), EmbeddedModel)
             else "llama.cpp's server needs --jinja"
         )
         # said with the text protocol's warning that follows (`_text_protocol`): one fault, one message
@@ -325,9 +341,9 @@ class TurnLoop:
             f"with it: it ignores tools ({why}); rent predictions leave the schema out from now on"
         )
         session.tool_schema_tokens = 0
-        if self.state.rent is not None:
-            self.state.rent.rebase_head(session.head_tokens)
-        writer = getattr(self.state.session_dir, "update_meta", None)
+        if self.rent is not None:
+            self.rent.rebase_head(session.head_tokens)
+        writer = getattr(self.session_dir, "update_meta", None)
         if writer is not None:
             with contextlib.suppress(OSError):
                 writer(tool_schema_tokens=0)
@@ -336,21 +352,21 @@ class TurnLoop:
         """Send a keep-warm ping if the rule says one is due: the last request's exact
         messages and tools (the cached prefix) with max_tokens=1, recorded as a usage
         of purpose "ping". True if one was sent; a failed ping is noted, not raised."""
-        session, meter = self.state.session, self.meter
+        session, meter = self.session, self.meter
         now = session.clock() if now is None else now
         if meter.keep_warm is None or meter.last_sent is None or not meter.keep_warm.due(now):
             return False
-        pause = self.state.rent.last_at if self.state.rent is not None else None
+        pause = self.rent.last_at if self.rent is not None else None
         if pause is not None and meter.failed_pause == pause:
             return False  # one failure per pause is said once; the cache is left to expire
         wire, tools = meter.last_sent
         usage: Usage | None = None
-        deadline = self.state.caps.ping_deadline
+        deadline = self.caps.ping_deadline
         self._ping_task = asyncio.current_task()
         try:
             options = {**self._options(), "max_tokens": 1, "num_predict": 1}
             async with asyncio.timeout(deadline):
-                async for chunk in self.state.model.stream(wire, tools=tools, options=options):
+                async for chunk in self._model().stream(wire, tools=tools, options=options):
                     if isinstance(chunk, Usage):
                         usage = chunk
         except (ModelError, TimeoutError) as exc:

@@ -331,7 +331,7 @@ class AgentDriver:
 
     def __init__(self, agent: Any) -> None:
         self.agent = agent
-        self.warm = agent.keep_warm or KeepWarm(agent.rent)
+        self.warm = agent.meter.keep_warm or KeepWarm(agent.rent)
 
     async def keep_warm(self, at: float) -> None:
         # the trace's clock stands in for the app's timer: the same rule, replayed
@@ -669,7 +669,7 @@ async def _run_engine(
     from tailrent_tui.models.openai import OpenAIModel
     from tailrent_tui.models.spec import parse_model_spec
     from tailrent_tui.models.summarizer import ModelSummarizer
-    from tailrent_tui.models.tokenizer import TokenizerUnavailable, measure_framing
+    from tailrent_tui.models.tokenizer import TokenizerUnavailable, measure_framing, server_tokenizer
 
     spec = parse_model_spec(engine_spec)
     if spec.kind != "openai":
@@ -692,7 +692,7 @@ async def _run_engine(
         sheet = sheet.model_copy(update={"reuses_shifted_kv": True, "reuse_min_tokens": model.cache_reuse})
     eng = _Engine(model)
     # the tokenizer's own timeout is short already; a shorter request_timeout shortens it too
-    counter = eng.model.server_tokenizer(timeout=min(10.0, read_timeout))
+    counter = server_tokenizer(eng.model, timeout=min(10.0, read_timeout))
     try:
         try:
             # the same measure as the app's (`tokenizer = "auto"`); the bench offers no tools

@@ -92,8 +92,8 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
                 if note.level != "info":  # what the app shows in its transcript at start: another model, folder, counter
                     click.echo(f"[{note.level}] {note.text}", err=True)
             # before the first request: restore the KV slot, say what the resume costs
-            await agent.start()
-            for text, level in [*agent.start_lines, *agent.resume_lines]:
+            await agent.link.start()
+            for text, level in [*agent.link.start_lines, *agent.link.resume_lines]:
                 click.echo(f"[{level}] {text}", err=True)
             if agent.mcp is not None:
                 # nobody watches a first frame here: the turn waits for the servers (each bounded)
@@ -135,7 +135,7 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
     # what the journal could not take: the turn is not saved, whatever the model said
     unsaved = report.message() if report is not None and not report.saved else None
     meta_warning = report.message() if report is not None and report.saved else None
-    notices = [text for text, _ in [*agent.start_lines, *agent.resume_lines]] + (list(result.notices) if result else [])
+    notices = [text for text, _ in [*agent.link.start_lines, *agent.link.resume_lines]] + (list(result.notices) if result else [])
     keeper = agent.slots
     if keeper is not None and keeper.restored is not None:
         slot["restore"] = keeper.restored.as_json()
@@ -178,7 +178,7 @@ def ask(ctx: click.Context, prompt: str, model: str | None, continue_: bool, res
                 "price_sheet": settings.price_sheet,
             },
             "notices": notices,
-            "resume": agent.resume_price.model_dump() if agent.resume_price is not None else None,
+            "resume": agent.link.resume_price.model_dump() if agent.link.resume_price is not None else None,
             "slot": slot or None,
             "error": error,
         }

@@ -35,9 +35,13 @@ def config(ctx: click.Context, as_json: bool, as_toml: bool) -> None:
     dumped = settings.model_dump(mode="json")
     # a model URL's credentials (openai:http://user:pass@host) are for the request only
     values = {k: _shown(dumped, k) for k in setting_keys()}
-    from tailrent_tui.ui.keymap import keymap_warnings
+    # the keymap is checked against the app's bindings, which need Textual: only when there is one
+    keymap = []
+    if settings.keymap:
+        from tailrent_tui.ui.keymap import keymap_warnings
 
-    for warning in [*warnings, *env_warnings(), *keymap_warnings(settings.keymap)]:
+        keymap = keymap_warnings(settings.keymap)
+    for warning in [*warnings, *env_warnings(), *keymap]:
         click.echo(f"warning: {warning}", err=True)
     if as_json:
         click.echo(json.dumps({k: {"value": values[k], "source": source[k]} for k in values}, indent=2))

@@ -1475,7 +1475,10 @@ def _found_bounded(needle: str, hay: str, *, plural: bool) -> bool:
 
     The same rule as :func:`_bounded`, by ``str.find`` over the occurrences instead of a regular
     expression compiled per fact: one pass of C over the text, whatever the number of facts."""
-    wordy = lambda c: c.isalnum() or c == "_"  # noqa: E731
+
+    def wordy(c: str) -> bool:
+        return c.isalnum() or c == "_"
+
     check_left = wordy(needle[0])
     check_right = wordy(needle[-1])
     start = hay.find(needle)

@@ -74,6 +74,7 @@ class Statement(BaseModel):
     label: str | None = Field(default=None, description="the label it was written under ('SECURITY RULE'), if any")
     supersedes: str | None = None
     superseded_by: str | None = None
+    amended_by: str | None = Field(default=None, description="a correction replaced part of it (marked in its text)")
     edited: bool = False
     score: float = Field(default=1.0, description="the detector's confidence that this is a statement (0..1)")
     said: bool = Field(default=False, description="the user's words, not recognized as a statement: kept, ranked last")
@@ -375,8 +376,8 @@ _CORRECTION_RE = re.compile(
     r"\b(?:now|actually|instead|changed?\s+(?:it\s+)?to|moved?\s+(?:it\s+)?to|switch(?:ed|ing)?\s+(?:it\s+)?to|"
     r"migrat(?:ed|ing)\s+to|"
     r"scratch\s+that|forget\s+(?:that|it|what\s+i\s+said|the)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|no\s+longer|"
-    r"any\s?more|update[ds]?|correction|correcting|rather\s+than|make\s+it|bump(?:ed)?\s+(?:it\s+)?to|raised?\s+(?:it\s+)?to|"
-    r"lowered?\s+(?:it\s+)?to|increased?\s+(?:it\s+)?to|reduced?\s+(?:it\s+)?to|new\s+(?:limit|value|port|host|"
+    r"any\s?more|update[ds]?|correction|correcting|rather\s+than|make\s+it|(?:bump(?:ed)?|raised?|lowered?|increased?|reduced?)\s+(?:[\w.-]+\s+){0,3}to|"
+    r"new\s+(?:limit|value|port|host|"
     r"branch|cap|budget|target|url|key)|"
     r"from\s+now\s+on|going\s+forward|turns\s+out|wrong|my\s+bad|i\s+meant|not\s+\S+\s+but|replaced?\s+(?:by|with)|"
     r"renamed?|revised|overrides?|supersedes?|change\s+of\s+plan|bumped|went\s+(?:up|down)\s+to|lowered|raised|becomes|"
@@ -504,7 +505,7 @@ _CONDITIONAL_RULE_RE = re.compile(
 # A request to the agent for this turn ("Open X and show me Y"): work to do, not a statement to keep
 _REQUEST_RE = re.compile(
     r"^(?:please\s+|pls\s+|now\s+|then\s+)?(?:open|show|read|look\s+(?:at|into)|explain|find|grep|search|list|print|cat|"
-    r"tell\s+me|walk\s+me|give\s+me|summari[sz]e|review|compare|diff|investigate|debug|trace|profile|paste|dump)\b",
+    r"tell\s+me|walk\s+me|give\s+me|remind\s+me|(?:write|note|jot)\s+down|recap|sum\s+up|restate|summari[sz]e|review|compare|diff|investigate|debug|trace|profile|paste|dump)\b",
     re.I,
 )
 
@@ -974,6 +975,155 @@ def _stems(text: str) -> set[str]:
     return out
 
 
+# A value with what it measures or names: "27 jan", "7200 credits", "48G", "iOS 17.0", "v5.2.2" after
+# "ESP-IDF", "CUDA_VISIBLE_DEVICES=0,1". A correction that gives the same anchor another value updates it.
+_UNIT_AFTER_RE = re.compile(r"(?<![\w.])[$€£~]?(\d+(?:[,.:]\d+)*)\s?([a-z%]+)\b", re.I)
+_NAME_BEFORE_RE = re.compile(r"\b([a-z][\w-]*)\s+v?(\d+(?:\.\d+)+)\b", re.I)
+_KEY_VALUE_RE = re.compile(r"\b([a-z_][\w.-]*)=([^\s;)]+)", re.I)
+_UNIT_SAME = {
+    "minute": "min", "minutes": "min", "mins": "min", "hour": "h", "hours": "h", "hr": "h", "hrs": "h",
+    "second": "s", "seconds": "s", "sec": "s", "secs": "s", "gb": "g", "gib": "g", "mb": "m", "mib": "m",
+    "day": "d", "days": "d", "percent": "%",
+}  # fmt: skip
+
+
+def _unit(word: str) -> str:
+    """The unit a number is measured in ("minutes" and "min" alike); "" for a word that is none
+    (a one-letter word other than a unit letter: "step 1 I looked", "3 a day")."""
+    w = word.casefold()
+    if len(w) == 1 and w not in "gmkhsdx%":
+        return ""
+    w = _UNIT_SAME.get(w, w)
+    return w[:-1] if len(w) > 3 and w.endswith("s") else w
+
+
+def anchored_values(text: str) -> dict[str, set[str]]:
+    """The values of ``text`` by what anchors them: a unit after a number, a name before a version,
+    a key before ``=``. Function words are no anchor ("10 and", "port 8443 in" name no unit)."""
+    out: dict[str, set[str]] = {}
+    for m in _UNIT_AFTER_RE.finditer(text):
+        unit = _unit(m.group(2))
+        if unit and unit not in _STOP:
+            out.setdefault("#" + unit, set()).add(_num(m.group(1)))
+    for m in _NAME_BEFORE_RE.finditer(text):
+        name = m.group(1).casefold()
+        if name not in _STOP:
+            out.setdefault(name, set()).add(_num(m.group(2)))
+    for m in _KEY_VALUE_RE.finditer(text):
+        out.setdefault(m.group(1).casefold() + "=", set()).add(m.group(2).casefold().rstrip(".,"))
+    return out
+
+
+def _updates_value(new: dict[str, set[str]], old: dict[str, set[str]]) -> bool:
+    """Does the new text give an anchor of the old one a value the old one does not have?"""
+    return any(anchor in old and vals - old[anchor] for anchor, vals in new.items())
+
+
+#: what stands where a correction replaced part of a statement (the rest of it still holds)
+AMENDED_MARK = "[superseded]"
+
+
+def _anchored_spans(text: str) -> list[tuple[str, str, int, int]]:
+    """(anchor, value, start, end) of every anchored value of ``text`` (see `anchored_values`)."""
+    out: list[tuple[str, str, int, int]] = []
+    for m in _UNIT_AFTER_RE.finditer(text):
+        unit = _unit(m.group(2))
+        if unit and unit not in _STOP:
+            out.append(("#" + unit, _num(m.group(1)), m.start(), m.end()))
+    for m in _NAME_BEFORE_RE.finditer(text):
+        if m.group(1).casefold() not in _STOP:
+            out.append((m.group(1).casefold(), _num(m.group(2)), m.start(2), m.end()))
+    for m in _KEY_VALUE_RE.finditer(text):
+        out.append(
+            (
+                m.group(1).casefold() + "=",
+                m.group(2).casefold().rstrip(".,"),
+                m.start(2),
+                m.start(2) + len(m.group(2).rstrip(".,")),
+            )
+        )
+    return out
+
+
+_CLAUSE_SPLIT_RE = re.compile(r"[,;:]\s|\.\s|\s(?:and|but|so|while)\s|\(|\)", re.I)
+
+
+def _clauses(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each clause of ``text``: split at commas, semicolons, sentence ends, 'and', 'but', 'so'."""
+    out, last = [], 0
+    for m in _CLAUSE_SPLIT_RE.finditer(text):
+        out.append((last, m.start()))
+        last = m.end()
+    out.append((last, len(text)))
+    return [(a, b) for a, b in out if text[a:b].strip()]
+
+
+def amendment(new_text: str, old_text: str) -> str | None:
+    """The old statement with what the correction replaced marked `AMENDED_MARK`, when the rest of it
+    still holds values of its own ("python 3.12 … db pg-bill-07 on port 6432" corrected by "the db is
+    pg-bill-09 now": the version and the port stay current); None when the correction replaces it whole
+    or what it replaces cannot be told apart.
+
+    Replaced: a value whose anchor the correction gives another value (of several under one anchor, the
+    one nearest a word the two share), an old value the correction names ("36 months, not 24"), an
+    identifier of the same stem ("pg-bill-07" → "pg-bill-09")."""
+    new_anchors = anchored_values(new_text)
+    shared = subject_words(_UNIT_AFTER_RE.sub(" ", new_text)) & subject_words(_UNIT_AFTER_RE.sub(" ", old_text))
+    low = old_text.casefold()
+    near = [m.start() for w in shared for m in re.finditer(re.escape(w), low)]
+    spans: list[tuple[int, int]] = []
+    by_anchor: dict[str, list[tuple[str, int, int]]] = {}
+    for anchor, value, start, end in _anchored_spans(old_text):
+        by_anchor.setdefault(anchor, []).append((value, start, end))
+    for anchor, olds in by_anchor.items():
+        vals = new_anchors.get(anchor)
+        if not vals or not vals - {v for v, _, _ in olds}:
+            continue
+        changed = [(v, a, b) for v, a, b in olds if v not in vals]
+        if len(changed) > 1 and near:
+            changed = [min(changed, key=lambda c: min(abs(c[1] - n) for n in near))]
+        elif len(changed) > 1:
+            return None
+        spans += [(a, b) for _, a, b in changed]
+    named = {_num(m.group("v")) for m in _OLD_VALUE_RE.finditer(new_text)}
+    new_stems = {t.casefold(): st for t in identifiers(new_text) for st in _stems(t)}
+    for m in _IDENT_RE.finditer(old_text):
+        tok = m.group(0).rstrip(".:/-")
+        key = tok.casefold()
+        if not identifier_ok(tok) or key in new_stems:
+            continue
+        if _num(tok) in named or _stems(tok) & set(new_stems.values()):
+            spans.append((m.start(), m.start() + len(tok)))
+    for m in _NUM_RE.finditer(old_text):
+        if _num(m.group(0)) in named:
+            spans.append((m.start(), m.end()))
+    if not spans:
+        return None
+    spans = sorted(set(spans))
+    # only a correction plainly about one part: another clause on its subject ("gpu 2 and 3 only, CUDA_…=2,3"
+    # corrected by "all four gpus now, CUDA_…=0,1,2,3") may restate what it replaces, so the whole goes
+    about = subject_words(_UNIT_AFTER_RE.sub(" ", new_text))
+    for a, b in _clauses(old_text):
+        if any(a <= x < b for x, _ in spans):
+            continue
+        if subject_words(_UNIT_AFTER_RE.sub(" ", old_text[a:b])) & about:
+            return None
+    out, last = [], 0
+    for a, b in spans:
+        if a < last:
+            continue
+        out.append(old_text[last:a] + AMENDED_MARK)
+        last = b
+    amended = "".join(out) + old_text[last:]
+    rest = amended.replace(AMENDED_MARK, " ")
+    # what is left must still say something specific: a value or an identifier of its own (a key
+    # whose value was replaced, "MAX_WORKERS=", is no value of its own)
+    keys = {a[:-1] for a in by_anchor if a.endswith("=")}
+    if not (_NUM_RE.search(rest) or [t for t in identifiers(rest) if t.casefold() not in keys]):
+        return None
+    return amended
+
+
 def overlap(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
@@ -997,6 +1147,8 @@ def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | Non
     vals = _values(new.text)
     old_values = {_num(m.group("v")) for m in _OLD_VALUE_RE.finditer(new.text)}
     stems = _stems(new.text)
+    anchored = anchored_values(new.text)
+    bare = subject_words(_UNIT_AFTER_RE.sub(" ", new.text))  # the subject without the measures: "min" is no subject
     shifts_goal = new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text))
     best: Statement | None = None
     best_score = 0.0
@@ -1013,6 +1165,8 @@ def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | Non
             bonus += 1.0
         if shifts_goal and s.kind == "goal" and score > 0:
             bonus += 0.5
+        if _updates_value(anchored, anchored_values(s.text)) and overlap(bare, subject_words(_UNIT_AFTER_RE.sub(" ", s.text))):
+            bonus += 1.0  # same subject, and what it measures or names has another value now
         need = 0.25 if same_kind else 0.5
         if not (vals - _values(s.text)) and score < 1.0 and not _BACKREF_RE.search(new.text) and not bonus:
             need = max(need, 0.5)

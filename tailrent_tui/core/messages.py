@@ -293,6 +293,8 @@ class StatementChanged(_Event):
     text: str | None = None
     #: per statement: False lets the next fold summarize it (its ledger message stays pinned for the rest)
     pinned: bool | None = None
+    #: the statement whose correction replaced part of this one (its text has the replaced part marked)
+    amended_by: str | None = None
 
 
 class FoldRetired(_Event):

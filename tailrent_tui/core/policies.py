@@ -52,9 +52,10 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
+from tailrent_tui.core.ledger import ledger_text
 from tailrent_tui.core.messages import Event, FoldRecord, Kind, Message
+from tailrent_tui.core.ports import FoldArchive, SpillStore
 from tailrent_tui.core.rungs.fold import (
-    FoldArchive,
     GuardMode,
     Position,
     apply_fold,
@@ -66,7 +67,7 @@ from tailrent_tui.core.rungs.fold import (
     span_messages,
     span_to_target,
 )
-from tailrent_tui.core.rungs.spill import SpillStore, admit_tool_result, spill_gain, try_spill
+from tailrent_tui.core.rungs.spill import admit_tool_result, spill_gain, try_spill
 from tailrent_tui.core.rungs.truncate import truncate_text
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import (
@@ -86,6 +87,8 @@ from tailrent_tui.core.summarize import (
 #: A policy step: yields Summarize requests (sent Summary answers) and, when the
 #: settings ask for a fold preview, Review requests (sent a Verdict); returns its events.
 Plan = Generator[Summarize | Review, Summary | Verdict, list[Event]]
+#: a policy's steps inside a plan: they ask as a plan does, and the plan collects the events (`_captured`)
+Steps = Generator[Summarize | Review, Summary | Verdict, None]
 
 
 class UnknownPolicy(ValueError):
@@ -201,10 +204,11 @@ def run_plan(plan: Plan, summarizer: Summarizer) -> list[Event]:
             else:
                 request = plan.send(Summary(text=summarizer.summarize(request.span), by=summarizer.name))
     except StopIteration as stop:
-        return stop.value
+        events: list[Event] = stop.value
+        return events
 
 
-def _captured(session: Session, plan: Generator[Summarize, Summary, Any]) -> Plan:
+def _captured(session: Session, plan: Steps) -> Plan:
     """Run `plan` and return every event the session emitted meanwhile."""
     events: list[Event] = []
     session.listeners.append(events.append)
@@ -463,7 +467,7 @@ class Policy:
         else everything foldable. It is applied only if it shrinks the context."""
         return _captured(session, self._fold_by_hand(session, ctx, span_ids, trigger))
 
-    def _fold_by_hand(self, session: Session, ctx: PolicyContext, span_ids: list[str] | None, trigger: str):
+    def _fold_by_hand(self, session: Session, ctx: PolicyContext, span_ids: list[str] | None, trigger: str) -> Steps:
         if span_ids is None:
             span_ids = span_to_target(session, ctx.settings.target_tokens, keep_recent=ctx.settings.keep_recent)
             if not span_ids:
@@ -664,7 +668,7 @@ class LadderPolicy(Policy):
             )
         return done
 
-    def _fold_to(self, session: Session, ctx: PolicyContext, target: int, trigger: str):
+    def _fold_to(self, session: Session, ctx: PolicyContext, target: int, trigger: str) -> Steps:
         """Fold down to the target in one step, and only with folds that shrink.
 
         The span is taken large enough for its expected summary (a quarter of
@@ -683,7 +687,7 @@ class LadderPolicy(Policy):
         keep = ctx.settings.keep_recent
         refused: Summary | None = None
 
-        def summary_of(span: list[Message]):
+        def summary_of(span: list[Message]) -> Generator[Summarize, Summary, Summary]:
             if refused is not None:
                 return refused
             return (yield from ask_summary(ctx, span, session))
@@ -776,7 +780,7 @@ class LadderPolicy(Policy):
         span: list[Message],
         reply: Summary,
         trigger: str,
-        fallbacks,
+        fallbacks: tuple[Summarizer, ...],
         gain: float,
     ) -> FoldRecord:
         return choose_fold(
@@ -792,7 +796,7 @@ class LadderPolicy(Policy):
             budget=ctx.settings.summary_budget(sum(m.tokens for m in span)),
         )
 
-    def _shrink(self, session: Session, ctx: PolicyContext, limit: int, trigger: str, target: int | None = None):
+    def _shrink(self, session: Session, ctx: PolicyContext, limit: int, trigger: str, target: int | None = None) -> Steps:
         """Past `limit`: re-spill big inline results, then if still past it, fold to the
         target (the fold target unless told another)."""
         if session.context_tokens <= limit:
@@ -806,7 +810,7 @@ class LadderPolicy(Policy):
         if session.context_tokens > limit:
             yield from self._fold_to(session, ctx, target, trigger)
 
-    def _fit(self, session: Session, ctx: PolicyContext):
+    def _fit(self, session: Session, ctx: PolicyContext) -> Steps:
         """Make the request fit the window with room for the reply, or leave it to the caller to refuse.
 
         A newest message that cannot fit even alone is spilled first: folding
@@ -860,11 +864,17 @@ class LadderPolicy(Policy):
         foldable = context - kept
         if foldable <= 0:
             return None
-        budget = ctx.settings.summary_budget(foldable)
+        # the span's statements that a fold carries into the ledger stay too, verbatim
+        span = [m for m in session.messages if not m.pinned and m.id not in recent_ids and m.kind is not Kind.fold_summary]
+        carried = session.carried_by(span) if session.statements and span else []
+        held = session.count(ledger_text(carried)) if carried else 0
+        kept += held
+        # the summarizer is shown the span without them: its budget is of what is left
+        budget = ctx.settings.summary_budget(max(0, foldable - held))
         after = max(resume, kept + budget)
         return ResumeFold(after=after, span_tokens=foldable, summary_tokens=budget) if after < context else None
 
-    def _before_request(self, session: Session, ctx: PolicyContext, expired: bool):
+    def _before_request(self, session: Session, ctx: PolicyContext, expired: bool) -> Steps:
         if expired:
             # The cache is gone: the whole context is rewritten on this request anyway,
             # so a fold now costs no extra re-evaluation. It goes deeper than a fold at the

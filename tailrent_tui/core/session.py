@@ -382,6 +382,8 @@ class Session:
             st.status = e.status
         if e.pinned is not None:
             st.unpinned = not e.pinned
+        if e.amended_by is not None:
+            st.amended_by = e.amended_by
         if e.text is not None and e.text != st.text:
             if st.original is None:
                 st.original = st.text
@@ -560,6 +562,7 @@ class Session:
         labelled_roles = ("user", "instructions", "tool")
         statements: list[Statement] = []
         supersedes: dict[str, str] = {}
+        amends: dict[str, tuple[str, str]] = {}
         earlier = [st for st in self.statements.values() if st.status == "current"]
         said = {" ".join(st.text.casefold().split()) for st in earlier}
         for n, f in enumerate(found):
@@ -583,12 +586,19 @@ class Session:
             if not proposal and (role in labelled_roles or f.label):
                 old = ledger_rules.find_superseded(f, earlier)
                 if old is not None and old.message_id != m.id:
-                    supersedes[st.id] = old.id
+                    # a correction of one value of several: the rest of the old statement still holds
+                    amended = ledger_rules.amendment(f.text, old.text)
+                    if amended is not None:
+                        amends[old.id] = (st.id, amended)
+                    else:
+                        supersedes[st.id] = old.id
                     earlier = [e for e in earlier if e.id != old.id]
             statements.append(st)
         self.emit(StatementsFound(message_id=m.id, statements=statements, supersedes=supersedes, at=m.created))
         for old_id in supersedes.values():
             self._release(old_id)
+        for old_id, (by_id, text) in amends.items():
+            self.edit_statement(old_id, text, amended_by=by_id)
 
     def _release(self, statement_id: str) -> None:
         """A superseded statement's message is unpinned, so it leaves at the next fold
@@ -666,7 +676,11 @@ class Session:
                 continue
             # an edited statement's message holds its original words
             held = [self.statements[i] for i in self._statements_of.get(m.id, ()) if i in self.statements]
-            texts = [st.original or st.text for st in held if st.id in carried or st.status == "superseded"]
+            texts = [
+                st.original or st.text
+                for st in held
+                if st.id in carried or st.status == "superseded" or (st.edited and self.carrier.get(st.id) != m.id)
+            ]
             if not texts:
                 out.append(m)
                 continue
@@ -707,9 +721,10 @@ class Session:
         self._release(statement_id)
         return ev  # type: ignore[return-value]
 
-    def edit_statement(self, statement_id: str, text: str) -> StatementChanged | None:
+    def edit_statement(self, statement_id: str, text: str, *, amended_by: str | None = None) -> StatementChanged | None:
         """The user's wording for a statement. Held by a ledger message, that message shows it
-        at once; held by its own live message, a pinned ledger line at the tail shows it."""
+        at once; held by its own live message, a pinned ledger line at the tail shows it.
+        `amended_by`: the statement whose correction replaced part of it (the ledger's own edit)."""
         st = self._statement(statement_id)
         text = " ".join(text.split())
         if not text:
@@ -719,7 +734,7 @@ class Session:
         if text == st.text:
             return None
         holder = self._index.get(self.carrier.get(statement_id, ""))
-        ev = self.emit(StatementChanged(id=statement_id, text=text, status="current", at=self.clock()))
+        ev = self.emit(StatementChanged(id=statement_id, text=text, status="current", amended_by=amended_by, at=self.clock()))
         if holder is None or holder.kind is not Kind.ledger:
             edited = self.statements[statement_id]
             m = self.make_message(

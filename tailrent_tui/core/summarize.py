@@ -246,6 +246,19 @@ _ECHO_RE = re.compile(
 )
 #: a model's summary must save at least this share of its span, or the fold is not worth its loss
 MIN_SAVING = 0.1
+#: a summary of this many content words or more must take at least this share of them from its span:
+#: a small model that writes back its system prompt or an app notice is not summarizing the span
+ABOUT_MIN_WORDS = 12
+ABOUT_MIN_SHARE = 0.3
+_CONTENT_WORD_RE = re.compile(r"[^\W\d_]{4,}")
+
+
+def _about_its_span(text: str, span: Sequence[Any]) -> bool:
+    words = [w.casefold() for w in _CONTENT_WORD_RE.findall(text)]
+    if len(words) < ABOUT_MIN_WORDS or not span:
+        return True
+    source = {w.casefold() for m in span for w in _CONTENT_WORD_RE.findall(role_content(m)[1])}
+    return sum(w in source for w in words) >= ABOUT_MIN_SHARE * len(words)
 
 
 def check_summary(summary: Summary, *, span_tokens: int, count: Any, span: Sequence[Any] = ()) -> str | None:
@@ -254,7 +267,8 @@ def check_summary(summary: Summary, *, span_tokens: int, count: Any, span: Seque
     Rejected: no text, an error, a text cut at the budget, chat-template tokens,
     a text that repeats itself when its span does not (a faithful summary of a
     repetitive log may repeat too), one that writes back its instruction or
-    answers the conversation instead of summarizing it, or one that saves under
+    answers the conversation instead of summarizing it, one whose words mostly come from
+    elsewhere (a system prompt or an app notice written back), or one that saves under
     a tenth of its span (:data:`MIN_SAVING`).
     """
     text = summary.text.strip()
@@ -272,6 +286,8 @@ def check_summary(summary: Summary, *, span_tokens: int, count: Any, span: Seque
         return "it repeats the summary instruction"
     if _ANSWER_RE.match(text):
         return "it answers the conversation instead of summarizing it"
+    if not _about_its_span(text, span):
+        return "it is not about its span (most of its words are not in it)"
     tokens = count(text)
     if tokens >= span_tokens:
         return f"it was not shorter than its span ({tokens:,} >= {span_tokens:,} tokens)"

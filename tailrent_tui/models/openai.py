@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -63,9 +63,6 @@ from .wire import (
     OpenAIUsage,
     parse_json_line,
 )
-
-if TYPE_CHECKING:
-    from .tokenizer import ServerTokenizer
 
 API_KEY_VARIABLES = ("TAILRENT_API_KEY", "OPENAI_API_KEY")
 # Keys servers use in /v1/models for the window: llama.cpp meta.n_ctx, vLLM
@@ -299,13 +296,6 @@ class OpenAIModel(HttpBackend):
     def headers(self) -> dict[str, str] | None:
         """The headers every request to this server carries (an API key), for other clients of it."""
         return self._headers
-
-    def server_tokenizer(self, *, timeout: float | None = None) -> ServerTokenizer:
-        """The server's own tokenizer, if it has one (llama.cpp): ask it with `measure_framing`."""
-        from .tokenizer import TIMEOUT, ServerTokenizer  # it renders requests with this module's openai_messages
-
-        chosen = TIMEOUT if timeout is None else httpx.Timeout(timeout, connect=min(2.0, timeout))
-        return ServerTokenizer(self.server_root, headers=self._headers, timeout=chosen)
 
     async def _props_window(self) -> int | None:
         """The window in llama.cpp's ``/props`` (at the server's root, beside ``/v1``); None from other servers."""

@@ -37,7 +37,7 @@ from tailrent_tui.core.tokens import Framing, get_counter
 from .base import ToolSpec, WireMessage, wire_tools
 from .errors import first_problem
 from .http import error_text, retry_after
-from .openai import openai_messages
+from .openai import OpenAIModel, openai_messages
 from .text import clean_text, redact
 
 TIMEOUT = httpx.Timeout(10.0, connect=2.0)
@@ -204,3 +204,9 @@ def measure_framing(
     # a template that does not render tools (gemma3-270m's: llama.cpp drops them) makes them cost nothing
     schema = tokenizer.prompt_tokens(opening, tools) - alone if tools else 0
     return Framing(request=request, system=framed_system, roles=roles), schema
+
+
+def server_tokenizer(model: OpenAIModel, *, timeout: float | None = None) -> ServerTokenizer:
+    """The model server's own tokenizer, if it has one (llama.cpp): ask it with `measure_framing`."""
+    chosen = TIMEOUT if timeout is None else httpx.Timeout(timeout, connect=min(2.0, timeout))
+    return ServerTokenizer(model.server_root, headers=model.headers, timeout=chosen)

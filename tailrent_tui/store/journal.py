@@ -20,7 +20,10 @@ Rules that keep a crash, a kill or a full disk from costing a message:
   before it is kept, its bytes are copied to `journal.torn-<time>`, and the
   next writer starts a fresh line and appends a marker
   `{"journal_torn": {...}}` so later loads know the line is a known torn
-  fragment, not corruption;
+  fragment, not corruption. That fix-up can itself be cut short by a kill or
+  a full disk: a last line that is not JSON is torn even with its newline
+  (the newline was the fix-up's first byte), the next writer marks it, and a
+  marker cut short still marks the line before it;
 - a bad line anywhere else is `JournalCorrupt`, naming the file and the line;
   `repair_journal` writes a repaired copy beside the original.
 """
@@ -136,12 +139,17 @@ def _parse_header(path: Path, raw: bytes) -> JournalHeader:
 
 
 def _is_marker(raw: bytes) -> bool:
-    if not raw.startswith(_TORN_PREFIX):
-        return False
+    """A torn-line marker, whole or cut short: its first bytes are the marker's (no event line starts so)."""
+    raw = raw.rstrip(b"\n")
+    return raw.startswith(_TORN_PREFIX) or (len(raw) >= 3 and _TORN_PREFIX.startswith(raw))
+
+
+def _is_json(raw: bytes) -> bool:
     try:
-        return isinstance(json.loads(raw), dict)
+        json.loads(raw)
     except ValueError:
         return False
+    return True
 
 
 def _parse_event(raw: bytes) -> tuple[Event | None, str]:
@@ -211,6 +219,7 @@ def _read(path: Path, save_torn: bool, on_event: Callable[[int, Event], Any]) ->
         )
     header: JournalHeader | None = None
     suspect: tuple[int, str] | None = None  # a bad line that only a torn marker may excuse
+    suspect_body = b""
     healed: list[int] = []
     warnings: list[str] = []
     torn = False
@@ -236,24 +245,37 @@ def _read(path: Path, save_torn: bool, on_event: Callable[[int, Event], Any]) ->
             on_event(n, event)
             continue
         if complete:
-            suspect = (n, reason)
+            suspect, suspect_body = (n, reason), body
             continue
         # the last line, without its newline and not an event: the writer died mid-line
         torn = True
-        if save_torn:
-            torn_path, fresh = save_torn_bytes(path, body)
-            where = f"saved to {torn_path.name}" + ("" if fresh else " (earlier)")
-        else:
-            where = "not saved (read-only load)"
-        warnings.append(
-            f"{path.name}: the last line ({len(body)} bytes) was torn by an interrupted write and is skipped; "
-            f"its bytes are {where}; every line before it is loaded"
-        )
+        torn_path = _torn_tail(path, body, save_torn, warnings)
     if header is None:
         raise JournalCorrupt(path, 1, "the journal is empty (no header)")
     if suspect is not None:
-        raise JournalCorrupt(path, *suspect)
+        if _is_json(suspect_body):
+            # a whole line that is no event (a later tailrent's, or damage): never skipped quietly
+            raise JournalCorrupt(path, *suspect)
+        # the last line is a fragment with a newline: the fix-up after a torn line was cut off
+        # after its first byte (a kill, a full disk), so the fragment is torn like any other
+        torn = True
+        torn_path = _torn_tail(path, suspect_body, save_torn, warnings)
     return LoadResult(events=[], header=header, torn=torn, torn_bytes_path=torn_path, warnings=warnings, healed_lines=healed)
+
+
+def _torn_tail(path: Path, body: bytes, save_torn: bool, warnings: list[str]) -> Path | None:
+    """Report a torn last line (and copy its bytes beside the journal unless the load is read-only)."""
+    torn_path = None
+    if save_torn:
+        torn_path, fresh = save_torn_bytes(path, body)
+        where = f"saved to {torn_path.name}" + ("" if fresh else " (earlier)")
+    else:
+        where = "not saved (read-only load)"
+    warnings.append(
+        f"{path.name}: the last line ({len(body)} bytes) was torn by an interrupted write and is skipped; "
+        f"its bytes are {where}; every line before it is loaded"
+    )
+    return torn_path
 
 
 def replay_journal(path: Path, session: Session, *, save_torn: bool = True) -> LoadResult:
@@ -348,25 +370,50 @@ def _tail_after_last_newline(path: Path) -> bytes:
         return f.read()
 
 
+def _last_line(path: Path) -> bytes | None:
+    """The last whole line of a file that ends with a newline (without it); None when it is the first line."""
+    with open(path, "rb") as f:
+        end = f.seek(0, os.SEEK_END)
+        stop = end - 1  # the file's last newline, ending the line wanted
+        pos = stop
+        chunk = 1 << 16
+        while pos > 0:
+            start = max(0, pos - chunk)
+            f.seek(start)
+            i = f.read(pos - start).rfind(b"\n")
+            if i >= 0:
+                f.seek(start + i + 1)
+                return f.read(stop - (start + i + 1))
+            pos = start
+        return None
+
+
 def _fresh_line_fixup(path: Path) -> bytes:
     """What to write before the next line so that it starts on a fresh line.
 
     A tail that is a whole event without its newline only needs the newline;
-    a torn fragment also gets a marker line, and its bytes a side file.
+    a torn fragment also gets a marker line, and its bytes a side file. A last
+    line that is a fragment with its newline (the fix-up before was cut off
+    after that newline) gets its marker now, before anything follows it.
     """
     tail = _tail_after_last_newline(path)
+    lead = b"\n"
     if not tail:
-        return b""
-    event, _ = _parse_event(tail)
-    if event is not None:
-        return b"\n"
+        last = _last_line(path)
+        if last is None or not last or _is_marker(last) or _is_json(last):
+            return b""
+        tail, lead = last, b""
+    else:
+        event, _ = _parse_event(tail)
+        if event is not None:
+            return b"\n"
     try:
         side, _ = save_torn_bytes(path, tail)
         side_name = side.name
     except OSError:
         side_name = None
     marker = {TORN_KEY: {"bytes": len(tail), "side_file": side_name, "at": time.time()}}
-    return b"\n" + json.dumps(marker).encode("utf-8") + b"\n"
+    return lead + json.dumps(marker).encode("utf-8") + b"\n"
 
 
 class _JournalState:

@@ -85,7 +85,7 @@ def ledger_rows(session: Session) -> list[LedgerRow]:
                 statement=st,
                 held=held,
                 holder=holder,
-                successor=numbers.get(st.superseded_by or ""),
+                successor=numbers.get(st.superseded_by or st.amended_by or ""),
                 predecessor=numbers.get(st.supersedes or ""),
             )
         )
@@ -141,6 +141,8 @@ def status_word(row: LedgerRow) -> str:
     if st.status == "superseded":
         return f"superseded → #{row.successor}" if row.successor is not None else "superseded"
     word = st.status
+    if st.amended_by and row.successor is not None:
+        return f"{word}, part superseded → #{row.successor}"
     return f"{word}, edited" if st.edited else word
 
 

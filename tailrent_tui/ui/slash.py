@@ -153,7 +153,7 @@ async def watch(host: SlashHost, rest: str) -> bool:
         host.notify("/watch WORD: name the word to watch", severity="error")
         return False
     try:
-        added = host.agent.watch(rest)
+        added = host.agent.ladder.watch(rest)
     except (SessionError, ValueError) as exc:
         host.notify(str(exc), severity="error")
         return False
@@ -179,7 +179,7 @@ async def recall(host: SlashHost, rest: str) -> bool:
         host.notify("/recall QUESTION [--expect WORD ...]", severity="error")
         return False
     try:
-        report, unreadable = host.agent.recall(question, expect)
+        report, unreadable = host.agent.stores.recall(question, expect)
     except (ValueError, SessionError) as exc:
         host.notify(str(exc), severity="error")
         return False
@@ -220,7 +220,7 @@ async def export(host: SlashHost, rest: str) -> bool:
             host.notify("/export md, /export json, or a path ending in .md or .json", severity="error")
             return False
     try:
-        path = host.agent.export(fmt, Path(target.strip()) if target.strip() else None)
+        path = host.agent.stores.export(fmt, Path(target.strip()) if target.strip() else None)
     except (OSError, ValueError) as exc:
         host.notify(f"export failed: {exc}", severity="error")
         return False

@@ -75,7 +75,7 @@ def counts(rows):
 
 def main():
     total = collections.Counter()
-    for name, prefix in (("heldout.jsonl", "h"), ("dev.jsonl", "d"), ("heldout2.jsonl", "g")):
+    for name, prefix in (("heldout.jsonl", "h"), ("dev.jsonl", "d"), ("heldout2.jsonl", "g"), ("heldout3.jsonl", "k")):
         if not (HERE / name).exists():
             continue
         rows = load(name)

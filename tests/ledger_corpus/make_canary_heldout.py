@@ -2,6 +2,10 @@
 
     python tests/ledger_corpus/make_canary_heldout.py            # writes beside this file
     python tests/ledger_corpus/make_canary_heldout.py OUT_DIR
+    python tests/ledger_corpus/make_canary_heldout.py --from heldout3 [OUT_DIR]   # canary-heldout3.jsonl
+
+canary-heldout3.jsonl is the same construction over heldout3.jsonl (a third hand, also
+never shown the detector): same seed, same parts and rounds, its own file name.
 
 canary-heldout.jsonl
     heldout2.jsonl's 283 lines, in order, as messages of their role (a user line as
@@ -37,6 +41,11 @@ HERE = Path(__file__).resolve().parent
 SEED = 2202
 PARTS = 8
 ROUND_TOKENS = 12000
+# source name -> (corpus file, canary file, trace name)
+SOURCES = {
+    "heldout2": ("heldout2.jsonl", "canary-heldout.jsonl", "canary-heldout"),
+    "heldout3": ("heldout3.jsonl", "canary-heldout3.jsonl", "canary-heldout3"),
+}
 
 
 def _make_canary():
@@ -47,8 +56,8 @@ def _make_canary():
     return module
 
 
-def load_rows() -> list[dict]:
-    with open(HERE / "heldout2.jsonl", encoding="utf-8") as f:
+def load_rows(source: str = "heldout2") -> list[dict]:
+    with open(HERE / SOURCES[source][0], encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
@@ -74,15 +83,15 @@ def parts(rows: list[dict]) -> list[list[dict]]:
     return out
 
 
-def canary_heldout() -> tuple[list[dict], dict[str, int]]:
+def canary_heldout(source: str = "heldout2") -> tuple[list[dict], dict[str, int]]:
     mc = _make_canary()
     rng = random.Random(SEED)
     work = mc.Work(rng)
-    rows = load_rows()
+    rows = load_rows(source)
     by_id = {r["id"]: r for r in rows}
     lines: list[dict] = [
         {
-            "trace": "canary-heldout",
+            "trace": SOURCES[source][2],
             "window": 4096,
             "system": "You are a coding agent. The user moves between several repositories over the days.",
         }
@@ -160,13 +169,27 @@ def canary_heldout() -> tuple[list[dict], dict[str, int]]:
     return lines, stats
 
 
-def write(out: Path = HERE) -> dict[str, int]:
-    lines, stats = canary_heldout()
+def write(out: Path = HERE, source: str = "heldout2") -> dict[str, int]:
+    lines, stats = canary_heldout(source)
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
-    (out / "canary-heldout.jsonl").write_text(text, encoding="utf-8")
+    (out / SOURCES[source][1]).write_text(text, encoding="utf-8")
     stats["bytes"] = len(text.encode("utf-8"))
     return stats
 
 
+def main(argv: list[str]) -> int:
+    source = "heldout2"
+    if argv[:1] == ["--from"]:
+        if len(argv) < 2 or argv[1] not in SOURCES:
+            print(f"--from takes one of: {', '.join(SOURCES)}", file=sys.stderr)
+            return 2
+        source, argv = argv[1], argv[2:]
+    if len(argv) > 1:
+        print("usage: make_canary_heldout.py [--from heldout2|heldout3] [OUT_DIR]", file=sys.stderr)
+        return 2
+    print(write(Path(argv[0]) if argv else HERE, source))
+    return 0
+
+
 if __name__ == "__main__":
-    print(write(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE))
+    sys.exit(main(sys.argv[1:]))

@@ -160,6 +160,11 @@ def oldest_unpinned(session: Session, count: int) -> list[str]:
 #: summaries as big as what they replace.
 GUARDED_KINDS = (Kind.chat, Kind.fold_summary, Kind.delegate_result, Kind.memory_pointer)
 
+#: the guard's repair block may take this share of its span's tokens (at least REPAIR_FLOOR):
+#: the facts past it are reported lost, not carried
+REPAIR_SHARE = 0.25
+REPAIR_FLOOR = 48
+
 
 def _span_text(span: Sequence[Message], folds: Sequence[FoldRecord] = ()) -> str:
     """The span's text the fact guard reads: conversation, summaries, pointers to memory.
@@ -362,10 +367,14 @@ def _prepare(
                         known.add(t.casefold())
                         span_facts.append(fact_guard.Fact(text=t, kind="quoted"))
         others = [m for m in seen if not (m.kind == Kind.fold_summary and m.id in lineage)]
-        for f in fact_guard.guarded_facts(_span_text(others), session.watch):
-            if f.text.casefold() not in known:
-                known.add(f.text.casefold())
-                span_facts.append(f)
+        # the user's words first: when the repair's room binds, what the user said is carried first
+        users = [m for m in others if m.role == "user"]
+        rest_of_span = [m for m in others if m.role != "user"]
+        for part in (users, rest_of_span):
+            for f in fact_guard.guarded_facts(_span_text(part), session.watch) if part else ():
+                if f.text.casefold() not in known:
+                    known.add(f.text.casefold())
+                    span_facts.append(f)
         facts = [f.text for f in span_facts]
         # What stays visible after the fold, besides the summary: one text, read once.
         rest = fact_guard.Visible(_rest_text(session, ids, ledger_msg))
@@ -374,8 +383,17 @@ def _prepare(
         missing = [f for f in missing if not in_summary.shows(f)]
         dropped = [f.text for f in missing]
         if guard == "repair" and missing:
-            body = fact_guard.repair_summary(summary, missing)
-            repaired = dropped
+            # the repair has room for a share of the span: a pasted log's sixty timings would
+            # otherwise make the summary as big as what it replaces; what has no room is lost, said so
+            room = max(REPAIR_FLOOR, int(sum(m.tokens for m in span) * REPAIR_SHARE))
+            fit: list[fact_guard.Fact] = []
+            for f in missing:
+                room -= session.count(f.text) + 1
+                if room < 0:
+                    break
+                fit.append(f)
+            body = fact_guard.repair_summary(summary, fit)
+            repaired = [f.text for f in fit]
             after = fact_guard.Visible(head + "\n" + body)
             lost = [f.text for f in missing if not after.shows(f)]
         else:

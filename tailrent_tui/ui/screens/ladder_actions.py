@@ -115,7 +115,7 @@ class LadderActions:
     def pin_statement(self, st: Statement, pinned: bool) -> bool:
         no = self._number(st)
         try:
-            changed = self.host.agent.pin_statement(st.id, pinned)
+            changed = self.host.agent.ladder.pin_statement(st.id, pinned)
         except (SessionError, OSError) as exc:
             self.host.notify(str(exc), severity="error")
             return False
@@ -138,7 +138,7 @@ class LadderActions:
             self.host.notify("already pinned")
             return True
         try:
-            self.host.agent.pin(m.id)
+            self.host.agent.ladder.pin(m.id)
         except (SessionError, OSError) as exc:
             self.host.notify(str(exc), severity="error")
             return False
@@ -155,7 +155,7 @@ class LadderActions:
             self.host.notify("not pinned")
             return True
         try:
-            self.host.agent.unpin(m.id)
+            self.host.agent.ladder.unpin(m.id)
         except (SessionError, OSError) as exc:
             self.host.notify(str(exc), severity="error")
             return False
@@ -217,7 +217,7 @@ class LadderActions:
             self.host.notify(f"#{self._number(st)} is {st.status}, not a proposal: nothing to accept")
             return True
         try:
-            self.host.agent.accept_statement(st.id)
+            self.host.agent.ladder.accept_statement(st.id)
         except (SessionError, OSError) as exc:
             self.host.notify(str(exc), severity="error")
             return False
@@ -232,7 +232,7 @@ class LadderActions:
             self.host.notify(f"#{self._number(st)} is superseded already")
             return True
         try:
-            self.host.agent.supersede_statement(st.id)
+            self.host.agent.ladder.supersede_statement(st.id)
         except (SessionError, OSError) as exc:
             self.host.notify(str(exc), severity="error")
             return False
@@ -249,7 +249,7 @@ class LadderActions:
             self.host.fill_input(f"/ledger edit {no} {st.text}")
             return True
         try:
-            self.host.agent.edit_statement(st.id, text)
+            self.host.agent.ladder.edit_statement(st.id, text)
         except (SessionError, OSError) as exc:
             self.host.notify(str(exc), severity="error")
             return False
@@ -264,7 +264,7 @@ class LadderActions:
         if m is None:
             return False
         try:
-            self.host.agent.spill(m.id)
+            self.host.agent.ladder.spill(m.id)
         except (SessionError, OSError) as exc:
             self.host.notify(str(exc), severity="error")
             return False
@@ -283,7 +283,7 @@ class LadderActions:
         if span_ids is None:
             span_ids = self.host.transcript.selected_ids or None
         try:
-            result = await self.host.agent.fold(span_ids)
+            result = await self.host.agent.ladder.fold(span_ids)
         except Exception as exc:  # SessionError (a pin in the span), FoldAborted (archive), a summarizer's failure
             self.host.notify(f"fold failed: {exc}", severity="error")
             return
@@ -315,7 +315,7 @@ class LadderActions:
             return False
         originals, error = None, None
         try:
-            originals = await self.host.agent.fold_originals(fold_no)
+            originals = await self.host.agent.stores.fold_originals_async(fold_no)
         except ArchiveError as exc:
             error = f"the originals cannot be shown: {exc}"
 
@@ -344,7 +344,7 @@ class LadderActions:
             return False
         cost = self.undo_cost(fold_no)
         try:
-            event = self.host.agent.unfold(fold_no)
+            event = self.host.agent.ladder.unfold(fold_no)
         except (SessionError, ArchiveError) as exc:
             self.host.notify(str(exc), severity="error")
             return False
@@ -358,7 +358,7 @@ class LadderActions:
     def undo_cost(self, fold_no: int) -> str | None:
         """What undoing the fold costs the next request, in words (None when it cannot be said)."""
         try:
-            tokens, seconds, cached = self.host.agent.unfold_cost(fold_no)
+            tokens, seconds, cached = self.host.agent.ladder.unfold_cost(fold_no)
         except (SessionError, ArchiveError):
             return None
         text = f"the next request reads {tokens:,} tokens again" + (f" (~{seconds:.1f} s)" if seconds is not None else "")
@@ -367,7 +367,7 @@ class LadderActions:
     async def review_fold(self, review: Review) -> Verdict:
         """Show a fold before it applies (the agent's reviewer); the preview's answer goes back to the plan."""
         done: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
-        reread, seconds = self.host.agent.reread_after(review.record)
+        reread, seconds = self.host.agent.ladder.reread_after(review.record)
 
         def answered(verdict: Verdict | None) -> None:
             if not done.done():
@@ -391,7 +391,7 @@ class LadderActions:
             return False
         text, error = None, None
         try:
-            text = await self.host.agent.spill_text(spill_id)
+            text = await self.host.agent.stores.spill_text(spill_id)
         except (OSError, KeyError, ValueError) as exc:
             error = f"spill {spill_id} cannot be read: {exc}"
         self.host.app.push_screen(SpillViewer(spilled, text, error))

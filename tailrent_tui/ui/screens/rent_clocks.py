@@ -37,12 +37,12 @@ class RentClocks:
 
     def keep_warm_status(self) -> KeepWarmStatus | None:
         """The keep-warm rule's decision now, for the Tail panel (None without a rent model)."""
-        keep_warm = self._agent.keep_warm
+        keep_warm = self._agent.meter.keep_warm
         return keep_warm.status(self._clock()) if keep_warm is not None else None
 
     def keep_warm_tick(self) -> None:
         """Once a second: send a keep-warm ping when the rule says one is due, never during a turn."""
-        keep_warm = self._agent.keep_warm
+        keep_warm = self._agent.meter.keep_warm
         if keep_warm is None or self._busy() or self._pinging or not keep_warm.due(self._clock()):
             return
         self._pinging = True
@@ -50,7 +50,7 @@ class RentClocks:
 
     async def _ping(self) -> None:
         try:
-            await self._agent.ping(self._clock())
+            await self._agent.turns.ping(self._clock())
         finally:
             self._pinging = False
 

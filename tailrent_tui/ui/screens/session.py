@@ -203,9 +203,9 @@ class SessionScreen(Screen[None]):
     def on_mount(self) -> None:
         self.refresh_sub_title()
         self.session.listeners.append(self._on_session_event)
-        self.agent.on_summary = self._on_summary
-        self.agent.on_review = self.ladder.review_fold
-        self.agent.on_prepared = self._on_prepared
+        self.agent.ladder.on_summary = self._on_summary
+        self.agent.ladder.on_review = self.ladder.review_fold
+        self.agent.ladder.on_prepared = self._on_prepared
         self.set_interval(1.0, self.sidebar.tick, name="cache countdown")
         self.set_interval(1.0, self.clocks.keep_warm_tick, name="keep-warm")
         self.set_interval(30.0, self.sidebar.refresh_spills, name="spill ages")
@@ -244,10 +244,10 @@ class SessionScreen(Screen[None]):
         Tail panel is right before any request."""
 
         async def run() -> None:
-            self._loading = self.agent.will_preload()
+            self._loading = self.agent.link.will_preload()
             self.refresh_sub_title()
             try:
-                await self.agent.start()
+                await self.agent.link.start()
             except Exception as exc:  # the first turn asks again; the app must open regardless
                 self.notify(f"could not ask the server for its window: {exc}", severity="warning")
                 return
@@ -255,13 +255,13 @@ class SessionScreen(Screen[None]):
                 self._loading = False
                 self.refresh_sub_title()
             self.sidebar.refresh_window()
-            seconds = self.agent.preload_seconds
+            seconds = self.agent.link.preload_seconds
             if seconds is not None:
                 self.notify(f"{self._model_name()} loaded in {seconds:.1f} s", timeout=4)
             # the resume's price and the slot restored, kept in the transcript (why the first request
             # reads what it reads: a slot another client took, a restarted server); warnings come
             # through their notes already
-            for text, level in self.agent.resume_lines:
+            for text, level in self.agent.link.resume_lines:
                 if level == "info":
                     await self.transcript.show_notice(text)
 
@@ -281,9 +281,9 @@ class SessionScreen(Screen[None]):
     async def on_unmount(self) -> None:
         if self._on_session_event in self.session.listeners:
             self.session.listeners.remove(self._on_session_event)
-        self.agent.on_summary = None
-        self.agent.on_review = None
-        self.agent.on_prepared = None
+        self.agent.ladder.on_summary = None
+        self.agent.ladder.on_review = None
+        self.agent.ladder.on_prepared = None
         # the MCP servers stop while the loop still runs (quit, or the app's end); launch kills any survivor
         hub = self.agent.mcp
         if hub is not None and hub.started:
@@ -454,7 +454,7 @@ class SessionScreen(Screen[None]):
 
     async def _prepare_fold(self) -> None:
         try:
-            await self.agent.prepare_fold()
+            await self.agent.ladder.prepare_fold()
         except ModelError:
             return  # written again at the next pause, or at the trigger as any fold
 
@@ -628,7 +628,7 @@ class SessionScreen(Screen[None]):
         import asyncio
 
         try:
-            await self.agent.shell(command)
+            await self.agent.tools.shell(command)
         except asyncio.CancelledError:
             self.notify(f"!{command} cancelled: its processes were killed", severity="warning")
             raise

@@ -122,9 +122,9 @@ class TurnRunner:
             if out is not None:
                 # what goes beside the message enters first, through the ladder as a tool's output does
                 for label, body in out.pastes.items():
-                    await self._agent.attach_paste(label, body)
+                    await self._agent.tools.attach_paste(label, body)
                 for path in out.files:
-                    await self._agent.attach_file(path)
+                    await self._agent.tools.attach_file(path)
             result = await self._agent.turn(out.text if out is not None else None, self.callbacks())
         except asyncio.CancelledError:
             self.post(TurnEnded(TurnResult(cancelled=True)))

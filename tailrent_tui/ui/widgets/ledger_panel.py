@@ -108,7 +108,10 @@ class LedgerPanel(Vertical):
                     line = Content.from_markup("[$warning]?[/]#$no $text [dim]proposal[/]", no=str(r.no), text=text)
                 else:
                     mark = "✎" if st.edited else " "
-                    line = Content.from_markup("$mark#$no $text", mark=mark, no=str(r.no), text=text)
+                    # part of it replaced by a later correction: the chain reads down the list as for a superseded one
+                    after = f" ⇢ #{r.successor}" if st.amended_by and r.successor is not None else ""
+                    text = _cut(full, TEXT_WIDTH - len(after))
+                    line = Content.from_markup("$mark#$no $text[dim]$after[/]", mark=mark, no=str(r.no), text=text, after=after)
                 options.append(Option(line, id=STATEMENT + st.id))
         plain = [session.get(i) for i in plain_pins(session)]
         if plain:
