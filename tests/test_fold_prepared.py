@@ -198,17 +198,17 @@ async def test_near_the_window_the_context_a_prepared_fold_leaves_is_sent_ahead_
     agent.session.detect_statements = True
     agent.model = MockModel([SUMMARY] * 60)
     agent.model.prompt_cache = True
-    await agent.start()
+    await agent.link.start()
     assert agent.rent.sheet.prompt_cache
-    agent.summarizer = ModelSummarizer(agent.model)
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
     sent_ahead = 0
     question = " ".join(f"Which {w} number should we check first?" for w in PROSE[:24])
     for i in range(12):
         # once a fold is prepared, the next message asks only: it states nothing the ledger would carry or
         # correct, so the fold at the trigger carries the ledger that was sent ahead
         await agent.turn(question if agent.ladder.prepared is not None else distinct_fact_message(i))
-        await agent.prepare_fold()
-        sent_ahead += agent.state.placement.expect_prompt_cache
+        await agent.ladder.prepare_fold()
+        sent_ahead += agent.placement.expect_prompt_cache
         if agent.session.folds:
             break
     record = agent.session.folds[0]
@@ -233,27 +233,27 @@ async def test_a_server_without_a_prompt_cache_is_noticed_at_the_next_turn_and_s
     agent.session.detect_statements = True
     agent.model = MockModel([SUMMARY] * 60)
     agent.model.prompt_cache = True
-    await agent.start()
-    agent.summarizer = ModelSummarizer(agent.model)
+    await agent.link.start()
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
     agent.model.prompt_cache = False  # what the server turns out to do
     i = 0
-    while not agent.state.placement.expect_prompt_cache:
+    while not agent.placement.expect_prompt_cache:
         assert i < 12 and not agent.session.folds
         await agent.turn(distinct_fact_message(i))
-        await agent.prepare_fold()
+        await agent.ladder.prepare_fold()
         i += 1
     # the next message does not reach the trigger (here: the trigger is raised), so no fold comes before it
-    settings = agent.state.settings
-    agent.state.settings = settings.model_copy(update={"fold": settings.fold.model_copy(update={"trigger": 0.99})})
+    settings = agent.ladder.settings
+    agent.ladder.settings = settings.model_copy(update={"fold": settings.fold.model_copy(update={"trigger": 0.99})})
     await agent.turn("Thanks. Which one first?")
     assert not agent.session.folds
     said = [n.text for n in agent.session.notes if "keeps no prompt cache" in n.text]
     assert len(said) == 1
     assert not agent.rent.sheet.prompt_cache
     # from then on a prepared fold's context is not sent ahead where the conversation does not fit with it
-    agent.state.settings = settings
+    agent.ladder.settings = settings
     for j in range(i, i + 4):
         await agent.turn(distinct_fact_message(j))
-        await agent.prepare_fold()
-        assert not agent.state.placement.expect_prompt_cache
+        await agent.ladder.prepare_fold()
+        assert not agent.placement.expect_prompt_cache
     assert len([n for n in agent.session.notes if "keeps no prompt cache" in n.text]) == 1
