@@ -145,10 +145,6 @@ def fact_message(i: int) -> str:
     return f"{fact} {body}. What should we check first?"
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (issue 22 x 23): with the user's words kept as said, the span the ladder asks at the trigger no longer matches the prepared one, so the prepared summary is not used",  # noqa: E501
-)
 async def test_a_span_with_statements_is_prepared_as_the_ladder_asks_it(make_agent):
     # each message states a fact the ledger carries: the ladder asks a summary of the span without them,
     # and the prepared fold must be of that same span, or it is not used at the trigger
@@ -175,3 +171,89 @@ async def test_a_span_with_statements_is_prepared_as_the_ladder_asks_it(make_age
     assert any(m["content"].startswith("[context note]\n[ledger") for r in agent.model.requests for m in r[-1:])
     for u in agent.session.usage:
         assert u.predicted_evaluated == pytest.approx(u.evaluated_tokens, rel=0.1, abs=8), u
+
+
+def distinct_fact_message(i: int) -> str:
+    """The user's words, kept as said (no later message corrects them)."""
+    rng = random.Random(i)
+    body = " ".join(rng.choice(PROSE) for _ in range(220))
+    name = ["billing", "search", "upload", "mailer", "gateway", "scheduler", "metrics", "auth", "export", "webhook"][i % 10]
+    return f"About the {name} team: {body}. What should we check first?"
+
+
+async def test_near_the_window_the_context_a_prepared_fold_leaves_is_sent_ahead_and_the_next_request_reads_the_new_message(
+    make_agent,
+):
+    # the ledger does not fit after the whole conversation in the window (the reply's room is large): the
+    # prepared fold's context (span out, summary and ledger after the last reply) is sent while the user
+    # reads; the engine keeps the prompts before it (llama.cpp's --cache-ram), so a turn before the trigger
+    # still finds its own, and the request after the fold reads the user's new message only
+    agent = make_agent(
+        window=2048,
+        max_reply_tokens=8,
+        system_prompt="Be brief.",
+        tokenizer="chars4",
+        fold={"placement": "after", "summarizer": "model"},
+    )
+    agent.session.detect_statements = True
+    agent.model = MockModel([SUMMARY] * 60)
+    agent.model.prompt_cache = True
+    await agent.link.start()
+    assert agent.rent.sheet.prompt_cache
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
+    sent_ahead = 0
+    question = " ".join(f"Which {w} number should we check first?" for w in PROSE[:24])
+    for i in range(12):
+        # once a fold is prepared, the next message asks only: it states nothing the ledger would carry or
+        # correct, so the fold at the trigger carries the ledger that was sent ahead
+        await agent.turn(question if agent.ladder.prepared is not None else distinct_fact_message(i))
+        await agent.ladder.prepare_fold()
+        sent_ahead += agent.placement.expect_prompt_cache
+        if agent.session.folds:
+            break
+    record = agent.session.folds[0]
+    assert record.summarizer.endswith("prepared") and record.ledger is not None
+    assert sent_ahead >= 1
+    turns = [u for u in agent.session.usage if u.purpose == "turn"]
+    after = turns[-1]
+    new_message = agent.session.sent_tokens(agent.session.messages[-2])
+    # the fold came before this request: it read the user's new message, not the ledger nor the summary
+    assert after.evaluated_tokens <= new_message + 8 < record.ledger.tokens + new_message
+    for u in agent.session.usage:
+        assert u.predicted_evaluated == pytest.approx(u.evaluated_tokens, rel=0.1, abs=8), u
+    assert not [n for n in agent.session.notes if "prompt cache" in n.text]
+
+
+async def test_a_server_without_a_prompt_cache_is_noticed_at_the_next_turn_and_said_once(make_agent):
+    # the context a prepared fold leaves was sent ahead, then the user sent a short message (no fold yet): the
+    # engine had no prompt cache to find the conversation in, and read it whole
+    agent = make_agent(
+        window=2048, max_reply_tokens=8, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after"}
+    )
+    agent.session.detect_statements = True
+    agent.model = MockModel([SUMMARY] * 60)
+    agent.model.prompt_cache = True
+    await agent.link.start()
+    agent.ladder.summarizer = ModelSummarizer(agent.model)
+    agent.model.prompt_cache = False  # what the server turns out to do
+    i = 0
+    while not agent.placement.expect_prompt_cache:
+        assert i < 12 and not agent.session.folds
+        await agent.turn(distinct_fact_message(i))
+        await agent.ladder.prepare_fold()
+        i += 1
+    # the next message does not reach the trigger (here: the trigger is raised), so no fold comes before it
+    settings = agent.ladder.settings
+    agent.ladder.settings = settings.model_copy(update={"fold": settings.fold.model_copy(update={"trigger": 0.99})})
+    await agent.turn("Thanks. Which one first?")
+    assert not agent.session.folds
+    said = [n.text for n in agent.session.notes if "keeps no prompt cache" in n.text]
+    assert len(said) == 1
+    assert not agent.rent.sheet.prompt_cache
+    # from then on a prepared fold's context is not sent ahead where the conversation does not fit with it
+    agent.ladder.settings = settings
+    for j in range(i, i + 4):
+        await agent.turn(distinct_fact_message(j))
+        await agent.ladder.prepare_fold()
+        assert not agent.placement.expect_prompt_cache
+    assert len([n for n in agent.session.notes if "keeps no prompt cache" in n.text]) == 1

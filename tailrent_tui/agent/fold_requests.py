@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tailrent_tui.agent.kv_slots import save_before_fold
-from tailrent_tui.agent.wire import wire_entries
+from tailrent_tui.agent.wire import wire_entries, wire_entries_of
 from tailrent_tui.core import ledger as ledger_rules
 from tailrent_tui.core.messages import FoldRecord, Message
 from tailrent_tui.core.policies import FALLBACKS
@@ -68,6 +68,8 @@ class PreparedFold:
     summary: Summary
     #: the span as the ladder takes it, statements and all (what the fold's ledger carries from)
     raw_ids: tuple[str, ...] = ()
+    #: those messages' tokens then (an edit since makes the summary stale)
+    raw_tokens: int = 0
 
     @property
     def messages(self) -> int:
@@ -95,6 +97,8 @@ class FoldRequests:
         self.fitted_budget = 0
         #: a summary request of the span alone replaced the engine's slot since the last fold was placed
         self.cache_moved = False
+        #: the ledger text the last `warm` sent after the prepared summary
+        self.warmed_ledger: str | None = None
 
     def prepared_span(self) -> list[Message] | None:
         """The span the ladder would fold at the trigger, when the context is past the pre-trigger
@@ -134,8 +138,11 @@ class FoldRequests:
                 return None
         ids = tuple(m.id for m in span)
         tokens = sum(m.tokens for m in span)
+        raw_ids = tuple(m.id for m in raw)
         request = Summarize(tuple(span), self.driver.policy_context().settings.summary_budget(tokens))
-        if self.prepared is not None and self.prepared.span_ids == ids:
+        if self.prepared is not None and self._same_messages(self.prepared, raw_ids):
+            # the same messages: what the ledger carries of them may have moved (the pins' budget
+            # binds differently as statements come), the summary of them has not
             if self.driver.meter.request_no > self.prepared_at:
                 await self.warm(self.prepared, request)
             return self.prepared
@@ -143,7 +150,7 @@ class FoldRequests:
         if summary.error or not summary.text:
             return None
         self.prepared_at = self.driver.meter.request_no
-        self.prepared = PreparedFold(ids, tokens, summary, tuple(m.id for m in raw))
+        self.prepared = PreparedFold(ids, tokens, summary, raw_ids, sum(m.tokens for m in raw))
         if self._ledger_text(self.prepared) is not None:
             # the statements the fold will carry are new tokens: read them now, after the summary
             await self.warm(self.prepared, request)
@@ -152,11 +159,19 @@ class FoldRequests:
         return self.prepared
 
     async def warm(self, prepared: PreparedFold, request: Summarize) -> None:
-        """A turn came since the prepared summary was written, and the engine's cache holds that turn
-        now: send the conversation with the prepared instruction and summary after it (one token
-        asked), so that at the trigger the fold finds them cached again. Priced and journaled as a
-        summary request (it is the prepared fold's); skipped when the instruction would read
-        differently now, or the model does not write the summaries."""
+        """Send what the request after this prepared fold will start with, one token asked, so that at
+        the trigger the engine finds it cached: the ledger the fold carries (new tokens) read now, while
+        the user reads, and the summary again when a turn came since it was written. Priced and
+        journaled as a summary request (it is the prepared fold's).
+
+        Two shapes. The conversation with the prepared instruction, summary and ledger after it, when
+        that fits the window: llama.cpp shifts the kept messages and the rest past the span at the
+        fold. Near the window it does not fit (a ledger can be 40% of it): then, on an engine that keeps
+        recent prompts (llama.cpp's --cache-ram) and folds after the kept messages, the context as the
+        fold will leave it (the span out, the summary and the ledger after the last reply); the next
+        turn, if it comes before the trigger, finds its own prompt in the engine's prompt cache.
+        Skipped when the instruction would read differently now, or the model does not write the
+        summaries."""
         summarizer = self.driver.summarizer
         asked = prepared.summary.asked
         if not isinstance(summarizer, ModelSummarizer) or asked is None:
@@ -166,10 +181,26 @@ class FoldRequests:
             return
         session = self.driver.session
         text = prepared.summary.text
-        messages = [*context.messages, {"role": "user", "content": asked}, {"role": "assistant", "content": text}]
         ledger = self._ledger_text(prepared)
-        if ledger is not None:
-            messages.append({"role": "user", "content": f"[context note]\n{ledger}"})
+        note = f"[context note]\n{ledger}" if ledger is not None else None
+        answer = (answer_key(asked), session.count(text))
+        ledger_item = (ledger_key(asked), session.sent_tokens(session.make_message("system", ledger))) if ledger else None
+        tail_items = [answer, *([ledger_item] if ledger_item is not None else [])]
+        pair = [{"role": "user", "content": asked}, {"role": "assistant", "content": text}]
+        fits = session.head_tokens + sum(t for _, t in [*items, *tail_items]) + 1 + FIT_MARGIN <= self.driver.budget_window()
+        if fits:
+            messages = [*context.messages, *pair]
+            items = [*items, *tail_items]
+        elif self._folds_after_with_prompt_cache():
+            messages, items = self._post_fold(prepared, asked)
+            messages += pair
+            items += tail_items
+            self.driver.placement.expect_prompt_cache = True
+        else:
+            return
+        if note is not None:
+            messages.append({"role": "user", "content": note})
+        self.warmed_ledger = ledger
         options = {**context.options, **summarizer.options, "max_tokens": 1}
         at = session.clock()
         usage: Usage | None = None
@@ -182,12 +213,31 @@ class FoldRequests:
         rent = self.driver.rent
         predicted = None
         if rent is not None:
-            items = [*items, (answer_key(asked), session.count(text))]
-            if ledger is not None:
-                items.append((ledger_key(asked), session.sent_tokens(session.make_message("system", ledger))))
             predicted = rent.request(items, session.head_tokens, at, 0, aside=True)
         self.prepared_at = self.driver.meter.request_no + 1
         self.driver.meter.record(predicted, usage, "summary")
+
+    def _folds_after_with_prompt_cache(self) -> bool:
+        keeper, rent = self.driver.placement, self.driver.rent
+        return (
+            keeper is not None
+            and keeper.state.placement == "after"
+            and rent is not None
+            and rent.sheet.reuses_shifted_kv
+            and rent.sheet.prompt_cache
+        )
+
+    def _post_fold(self, prepared: PreparedFold, asked: str) -> tuple[list[dict[str, Any]], list[Item]]:
+        """The wire messages and rent items of the context the prepared fold leaves, up to its summary
+        (placed after the kept messages), the instruction's item last."""
+        session = self.driver.session
+        raw = set(prepared.raw_ids)
+        kept = [m for m in session.messages if m.id not in raw]
+        before = [m for m in kept[: after_position(session, raw)] if not m.cut_off]
+        messages = [entry for _, entry in wire_entries_of(session.system, before)]
+        items = [context_item(session, m) for m in before]
+        items.append((asked_key(asked), session.sent_tokens(session.make_message("user", asked))))
+        return messages, items
 
     def _ledger_text(self, prepared: PreparedFold) -> str | None:
         """The ledger message the fold of this span will carry (core makes it the same way), or None."""
@@ -207,15 +257,30 @@ class FoldRequests:
         self.prepared = None
         if self.driver.on_prepared is not None:
             self.driver.on_prepared(None)
-        ids = tuple(m.id for m in request.span)
-        head = request.span[: len(prepared.span_ids)]
-        if ids[: len(prepared.span_ids)] != prepared.span_ids or sum(m.tokens for m in head) != prepared.span_tokens:
-            return None
-        rest = request.span[len(prepared.span_ids) :]
+        if request.ids and prepared.raw_ids:
+            # a span with statements: matched on the messages the fold takes, not on their text less
+            # what the ledger carries (that moves with the pins' budget between the prepare and the trigger)
+            if not self._same_messages(prepared, request.ids[: len(prepared.raw_ids)]):
+                return None
+            taken = set(prepared.raw_ids)
+            rest = [m for m in request.span if m.id not in taken]
+        else:
+            ids = tuple(m.id for m in request.span)
+            head = request.span[: len(prepared.span_ids)]
+            if ids[: len(prepared.span_ids)] != prepared.span_ids or sum(m.tokens for m in head) != prepared.span_tokens:
+                return None
+            rest = list(request.span[len(prepared.span_ids) :])
         text = prepared.summary.text
         if rest:
             text += "\n" + FALLBACKS[0].summarize(rest)
         return Summary(text=text, by=f"{prepared.summary.by}, prepared", asked=prepared.summary.asked)
+
+    def _same_messages(self, prepared: PreparedFold, raw_ids: tuple[str, ...]) -> bool:
+        """Whether `raw_ids` are the messages the prepared summary was written of, unedited since."""
+        session = self.driver.session
+        if not prepared.raw_ids or raw_ids != prepared.raw_ids or any(i not in session for i in raw_ids):
+            return False
+        return sum(session.get(i).tokens for i in raw_ids) == prepared.raw_tokens
 
     async def summary_for(self, request: Summarize) -> Summary:
         await save_before_fold(self.driver.slots)
@@ -329,9 +394,13 @@ class FoldRequests:
             return
         summary = context_item(session, session.get(record.summary.id))
         if record.ledger is not None and record.ledger.id in session:
-            # a prepared fold sent its ledger after the pair too (`warm`)
+            # a prepared fold sent its ledger after the pair too (`warm`): the same tokens when the fold carries
+            # the same statements (the user's next message may have corrected one since: then it is read again)
             ledger = context_item(session, session.get(record.ledger.id))
-            if rent.rename([asked_key(asked), answer_key(asked), ledger_key(asked)], [summary, ledger]):
+            keys = [asked_key(asked), answer_key(asked), ledger_key(asked)]
+            if record.ledger.content != self.warmed_ledger:
+                ledger = (ledger_key(asked), ledger[1])
+            if rent.rename(keys, [summary, ledger]):
                 return
         rent.rename([asked_key(asked), answer_key(asked)], [summary])
 

@@ -223,6 +223,11 @@ class PlacementKeeper:
         self.state = PlacementState(setting=setting)
         #: asked of the server (at the start, and again after a model switch)
         self.detected = False
+        #: a prepared fold sent the context it leaves ahead: the next turn must find its own prompt in the
+        #: engine's prompt cache (`observe` checks it)
+        self.expect_prompt_cache = False
+        #: the server showed it keeps no prompt cache
+        self.no_prompt_cache = False
 
     async def detect(self) -> None:
         self.state = await detect(self._model(), self.setting)
@@ -238,6 +243,10 @@ class PlacementKeeper:
         update: dict[str, Any] = {"reuses_shifted_kv": reuse is not None}
         if reuse is not None:
             update["reuse_min_tokens"] = reuse
+            # llama.cpp keeps recent prompts in host RAM by default (--cache-ram); checked by the first
+            # turn after a prepared fold's context was sent ahead (`observe`)
+            model = self._model()
+            update["prompt_cache"] = model.prompt_cache if isinstance(model, MockModel) else not self.no_prompt_cache
         with contextlib.suppress(ValueError):
             rent.sheet = rent.sheet.model_copy(update=update)
 
@@ -252,6 +261,17 @@ class PlacementKeeper:
         refused = getattr(model, "cache_reuse_refused", None)
         if refused and self.state.placement == "after":
             return self._fall_back(f"the server refused n_cache_reuse ({refused})", "n_cache_reuse refused")
+        if self.expect_prompt_cache and usage.purpose == "turn" and usage.cached_tokens is not None:
+            self.expect_prompt_cache = False
+            # (without it the kept messages are still shifted into place: the span is what goes missing)
+            if usage.cached_tokens < 0.9 * usage.predicted_cached:
+                self.no_prompt_cache = True
+                self._rent_rules()
+                return (
+                    f"the turn after a prepared fold's context was sent ahead found {usage.cached_tokens:,} tokens cached, "
+                    f"not the {usage.predicted_cached:,} predicted: the server keeps no prompt cache (--cache-ram), "
+                    "so prepared folds send their ledger ahead only where it fits the window"
+                )
         if self.state.pending is None or usage.purpose != "turn" or usage.cached_tokens is None:
             return None
         fold_no, prefix = self.state.pending

@@ -6,6 +6,7 @@ what is about to be sent) and the framing probes of `build`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tailrent_tui.core.messages import Kind, Message
@@ -40,11 +41,17 @@ def wire_entries(session: Session) -> list[tuple[str | None, dict[str, Any]]]:
     result whose call was folded away travels the same way, so the request
     never holds an orphan tool message.
     """
+    return wire_entries_of(session.system, session.messages)
+
+
+def wire_entries_of(system: str | None, messages: Sequence[Message]) -> list[tuple[str | None, dict[str, Any]]]:
+    """`wire_entries` of these messages after this system prompt (a context as it will be: the one a
+    prepared fold leaves)."""
     out: list[tuple[str | None, dict[str, Any]]] = []
-    if session.system:
-        out.append((None, {"role": "system", "content": session.system}))
+    if system:
+        out.append((None, {"role": "system", "content": system}))
     open_calls: set[str] = set()
-    for m in session.messages:
+    for m in messages:
         if m.cut_off:
             continue
         if m.role == "assistant":

@@ -227,11 +227,13 @@ def ask_summary(
     With a session that keeps a ledger, the summarizer sees the span without its
     statements (they are carried verbatim) and without ledger messages; a span with
     nothing else to say needs no summarizer at all."""
+    ids: tuple[str, ...] = ()
     if session is not None and session.statements:
+        ids = tuple(m.id for m in span)
         span = session.summarizable(span)
         if not span:
             return Summary(text="", by="ledger")
-    return (yield Summarize(tuple(span), ctx.settings.summary_budget(sum(m.tokens for m in span))))
+    return (yield Summarize(tuple(span), ctx.settings.summary_budget(sum(m.tokens for m in span)), ids))
 
 
 #: Who writes a summary when the asked summarizer's cannot be used: the extractive

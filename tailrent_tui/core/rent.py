@@ -383,9 +383,16 @@ class RentModel:
         became the summary message (and the ledger sent after it, the ledger message), and the next
         request sends them as those same tokens. False when the previous request does not end on
         them (another request came between)."""
-        previous = self._previous
         n = len(keys)
-        if previous is None or n == 0 or [k for k, _ in previous[-n:]] != list(keys):
+        if n == 0:
+            return False
+        # a prompt the engine's prompt cache keeps ends on them too (a prepared fold's context sent
+        # ahead, then a turn before the trigger): it is read back under the new names
+        for recent in self._recent:
+            if [k for k, _ in recent[-n:]] == list(keys):
+                recent[-n:] = list(items)
+        previous = self._previous
+        if previous is None or [k for k, _ in previous[-n:]] != list(keys):
             return False
         previous[-n:] = list(items)
         return True

@@ -29,10 +29,15 @@ class Summarizer(Protocol):
 
 @dataclass(frozen=True)
 class Summarize:
-    """A plan's request: a summary of `span` in at most `budget` tokens."""
+    """A plan's request: a summary of `span` in at most `budget` tokens.
+
+    `ids` are the messages the fold takes, when `span` is not them as they are (a ledger's
+    statements taken out of their text): a summary written ahead for the same messages
+    answers it whatever the ledger carries by then."""
 
     span: tuple[Message, ...]
     budget: int
+    ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

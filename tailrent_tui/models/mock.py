@@ -222,6 +222,10 @@ class MockModel:
         self._cache: list[str] = []
         #: shift cached segments past a deletion, as llama.cpp does with n_cache_reuse (runs of this many tokens)
         self.cache_reuse: int | None = None
+        #: keep the last prompts besides the one in the slot, as llama.cpp's --cache-ram does: a request
+        #: that repeats one of them more than the slot's reads it from there
+        self.prompt_cache = False
+        self._recent: list[list[str]] = []
 
     @property
     def remaining(self) -> int:
@@ -265,6 +269,15 @@ class MockModel:
         if self.cache_reuse is not None:
             # llama.cpp's KV shifting, a segment for a message: the rent model's rule is the engine's here
             cached = reused_prefix([(c, chars4(c)) for c in self._cache], [(c, chars4(c)) for c in segments], self.cache_reuse)
+        if self.prompt_cache:
+            for old_prompt in self._recent:
+                same = 0
+                for new, old in zip(segments, old_prompt, strict=False):
+                    if new != old:
+                        break
+                    same += chars4(new)
+                cached = max(cached, same)
+            self._recent = [*self._recent, self._cache][-8:]
 
         first_ms: float | None = None
         max_tokens = (options or {}).get("max_tokens")

@@ -75,6 +75,10 @@ def _quote(m: Any) -> str:
     return text + ("..." if len(words) > QUOTED_WORDS else "") if text else f"({role}, empty)"
 
 
+#: how the wire starts a context note (agent/wire.py): a fold summary, a pointer, a ledger
+CONTEXT_NOTE = "[context note]\n"
+
+
 def aligned_instruction(context: SummaryContext, budget: int | None) -> str:
     """The final user message: which messages to summarize, and in how many tokens."""
     offset = 1 if context.messages and context.messages[0]["role"] == "system" else 0
@@ -91,9 +95,14 @@ def aligned_instruction(context: SummaryContext, budget: int | None) -> str:
 
 
 def asks_apart(context: SummaryContext) -> bool:
-    """The instruction goes as its own user message (the context ends on a reply): the fold can
-    then keep it and the summary as a question and its answer, the tokens the engine cached."""
-    return not context.messages or context.messages[-1]["role"] != "user"
+    """The instruction goes as its own user message (the context ends on a reply, or on a context
+    note: a ledger a fold just carried, which the engine holds and must not read again with the
+    instruction appended): the fold can then keep it and the summary as a question and its answer,
+    the tokens the engine cached. A template that refuses two user messages in a row gets them
+    joined by the model (`alternated`)."""
+    if not context.messages or context.messages[-1]["role"] != "user":
+        return True
+    return str(context.messages[-1].get("content", "")).startswith(CONTEXT_NOTE)
 
 
 def aligned_messages(context: SummaryContext, budget: int | None) -> list[WireMessage]:
