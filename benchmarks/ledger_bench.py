@@ -122,11 +122,16 @@ def corrections(lines: list[dict[str, Any]]) -> dict[str, int]:
     by_message: dict[str, list[Any]] = {}
     for st in s.statements.values():
         by_message.setdefault(st.message_id, []).append(st)
+    # a correction of one value of several amends the old statement instead (its amended_by names the new one)
+    amended: dict[str, list[Any]] = {}
+    for st in s.statements.values():
+        if st.amended_by and st.amended_by in s.statements:
+            amended.setdefault(s.statements[st.amended_by].message_id, []).append(st)
     labelled = ok = 0
     unlabelled = 0
     for line in lines:
         mine = by_message.get(ids[line["id"]], [])
-        replaced = [s.statements[st.supersedes] for st in mine if st.supersedes]
+        replaced = [s.statements[st.supersedes] for st in mine if st.supersedes] + amended.get(ids[line["id"]], [])
         if line.get("supersedes"):
             labelled += 1
             target = ids[line["supersedes"]]
@@ -267,7 +272,7 @@ def report(part: str, r: dict[str, Any], trained_on: tuple[str, ...] | None = No
         f"false pins on chatter: {_pct(r['false_pin_rate'])} of {r['chatter_lines']} lines with nothing load-bearing",
         f"kept verbatim (statements + the user's other words, ranked last): {_pct(r['kept_verbatim'])} of the "
         f"statements; {_pct(r['kept_on_chatter'])} of the chatter lines keep something",
-        f"corrections: {c['superseded_right']} of {c['labelled']} superseded what they correct; "
+        f"corrections: {c['superseded_right']} of {c['labelled']} superseded (or amended) what they correct; "
         f"{c['superseded_unlabelled']} supersessions no label asked for",
     ]
     if r["missed"]:
