@@ -4,6 +4,7 @@ on its way, and how two sets of them merge without one paste's text taking anoth
 from __future__ import annotations
 
 from collections.abc import Container, Mapping
+from dataclasses import dataclass, field
 
 
 def paste_lines(text: str) -> int:
@@ -31,3 +32,18 @@ def merge_chips(text: str, pastes: Mapping[str, str], into: dict[str, str]) -> s
             label = new
         into[label] = body
     return text
+
+
+@dataclass
+class Outgoing:
+    """A message on its way to the agent, with what goes beside it (paste chips, @files)."""
+
+    text: str
+    pastes: dict[str, str] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+    def join(self, other: Outgoing) -> Outgoing:
+        files = self.files + [f for f in other.files if f not in self.files]
+        pastes = dict(self.pastes)
+        text = merge_chips(other.text, other.pastes, pastes)  # two chips may carry one label
+        return Outgoing(f"{self.text}\n\n{text}", pastes, files)

@@ -18,7 +18,7 @@ from textual.message import Message
 if TYPE_CHECKING:
     from tailrent_tui.agent.events import RequestStarted, SummaryEnded, SummaryStarted, TurnResult
     from tailrent_tui.core.messages import Event, ToolCall
-    from tailrent_tui.ui.screens.turn_runner import Outgoing
+    from tailrent_tui.ui.chips import Outgoing
 
 
 class AgentUpdate(Message, bubble=False):

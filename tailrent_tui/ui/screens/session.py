@@ -41,7 +41,7 @@ from tailrent_tui.models.errors import ModelError
 from tailrent_tui.store.history import PromptHistory
 from tailrent_tui.text import model_label
 from tailrent_tui.ui.actions import BINDINGS, NAVIGATION_ACTIONS, SLASH_BY_NAME, SLASH_HELP
-from tailrent_tui.ui.chips import merge_chips
+from tailrent_tui.ui.chips import Outgoing, merge_chips
 from tailrent_tui.ui.commands import LadderCommands
 from tailrent_tui.ui.completion import Sources, mentioned_files
 from tailrent_tui.ui.events import (
@@ -68,7 +68,7 @@ from tailrent_tui.ui.protocol import SessionAgent
 from tailrent_tui.ui.screens.help import HelpScreen
 from tailrent_tui.ui.screens.ladder_actions import LadderActions
 from tailrent_tui.ui.screens.rent_clocks import RentClocks
-from tailrent_tui.ui.screens.turn_runner import Outgoing, TurnRunner
+from tailrent_tui.ui.screens.turn_runner import TurnRunner
 from tailrent_tui.ui.widgets.completion_menu import CompletionMenu
 from tailrent_tui.ui.widgets.input import PromptInput
 from tailrent_tui.ui.widgets.message import MessageView

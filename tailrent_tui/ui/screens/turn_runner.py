@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from textual.screen import Screen
@@ -22,7 +21,7 @@ from textual.worker import Worker
 
 from tailrent_tui.agent.events import Approval, ApprovalRequest, RequestStarted, TurnCallbacks, TurnResult
 from tailrent_tui.core.messages import Kind, ToolCall
-from tailrent_tui.ui.chips import merge_chips
+from tailrent_tui.ui.chips import Outgoing
 from tailrent_tui.ui.messages import (
     AgentNotice,
     AgentUpdate,
@@ -34,21 +33,6 @@ from tailrent_tui.ui.messages import (
 )
 from tailrent_tui.ui.protocol import SessionAgent
 from tailrent_tui.ui.screens.approval import ApprovalScreen
-
-
-@dataclass
-class Outgoing:
-    """A message on its way to the agent, with what goes beside it (paste chips, @files)."""
-
-    text: str
-    pastes: dict[str, str] = field(default_factory=dict)
-    files: list[str] = field(default_factory=list)
-
-    def join(self, other: Outgoing) -> Outgoing:
-        files = self.files + [f for f in other.files if f not in self.files]
-        pastes = dict(self.pastes)
-        text = merge_chips(other.text, other.pastes, pastes)  # two chips may carry one label
-        return Outgoing(f"{self.text}\n\n{text}", pastes, files)
 
 
 class TurnRunner:
