@@ -164,6 +164,11 @@ def test_a_correction_of_one_value_of_several_amends_the_statement_and_the_rest_
     texts = " ".join(st.text for st in amended)
     assert "python 3.12" in texts and "6432" in texts and "4 GB of fixtures" in texts
     assert "pg-bill-07" not in texts and "16 GB" not in texts and AMENDED_MARK in texts
+    # what /ledger says of them: who changed them, and which statement did
+    from tailrent_tui.store.ledger_report import ledger_lines
+
+    said = "\n".join(ledger_lines(s))
+    assert said.count("part superseded → #") == 2 and said.count("a ledger line (amended by a correction)") == 2
     work(policy, s, ctx, 40)
     assert first.id not in s, "the first message should have been folded by now"
     visible = s.visible_text()

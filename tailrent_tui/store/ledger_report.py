@@ -67,7 +67,11 @@ def _held(session: Session, st: Statement) -> tuple[str, str | None]:
     m = session.get(holder_id)
     if m.kind is Kind.ledger:
         fold = next((f.fold_no for f in session.folds if f.ledger is not None and f.ledger.id == m.id), None)
-        where = f"the ledger of fold #{fold}" if fold is not None else "a ledger line (your wording)"
+        if fold is not None:
+            where = f"the ledger of fold #{fold}"
+        else:
+            # a line of its own: the user's wording, or the ledger's amendment after a correction
+            where = "a ledger line (amended by a correction)" if st.amended_by else "a ledger line (your wording)"
         return where, m.id
     where = "its message" if m.id == st.message_id else f"message {m.id}"
     return f"{'pinned in' if m.pinned else 'in'} {where}", m.id
