@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tailrent_tui.core.guard import DecisionDetector, guarded_facts
-from tailrent_tui.core.ledger import AMENDED_MARK, MAX_PER_MESSAGE, detect
+from tailrent_tui.core.ledger import AMENDED_MARK, MAX_PER_MESSAGE, MAX_STATEMENT_CHARS, detect
 from tailrent_tui.core.messages import Kind
 from tailrent_tui.core.policies import PolicyContext, PolicySettings, get_policy, run_plan
 from tailrent_tui.core.rungs.fold import MemoryFoldArchive, unfold
@@ -350,3 +350,14 @@ def test_unpinning_the_only_statement_of_a_message_pinned_for_it_unpins_the_mess
     (st,) = [st for st in s.statements.values() if st.message_id == m.id]
     s.pin_statement(st.id, False)
     assert not s.get(m.id).pinned
+
+
+def test_a_statement_at_its_length_limit_is_superseded_whole_rather_than_amended_past_it():
+    _, s, _ = ladder()
+    tail = "the ledger db is pg-bill-07 on port 6432"
+    filler = ("the batch importer keeps its own retry table and " * 13)[: MAX_STATEMENT_CHARS - 1 - len(tail)]
+    old = s.add("user", filler.rstrip() + " " + tail)
+    (st,) = [st for st in s.statements.values() if st.message_id == old.id]
+    assert len(st.text) > MAX_STATEMENT_CHARS - 10
+    s.add("user", "actually the db moved, it's pg-bill-09 now, same port")  # raised past the limit before
+    assert s.statements[st.id].status == "superseded" and not s.statements[st.id].amended_by

@@ -1116,6 +1116,8 @@ def amendment(new_text: str, old_text: str) -> str | None:
         out.append(old_text[last:a] + AMENDED_MARK)
         last = b
     amended = "".join(out) + old_text[last:]
+    if len(" ".join(amended.split())) > MAX_STATEMENT_CHARS:
+        return None  # the marks would take it past what a statement may hold: superseded whole instead
     rest = amended.replace(AMENDED_MARK, " ")
     # what is left must still say something specific: a value or an identifier of its own (a key
     # whose value was replaced, "MAX_WORKERS=", is no value of its own)
