@@ -350,6 +350,11 @@ def test_unpinning_the_only_statement_of_a_message_pinned_for_it_unpins_the_mess
     (st,) = [st for st in s.statements.values() if st.message_id == m.id]
     s.pin_statement(st.id, False)
     assert not s.get(m.id).pinned
+    # pinned by the user's own hand, the message keeps its pin
+    s.pin(m.id)
+    s.pin_statement(st.id, True)
+    s.pin_statement(st.id, False)
+    assert s.get(m.id).pinned
 
 
 def test_a_statement_at_its_length_limit_is_superseded_whole_rather_than_amended_past_it():

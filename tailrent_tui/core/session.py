@@ -134,6 +134,8 @@ class Session:
         self.usage: list[UsageRecorded] = []
         self.notes: list[Note] = []
         self.user_unpinned: set[str] = set()
+        #: messages the user pinned by hand: unpinning a statement never takes their pin
+        self.user_pinned: set[str] = set()
         self.listeners: list[Callable[[Event], None]] = []
         self.system_tokens = self.counter.count(self.system)
         if self.detect_statements is None:
@@ -263,10 +265,13 @@ class Session:
     def _apply_pinned(self, e: Pinned) -> None:
         self._set_pinned(e.id, True)
         self.user_unpinned.discard(e.id)
+        if not e.auto:
+            self.user_pinned.add(e.id)
 
     def _apply_unpinned(self, e: Unpinned) -> None:
         self._set_pinned(e.id, False)
         self.user_unpinned.add(e.id)
+        self.user_pinned.discard(e.id)
 
     def _apply_spilled(self, e: Spilled) -> None:
         m = self.get(e.id)
@@ -759,7 +764,7 @@ class Session:
             return None
         ev = self.emit(StatementChanged(id=statement_id, pinned=pinned, at=self.clock()))
         holder = self._index.get(self.carrier.get(statement_id, ""))
-        if not pinned and holder is not None and holder.pinned and holder.kind is Kind.chat:
+        if not pinned and holder is not None and holder.pinned and holder.kind is Kind.chat and holder.id not in self.user_pinned:
             # pinned in its own message for its statements: with none of them pinned any more, the message
             # is not either (else "unpinned" would change nothing: the message would never leave)
             held = [self.statements[i] for i in self.statements_held(holder.id) if i in self.statements]
