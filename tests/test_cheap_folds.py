@@ -184,30 +184,40 @@ def contiguous_span(session: Session) -> list[str]:
     return [m.id for m in span]
 
 
+async def slot_agent(fake, tmp_path, monkeypatch):
+    """An agent on the scripted llama.cpp with --slot-save-path, four turns into its session."""
+    fake.slot_dir = tmp_path / "slots"
+    fake.slot_dir.mkdir()
+    monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
+    settings = Settings(
+        model=f"openai:{fake.url}",
+        data_dir=tmp_path / "data",
+        workspace=tmp_path,
+        fsync=False,
+        slots={"dir": fake.slot_dir},
+        tokenizer="chars4",
+        window=16384,
+        fold={"summarizer": "lossy"},
+    )
+    agent = build_agent(settings, async_writer=False, new=True)
+    try:
+        await agent.link.start()
+        for i in range(4):
+            await agent.turn(f"question {i}: " + " ".join(chatter(i, 300).split()[3:]))
+    except BaseException:
+        await agent.aclose()
+        raise
+    return agent
+
+
 async def test_unfold_restores_the_slot_saved_before_the_fold(tmp_path, monkeypatch):
     # a scripted llama.cpp with --slot-save-path: the engine's prompt cache may have let the prompt
     # before the fold go; the slot saved before the fold is restored before the next request
     gen = fake_fixture.__wrapped__()
     fake = next(gen)
     try:
-        fake.slot_dir = tmp_path / "slots"
-        fake.slot_dir.mkdir()
-        monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
-        settings = Settings(
-            model=f"openai:{fake.url}",
-            data_dir=tmp_path / "data",
-            workspace=tmp_path,
-            fsync=False,
-            slots={"dir": fake.slot_dir},
-            tokenizer="chars4",
-            window=16384,
-            fold={"summarizer": "lossy"},
-        )
-        agent = build_agent(settings, async_writer=False, new=True)
+        agent = await slot_agent(fake, tmp_path, monkeypatch)
         try:
-            await agent.link.start()
-            for i in range(4):
-                await agent.turn(f"question {i}: " + " ".join(chatter(i, 300).split()[3:]))
             folded = await agent.ladder.fold(contiguous_span(agent.session))
             assert folded is not None and agent.session.folds
             saves = [name for action, name in fake.actions if action == "save"]
@@ -229,24 +239,8 @@ async def test_unfold_with_the_slot_file_gone_says_so_and_the_turn_goes_on(tmp_p
     gen = fake_fixture.__wrapped__()
     fake = next(gen)
     try:
-        fake.slot_dir = tmp_path / "slots"
-        fake.slot_dir.mkdir()
-        monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
-        settings = Settings(
-            model=f"openai:{fake.url}",
-            data_dir=tmp_path / "data",
-            workspace=tmp_path,
-            fsync=False,
-            slots={"dir": fake.slot_dir},
-            tokenizer="chars4",
-            window=16384,
-            fold={"summarizer": "lossy"},
-        )
-        agent = build_agent(settings, async_writer=False, new=True)
+        agent = await slot_agent(fake, tmp_path, monkeypatch)
         try:
-            await agent.link.start()
-            for i in range(4):
-                await agent.turn(f"question {i}: " + " ".join(chatter(i, 300).split()[3:]))
             await agent.ladder.fold(contiguous_span(agent.session))
             for f in fake.slot_dir.iterdir():
                 f.unlink()  # the slot files were cleaned away meanwhile

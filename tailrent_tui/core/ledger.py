@@ -1002,16 +1002,8 @@ def anchored_values(text: str) -> dict[str, set[str]]:
     """The values of ``text`` by what anchors them: a unit after a number, a name before a version,
     a key before ``=``. Function words are no anchor ("10 and", "port 8443 in" name no unit)."""
     out: dict[str, set[str]] = {}
-    for m in _UNIT_AFTER_RE.finditer(text):
-        unit = _unit(m.group(2))
-        if unit and unit not in _STOP:
-            out.setdefault("#" + unit, set()).add(_num(m.group(1)))
-    for m in _NAME_BEFORE_RE.finditer(text):
-        name = m.group(1).casefold()
-        if name not in _STOP:
-            out.setdefault(name, set()).add(_num(m.group(2)))
-    for m in _KEY_VALUE_RE.finditer(text):
-        out.setdefault(m.group(1).casefold() + "=", set()).add(m.group(2).casefold().rstrip(".,"))
+    for anchor, value, _, _ in _anchored_spans(text):
+        out.setdefault(anchor, set()).add(value)
     return out
 
 
