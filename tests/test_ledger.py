@@ -134,6 +134,14 @@ def test_a_correction_supersedes_and_the_old_value_leaves_at_the_next_fold():
         ("the lambdas run on node 18.19, dont use newer syntax", "heads up: lambdas are on node 20.11 now, newer syntax is fine"),
         # the same key before =
         ("set MAX_WORKERS=8 in the compose file for the ingest service", "actually MAX_WORKERS=4 for ingest, the box swaps at 8"),
+        # units people type with a sign: microseconds, degrees
+        ("the hot path's p99 has to stay under 8 µs", "update: hot path p99 can be 12 µs now, we relaxed it"),
+        ("the kiln cutoff sits at 1200 °C, dont go above", "correction: the kiln cutoff is 1180 °C now"),
+        # the word before "is": "the freeze window is now 20:00", "terraform is 1.7 now"
+        ("deploy freeze window is 18:00 to 06:00 on weekdays", "heads up, the freeze window is now 20:00 to 06:00"),
+        ("we're on terraform 1.5 for the whole estate", "fyi terraform is 1.7 now, i upgraded the runners"),
+        # the old value named next to a new one of the same shape, with no cue before either
+        ("pin the nvidia driver to 535.104 on every gpu box", "update: pin 535.129 instead, 535.104 leaks memory under load"),
     ],
 )
 def test_a_correction_that_gives_the_same_measure_another_value_supersedes(said, correction):
@@ -180,6 +188,47 @@ def test_a_correction_of_one_value_of_several_amends_the_statement_and_the_rest_
     assert {k: (v.text, v.amended_by) for k, v in again.statements.items()} == {
         k: (v.text, v.amended_by) for k, v in s.statements.items()
     }
+
+
+def test_a_correction_is_matched_on_the_words_that_tell_statements_apart_not_on_the_words_they_all_share():
+    """Three jobs "must always run on the small runner, never on the shared pool"; a rule for a fourth
+    job that shares those words with them, and nothing else, replaces none of them (it would take one
+    out of the context at the next fold, without a word). Matched on all words alike, it replaced the
+    cleanup job's rule, and the backup job's own correction then replaced the ingest job's."""
+    _, s, _ = ladder()
+    rule = "the {} job must always run on the small runner, never on the shared pool"
+    jobs = [s.add("user", rule.format(job)) for job in ("report", "backup", "cleanup")]
+    ingest = s.add("user", "from now on the ingest job must always run on the big runner, never on the shared pool")
+    by_message = {st.message_id: st for st in s.statements.values()}
+    assert [by_message[m.id].status for m in jobs] == ["current"] * 3
+    fix = s.add("user", "from now on the backup job must always run on the big runner, never on the shared pool")
+    assert by_message[jobs[1].id].status == "superseded"
+    assert s.statements[by_message[jobs[1].id].superseded_by].message_id == fix.id
+    assert [by_message[m.id].status for m in (jobs[0], jobs[2], ingest)] == ["current"] * 3
+
+
+def test_an_instruction_files_list_items_are_statements_without_their_markers():
+    text = (
+        "# AGENTS.md: till-app\n\n"
+        "Point-of-sale app for a bakery chain.\n\n"
+        "## Setup\n"
+        "- Java 17 toolchain.\n"
+        "- Gradle wrapper only, no global gradle.\n"
+        "- Amounts are BigDecimal end to end.\n"
+        "1. Regenerate the schema classes after touching schema/.\n"
+    )
+    found = detect(text, "instructions")
+    texts = [f.text for f in found]
+    for item in (
+        "Java 17 toolchain.",
+        "Gradle wrapper only, no global gradle.",
+        "Amounts are BigDecimal end to end.",
+        "Regenerate the schema classes after touching schema/.",
+    ):
+        assert item in texts, (item, texts)
+    assert not any(t.startswith(("-", "1.", "#")) for t in texts)
+    # the same lines typed by the user in chat are judged sentence by sentence, as before
+    assert len(detect("- ok\n- sounds good", "user")) == 0
 
 
 def test_a_correction_with_the_same_unit_on_another_subject_leaves_the_statement_current():

@@ -42,7 +42,7 @@ Pure, synchronous, deterministic: no I/O, no clock.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -739,6 +739,17 @@ def detect(text: str, role: str = "user", *, words: bool = False) -> list[Found]
     return [f for f in found[:MAX_PER_MESSAGE] if len(f.text) <= MAX_STATEMENT_CHARS]
 
 
+_ITEM_RE = re.compile(r"\s*(?:[-*+]|\d{1,2}[.)])\s+\S")
+_MARKER_RE = re.compile(r"^(?:[-*+]|\d{1,2}[.)])\s+(?=\S)")
+
+
+def _instruction(sentence: str) -> bool:
+    """Does a sentence of an instruction file's list item instruct? Not a question, a hedge, or a
+    fragment of one or two words."""
+    s = _clean(sentence)
+    return len(s.split()) >= 2 and not (_is_question(s) or _HEDGE_RE.search(s))
+
+
 def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Found]:
     """The statements of one line (or of one labelled part of it)."""
     found: list[Found] = []
@@ -777,11 +788,15 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
         )
     ):
         return found
+    # an instruction file's list item (AGENTS.md, CLAUDE.md) is an instruction: "- Java 17 toolchain."
+    item = role == "instructions" and _ITEM_RE.match(stripped) is not None
     for start, piece in _sentences(stripped):
         kind, p, said = detect_scored(piece, role, words)
+        if kind is None and item and _instruction(piece):
+            kind = score(piece, role)[2]
         if kind is None or (role == "assistant" and kind not in ("decision", "goal", "rule")):
             continue  # the model's facts and figures are its work, not the user's statements
-        text_ = piece.strip()
+        text_ = _MARKER_RE.sub("", piece.strip(), count=1)  # a list item's marker is not part of what it says
         found.append(Found(kind, text_, base + start + piece.find(text_), None, _corrects(piece), p, said))
     return found
 
@@ -946,8 +961,8 @@ def subject_words(text: str, label: str | None = None) -> frozenset[str]:
         body = body.split(":", 1)[1] if ":" in body else body
     idents = {t.casefold() for t in identifiers(body)}
     words = set()
-    for w in _WORD_RE.findall(body.casefold()):
-        w = w.strip("'-")
+    for w in _WORD_RE.findall(body.casefold().replace("’", "'")):
+        w = w.removesuffix("'s").strip("'-")
         if len(w) < 3 or w in _STOP or w in idents:
             continue
         if w.endswith("s") and len(w) > 4 and not w.endswith("ss"):
@@ -978,9 +993,13 @@ def _stems(text: str) -> set[str]:
 
 # A value with what it measures or names: "27 jan", "7200 credits", "48G", "iOS 17.0", "v5.2.2" after
 # "ESP-IDF", "CUDA_VISIBLE_DEVICES=0,1". A correction that gives the same anchor another value updates it.
-_UNIT_AFTER_RE = re.compile(r"(?<![\w.])[$€£~]?(\d+(?:[,.:]\d+)*)\s?([a-z%]+)\b", re.I)
+_UNIT_AFTER_RE = re.compile(r"(?<![\w.])[$€£~]?(\d+(?:[,.:]\d+)*)\s?([a-zµ°%]+)\b", re.I)
 _NAME_BEFORE_RE = re.compile(r"\b([a-z][\w-]*)\s+v?(\d+(?:\.\d+)+)\b", re.I)
 _KEY_VALUE_RE = re.compile(r"\b([a-z_][\w.-]*)=([^\s;)]+)", re.I)
+# "the batch window is now 01:30", "nomad is 1.9 now", "jupyterhub is on 9443": the word before "is"
+_IS_VALUE_RE = re.compile(
+    r"\b([a-z][\w-]*)(?:['’]s\s+|\s+(?:is|are|=)\s+)(?:now\s+)?(?:on\s+|at\s+)?(?:port\s+)?v?(\d+(?:[.:]\d+)*)\b(?![.:]?\w)", re.I
+)
 _UNIT_SAME = {
     "minute": "min", "minutes": "min", "mins": "min", "hour": "h", "hours": "h", "hr": "h", "hrs": "h",
     "second": "s", "seconds": "s", "sec": "s", "secs": "s", "gb": "g", "gib": "g", "mb": "m", "mib": "m",
@@ -1026,6 +1045,9 @@ def _anchored_spans(text: str) -> list[tuple[str, str, int, int]]:
     for m in _NAME_BEFORE_RE.finditer(text):
         if m.group(1).casefold() not in _STOP:
             out.append((m.group(1).casefold(), _num(m.group(2)), m.start(2), m.end()))
+    for m in _IS_VALUE_RE.finditer(text):
+        if m.group(1).casefold() not in _STOP:
+            out.append((m.group(1).casefold(), _num(m.group(2)), m.start(2), m.end(2)))
     for m in _KEY_VALUE_RE.finditer(text):
         out.append(
             (
@@ -1114,15 +1136,54 @@ def amendment(new_text: str, old_text: str) -> str | None:
     # what is left must still say something specific: a value or an identifier of its own (a key
     # whose value was replaced, "MAX_WORKERS=", is no value of its own)
     keys = {a[:-1] for a in by_anchor if a.endswith("=")}
-    if not (_NUM_RE.search(rest) or [t for t in identifiers(rest) if t.casefold() not in keys]):
+    own = {_num(n) for n in _NUM_RE.findall(rest)} | {t.casefold() for t in identifiers(rest) if t.casefold() not in keys}
+    # ... and one the correction does not restate ("18:00 to 06:00" corrected by "20:00 to 06:00" is one value)
+    said_again = {_num(n) for n in _NUM_RE.findall(new_text)} | {t.casefold() for t in identifiers(new_text)}
+    if not own - said_again:
         return None
     return amended
 
 
-def overlap(a: frozenset[str], b: frozenset[str]) -> float:
+def overlap(a: frozenset[str], b: frozenset[str], weight: Mapping[str, float] | None = None) -> float:
+    """How much of the smaller subject the two share; with ``weight``, a word counts by its weight
+    (see `subject_weights`: a word most statements of the session use says little of what one is about)."""
     if not a or not b:
         return 0.0
-    return len(a & b) / min(len(a), len(b))
+    if weight is None:
+        return len(a & b) / min(len(a), len(b))
+
+    def mass(words: frozenset[str]) -> float:
+        return sum(weight.get(w, 1.0) for w in words)
+
+    return mass(a & b) / min(mass(a), mass(b))
+
+
+def subject_weights(statements: Sequence[Statement]) -> dict[str, float]:
+    """Each subject word's weight in this session: 1 for a word at most two statements use, less for one
+    that many use ("takes", "node", "run" in a session of timings), so that a correction's subject is
+    matched on the words that tell its statements apart."""
+    df: dict[str, int] = {}
+    for st in statements:
+        for w in subject_words(st.text, st.label):
+            df[w] = df.get(w, 0) + 1
+    return {w: min(1.0, 2.0 / n) for w, n in df.items() if n > 2}
+
+
+def _value_shape(v: str) -> str:
+    return re.sub(r"[a-z]+", "a", re.sub(r"\d+", "0", v))
+
+
+def _sibling_value(new_text: str, old_text: str) -> bool:
+    """Does the correction name a value of the old statement next to a new value of the same shape?
+    ("pin 550.144 instead, 550.127 has the hang", "on 9443 now … a redirect on 8443")"""
+
+    def specific(text: str) -> set[str]:
+        nums = {_num(n) for n in _NUM_RE.findall(text) if len(n) >= 3}
+        return nums | {t.casefold() for t in identifiers(text) if any(c.isdigit() for c in t)}
+
+    mine, theirs = specific(new_text), specific(old_text)
+    shared, fresh = mine & theirs, mine - theirs
+    return any(_value_shape(a) == _value_shape(b) for a in shared for b in fresh)
 
 
 def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | None:
@@ -1145,18 +1206,21 @@ def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | Non
     anchored = anchored_values(new.text)
     bare = subject_words(_UNIT_AFTER_RE.sub(" ", new.text))  # the subject without the measures: "min" is no subject
     shifts_goal = new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text))
+    weight = subject_weights(candidates)
     best: Statement | None = None
     best_score = 0.0
     for s in reversed(candidates):
         other = subject_words(s.text, s.label)
-        score = overlap(subj, other)
+        score = overlap(subj, other, weight)
+        if not any(weight.get(w, 1.0) >= 1.0 for w in subj & other):
+            score = 0.0  # only words many statements use in common: about something else
         same_kind = s.kind == new.kind
         # evidence beyond shared words: the old value named ("80 not 50"), a sibling identifier
         # ("bastion-2" → "bastion-3.ops.internal"), a goal that moves on from the last one
         bonus = 0.0
         if old_values & ({_num(v) for v in _NUM_RE.findall(s.text)} | {t.casefold() for t in identifiers(s.text)}):
             bonus += 1.0
-        if stems & _stems(s.text):
+        if stems & _stems(s.text) or _sibling_value(new.text, s.text):
             bonus += 1.0
         if shifts_goal and s.kind == "goal" and score > 0:
             bonus += 0.5
