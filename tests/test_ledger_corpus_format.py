@@ -22,7 +22,7 @@ from tailrent_tui.scenarios.traces import load_trace
 HERE = pathlib.Path(__file__).resolve().parent / "ledger_corpus"
 KINDS = ("decision", "rule", "constraint", "preference", "goal", "fact")
 ROLES = ("user", "assistant", "tool", "instructions")
-FILES = {"heldout.jsonl": "h", "dev.jsonl": "d", "heldout2.jsonl": "g", "heldout3.jsonl": "k"}
+FILES = {"heldout.jsonl": "h", "dev.jsonl": "d", "heldout2.jsonl": "g", "heldout3.jsonl": "k", "heldout4.jsonl": "m"}
 TRACES = (
     "canary-typed.jsonl",
     "canary-natural.jsonl",
@@ -115,6 +115,20 @@ def test_third_heldout_sizes_and_mix() -> None:
     assert all(kinds[k] >= 25 for k in KINDS), kinds
     assert sum(1 for row in rows if row["supersedes"]) >= 30
     assert sum(1 for row in rows if not row["statements"]) >= 0.35 * len(rows)
+    assert any(st.get("proposal") for row in rows for st in row["statements"])
+    position = {row["id"]: n for n, row in enumerate(rows)}
+    assert sum(1 for row in rows if row["supersedes"] and position[row["id"]] - position[row["supersedes"]] >= 50) >= 10
+
+
+def test_fourth_heldout_sizes_and_mix() -> None:
+    """heldout4 (a fourth hand, never shown the detector or its training data, committed alone) stands on its own."""
+    rows = load("heldout4.jsonl")
+    kinds = collections.Counter(st["kind"] for row in rows for st in row["statements"])
+    assert len(rows) >= 320
+    assert all(kinds[k] >= 25 for k in KINDS), kinds
+    assert {row["role"] for row in rows} == set(ROLES)
+    assert sum(1 for row in rows if row["supersedes"]) >= 35
+    assert sum(1 for row in rows if not row["statements"]) >= len(rows) / 3
     assert any(st.get("proposal") for row in rows for st in row["statements"])
     position = {row["id"]: n for n, row in enumerate(rows)}
     assert sum(1 for row in rows if row["supersedes"] and position[row["id"]] - position[row["supersedes"]] >= 50) >= 10
