@@ -29,11 +29,15 @@ TRACES = (
     "repetitive.jsonl",
     "canary-heldout.jsonl",
     "canary-heldout3.jsonl",
+    "canary-heldout4.jsonl",
 )
 HELDOUT_CANARIES = {
     "heldout2": ("heldout2.jsonl", "canary-heldout.jsonl"),
     "heldout3": ("heldout3.jsonl", "canary-heldout3.jsonl"),
+    "heldout4": ("heldout4.jsonl", "canary-heldout4.jsonl"),
 }
+# the corpus author's map of what each correction replaces: {correction id: [[old index, "retire"|"amend", stale words]]}
+RETIRES = {"heldout4": "src/heldout4-retires.json"}
 
 
 def load(name: str) -> list[dict]:
@@ -192,7 +196,9 @@ def test_heldout_canary_generator_refuses_an_unknown_source(capsys: pytest.Captu
 @pytest.mark.parametrize("source", sorted(HELDOUT_CANARIES))
 def test_heldout_canary_follows_its_corpus(source: str) -> None:
     """Every line of the corpus is a message, in order; the last round probes each current user statement, and
-    each correction's old words (where they are the old value's alone) are a stale probe, never expected."""
+    each correction's old words (where they are the old value's alone) are a stale probe, never expected. With
+    its author's map (heldout4) a correction retires or amends the statements the map names; without one it
+    retires every statement of its kinds in the line it corrects."""
     corpus, canary = HELDOUT_CANARIES[source]
     rows, events = load(corpus), load(canary)[1:]
     texts = [e["content"] for e in events if "role" in e]
@@ -208,6 +214,23 @@ def test_heldout_canary_follows_its_corpus(source: str) -> None:
         for st in r["statements"]
         if not st.get("proposal") and (r["id"], st["kind"]) not in superseded
     }
+    if source in RETIRES:
+        retires = json.loads((HERE / RETIRES[source]).read_text(encoding="utf-8"))
+        by_id = {r["id"]: r for r in rows}
+        assert set(retires) == {r["id"] for r in rows if r["supersedes"]}
+        gone = {(by_id[c]["supersedes"], i) for c, entries in retires.items() for i, how, _ in entries if how == "retire"}
+        amended: dict[tuple[str, int], set[str]] = collections.defaultdict(set)
+        for c, entries in retires.items():
+            for i, how, words in entries:
+                if how == "amend":
+                    amended[(by_id[c]["supersedes"], i)] |= set(words)
+        expected = {
+            (r["id"], tuple(w for w in st["must_keep"] if w not in amended[(r["id"], i)]))
+            for r in rows
+            for i, st in enumerate(r["statements"])
+            if not st.get("proposal") and (r["id"], i) not in gone
+        }
+        assert amended and gone  # the map does both, so the comparison below covers both
     assert {(e["probe"].split()[2], tuple(e["expect"])) for e in last} == expected
     stale = {w for e in last for w in e.get("stale", [])}
     assert stale and not stale & {w for e in last for w in e["expect"]}
