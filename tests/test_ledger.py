@@ -121,6 +121,33 @@ def test_a_correction_supersedes_and_the_old_value_leaves_at_the_next_fold():
     assert "$500" in s.visible_text()
 
 
+def test_a_correction_of_a_statement_a_fold_carried_takes_its_line_out_of_the_ledger_at_once():
+    """Once a fold has carried a statement into a ledger message, its correction must not leave the old
+    value there until some later fold: the model would read both as current in the meantime."""
+    policy, s, ctx = ladder()
+    events = []
+    s.listeners.append(events.append)
+    s.add("user", f"{SECRET} {LIMIT}\n\nalso {WORK}")
+    s.add("user", f"{MERGE} and then look at the scheduler")
+    work(policy, s, ctx, 40)
+    (ledger,) = [m for m in s.messages if m.kind is Kind.ledger and "$300" in m.content]
+    assert "sk-9q2-alder" in ledger.content
+    folds = len(s.folds)
+    s.add("user", "update: the spend limit is now $500 for the load test")
+    assert len(s.folds) == folds  # no fold in between
+    assert "$300" not in ledger.content and "sk-9q2-alder" in ledger.content and ledger.pinned
+    # its last line replaced, a ledger message leaves at the next fold
+    s.add("user", "correction: never print the signing secret sk-9q2-birch to the logs, alder was rotated")
+    assert "sk-9q2-alder" not in ledger.content and not ledger.pinned
+    current = "\n".join(m.content for m in s.messages if m.pinned or m.kind in (Kind.ledger, Kind.fold_summary))
+    assert "$300" not in current and "$500" in s.visible_text()
+    # the journal replays to the same ledger line
+    again = replay(events, counter=s.counter, system=s.system, window=s.window)
+    assert [m.content for m in again.messages if m.kind is Kind.ledger] == [
+        m.content for m in s.messages if m.kind is Kind.ledger
+    ]
+
+
 @pytest.mark.parametrize(
     ("said", "correction"),
     [

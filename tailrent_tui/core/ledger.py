@@ -512,7 +512,8 @@ _REQUEST_RE = re.compile(
 
 
 def _is_request(s: str) -> bool:
-    return bool(_REQUEST_RE.match(s)) and not (
+    # a numbered entry's lead does not make a request a statement: "step 3: please look at module m3 next"
+    return bool(_REQUEST_RE.match(s) or _REQUEST_RE.match(_ENTRY_RE.sub("", s, count=1))) and not (
         _RULE_ANY_RE.search(s) or _MORE_RULE_RE.search(s) or _EXTRA_RULE_RE.search(s) or _RULE_START_RE.match(s)
     )
 
@@ -620,6 +621,7 @@ def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, floa
         or len(s.split()) < 2
         or sentence.lstrip().startswith("#")
         or (_is_question(s) and not _RULE_ANY_RE.search(s))
+        or _is_request(s)
     ):
         return None, p_stmt, guess
     return guess, p_stmt, guess

@@ -378,6 +378,10 @@ class Session:
                 before.status = "superseded"
                 before.superseded_by = new
                 self.statements[new].supersedes = old
+                holder = self._index.get(self.carrier.get(old, ""))
+                if holder is not None and holder.kind is Kind.ledger:
+                    # a ledger line never shows a replaced value as current, not even until the next fold
+                    self._rewrite(holder, self._ledger_content(holder))
 
     def _apply_statement_changed(self, e: StatementChanged) -> None:
         st = self.statements.get(e.id)
@@ -401,7 +405,10 @@ class Session:
 
     def _ledger_content(self, holder: Message) -> str:
         shown = [self.statements[i] for i in holder.meta.get("statements", ()) if i in self.statements]
-        return ledger_rules.ledger_text([s for s in shown if s.status != "superseded"] or shown)
+        if not shown:
+            return holder.content
+        # every line replaced: the header alone, until the next fold takes it (it is unpinned: see _release)
+        return ledger_rules.ledger_text([s for s in shown if s.status != "superseded"])
 
     def _rewrite(self, m: Message, content: str) -> None:
         if content == m.content:
@@ -611,6 +618,10 @@ class Session:
         holder = self._index.get(self.carrier.get(statement_id, ""))
         if holder is None or not holder.pinned or holder.kind is Kind.instructions:
             return
+        if holder.kind is Kind.ledger and any(
+            self.statements[i].status != "superseded" for i in holder.meta.get("statements", ()) if i in self.statements
+        ):
+            return  # its line is gone already (see _apply_statements_found); the rest of it still holds
         # its other current statements are carried again, verbatim, when the next fold takes it
         self.emit(Unpinned(id=holder.id, at=self.clock()))
 
