@@ -135,10 +135,11 @@ def test_a_correction_of_a_statement_a_fold_carried_takes_its_line_out_of_the_le
     folds = len(s.folds)
     s.add("user", "update: the spend limit is now $500 for the load test")
     assert len(s.folds) == folds  # no fold in between
-    assert "$300" not in ledger.content and "sk-9q2-alder" in ledger.content and ledger.pinned
-    # its last line replaced, a ledger message leaves at the next fold
-    s.add("user", "correction: never print the signing secret sk-9q2-birch to the logs, alder was rotated")
-    assert "sk-9q2-alder" not in ledger.content and not ledger.pinned
+    assert "$300" not in ledger.content and "sk-9q2-alder" in ledger.content
+    # unpinned, it leaves at the next fold, which carries the rest of it again
+    assert not ledger.pinned
+    work(policy, s, ctx, 40)
+    assert ledger.id not in s and "sk-9q2-alder" in s.visible_text() and "$300" not in s.visible_text()
     current = "\n".join(m.content for m in s.messages if m.pinned or m.kind in (Kind.ledger, Kind.fold_summary))
     assert "$300" not in current and "$500" in s.visible_text()
     # the journal replays to the same ledger line

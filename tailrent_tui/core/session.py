@@ -405,10 +405,10 @@ class Session:
 
     def _ledger_content(self, holder: Message) -> str:
         shown = [self.statements[i] for i in holder.meta.get("statements", ()) if i in self.statements]
-        if not shown:
+        current = [s for s in shown if s.status != "superseded"]
+        if not current:
             return holder.content
-        # every line replaced: the header alone, until the next fold takes it (it is unpinned: see _release)
-        return ledger_rules.ledger_text([s for s in shown if s.status != "superseded"])
+        return ledger_rules.ledger_text(current)
 
     def _rewrite(self, m: Message, content: str) -> None:
         if content == m.content:
@@ -614,14 +614,12 @@ class Session:
 
     def _release(self, statement_id: str) -> None:
         """A superseded statement's message is unpinned, so it leaves at the next fold
-        (project instructions stay: their file says what it says)."""
+        (project instructions stay: their file says what it says). A ledger message has lost the
+        line already (see `_apply_statements_found`); unpinned, the next fold carries its other lines
+        again into its own ledger message, so that the ledger messages do not pile up pinned."""
         holder = self._index.get(self.carrier.get(statement_id, ""))
         if holder is None or not holder.pinned or holder.kind is Kind.instructions:
             return
-        if holder.kind is Kind.ledger and any(
-            self.statements[i].status != "superseded" for i in holder.meta.get("statements", ()) if i in self.statements
-        ):
-            return  # its line is gone already (see _apply_statements_found); the rest of it still holds
         # its other current statements are carried again, verbatim, when the next fold takes it
         self.emit(Unpinned(id=holder.id, at=self.clock()))
 
