@@ -320,6 +320,25 @@ def test_folds_have_depth_one_and_summaries_that_crowd_the_window_retire_to_a_po
     assert all(i in s for i in s.folds[no - 1].span_ids)
 
 
+def test_summaries_smaller_than_a_pointer_retire_together_when_they_crowd_the_window():
+    """A fold of last resort leaves a short note, smaller than the one-line pointer a retirement
+    writes: one at a time none of them could retire, so they piled up (48 of them, 1,200 tokens of a
+    2,048 window on canary-typed) until requests went over the window. Two or more retire together."""
+    from tailrent_tui.core.rungs.fold import fold_span, retire_summaries
+
+    _, s, _ = ladder(window=4096)
+    for i in range(12):
+        done = s.add("assistant", f"did {i}: " + WORK)
+        fold_span(s, [done.id], summary=f"step {i} done", summarizer_name="dropped", guard="report")
+    notes = [m for m in s.messages if m.kind is Kind.fold_summary]
+    assert len(notes) == 12 and all(m.tokens < 25 for m in notes)
+    before = s.context_tokens
+    retire_summaries(s, 0, keep_recent=0)
+    (pointer,) = [m for m in s.messages if m.kind is Kind.fold_summary]
+    assert s.context_tokens < before / 4 and "archived" in pointer.content
+    assert set(s.retired) == set(range(1, 13)) and s.retired[12].merged == [11]  # each takes in the one before
+
+
 def test_the_repetitive_session_of_the_issue_folds_and_never_passes_the_window():
     import random
 

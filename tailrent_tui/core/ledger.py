@@ -506,6 +506,8 @@ _CONDITIONAL_RULE_RE = re.compile(
 _REQUEST_RE = re.compile(
     r"^(?:please\s+|pls\s+|now\s+|then\s+)?(?:open|show|read|look\s+(?:at|into)|explain|find|grep|search|list|print|cat|"
     r"write\s+(?:a|an|the)\s+(?:\S+\s+){0,2}(?:test|tests|function|method|class|script|helper|query|migration)|implement|refactor|"
+    r"rename\s+(?:the\s+)?\S+\s+to\b|add\s+(?:a|an|some|more)\s+(?:\S+\s+){0,2}(?:tests?|logging|logs?|comments?|docstrings?|check)\b|"
+    r"run\s+the\s+(?:\S+\s+)?(?:tests?|suite|checks?|linters?|benchmarks?)\s*[.!]?$|"
     r"tell\s+me|walk\s+me|give\s+me|remind\s+me|(?:write|note|jot)\s+down|recap|sum\s+up|restate|summari[sz]e|review|compare|diff|investigate|debug|trace|profile|paste|dump)\b",
     re.I,
 )
