@@ -259,6 +259,17 @@ def test_an_instruction_files_list_items_are_statements_without_their_markers():
     assert len(detect("- ok\n- sounds good", "user")) == 0
 
 
+def test_a_new_port_amends_the_statement_that_also_says_when_the_export_runs():
+    """Seen in the app: "port 5433" had no anchor, so the port's correction superseded the whole
+    statement, and "the nightly export runs at 02:00 utc" left the context at the next fold."""
+    _, s, _ = ladder()
+    first = s.add("user", "the staging db is pg-stg-04 on port 5433, and the nightly export runs at 02:00 utc")
+    s.add("user", "update: the staging db moved to port 6544 now")
+    (st,) = [st for st in s.statements.values() if st.message_id == first.id]
+    assert st.status == "current" and st.amended_by
+    assert "02:00 utc" in st.text and "pg-stg-04" in st.text and "5433" not in st.text
+
+
 def test_a_correction_with_the_same_unit_on_another_subject_leaves_the_statement_current():
     _, s, _ = ladder()
     ttl = s.add("user", "the cache TTL is 15 min on the edge, because the origin is slow")

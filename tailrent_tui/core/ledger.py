@@ -1000,6 +1000,10 @@ def _stems(text: str) -> set[str]:
 _UNIT_AFTER_RE = re.compile(r"(?<![\w.])[$€£~]?(\d+(?:[,.:]\d+)*)\s?([a-zµ°%]+)\b", re.I)
 _NAME_BEFORE_RE = re.compile(r"\b([a-z][\w-]*)\s+v?(\d+(?:\.\d+)+)\b", re.I)
 _KEY_VALUE_RE = re.compile(r"\b([a-z_][\w.-]*)=([^\s;)]+)", re.I)
+# "port 5433", "PR 91", "node 4": a number that a noun before it names
+_NOUN_NUMBER_RE = re.compile(
+    r"\b(port|pr|issue|ticket|release|node|gpu|shard|replica|tier|level|region|slot|partition)s?\s+#?(\d+)\b(?![.:]\d)", re.I
+)
 # "the batch window is now 01:30", "nomad is 1.9 now", "jupyterhub is on 9443": the word before "is"
 _IS_VALUE_RE = re.compile(
     r"\b([a-z][\w-]*)(?:['’]s\s+|\s+(?:is|are|=)\s+)(?:now\s+)?(?:on\s+|at\s+)?(?:port\s+)?v?(\d+(?:[.:]\d+)*)\b(?![.:]?\w)", re.I
@@ -1049,6 +1053,8 @@ def _anchored_spans(text: str) -> list[tuple[str, str, int, int]]:
     for m in _NAME_BEFORE_RE.finditer(text):
         if m.group(1).casefold() not in _STOP:
             out.append((m.group(1).casefold(), _num(m.group(2)), m.start(2), m.end()))
+    for m in _NOUN_NUMBER_RE.finditer(text):
+        out.append((m.group(1).casefold(), m.group(2), m.start(2), m.end(2)))
     for m in _IS_VALUE_RE.finditer(text):
         if m.group(1).casefold() not in _STOP:
             out.append((m.group(1).casefold(), _num(m.group(2)), m.start(2), m.end(2)))
