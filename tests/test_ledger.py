@@ -270,6 +270,15 @@ def test_a_new_port_amends_the_statement_that_also_says_when_the_export_runs():
     assert "02:00 utc" in st.text and "pg-stg-04" in st.text and "5433" not in st.text
 
 
+def test_a_status_line_headed_with_a_wh_word_is_a_goal_and_a_documents_prose_rule_counts_mid_line():
+    """Both were missed on the held-out canary and no fold reported them lost."""
+    (goal,) = detect("nice, all green. where we are: the payout fix is done, refunds are next", "user", words=True)
+    assert goal.kind == "goal" and not goal.said and "refunds are next" in goal.text
+    assert detect("where do we stand on the refunds", "user", words=True) == []  # that one asks
+    tool = "## Style\n\nWe follow ruff. Run `make lint-fix` before pushing.\nThe CI image is rebuilt weekly."
+    assert [f.text for f in detect(tool, "tool")] == ["Run `make lint-fix` before pushing."]
+
+
 def test_a_correction_with_the_same_unit_on_another_subject_leaves_the_statement_current():
     _, s, _ = ladder()
     ttl = s.add("user", "the cache TTL is 15 min on the edge, because the origin is slow")
@@ -348,6 +357,24 @@ def test_summaries_smaller_than_a_pointer_retire_together_when_they_crowd_the_wi
     (pointer,) = [m for m in s.messages if m.kind is Kind.fold_summary]
     assert s.context_tokens < before / 4 and "archived" in pointer.content
     assert set(s.retired) == set(range(1, 13)) and s.retired[12].merged == [11]  # each takes in the one before
+
+
+def test_a_statement_the_ledger_had_no_room_for_and_the_summary_showed_is_reported_when_the_summary_retires():
+    """Past the pins' budget, a statement stays in the span's text; a summary that quotes it keeps it
+    visible, so its fold loses nothing. When that summary retires, the statement leaves: said so."""
+    from tailrent_tui.core.rungs.fold import fold_span, retire_summaries
+
+    s = Session(counter=get_counter("cl100k"), system="sys", window=4096, decisions=DecisionDetector(), pin_share=0.0)
+    rule = "the nightly export must finish before the backup starts, we agreed on that twice"
+    said = s.add("user", rule)
+    work_ = s.add("assistant", WORK * 3)
+    folded = fold_span(s, [said.id, work_.id], summary=rule + ". Work on the loop.", summarizer_name="test", guard="report")
+    assert rule not in folded.fold.facts_lost and rule in folded.fold.facts
+    for i in range(3):
+        done = s.add("assistant", f"did {i}: " + WORK)
+        fold_span(s, [done.id], summary=f"step {i}", summarizer_name="test", guard="report")
+    retired = retire_summaries(s, 0, keep_recent=0)
+    assert rule not in s.visible_text() and any(rule in r.facts_lost for r in retired)
 
 
 def test_the_repetitive_session_of_the_issue_folds_and_never_passes_the_window():

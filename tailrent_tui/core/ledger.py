@@ -422,9 +422,12 @@ def _clean(sentence: str) -> str:
     return _LEAD_RE.sub("", sentence.strip(), count=1)
 
 
+_HEADING_RE = re.compile(r"^(?:\S+\s+){0,4}\S+:\s")  # "where we are: …", "what's left: …"
+
+
 def _is_question(s: str) -> bool:
     t = s.rstrip()
-    return t.endswith("?") or bool(_QUESTION_START.match(t))
+    return t.endswith("?") or (bool(_QUESTION_START.match(t)) and not _HEADING_RE.match(t))
 
 
 def _has_identifier(text: str) -> bool:
@@ -754,6 +757,18 @@ def _instruction(sentence: str) -> bool:
     return len(s.split()) >= 2 and not (_is_question(s) or _HEDGE_RE.search(s))
 
 
+def _tool_sentence_end(text: str) -> bool:
+    return bool(re.search(r"[.!]\s*$", text))
+
+
+def _tool_rule(sentence: str) -> bool:
+    """Is a sentence of a tool's output a prose rule? It ends like a sentence and opens like a rule
+    ("Never …", "Run …", "Use …")."""
+    return _tool_sentence_end(sentence) and bool(
+        re.match(r"\s*(?:[-*]\s+|\d{1,2}[.)]\s+)?(?:never|always|do\s+not|don['’]?t|must|only|run|use|please)\b", sentence, re.I)
+    )
+
+
 def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Found]:
     """The statements of one line (or of one labelled part of it)."""
     found: list[Found] = []
@@ -781,20 +796,20 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
                 if rest.strip():
                     found_ += _detect_piece(rest, base + len(stripped), role, words)
                 return found_
-    if tool and not (
-        re.search(r"[.!]\s*$", stripped)
-        and (
-            re.match(
-                r"\s*(?:[-*]\s+|\d{1,2}[.)]\s+)?(?:never|always|do\s+not|don['’]?t|must|only|run|use|please)\b", stripped, re.I
-            )
-            # a document's list (CONTRIBUTING.md, a runbook) read through a tool states its rules as items
-            or (re.match(r"\s*(?:[-*]|\d{1,2}[.)])\s+\S", stripped) and classify(stripped, "user") in ("rule", "constraint"))
-        )
-    ):
+    # a document's list (CONTRIBUTING.md, a runbook) read through a tool states its rules as items
+    tool_item = (
+        tool
+        and _tool_sentence_end(stripped)
+        and bool(_ITEM_RE.match(stripped))
+        and classify(stripped, "user") in ("rule", "constraint")
+    )
+    if tool and not tool_item and not any(_tool_rule(piece) for _, piece in _sentences(stripped)):
         return found
     # an instruction file's list item (AGENTS.md, CLAUDE.md) is an instruction: "- Java 17 toolchain."
     item = role == "instructions" and _ITEM_RE.match(stripped) is not None
     for start, piece in _sentences(stripped):
+        if tool and not tool_item and not _tool_rule(piece):
+            continue  # a tool's output states only its prose rules ("We follow standardrb. Run `…` before pushing.")
         kind, p, said = detect_scored(piece, role, words)
         if kind is None and item and _instruction(piece):
             kind = score(piece, role)[2]

@@ -412,9 +412,15 @@ def _prepare(
             kept = {st.id for st in carried}
             shown = fact_guard.Visible(_rest_text(session, ids, ledger_msg) + "\n" + body)
             for st in session.carried_by(span, budget=False):
-                if st.id not in kept and not shown.shows(fact_guard.Fact(text=st.text, kind="quoted")):
+                if st.id in kept:
+                    continue
+                if not shown.shows(fact_guard.Fact(text=st.text, kind="quoted")):
                     uncarried.append(st.id)
                     lost.append(st.text)
+                elif st.text not in facts:
+                    # the summary's text shows it: a fact this fold guards, so that the summary's
+                    # retirement checks it too (it was lost there without a word)
+                    facts.append(st.text)
 
     content = head + "\n" + body
     tokens_before = sum(m.tokens for m in span)
