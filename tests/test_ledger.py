@@ -279,6 +279,17 @@ def test_a_status_line_headed_with_a_wh_word_is_a_goal_and_a_documents_prose_rul
     assert [f.text for f in detect(tool, "tool")] == ["Run `make lint-fix` before pushing."]
 
 
+def test_a_status_line_that_moves_on_replaces_the_last_status_line_and_nothing_else():
+    _, s, _ = ladder()
+    back = s.add("user", "Ines is back from leave on the 20th, she reviews the exporter")
+    old = s.add("user", "where we are: the exporter is in review, next is the csv writer")
+    new = s.add("user", "status: exporter merged and the csv writer shipped. retry queue is next")
+    by_message = {st.message_id: st for st in s.statements.values()}
+    assert by_message[old.id].status == "superseded"
+    assert s.statements[by_message[old.id].superseded_by].message_id == new.id
+    assert by_message[back.id].status == "current"
+
+
 def test_a_correction_with_the_same_unit_on_another_subject_leaves_the_statement_current():
     _, s, _ = ladder()
     ttl = s.add("user", "the cache TTL is 15 min on the edge, because the origin is slow")

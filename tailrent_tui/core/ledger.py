@@ -395,6 +395,9 @@ _OLD_VALUE_RE = re.compile(
 _NUM_RE = re.compile(r"\d[\d,.]*\d|\d")
 # A goal that moves on: what was next is done, unblocked, or replaced by a new next step
 _GOAL_SHIFT_RE = re.compile(r"\b(?:done|finished|unblocked|landed|merged|shipped|next\s+up|now\s+on|moving\s+on)\b", re.I)
+_STATUS_RE = re.compile(
+    r"\b(?:next|blocked|status|where\s+we\s+are|done|finished|in\s+review|waiting\s+on|then\s+the|after\s+that)\b", re.I
+)
 _BACKREF_RE = re.compile(
     r"\b(?:scratch\s+that|forget\s+(?:that|it|what\s+i\s+said)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|my\s+bad|i\s+meant)\b",
     re.I,
@@ -1222,7 +1225,12 @@ def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | Non
     candidates = [s for s in earlier if s.status == "current" and s.role != "instructions"]
     # Only a correction supersedes: taking a current statement for a replaced one would
     # drop it silently, the very loss the ledger is for.
-    if not candidates or not new.correction:
+    # a goal that moves on ("X is done, next is Y") updates the last one on its subject, cue or not
+    moves_on = new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text))
+    if not new.correction:
+        # ... and only a status line like it: "load test is the next step", not "Solveig is back on the 20th"
+        candidates = [s for s in candidates if s.kind == "goal" and _STATUS_RE.search(s.text)] if moves_on else []
+    if not candidates:
         return None
     subj = subject_words(new.text, new.label)
     vals = _values(new.text)
