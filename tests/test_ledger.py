@@ -71,6 +71,14 @@ def test_chatter_questions_and_hedges_are_not_statements():
         "```\nrm -rf build  # clean\nmake test\n```",
     ):
         assert detect(text) == [], text
+    # idioms with a rule's words in them are not even the user's words to keep
+    for text in (
+        "never mind, i'll ask Priya",
+        "nobody knows yet, park it",
+        "keep an eye on that one",
+        "write that down somewhere, it will bite us again",
+    ):
+        assert detect(text, words=True) == [], text
 
 
 def test_a_request_for_a_recap_is_not_a_statement_nor_the_users_words_to_keep():

@@ -208,7 +208,9 @@ _HEDGE_RE = re.compile(
     r"not decided|haven'?t decided|hasn'?t been decided|didn'?t decide|did not decide|not (?:yet )?settled|"
     r"let'?s think|thinking (?:about|of)|consider(?:ing)?|what if|i wonder|wondering|revisit|idk|dunno|no idea|"
     r"could be|may be|kinda|sort of|for example|e\.g\.|hypothetically|in theory|if we|if you|if i|if it|"
-    r"unless we|whether|would be nice|someday|one day|eventually maybe|not a rule|just an idea|brainstorm)\b",
+    r"unless we|whether|would be nice|someday|one day|eventually maybe|not a rule|just an idea|brainstorm|"
+    # idioms that look like rules and state nothing: "never mind i'll find out", "park it", "keep an eye on that"
+    r"never\s?mind|nvm|park\s+it|keep\s+an\s+eye\s+on|(?:write|jot)\s+(?:that|it)\s+down|writing\s+(?:that|it)\s+down)\b",
     re.I,
 )
 _NEGATED_DECISION = re.compile(r"\b(?:not|never|n't)\s+(?:yet\s+)?(?:decided|agreed|chosen|settled|going with)\b", re.I)
