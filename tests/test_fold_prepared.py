@@ -130,9 +130,11 @@ async def test_a_fold_placed_after_with_its_summary_prepared_costs_the_next_requ
         assert u.predicted_evaluated == pytest.approx(u.evaluated_tokens, rel=0.1, abs=8), u
 
 
+# prose with no word a statement is made of (no "keep", "next", "wants"): shuffled, those words made
+# statements of their own, and what the ledger carried depended on the detector's weights of the day
 PROSE_TEXT = (
-    "We looked at the logs again and the numbers moved a little since yesterday. The team wants a short answer "
-    "before the standup, so keep it brief and say what you would try next."
+    "We looked at the logs again and the numbers moved a little since yesterday. The team read the report "
+    "over lunch and the graphs looked much like the ones from last week."
 )
 PROSE = PROSE_TEXT.split(" ")
 
