@@ -544,3 +544,30 @@ async def test_a_runaway_reply_is_not_auto_pinned(make_agent, entry, pinned):
     result = await agent.turn("Which port?", TurnCallbacks())
     assert result.reply is not None and result.reply.pinned is pinned
     assert result.reply.meta.get("truncated", False) is (entry.get("done_reason") == "length")
+
+
+async def test_a_model_switch_moves_the_summaries_and_the_cache_life_to_the_new_model(make_agent, tmp_path):
+    agent = make_agent(window=4096, system_prompt="Be brief.", fold={"summarizer": "model"})
+    old = agent.model
+    for turn in range(4):
+        await agent.turn(filler(turn))
+    asked_before = len(old.requests)
+    assert agent.placement.detected
+    script = tmp_path / "new.jsonl"
+    script.write_text(json.dumps({"text": "turn notes: the handler, the queue and the retry logic."}) + "\n")
+    await agent.switch_model(f"mock:{script}")
+    new = agent.model
+    # where folds go is asked of the new server at its start
+    assert not agent.placement.detected
+    fold = await agent.ladder.fold()
+    assert fold is not None and agent.session.folds, fold
+    # the summary was asked of the new model, not of the one switched away from
+    assert len(old.requests) == asked_before
+    assert any("Summarize" in r[-1]["content"] for r in new.requests)
+    assert new.remaining == 0
+    # the price sheet's cache life is the new server's: Ollama's keep_alive, llama.cpp's slot (no clock)
+    await agent.switch_model(f"ollama:{OLLAMA_MODEL}")
+    assert agent.rent.sheet.ttl_seconds == 24 * 3600
+    assert agent.ladder.summarizer.model is agent.model
+    await agent.switch_model("openai:http://127.0.0.1:9/v1")
+    assert agent.rent.sheet.ttl_seconds == float("inf")

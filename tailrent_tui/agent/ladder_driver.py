@@ -154,6 +154,15 @@ class LadderDriver:
         self._observed = len(session.usage)
         self.requests = FoldRequests(self)
 
+    def model_changed(self, summarizer: Summarizer | ModelSummarizer) -> None:
+        """A /model switch: `summarizer` writes the summaries from now on; a fold prepared by the old
+        model, for the old server's cache, is dropped."""
+        self.summarizer = summarizer
+        if self.requests.prepared is not None:
+            self.requests.prepared = None
+            if self.on_prepared is not None:
+                self.on_prepared(None)
+
     @property
     def policy(self) -> Policy:
         if self._policy is None or self._policy.name != self.settings.policy:

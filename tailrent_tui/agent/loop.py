@@ -36,7 +36,14 @@ from tailrent_tui.agent.kv_slots import SlotKeeper
 from tailrent_tui.agent.ladder_driver import OVERFLOW_SHRINK, LadderDriver
 from tailrent_tui.agent.meter import UsageMeter
 from tailrent_tui.agent.placement import PlacementKeeper
-from tailrent_tui.agent.startup import ModelLink, model_options, model_spec_of
+from tailrent_tui.agent.startup import (
+    ModelLink,
+    model_options,
+    model_spec_of,
+    pick_summarizer,
+    price_sheet_for,
+    server_counter,
+)
 from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.tool_runner import ToolRunner, cap_to_tokens
 from tailrent_tui.agent.tools import offered_tools
@@ -57,10 +64,12 @@ from tailrent_tui.core.rungs.fold import MemoryFoldArchive
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import LossySummarizer, Summarizer
+from tailrent_tui.core.tokens import get_counter
 from tailrent_tui.models.base import ChatModel
 from tailrent_tui.models.factory import CannotOpenModel, open_model
 from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.models.text import redact
+from tailrent_tui.models.tokenizer import ServerTokenizer
 from tailrent_tui.settings import Settings
 from tailrent_tui.store.journal import Writer
 from tailrent_tui.store.memory import MemoryStore
@@ -88,6 +97,14 @@ __all__ = [
 
 #: a delegate's final answer is capped to this many tokens before it enters the parent
 DELEGATE_ANSWER_CAP = 1500
+
+
+def follow_model(current: Summarizer | ModelSummarizer, settings: Settings, model: ChatModel) -> Summarizer | ModelSummarizer:
+    """Who writes the summaries after a /model switch: the new model when the old one wrote them or the
+    setting is auto (picked for the new model as a start would); a summarizer the settings fixed stays."""
+    if isinstance(current, ModelSummarizer) or settings.fold.summarizer == "auto":
+        return pick_summarizer(settings, model)
+    return current
 
 
 class Agent:
@@ -271,9 +288,16 @@ class Agent:
         self.link.model_changed()
         if slots is not None:
             slots.model_changed()
+        if self.placement is not None:
+            self.placement.model_changed()
+        # the summaries are the new model's to write, and a summary prepared by the old one is dropped
+        self.ladder.model_changed(follow_model(self.ladder.summarizer, settings, model))
         await old.aclose()
         if self.rent is not None:
-            self.rent.expire()  # a different server holds none of this context
+            # the new server's cache life (Ollama's keep_alive, llama.cpp's slot); it holds none of this context
+            self.rent.sheet = price_sheet_for(settings, model)
+            self.rent.expire()
+        await self._count_with(model)
         shown = model.name or redact(spec)  # a URL's credentials stay out of the journal
         session.note(f"model switched to {shown}", "info")
         if self.session_dir is not None:
@@ -281,6 +305,23 @@ class Agent:
             with contextlib.suppress(OSError, LookupError):
                 await asyncio.to_thread(self.session_dir.update_meta, model_spec=model_spec_of(spec, model), model=shown)
         return shown
+
+    async def _count_with(self, model: ChatModel) -> None:
+        """A session that counts with its model server's tokenizer counts new text with the new server's
+        (or like cl100k when it cannot count, said once); the old server's counter is closed."""
+        session = self.session
+        tokenizer = ServerTokenizer.name if isinstance(session.counter, ServerTokenizer) else None
+        if self.session_dir is not None:
+            with contextlib.suppress(OSError, LookupError):
+                tokenizer = self.session_dir.read_meta().tokenizer
+        if tokenizer != ServerTokenizer.name:
+            return
+        counter, warning = await asyncio.to_thread(server_counter, tokenizer, model)
+        old, session.counter = session.counter, counter or get_counter(tokenizer)
+        if isinstance(old, ServerTokenizer):
+            old.close()
+        if warning:
+            session.note(warning, "warning")
 
     def request_options(self) -> dict[str, Any]:
         return {"num_ctx": self.session.window, "temperature": 0, "max_tokens": self.ladder.reply_cap()}
