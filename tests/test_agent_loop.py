@@ -504,7 +504,7 @@ async def test_tiny_window_folds_under_ladder_only(make_agent, policy):
         result = await agent.turn("What did we decide?")
         assert not agent.session.folds
         # `none` never folds, and a request past the window (with room for the reply) is never sent
-        assert agent.session.context_tokens + agent.ladder.reply_cap() > agent.session.window
+        assert agent.session.context_tokens + agent.budget.reply_cap() > agent.session.window
         assert result.error is not None and result.error.message.startswith("not sent")
         assert len(agent.model.requests) == sent
         assert agent.session.messages[-1].content == "What did we decide?"
@@ -512,7 +512,7 @@ async def test_tiny_window_folds_under_ladder_only(make_agent, policy):
 
 async def test_ladder_folds_with_the_model_as_summarizer(make_agent):
     agent = make_agent(policy="ladder", window=4096, system_prompt="Be brief.", fold={"summarizer": "model"})
-    summarizer_model = agent.ladder.summarizer.model
+    summarizer_model = agent.fold_requests.summarizer.model
     trigger = int(agent.session.window * agent.settings.fold.trigger)
     await agent.turn(DECISION)
     turns = 1
@@ -568,6 +568,6 @@ async def test_a_model_switch_moves_the_summaries_and_the_cache_life_to_the_new_
     # the price sheet's cache life is the new server's: Ollama's keep_alive, llama.cpp's slot (no clock)
     await agent.switch_model(f"ollama:{OLLAMA_MODEL}")
     assert agent.rent.sheet.ttl_seconds == 24 * 3600
-    assert agent.ladder.summarizer.model is agent.model
+    assert agent.fold_requests.summarizer.model is agent.model
     await agent.switch_model("openai:http://127.0.0.1:9/v1")
     assert agent.rent.sheet.ttl_seconds == float("inf")

@@ -195,7 +195,7 @@ def test_a_resume_fold_the_model_would_write_is_not_made_when_the_reread_costs_l
         async with open_agent(settings, {"continue_": True}) as agent:
             await agent.link.start()
             price = agent.link.resume_price
-            fold = agent.ladder.policy.cold_resume_fold(agent.session, agent.ladder.policy_context())
+            fold = agent.budget.policy.cold_resume_fold(agent.session, agent.budget.policy_context())
             assert fold is not None and fold.summary_tokens > 0, "the ladder would fold, were it free"
             assert price is not None and price.saver == "none" and price.to_read == evening
             line = next(n.text for n in agent.session.notes if n.text.startswith("resume:"))
@@ -219,9 +219,9 @@ def test_the_agents_keep_warm_prices_an_expiry_by_what_the_ladder_would_fold_to(
         agent.session.add("user" if i % 2 == 0 else "assistant", chatter(i))
     agent.rent.request_session(agent.session, at=agent.session.clock())
     price = agent.meter.keep_warm.price()
-    resume = agent.ladder.policy_context().settings.resume_tokens
+    resume = agent.budget.policy_context().settings.resume_tokens
     assert price is not None and price.prefix_tokens > resume
-    assert price.rewrite_tokens == agent.ladder.policy.cold_resume_tokens(agent.session, agent.ladder.policy_context())
+    assert price.rewrite_tokens == agent.budget.policy.cold_resume_tokens(agent.session, agent.budget.policy_context())
     assert resume <= price.rewrite_tokens < price.prefix_tokens
     lines = keep_warm_lines(agent.meter.keep_warm.status(agent.session.clock()))
     assert any(f"a rewrite of {price.rewrite_tokens:,} would add ${price.expiry_usd:,.4f}" in line for line in lines)

@@ -2,7 +2,8 @@
 
 - the turn loop (turn.py): asks the model, streams the reply, runs the calls;
 - tool execution and approvals (tool_runner.py);
-- the ladder driver (ladder_driver.py): every fold, spill and pin the policy plans;
+- the ladder driver (ladder_driver.py): every fold, spill and pin the policy plans, against
+  the budget (budget.py); a fold's summary, prepared ahead or asked now, and its cost (fold_requests.py);
 - the session stores (stores.py): decisions, instructions, exports, sub-session transcripts;
 - the model's start and switch (startup.py), the rent and usage (meter.py).
 
@@ -21,6 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tailrent_tui.agent.budget import OVERFLOW_SHRINK, LadderBudget
 from tailrent_tui.agent.closing import Closing, close_parts
 from tailrent_tui.agent.events import (
     Approval,
@@ -32,8 +34,9 @@ from tailrent_tui.agent.events import (
     TurnCallbacks,
     TurnResult,
 )
+from tailrent_tui.agent.fold_requests import FoldRequests
 from tailrent_tui.agent.kv_slots import SlotKeeper
-from tailrent_tui.agent.ladder_driver import OVERFLOW_SHRINK, LadderDriver
+from tailrent_tui.agent.ladder_driver import LadderDriver
 from tailrent_tui.agent.meter import UsageMeter
 from tailrent_tui.agent.placement import PlacementKeeper
 from tailrent_tui.agent.startup import (
@@ -189,29 +192,47 @@ class Agent:
             )
         #: where folds put their summary, and why (agent/placement.py); None for a sub-session
         self.placement = None if is_sub else PlacementKeeper(settings.fold.placement, current_model, rent)
-        self.ladder = LadderDriver(
+        #: the policy and the window it plans with (agent/budget.py)
+        self.budget = LadderBudget(
             session=session,
             settings=settings,
             spill_store=self.spill_store,
             archive=self.archive,
-            summarizer=summarizer or LossySummarizer(),
-            rent=rent,
-            meter=self.meter,
-            stores=self.stores,
-            slots=self.slots,
             placement=self.placement,
             policy_settings=policy_settings,
+        )
+        #: who writes fold summaries, folds prepared while the user reads, and what folds cost (agent/fold_requests.py)
+        self.fold_requests = FoldRequests(
+            session=session,
+            settings=settings,
+            budget=self.budget,
+            summarizer=summarizer or LossySummarizer(),
+            meter=self.meter,
+            stores=self.stores,
+            rent=rent,
+            slots=self.slots,
+            placement=self.placement,
             # a summary request sends what a turn's request sends: its tools and options
             offered_tools=tools_offered,
             # through a lambda: a test may replace `request_options` on one agent
             request_options=lambda: self.request_options(),
-            cold_resume=cold_resume,
             is_sub=is_sub,
+        )
+        self.ladder = LadderDriver(
+            session=session,
+            budget=self.budget,
+            requests=self.fold_requests,
+            spill_store=self.spill_store,
+            rent=rent,
+            stores=self.stores,
+            slots=self.slots,
+            placement=self.placement,
+            cold_resume=cold_resume,
         )
         if self.meter.keep_warm is not None:
             # what an expiry costs is the policy's to say: the ladder folds at a cold resume
-            ladder = self.ladder
-            self.meter.keep_warm.rewrite_tokens = lambda: ladder.policy.cold_resume_tokens(session, ladder.policy_context())
+            budget = self.budget
+            self.meter.keep_warm.rewrite_tokens = lambda: budget.policy.cold_resume_tokens(session, budget.policy_context())
         self.tools = ToolRunner(
             session=session,
             settings=settings,
@@ -219,6 +240,7 @@ class Agent:
             workspace=workspace,
             spill_store=self.spill_store,
             ladder=self.ladder,
+            ladder_budget=self.budget,
             is_sub=is_sub,
         )
         self.tools.bind_session(self.stores, self.delegate)
@@ -228,6 +250,8 @@ class Agent:
             window=settings.window,
             session_dir=session_dir,
             ladder=self.ladder,
+            budget=self.budget,
+            requests=self.fold_requests,
             rent=rent,
             slots=self.slots,
             placement=self.placement,
@@ -242,6 +266,7 @@ class Agent:
             session_dir=session_dir,
             slots=self.slots,
             ladder=self.ladder,
+            budget=self.budget,
             tools=self.tools,
             meter=self.meter,
             stores=self.stores,
@@ -291,7 +316,7 @@ class Agent:
         if self.placement is not None:
             self.placement.model_changed()
         # the summaries are the new model's to write, and a summary prepared by the old one is dropped
-        self.ladder.model_changed(follow_model(self.ladder.summarizer, settings, model))
+        self.fold_requests.model_changed(follow_model(self.fold_requests.summarizer, settings, model))
         await old.aclose()
         if self.rent is not None:
             # the new server's cache life (Ollama's keep_alive, llama.cpp's slot); it holds none of this context
@@ -324,7 +349,7 @@ class Agent:
             session.note(warning, "warning")
 
     def request_options(self) -> dict[str, Any]:
-        return {"num_ctx": self.session.window, "temperature": 0, "max_tokens": self.ladder.reply_cap()}
+        return {"num_ctx": self.session.window, "temperature": 0, "max_tokens": self.budget.reply_cap()}
 
     # -- the turn ----------------------------------------------------------------------
 
@@ -359,7 +384,7 @@ class Agent:
             workspace=self.workspace,
             spill_store=self.spill_store,
             memory=self.memory,
-            summarizer=self.ladder.summarizer,
+            summarizer=self.fold_requests.summarizer,
             rent=None,
             is_sub=True,
         )

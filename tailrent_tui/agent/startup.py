@@ -20,6 +20,8 @@ import contextlib
 import math
 from collections.abc import Callable
 
+from tailrent_tui.agent.budget import LadderBudget
+from tailrent_tui.agent.fold_requests import FoldRequests
 from tailrent_tui.agent.kv_slots import SlotKeeper, on_resume, on_start
 from tailrent_tui.agent.ladder_driver import LadderDriver
 from tailrent_tui.agent.placement import PlacementKeeper
@@ -116,20 +118,24 @@ class ModelLink:
         window: int | None,
         session_dir: SessionDir | None,
         ladder: LadderDriver,
+        budget: LadderBudget,
+        requests: FoldRequests,
         rent: RentModel | None,
         slots: SlotKeeper | None = None,
         placement: PlacementKeeper | None = None,
         resumed: bool = False,
     ) -> None:
         """`model`: the current model (a /model switch changes it); `window`: the setting, which wins
-        over the server's; `ladder`: the policy and summarizer a resume is priced with, and where a cold
-        resume is told; `resumed`: the session had requests before, so the first start restores its slot and
-        prices the resume."""
+        over the server's; `budget` and `requests`: the policy and summarizer a resume is priced with;
+        `ladder`: where a cold resume is told; `resumed`: the session had requests before, so the first
+        start restores its slot and prices the resume."""
         self._model = model
         self.session = session
         self.window = window
         self.session_dir = session_dir
         self.ladder = ladder
+        self.budget = budget
+        self.requests = requests
         self.rent = rent
         self.slots = slots
         self.placement = placement
@@ -212,9 +218,10 @@ class ModelLink:
                 session=self.session,
                 rent=self.rent,
                 cold_resume=ladder.cold_resume,
-                policy=ladder.policy,
-                ctx=ladder.policy_context,
-                by_model=isinstance(ladder.summarizer, ModelSummarizer),
+                policy=self.budget.policy,
+                # the fold it promises is shown first when the app shows folds before they apply
+                ctx=lambda: self.budget.policy_context(review=ladder.on_review is not None),
+                by_model=isinstance(self.requests.summarizer, ModelSummarizer),
                 embedded=isinstance(model, EmbeddedModel),
             )
             self.resume_lines, self.resume_price, ladder.cold_resume = resumed.lines, resumed.price, resumed.cold_resume
