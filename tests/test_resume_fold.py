@@ -15,7 +15,7 @@ from ui_helpers import wait_until
 from tailrent_tui.agent.lifecycle import open_agent
 from tailrent_tui.agent.loop import Agent
 from tailrent_tui.core.messages import Folded, Kind
-from tailrent_tui.core.policies import PolicyContext, PolicySettings, get_policy, run_plan
+from tailrent_tui.core.policies import RESUME_FOLD_TARGET, PolicyContext, PolicySettings, get_policy, run_plan
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import LossySummarizer
@@ -127,7 +127,7 @@ def _yesterday(settings: Settings) -> int:
 def test_the_morning_after_in_the_app_starts_from_a_small_context(app_settings):
     settings = app_settings
     evening = _yesterday(settings)
-    resume_tokens = int(APP_WINDOW * settings.fold.resume_target)
+    resume_tokens = int(APP_WINDOW * RESUME_FOLD_TARGET)
     assert evening > 2 * resume_tokens
 
     async def morning() -> Agent:
@@ -179,7 +179,7 @@ def test_a_resume_fold_shown_first_is_promised_as_a_proposal_and_can_be_cancelle
     assert price is not None and price.saver == "fold" and price.fold_reviewed
     line = next(n.text for n in agent.session.notes if "the cache is cold" in n.text)
     assert f"will propose folding the {evening:,}-token context to about {price.to_read:,}" in line
-    assert "([fold] resume_target; you review it first); the first request re-reads what you keep" in line
+    assert "(deeper than a fold in use: the prefix is read again anyway; you review it first); the first request re-reads" in line
     # cancelled: nothing folded, and the message went out with what the other rungs left
     assert not agent.session.folds
     assert agent.session.usage[-1].context_tokens == agent.session.context_tokens - agent.session.messages[-1].tokens

@@ -90,7 +90,6 @@ class LadderBudget:
                 window=window,
                 fold_trigger=self.settings.fold.trigger,
                 fold_target=self.settings.fold.target,
-                resume_fold_target=self.settings.fold.resume_target,
                 spill_threshold=self.settings.tools.spill_threshold,
                 guard=self.settings.fold.guard,
                 # room for the reply, and for what the server counts beyond our count

@@ -52,6 +52,10 @@ from tailrent_tui.store.kv_slots import delete_slot_files, scan_slot_dir
 from tailrent_tui.store.sessions import SessionDir
 
 MB = 1024 * 1024
+#: in [slots] dir, the slot files of one session may use this many MB, and tailrent's in all this many;
+#: past either the oldest go first (a slot file is about the KV of its context: tens to hundreds of MB)
+SESSION_SLOT_MB = 512
+TOTAL_SLOT_MB = 4096
 
 
 @dataclass
@@ -405,8 +409,8 @@ class SlotKeeper:
                 doomed = cleanup_plan(
                     on_disk,
                     keep=record.file,
-                    session_cap=self.settings.slots.session_mb * MB,
-                    total_cap=self.settings.slots.total_mb * MB,
+                    session_cap=SESSION_SLOT_MB * MB,
+                    total_cap=TOTAL_SLOT_MB * MB,
                 )
                 freed, errors = delete_slot_files(slot_dir, doomed)
                 gone = {f.name for f in doomed}
