@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from folds import fold_span
 
 from tailrent_tui.agent.build import framing_probes
 from tailrent_tui.agent.lifecycle import open_agent
 from tailrent_tui.agent.loop import wire_messages
 from tailrent_tui.core.rent import context_items
-from tailrent_tui.core.rungs.fold import fold_span
 from tailrent_tui.core.rungs.spill import MemorySpillStore, spill_message
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.tokens import Framing, get_counter
