@@ -60,6 +60,11 @@ BENCHES: list[tuple[str, str, list[str]]] = [
     ("shell", "run_shell streaming 1 GB into a spill: extra peak RSS (issue 7)", [PY, "benchmarks/shell_spill_bench.py"]),
     ("grep", "grep by ripgrep: a catastrophic pattern and this repository (issue 24)", [PY, "benchmarks/grep_bench.py"]),
     (
+        "issue24",
+        "Issue 24: one owner per feature — figures",
+        [PY, "benchmarks/issue24_figures.py", "--before", "270bbab"],
+    ),
+    (
         "mcp",
         "MCP tool servers: start-up with three, overhead per call, schema tokens per server (issue 25)",
         [PY, "benchmarks/mcp_bench.py"],
