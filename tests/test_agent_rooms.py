@@ -108,6 +108,7 @@ ROOMS = {
     "ladder_driver.py": "LadderDriver",
     "budget.py": "LadderBudget",
     "fold_requests.py": "FoldRequests",
+    "fold_costs.py": "FoldCosts",
     "tool_runner.py": "ToolRunner",
     "turn.py": "TurnLoop",
     "startup.py": "ModelLink",
@@ -145,7 +146,7 @@ def test_the_package_imports_in_no_circle():
 
 
 #: the attributes a room holds another room by
-ROOM_ATTRIBUTES = "requests|fold_requests|budget|ladder_budget|ladder|tools|meter|slots|placement|stores|link|turns"
+ROOM_ATTRIBUTES = "requests|fold_requests|fold_costs|budget|ladder_budget|ladder|tools|meter|slots|placement|stores|link|turns"
 
 
 def test_no_room_relays_a_call_to_another():

@@ -1,7 +1,7 @@
 """Who writes a fold's summary, what it asks of the model, and what folds cost the requests around them.
 
 The ladder driver (ladder_driver.py) answers each `Summarize` of a plan here
-(`answer`); the app prepares folds and asks their cost here directly.
+(`answer`); the app prepares folds here directly.
 
 - The summary request (`summary_for`): asked in the conversation's own context
   (`summary_context`: the last request's messages, tools and options plus one
@@ -11,8 +11,8 @@ The ladder driver (ladder_driver.py) answers each `Summarize` of a plan here
 - Folds prepared while the user reads (`prepare_fold`): the next fold's
   summary written ahead, past PRE_TRIGGER of the trigger, and handed to the
   plan's Summarize at the trigger (`prepared_summary`).
-- What applying or undoing a fold costs the next request (`reread_after`,
-  `unfold_cost`), from the rent model.
+
+What applying or undoing a fold costs the next request is fold_costs.py's.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from tailrent_tui.agent.placement import PlacementKeeper
 from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.wire import wire_entries, wire_entries_of
 from tailrent_tui.core import ledger as ledger_rules
-from tailrent_tui.core.messages import FoldRecord, Message
+from tailrent_tui.core.messages import Message
 from tailrent_tui.core.policies import FALLBACKS
-from tailrent_tui.core.rent import Item, RentModel, aside_rent, context_item, context_items, prompt_rate
+from tailrent_tui.core.rent import Item, RentModel, aside_rent, context_item, context_items
 from tailrent_tui.core.rungs.fold import after_position, span_messages, span_to_target
-from tailrent_tui.core.session import Session, SessionError
+from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import Summarize, Summarizer, Summary
 from tailrent_tui.models.base import Usage
 from tailrent_tui.models.errors import ModelError
@@ -95,7 +95,7 @@ def aligned_instruction_probe(request: Summarize) -> str:
 
 
 class FoldRequests:
-    """The summaries a fold asks for (written now or prepared ahead), and what folds cost."""
+    """The summaries a fold asks for: written now, or prepared ahead while the user reads."""
 
     def __init__(
         self,
@@ -508,57 +508,3 @@ class FoldRequests:
         later = [entry for _, entry in entries[n_entries:]]
         context = SummaryContext(messages=messages, positions=positions, tools=tools or None, options=options, later=later)
         return context, items
-
-    def reread_after(self, record: FoldRecord) -> tuple[int, float | None]:
-        """What applying this fold costs the next request: the tokens it reads again (the rent
-        model's prediction of the folded context: in place, what follows the summary; after the
-        kept messages on an engine that shifts KV, the summary), and their seconds at the
-        measured rate."""
-        session = self.session
-        span = set(record.span_ids)
-        rent = self.rent
-        if rent is None or rent.last_at is None:
-            # nothing cached yet: what the fold adds is the tokens from the summary's place on
-            first = next((i for i, m in enumerate(session.messages) if m.id in span), len(session.messages))
-            tokens = session.sent_tokens(record.summary) + sum(
-                session.sent_tokens(m) for m in session.messages[first:] if m.id not in span and not m.cut_off
-            )
-            if record.position == 0:
-                tokens = record.context_after - session.head_tokens
-            rate = prompt_rate(session.usage, rent.sheet) if rent is not None else None
-            return tokens, (rate.seconds(tokens) if rate is not None and rate.measured else None)
-        kept = [context_item(session, m) for m in session.messages if m.id not in span and not m.cut_off]
-        kept.insert(min(record.position, len(kept)), context_item(session, record.summary))
-        return self._reread(kept)
-
-    def unfold_cost(self, fold_no: int) -> tuple[int, float | None, bool]:
-        """What undoing fold `fold_no` costs the next request: (tokens read again, their seconds at
-        the measured rate, whether the engine's prompt cache still holds the prompt before the
-        fold, so that they are few). Raises SessionError/ArchiveError as `unfold` would."""
-        session = self.session
-        record = next((f for f in session.folds if f.fold_no == fold_no), None)
-        if record is None:
-            raise SessionError(f"no fold #{fold_no}")
-        originals = self.stores.fold_originals(fold_no)
-        items: list[Item] = []
-        for m in session.messages:
-            if m.cut_off:
-                continue
-            if m.id == record.summary.id:
-                items += [context_item(session, o) for o in originals if not o.cut_off]
-            else:
-                items.append(context_item(session, m))
-        tokens, seconds = self._reread(items)
-        rent = self.rent
-        kept = rent is not None and rent.prompt_cache_gain(items, session.head_tokens, session.clock()) > 0
-        return tokens, seconds, kept
-
-    def _reread(self, items: list[Item]) -> tuple[int, float | None]:
-        session = self.session
-        rent = self.rent
-        if rent is None:
-            return session.head_tokens + sum(t for _, t in items), None
-        context, cached, _ = rent.predict(items, session.head_tokens, session.clock())
-        tokens = context - cached
-        rate = prompt_rate(session.usage, rent.sheet)
-        return tokens, (rate.seconds(tokens) if rate is not None and rate.measured else None)

@@ -3,7 +3,8 @@
 - the turn loop (turn.py): asks the model, streams the reply, runs the calls;
 - tool execution and approvals (tool_runner.py);
 - the ladder driver (ladder_driver.py): every fold, spill and pin the policy plans, against
-  the budget (budget.py); a fold's summary, prepared ahead or asked now, and its cost (fold_requests.py);
+  the budget (budget.py); a fold's summary, prepared ahead or asked now (fold_requests.py), and what
+  a fold costs the next request (fold_costs.py);
 - the session stores (stores.py): decisions, instructions, exports, sub-session transcripts;
 - the model's start and switch (startup.py), the rent and usage (meter.py).
 
@@ -34,6 +35,7 @@ from tailrent_tui.agent.events import (
     TurnCallbacks,
     TurnResult,
 )
+from tailrent_tui.agent.fold_costs import FoldCosts
 from tailrent_tui.agent.fold_requests import FoldRequests
 from tailrent_tui.agent.kv_slots import SlotKeeper
 from tailrent_tui.agent.ladder_driver import LadderDriver
@@ -218,6 +220,8 @@ class Agent:
             request_options=lambda: self.request_options(),
             is_sub=is_sub,
         )
+        #: what applying or undoing a fold costs the next request (agent/fold_costs.py)
+        self.fold_costs = FoldCosts(session=session, rent=rent, stores=self.stores)
         self.ladder = LadderDriver(
             session=session,
             budget=self.budget,

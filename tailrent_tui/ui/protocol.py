@@ -78,15 +78,20 @@ class LadderCalls(Protocol):
 
 
 class FoldRequestCalls(Protocol):
-    """Fold summaries, folds prepared ahead, and what a fold costs (agent/fold_requests.py `FoldRequests`)."""
+    """Fold summaries and folds prepared ahead (agent/fold_requests.py `FoldRequests`)."""
 
     # set by the session screen while it is mounted
     on_summary: Callable[[SummaryProgress], None] | None
     on_prepared: Callable[[PreparedFold | None], None] | None
 
+    async def prepare_fold(self) -> PreparedFold | None: ...
+
+
+class FoldCostCalls(Protocol):
+    """What a fold costs the next request (agent/fold_costs.py `FoldCosts`)."""
+
     def unfold_cost(self, fold_no: int) -> tuple[int, float | None, bool]: ...
     def reread_after(self, record: FoldRecord) -> tuple[int, float | None]: ...
-    async def prepare_fold(self) -> PreparedFold | None: ...
 
 
 class StoreReads(Protocol):
@@ -168,6 +173,8 @@ class SessionAgent(Protocol):
     def ladder(self) -> LadderCalls: ...
     @property
     def fold_requests(self) -> FoldRequestCalls: ...
+    @property
+    def fold_costs(self) -> FoldCostCalls: ...
     @property
     def stores(self) -> StoreReads: ...
     @property
