@@ -52,18 +52,17 @@ def worst_complexity(tree: Path, n: int = 5) -> list[tuple[int, str]]:
 
     rows: list[tuple[int, str]] = []
 
-    def add(path: str, block: object, owner: str = "") -> None:
-        if isinstance(block, Class):
-            for method in block.methods:
-                add(path, method, block.name + ".")
-            return
+    def add(path: str, block: object, owner: str) -> None:
         rows.append((block.complexity, f"{path}:{owner}{block.name}"))  # type: ignore[attr-defined]
         for inner in getattr(block, "closures", []):
             add(path, inner, f"{owner}{block.name}.")  # type: ignore[attr-defined]
 
     for path in modules(tree):
+        # radon lists a class's methods on their own too (with their class's name): the class itself is skipped
         for block in cc_visit(path.read_text(encoding="utf-8")):
-            add(str(path.relative_to(tree)), block)
+            if not isinstance(block, Class):
+                owner = f"{block.classname}." if getattr(block, "classname", None) else ""
+                add(str(path.relative_to(tree)), block, owner)
     return sorted(rows, reverse=True)[:n]
 
 
