@@ -571,3 +571,14 @@ async def test_a_model_switch_moves_the_summaries_and_the_cache_life_to_the_new_
     assert agent.fold_requests.summarizer.model is agent.model
     await agent.switch_model("openai:http://127.0.0.1:9/v1")
     assert agent.rent.sheet.ttl_seconds == float("inf")
+
+
+async def test_a_model_switch_with_a_price_file_broken_since_the_start_changes_nothing(make_agent, tmp_path):
+    agent = make_agent()
+    old = agent.model
+    config = tmp_path / "config"
+    config.mkdir(exist_ok=True)
+    (config / "prices.toml").write_text("[mine\n")
+    with pytest.raises(ValueError, match=r"prices\.toml"):
+        await agent.switch_model("mock")
+    assert agent.model is old and not any("model switched" in n.text for n in agent.session.notes)

@@ -64,7 +64,7 @@ from tailrent_tui.core.messages import (
 )
 from tailrent_tui.core.policies import PolicySettings
 from tailrent_tui.core.ports import FoldArchive, SpillStore
-from tailrent_tui.core.rent import RentModel
+from tailrent_tui.core.rent import PriceSheetError, RentModel
 from tailrent_tui.core.rungs.fold import MemoryFoldArchive
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
@@ -306,6 +306,12 @@ class Agent:
             model, _ = open_model(spec, model_options(settings))
         except CannotOpenModel as exc:
             raise ValueError(str(exc)) from None
+        try:
+            # the new server's cache life (Ollama's keep_alive, llama.cpp's slot), read before anything changes
+            sheet = price_sheet_for(settings, model) if self.rent is not None else None
+        except PriceSheetError as exc:  # prices.toml edited since the start
+            await model.aclose()
+            raise ValueError(str(exc)) from None
         session, slots = self.session, self.slots
         if slots is not None:
             # the old server's slot, while it still holds this session: a switch back can restore it
@@ -322,10 +328,9 @@ class Agent:
         # the summaries are the new model's to write, and a summary prepared by the old one is dropped
         self.fold_requests.model_changed(follow_model(self.fold_requests.summarizer, settings, model))
         await old.aclose()
-        if self.rent is not None:
-            # the new server's cache life (Ollama's keep_alive, llama.cpp's slot); it holds none of this context
-            self.rent.sheet = price_sheet_for(settings, model)
-            self.rent.expire()
+        if self.rent is not None and sheet is not None:
+            self.rent.sheet = sheet
+            self.rent.expire()  # a different server holds none of this context
         await self._count_with(model)
         shown = model.name or redact(spec)  # a URL's credentials stay out of the journal
         session.note(f"model switched to {shown}", "info")
