@@ -440,14 +440,6 @@ class SlotKeeper:
                 notes.append(f"the slot file's name could not be kept in meta.json ({exc}); the next resume cannot restore it")
         return notes
 
-    def save_sync(self, reason: str) -> SlotOutcome | None:
-        """Save now, from any thread or after the event loop ended (quit)."""
-        plan = self._plan()
-        if not isinstance(plan, _SavePlan):
-            return plan
-        self.last_save = self._write(plan, reason)
-        return self.last_save
-
     async def save_before_fold(self) -> SlotOutcome | None:
         """Save the slot while it holds the conversation as it is before a fold: `/unfold` restores it
         when the engine's prompt cache no longer holds that prompt. A failure is a warning, once."""
