@@ -81,12 +81,16 @@ def retire_summaries(session: Session, target_tokens: int, *, keep_recent: int =
     recent = {m.id for m in session.messages[len(session.messages) - keep_recent :]} if keep_recent else set()
     records = {f.summary.id: f for f in session.folds}
     records_by_no = {f.fold_no: f for f in session.folds}
-    for m in list(session.messages):
+    candidates = [
+        m.id
+        for m in session.messages
+        if (r := records.get(m.id)) is not None and not m.pinned and m.id not in recent and r.fold_no not in session.retired
+    ]
+    for at, mid in enumerate(candidates):
         if session.context_tokens <= target_tokens:
             break
-        record = records.get(m.id)
-        if record is None or m.pinned or m.id in recent or record.fold_no in session.retired:
-            continue
+        m = session.get(mid)
+        record = records[mid]
         # one pointer stands for every retired fold: the older pointers leave with this one
         merged = [no for no in session.retired if records_by_no[no].summary.id in session]
         folds = sorted([*merged, record.fold_no])
@@ -126,7 +130,11 @@ def retire_summaries(session: Session, target_tokens: int, *, keep_recent: int =
             lost = [f.text for f in missing]
         tokens = session.count(pointer)
         if tokens >= summaries_tokens:
-            continue
+            # a pointer no smaller than the one summary it replaces (a fold of last resort's short note):
+            # it goes all the same when the next one's retirement takes it in and the two shrink together
+            nxt = candidates[at + 1] if at + 1 < len(candidates) else None
+            if nxt is None or session.count(pointer) >= summaries_tokens + session.get(nxt).tokens:
+                continue
         ev = session.emit(
             FoldRetired(
                 fold_no=record.fold_no,
@@ -357,9 +365,15 @@ def _prepare(
             kept = {st.id for st in carried}
             shown = fact_guard.Visible(_rest_text(session, ids, ledger_msg) + "\n" + body)
             for st in session.carried_by(span, budget=False):
-                if st.id not in kept and not shown.shows(fact_guard.Fact(text=st.text, kind="quoted")):
+                if st.id in kept:
+                    continue
+                if not shown.shows(fact_guard.Fact(text=st.text, kind="quoted")):
                     uncarried.append(st.id)
                     lost.append(st.text)
+                elif st.text not in facts:
+                    # the summary's text shows it: a fact this fold guards, so that the summary's
+                    # retirement checks it too (it was lost there without a word)
+                    facts.append(st.text)
 
     content = head + "\n" + body
     tokens_before = sum(m.tokens for m in span)
