@@ -363,7 +363,9 @@ def test_summaries_smaller_than_a_pointer_retire_together_when_they_crowd_the_wi
     """A fold of last resort leaves a short note, smaller than the one-line pointer a retirement
     writes: one at a time none of them could retire, so they piled up (48 of them, 1,200 tokens of a
     2,048 window on canary-typed) until requests went over the window. Two or more retire together."""
-    from tailrent_tui.core.rungs.fold import fold_span, retire_summaries
+    from folds import fold_span
+
+    from tailrent_tui.core.rungs.fold import retire_summaries
 
     _, s, _ = ladder(window=4096)
     for i in range(12):
@@ -381,7 +383,9 @@ def test_summaries_smaller_than_a_pointer_retire_together_when_they_crowd_the_wi
 def test_a_statement_the_ledger_had_no_room_for_and_the_summary_showed_is_reported_when_the_summary_retires():
     """Past the pins' budget, a statement stays in the span's text; a summary that quotes it keeps it
     visible, so its fold loses nothing. When that summary retires, the statement leaves: said so."""
-    from tailrent_tui.core.rungs.fold import fold_span, retire_summaries
+    from folds import fold_span
+
+    from tailrent_tui.core.rungs.fold import retire_summaries
 
     s = Session(counter=get_counter("cl100k"), system="sys", window=4096, decisions=DecisionDetector(), pin_share=0.0)
     rule = "the nightly export must finish before the backup starts, we agreed on that twice"
@@ -482,9 +486,9 @@ def test_the_apps_own_system_notices_never_enter_the_ledger():
 
     _, s, _ = ladder()
     s.add("system", PROTOCOL_NOTE, pinned=True, autopin=False)
-    assert s.current_statements() == []
+    assert [st for st in s.statements.values() if st.status == "current"] == []
     s.add("user", "never run migrations against prod without asking me first.")
-    assert [st.kind for st in s.current_statements()] == ["rule"]
+    assert [st.kind for st in s.statements.values() if st.status == "current"] == ["rule"]
 
 
 def test_a_correction_whose_subject_another_clause_restates_supersedes_the_statement_whole():

@@ -677,11 +677,6 @@ def worth_keeping(sentence: str) -> bool:
     return len(rest.split()) >= (2 if short_but_specific else 3)
 
 
-def judge(sentence: str, role: str = "user") -> StatementKind | None:
-    """The kind of statement an unlabelled sentence makes, or None (see :func:`score`)."""
-    return score(sentence, role)[0]
-
-
 def detect_scored(sentence: str, role: str, words: bool) -> tuple[StatementKind | None, float, bool]:
     """(kind, score, said) of one unlabelled sentence; with ``words``, a user's sentence the detector
     did not call a statement but that is worth keeping comes back as ``said``."""

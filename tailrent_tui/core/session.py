@@ -630,9 +630,6 @@ class Session:
             return list(m.meta.get("statements", ()))
         return [i for i in self._statements_of.get(message_id, ()) if self.carrier.get(i) == message_id]
 
-    def current_statements(self) -> list[Statement]:
-        return [st for st in self.statements.values() if st.status == "current"]
-
     def carried_by(self, span: Sequence[Message], *, budget: bool = True) -> list[Statement]:
         """The current statements whose text the span holds that a fold of it carries into the
         ledger: as many as the pins' budget has room for (the span's own ledger messages give

@@ -22,7 +22,6 @@ from tailrent_tui.core import ledger as ledger_rules
 from tailrent_tui.core.messages import Folded, FoldRecord, FoldRetired, FoldSkipped, Kind, Message, Unfolded
 from tailrent_tui.core.ports import ArchivedFold, ArchiveError, FoldArchive
 from tailrent_tui.core.session import Session, SessionError
-from tailrent_tui.core.summarize import Summarizer
 
 GuardMode = Literal["repair", "report", "off"]
 Position = Literal["in_place", "front", "after"]
@@ -191,52 +190,6 @@ def _span_text(span: Sequence[Message], folds: Sequence[FoldRecord] = ()) -> str
         elif m.kind in GUARDED_KINDS:
             parts.append(m.content)
     return "\n".join(parts)
-
-
-def fold_span(
-    session: Session,
-    span_ids: Iterable[str],
-    *,
-    summarizer: Summarizer | None = None,
-    summary: str | None = None,
-    summarizer_name: str | None = None,
-    guard: GuardMode = "repair",
-    position: Position = "in_place",
-    header: str | None = None,
-    archive: FoldArchive | None = None,
-    trigger: str = "manual",
-) -> Folded | FoldSkipped:
-    """Fold the given messages into one summary and apply it as a Folded event.
-
-    Either `summarizer` (called here) or a precomputed `summary` text (from a
-    model) must be given. `header` is a format string with `{no}`, `{n}`
-    (messages) and `{depth}`; by default "[fold #{no} · {n} messages · depth {depth}]".
-    Pinned ids in the span are refused: a pin is never folded. This applies the
-    fold whatever its size; the policies' plans use `prepare_fold` and apply
-    only folds that shrink the context.
-    """
-    ids = list(dict.fromkeys(span_ids))
-    if not ids:
-        return skip_fold(session, nothing_reason(session), trigger)
-    if summary is None and summarizer is None:
-        raise ValueError("fold_span needs a summarizer or a summary text")
-    span = span_messages(session, ids)
-    if summary is None:
-        assert summarizer is not None
-        summary = summarizer.summarize(span)
-        summarizer_name = summarizer_name or summarizer.name
-    record = _prepare(
-        session,
-        span,
-        summary=summary,
-        summarizer_name=summarizer_name or "",
-        guard=guard,
-        position=position,
-        header=header,
-        trigger=trigger,
-        rejected=None,
-    )
-    return apply_fold(session, record, archive)
 
 
 def skip_fold(session: Session, reason: str, trigger: str) -> FoldSkipped:
