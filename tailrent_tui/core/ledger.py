@@ -1211,6 +1211,62 @@ def _sibling_value(new_text: str, old_text: str) -> bool:
     return any(_value_shape(a) == _value_shape(b) for a in shared for b in fresh)
 
 
+@dataclass(frozen=True)
+class _Correction:
+    """What a correction's text offers as evidence, read once for every candidate it is held against."""
+
+    subject: frozenset[str]
+    values: frozenset[str]
+    old_values: frozenset[str]
+    stems: frozenset[str]
+    anchored: dict[str, set[str]]
+    bare: frozenset[str]
+    shifts_goal: bool
+    backref: bool
+
+    @classmethod
+    def of(cls, new: Found) -> _Correction:
+        return cls(
+            subject=subject_words(new.text, new.label),
+            values=_values(new.text),
+            old_values=frozenset(_num(m.group("v")) for m in _OLD_VALUE_RE.finditer(new.text)),
+            stems=frozenset(_stems(new.text)),
+            anchored=anchored_values(new.text),
+            # the subject without the measures: "min" is no subject
+            bare=subject_words(_UNIT_AFTER_RE.sub(" ", new.text)),
+            shifts_goal=new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text)),
+            backref=bool(_BACKREF_RE.search(new.text)),
+        )
+
+
+def _evidence(new: Found, c: _Correction, s: Statement, score: float) -> float:
+    """Evidence beyond shared words that ``new`` corrects ``s``: the old value named ("80 not 50"), a
+    sibling identifier ("bastion-2" → "bastion-3.ops.internal") or value, a goal that moves on from
+    the last one, the same measure or name with another value on the same subject."""
+    bonus = 0.0
+    if c.old_values & ({_num(v) for v in _NUM_RE.findall(s.text)} | {t.casefold() for t in identifiers(s.text)}):
+        bonus += 1.0
+    if c.stems & _stems(s.text) or _sibling_value(new.text, s.text):
+        bonus += 1.0
+    if c.shifts_goal and s.kind == "goal" and score > 0:
+        bonus += 0.5
+    if _updates_value(c.anchored, anchored_values(s.text)) and overlap(c.bare, subject_words(_UNIT_AFTER_RE.sub(" ", s.text))):
+        bonus += 1.0
+    return bonus
+
+
+def _candidates(new: Found, earlier: Sequence[Statement]) -> list[Statement]:
+    """The statements ``new`` may replace. Only a correction supersedes: taking a current statement
+    for a replaced one would drop it silently, the very loss the ledger is for. A goal that moves on
+    ("X is done, next is Y") updates the last status line, cue or not ("load test is the next step",
+    not "Solveig is back on the 20th")."""
+    candidates = [s for s in earlier if s.status == "current" and s.role != "instructions"]
+    if new.correction:
+        return candidates
+    moves_on = new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text))
+    return [s for s in candidates if s.kind == "goal" and _STATUS_RE.search(s.text)] if moves_on else []
+
+
 def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | None:
     """The current statement that ``new`` corrects, or None.
 
@@ -1219,52 +1275,27 @@ def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | Non
     so does a statement under the same label with nearly the same subject and
     other values. "Forget that" / "scratch that" alone replaces the latest one.
     """
-    candidates = [s for s in earlier if s.status == "current" and s.role != "instructions"]
-    # Only a correction supersedes: taking a current statement for a replaced one would
-    # drop it silently, the very loss the ledger is for.
-    # a goal that moves on ("X is done, next is Y") updates the last one on its subject, cue or not
-    moves_on = new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text))
-    if not new.correction:
-        # ... and only a status line like it: "load test is the next step", not "Solveig is back on the 20th"
-        candidates = [s for s in candidates if s.kind == "goal" and _STATUS_RE.search(s.text)] if moves_on else []
+    candidates = _candidates(new, earlier)
     if not candidates:
         return None
-    subj = subject_words(new.text, new.label)
-    vals = _values(new.text)
-    old_values = {_num(m.group("v")) for m in _OLD_VALUE_RE.finditer(new.text)}
-    stems = _stems(new.text)
-    anchored = anchored_values(new.text)
-    bare = subject_words(_UNIT_AFTER_RE.sub(" ", new.text))  # the subject without the measures: "min" is no subject
-    shifts_goal = new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text))
+    c = _Correction.of(new)
     weight = subject_weights(candidates)
     best: Statement | None = None
     best_score = 0.0
     for s in reversed(candidates):
         other = subject_words(s.text, s.label)
-        score = overlap(subj, other, weight)
-        if not any(weight.get(w, 1.0) >= 1.0 for w in subj & other):
+        score = overlap(c.subject, other, weight)
+        if not any(weight.get(w, 1.0) >= 1.0 for w in c.subject & other):
             score = 0.0  # only words many statements use in common: about something else
-        same_kind = s.kind == new.kind
-        # evidence beyond shared words: the old value named ("80 not 50"), a sibling identifier
-        # ("bastion-2" → "bastion-3.ops.internal"), a goal that moves on from the last one
-        bonus = 0.0
-        if old_values & ({_num(v) for v in _NUM_RE.findall(s.text)} | {t.casefold() for t in identifiers(s.text)}):
-            bonus += 1.0
-        if stems & _stems(s.text) or _sibling_value(new.text, s.text):
-            bonus += 1.0
-        if shifts_goal and s.kind == "goal" and score > 0:
-            bonus += 0.5
-        if _updates_value(anchored, anchored_values(s.text)) and overlap(bare, subject_words(_UNIT_AFTER_RE.sub(" ", s.text))):
-            bonus += 1.0  # same subject, and what it measures or names has another value now
-        need = 0.25 if same_kind else 0.5
-        if not (vals - _values(s.text)) and score < 1.0 and not _BACKREF_RE.search(new.text) and not bonus:
-            need = max(need, 0.5)
-        total = score + bonus
+        bonus = _evidence(new, c, s, score)
         if new.said and bonus < 1.0:
             continue  # the user's unrecognized words replace a statement only when they name its value
-        if (score >= need or bonus >= 1.0) and total > best_score:
-            best, best_score = s, total
-    if best is None and not new.said and _BACKREF_RE.search(new.text):
+        need = 0.25 if s.kind == new.kind else 0.5
+        if not (c.values - _values(s.text)) and score < 1.0 and not c.backref and not bonus:
+            need = max(need, 0.5)
+        if (score >= need or bonus >= 1.0) and score + bonus > best_score:
+            best, best_score = s, score + bonus
+    if best is None and not new.said and c.backref:
         same = [s for s in candidates if s.kind == new.kind]
         best = same[-1] if same else candidates[-1]
     return best
