@@ -540,22 +540,34 @@ def classify(sentence: str, role: str = "user") -> StatementKind | None:
         return None
     if _CONDITIONAL_RULE_RE.match(s):
         return "rule"
+    if _states_nothing(s):
+        return None
+    return _rule_kind(s) or _fact_or_choice(s, role)
+
+
+def _states_nothing(s: str) -> bool:
+    """A request, an offer, a question, a hedge, someone else's words, an account of work, a report of
+    what is done: none of them states anything to keep."""
     if _is_request(s):
-        return None  # "if it breaks at night page oncall-hazel-4f78": a condition, not a hedge
+        return True  # "if it breaks at night page oncall-hazel-4f78": a condition, not a hedge
     if _SUGGESTION_RE.match(s) and not _RULE_ANY_RE.search(s):
-        return None  # an opinion or an offer ("I'd fix it to stay in Decimal"), not a statement
+        return True  # an opinion or an offer ("I'd fix it to stay in Decimal"), not a statement
     if _is_question(s) or _HEDGE_RE.search(s) or _NEGATED_DECISION.search(s):
-        return None
+        return True
     if _SAYS_RE.search(s):
-        return None  # a report of someone else's words, or a quote being discussed
+        return True  # a report of someone else's words, or a quote being discussed
     if _REPORT_RE.match(s) and not (_GOAL_RE.search(s) or _RULE_ANY_RE.search(s)):
-        return None
-    if _DONE_RE.search(s) and not (
+        return True
+    # a report of what is done
+    return bool(_DONE_RE.search(s)) and not (
         re.search(r"\b(?:next|then|blocked|unblocked|tomorrow|now\s+we)\b", s, re.I)
         or _RULE_START_RE.match(s)
         or _EXTRA_RULE_RE.search(s)
-    ):
-        return None  # a report of what is done
+    )
+
+
+def _rule_kind(s: str) -> StatementKind | None:
+    """A decision, a rule or a constraint (a rule with a cap or a limit), or a goal."""
     if _DECISION_RE.search(s) or _EXTRA_DECISION_RE.search(s):
         return "decision"
     capped = _CAP_RE.search(s) and _CAP_VALUE_RE.search(s)
@@ -569,6 +581,11 @@ def classify(sentence: str, role: str = "user") -> StatementKind | None:
         return "constraint"
     if _GOAL_RE.search(s) or _MORE_GOAL_RE.search(s):
         return "goal"
+    return None
+
+
+def _fact_or_choice(s: str, role: str) -> StatementKind | None:
+    """A preference (the user's), an identifying fact, or a short choice ("pnpm it is")."""
     if (_PREFERENCE_RE.search(s) or _EXTRA_PREFERENCE_RE.search(s)) and role in ("user", "instructions"):
         return "preference"
     if _has_identifier(s) and _MOVED_FACT_RE.search(s) and role != "assistant":
