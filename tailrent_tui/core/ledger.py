@@ -1124,6 +1124,24 @@ def amendment(new_text: str, old_text: str) -> str | None:
     Replaced: a value whose anchor the correction gives another value (of several under one anchor, the
     one nearest a word the two share), an old value the correction names ("36 months, not 24"), an
     identifier of the same stem ("pg-bill-07" → "pg-bill-09")."""
+    spans = _replaced_spans(new_text, old_text)
+    if spans is None or not spans or not _about_one_clause(new_text, old_text, spans):
+        return None
+    out, last = [], 0
+    for a, b in spans:
+        if a < last:
+            continue
+        out.append(old_text[last:a] + AMENDED_MARK)
+        last = b
+    amended = "".join(out) + old_text[last:]
+    if len(" ".join(amended.split())) > MAX_STATEMENT_CHARS:
+        return None  # the marks would take it past what a statement may hold: superseded whole instead
+    return amended if _still_says_something(new_text, old_text, amended) else None
+
+
+def _replaced_spans(new_text: str, old_text: str) -> list[tuple[int, int]] | None:
+    """Where the old text holds what the correction replaces, sorted; None when it cannot be told apart
+    (several values under one anchor changed, and no word the two share says which)."""
     new_anchors = anchored_values(new_text)
     shared = subject_words(_UNIT_AFTER_RE.sub(" ", new_text)) & subject_words(_UNIT_AFTER_RE.sub(" ", old_text))
     low = old_text.casefold()
@@ -1146,44 +1164,38 @@ def amendment(new_text: str, old_text: str) -> str | None:
     new_stems = {t.casefold(): st for t in identifiers(new_text) for st in _stems(t)}
     for m in _IDENT_RE.finditer(old_text):
         tok = m.group(0).rstrip(".:/-")
-        key = tok.casefold()
-        if not identifier_ok(tok) or key in new_stems:
+        if not identifier_ok(tok) or tok.casefold() in new_stems:
             continue
         if _num(tok) in named or _stems(tok) & set(new_stems.values()):
             spans.append((m.start(), m.start() + len(tok)))
     for m in _NUM_RE.finditer(old_text):
         if _num(m.group(0)) in named:
             spans.append((m.start(), m.end()))
-    if not spans:
-        return None
-    spans = sorted(set(spans))
-    # only a correction plainly about one part: another clause on its subject ("gpu 2 and 3 only, CUDA_…=2,3"
-    # corrected by "all four gpus now, CUDA_…=0,1,2,3") may restate what it replaces, so the whole goes
+    return sorted(set(spans))
+
+
+def _about_one_clause(new_text: str, old_text: str, spans: list[tuple[int, int]]) -> bool:
+    """Is the correction plainly about one part? Another clause on its subject ("gpu 2 and 3 only,
+    CUDA_…=2,3" corrected by "all four gpus now, CUDA_…=0,1,2,3") may restate what it replaces, so
+    the whole goes."""
     about = subject_words(_UNIT_AFTER_RE.sub(" ", new_text))
     for a, b in _clauses(old_text):
         if any(a <= x < b for x, _ in spans):
             continue
         if subject_words(_UNIT_AFTER_RE.sub(" ", old_text[a:b])) & about:
-            return None
-    out, last = [], 0
-    for a, b in spans:
-        if a < last:
-            continue
-        out.append(old_text[last:a] + AMENDED_MARK)
-        last = b
-    amended = "".join(out) + old_text[last:]
-    if len(" ".join(amended.split())) > MAX_STATEMENT_CHARS:
-        return None  # the marks would take it past what a statement may hold: superseded whole instead
+            return False
+    return True
+
+
+def _still_says_something(new_text: str, old_text: str, amended: str) -> bool:
+    """What is left must still say something specific, of its own and not restated by the correction:
+    a value or an identifier (a key whose value was replaced, "MAX_WORKERS=", is no value of its own;
+    "18:00 to 06:00" corrected by "20:00 to 06:00" is one value)."""
     rest = amended.replace(AMENDED_MARK, " ")
-    # what is left must still say something specific: a value or an identifier of its own (a key
-    # whose value was replaced, "MAX_WORKERS=", is no value of its own)
-    keys = {a[:-1] for a in by_anchor if a.endswith("=")}
+    keys = {a[:-1] for a, _, _, _ in _anchored_spans(old_text) if a.endswith("=")}
     own = {_num(n) for n in _NUM_RE.findall(rest)} | {t.casefold() for t in identifiers(rest) if t.casefold() not in keys}
-    # ... and one the correction does not restate ("18:00 to 06:00" corrected by "20:00 to 06:00" is one value)
     said_again = {_num(n) for n in _NUM_RE.findall(new_text)} | {t.casefold() for t in identifiers(new_text)}
-    if not own - said_again:
-        return None
-    return amended
+    return bool(own - said_again)
 
 
 def overlap(a: frozenset[str], b: frozenset[str], weight: Mapping[str, float] | None = None) -> float:
