@@ -400,20 +400,6 @@ def test_a_statement_the_ledger_had_no_room_for_and_the_summary_showed_is_report
     assert rule not in s.visible_text() and any(rule in r.facts_lost for r in retired)
 
 
-def test_a_statement_past_the_pins_budget_is_repaired_into_the_summary_before_any_identifier():
-    """The pins' budget binds: the ledger cannot carry the statement, the summarizer drops it. The
-    guard's repair carries the user's statement word for word before the identifiers of the work."""
-    from folds import fold_span
-
-    s = Session(counter=get_counter("cl100k"), system="sys", window=4096, decisions=DecisionDetector(), pin_share=0.0)
-    rule = "never run the migration on the primary during clinic hours, only in the 02:00 window"
-    said = s.add("user", rule)
-    chatter = s.add("assistant", "I renamed parse_row_v2 in loader_x9.py and reran test_k7 and test_q3. " + WORK * 2)
-    folded = fold_span(s, [said.id, chatter.id], summary="Work on the loader.", summarizer_name="test", guard="repair")
-    assert rule in folded.fold.facts_repaired and rule not in folded.fold.facts_lost
-    assert rule in s.visible_text() and folded.fold.uncarried == []
-
-
 def test_the_repetitive_session_of_the_issue_folds_and_never_passes_the_window():
     import random
 

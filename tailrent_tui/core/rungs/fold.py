@@ -341,16 +341,6 @@ def _guard(
     missing = [f for f in missing if not in_summary.shows(f)]
     out.dropped = [f.text for f in missing]
     out.lost = out.dropped  # the same list: the statements _uncarried reports lost count as dropped too
-    if guard == "repair" and session.statements:
-        # the statements the pins' budget left in the span and the summary dropped are repaired first,
-        # word for word (the detector's surest first): they are what the user said matters
-        kept = {st.id for st in carried}
-        past_budget = [
-            fact_guard.Fact(text=st.text, kind="quoted")
-            for st in sorted(session.carried_by(span, budget=False), key=lambda st: (st.said, -st.score))
-            if st.id not in kept
-        ]
-        missing = [f for f in past_budget if not rest.shows(f) and not in_summary.shows(f)] + missing
     if guard == "repair" and missing:
         # the repair has room for a share of the span: a pasted log's sixty timings would
         # otherwise make the summary as big as what it replaces; what has no room is lost, said so
