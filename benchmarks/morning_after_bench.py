@@ -24,19 +24,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
-import test_morning_after  # noqa: E402
-from engine import assemble_model_file, start_llama_server  # noqa: E402
-from test_morning_after import (  # noqa: E402
+from tailrent_tui.core.messages import Folded, UsageRecorded  # noqa: E402
+from tests.support.engine import assemble_model_file, start_llama_server  # noqa: E402
+from tests.ui import test_morning_after  # noqa: E402
+from tests.ui.test_morning_after import (  # noqa: E402
     error_figures,
     morning_settings,
     prediction_errors,
     this_morning,
     yesterday,
 )
-
-from tailrent_tui.core.messages import Folded, UsageRecorded  # noqa: E402
 
 
 def run(url: str, tokenizer: str) -> dict:
