@@ -4,7 +4,7 @@ Default: extract_facts throughput, facts found, lost_facts + repair_summary over
 the same span, and the ratio to a plain word scan (re.findall(r"\\w+")) of the
 same text in the same run, which is the figure to compare across machines.
 
---corpus: precision and recall of extract_facts on tests/guard_corpus.py (the
+--corpus: precision and recall of extract_facts on tests/support/guard_corpus.py (the
 hand-labelled coding-session lines, issue 11), overall and for its tuned (dev)
 and held-out parts, with what it missed and what it found that no label asked for.
 

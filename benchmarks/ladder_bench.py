@@ -36,7 +36,7 @@ from tailrent_tui.store.sessions import find_session  # noqa: E402
 from tests.core.test_ladder_plans import _VOCABULARY  # noqa: E402
 
 TAILRENT = str(Path(sys.executable).with_name("tailrent"))
-CHATTER = _VOCABULARY  # the chatter of tests/test_ladder_plans.py: one list of filler words
+CHATTER = _VOCABULARY  # the chatter of tests/core/test_ladder_plans.py: one list of filler words
 
 
 def parity() -> None:

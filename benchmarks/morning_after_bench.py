@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/morning_after_bench.py [--tokenizers cl100k auto]
 
-Runs the session of tests/test_morning_after.py — the real app driven by Pilot,
+Runs the session of tests/ui/test_morning_after.py — the real app driven by Pilot,
 22 turns carrying facts in a 1,536-token window, folds the model is asked to
 write, one reply cancelled with escape, a resume two hours later, probes, one
 more turn — on gemma3-270m served by llama.cpp, once per tokenizer: `cl100k`

@@ -5,7 +5,7 @@ Each drives the `tailrent` command through its console-script entry point
 checks what a user would see: a non-zero exit, one line on stderr, no
 traceback, and nothing lost (journals unchanged, no orphan session directory).
 
-Most run the entry point in this process (tests/cli_inprocess.py: argv, the
+Most run the entry point in this process (tests/support/cli_inprocess.py: argv, the
 environment and the working directory set as a process would see them, stdout,
 stderr and the exit code captured; an escaping exception is printed as the
 interpreter would). A subprocess adds nothing to what they check, and a few

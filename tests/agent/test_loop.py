@@ -295,7 +295,7 @@ FAULTS = [
 async def test_fault_keeps_the_message_and_a_retry_works(ollama_agent, fake_ollama, reply, kind, words, monkeypatch):
     from tailrent_tui.agent import turn as turn_module
 
-    # a busy server is asked again after a wait (tests/test_daily_driver.py); here the fault is kept
+    # a busy server is asked again after a wait (tests/models/test_daily_driver.py); here the fault is kept
     monkeypatch.setattr(turn_module, "BUSY_WAITS", ())
     agent = ollama_agent()
     question = "What is the TTL of refresh tokens?"
@@ -428,7 +428,7 @@ async def test_cancel_mid_stream_keeps_the_partial_reply_marked(ollama_agent, fa
 @pytest.mark.engine
 async def test_engine_turns_record_server_usage_and_cache_reuse(make_agent, llama_server, monkeypatch):
     # cl100k, so the tool schema is counted as JSON until the server's prompt shows it was left out
-    # (the server's own tokenizer, `auto`, measures it at 0 from the start: tests/test_morning_after.py)
+    # (the server's own tokenizer, `auto`, measures it at 0 from the start: tests/ui/test_morning_after.py)
     agent = make_agent(
         model=f"openai:{llama_server}", window=4096, system_prompt="You are a terse assistant.", tokenizer="cl100k"
     )

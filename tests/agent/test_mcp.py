@@ -1,4 +1,4 @@
-"""MCP tool servers against real servers written with the SDK's server side (tests/mcp_servers/).
+"""MCP tool servers against real servers written with the SDK's server side (tests/support/mcp_servers/).
 
 Each server is a real subprocess on stdio, or on streamable HTTP at 127.0.0.1
 on an ephemeral port. The agents are built as the app builds them (real

@@ -282,7 +282,7 @@ def test_with_no_model_asked_ollama_is_used_when_it_answers(fake_ollama, monkeyp
     assert isinstance(model, OllamaModel) and model.name and notice is None
 
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # the discard port: nothing listens
-    # without the embedded engine (test_models_embedded.py has the case with it)
+    # without the embedded engine (tests/models/test_embedded.py has the case with it)
     monkeypatch.setattr("tailrent_tui.models.factory.engine_installed", lambda: False)
     model, notice = open_model(None)
     assert isinstance(model, MockModel)

@@ -5,7 +5,7 @@ The transliteration does what TailRent.cs does, the slow way: it re-sums the
 whole transcript after every add, removes folded messages one by one, and
 computes the reduction percent from an exact fraction. It shares no code with
 tailrent_tui.scenarios.article (only the .NET generator, which
-tests/test_dotnet_random.py checks against its own reference).
+tests/scenarios/test_dotnet_random.py checks against its own reference).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The fact guard against a hand-labelled corpus of coding-session chat (issue 11).
 
 The corpus, its labelling rules and the matching rule live in
-tests/guard_corpus.py. In short: an extracted fact matches a labelled one when
+tests/support/guard_corpus.py. In short: an extracted fact matches a labelled one when
 their texts are equal after case folding and collapsing whitespace; each line's
 facts are compared as sets; precision and recall are summed over all lines.
 

@@ -2,7 +2,7 @@
 against a scripted llama.cpp server over real HTTP for every bad input (no slot endpoints, no
 --slot-save-path, a full disk, a refused restore, another model, another prompt, a clock jump).
 
-The real engine's run (save, restart, restore, prompt_n <= 5%) is tests/test_slots_engine.py.
+The real engine's run (save, restart, restore, prompt_n <= 5%) is tests/models/test_kv_slots_engine.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The OpenAI-compatible client's protocol handling, against a scripted SSE server on loopback.
 
-The real llama.cpp engine (test_models_engine.py) covers streaming, usage, the cache,
+The real llama.cpp engine (tests/models/test_engine.py) covers streaming, usage, the cache,
 cancellation and timeouts; a base model never calls tools nor fails on cue, so tool
 call fragments, usage variants and faults are scripted here.
 """

@@ -113,7 +113,7 @@ async def test_no_spec_uses_ollama_when_it_answers(fake_ollama):
 
 
 async def test_no_spec_falls_back_to_the_mock_and_says_how_to_connect(monkeypatch):
-    # without the embedded engine (test_models_embedded.py has the case with it)
+    # without the embedded engine (tests/models/test_embedded.py has the case with it)
     monkeypatch.setattr("tailrent_tui.models.factory.engine_installed", lambda: False)
     model, notice = open_model(None, ModelOptions(env={"OLLAMA_HOST": f"127.0.0.1:{closed_port()}"}))
     assert isinstance(model, MockModel)

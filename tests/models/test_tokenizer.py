@@ -1,7 +1,7 @@
 """Counting as the server counts: the framing in core's totals, llama.cpp's /tokenize and
 /apply-template (a fake server on loopback, exact by construction), and what build picks.
 
-The real llama.cpp engine is in test_morning_after.py.
+The real llama.cpp engine is in tests/ui/test_morning_after.py.
 """
 
 from __future__ import annotations

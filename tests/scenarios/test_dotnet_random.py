@@ -5,7 +5,7 @@ value as a `ctypes.c_int32` (so C#'s wrap-around comes from the type, not from
 masking), seeds with the older `(21 * i) % 55` indexing of the .NET Framework
 source, and advances with modulo arithmetic on a ring buffer. Agreement of the
 two over many seeds and calls, plus the article's numbers reproducing
-(tests/test_replay.py), is the evidence that the port is .NET's generator.
+(tests/commands/test_replay.py), is the evidence that the port is .NET's generator.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ checks for "no traceback" still can fail.
 Everything is put back afterwards: the environment, the working directory,
 sys.argv and the standard streams. What a subprocess adds (its own exit code
 from the kernel, a fresh interpreter, file-size limits, signals, a terminal)
-is kept for the few cases that need it; see tests/test_faults_settings.py.
+is kept for the few cases that need it; see tests/test_settings_faults.py.
 """
 
 from __future__ import annotations

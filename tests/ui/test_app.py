@@ -414,7 +414,7 @@ async def test_start_with_no_server_shows_the_mock_notice(tmp_path, monkeypatch)
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     monkeypatch.setenv("OLLAMA_HOST", f"http://127.0.0.1:{port}")
-    # without the embedded engine (test_models_embedded.py has the case with it)
+    # without the embedded engine (tests/models/test_embedded.py has the case with it)
     monkeypatch.setattr("tailrent_tui.models.factory.engine_installed", lambda: False)
     settings = load_settings({"data_dir": tmp_path / "data", "workspace": tmp_path}).settings
     async with open_agent(settings, {}) as agent:
