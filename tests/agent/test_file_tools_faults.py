@@ -1,6 +1,7 @@
 """Hostile cases for the file tools and the workspace (issue 13): big diffs, FIFOs and
 devices, a symlink swapped between check and use, hard links, the data dir inside
-the workspace. Each class is marked `fault(...)` for benchmarks/fault_bench.py.
+the workspace, the write tools' temp files, grep's opening of files. Each class is
+marked `fault(...)` for benchmarks/fault_bench.py.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from tailrent_tui.agent.tools import (
     preview_tool,
     run_tool,
 )
+from tailrent_tui.agent.tools import grep as grep_tool
+from tailrent_tui.store.paths import is_stale_temp
 
 SECRET = "SECRET-outside-the-workspace"
 
@@ -474,3 +477,248 @@ def test_the_tool_command_keeps_out_of_the_data_dir(ws: Path, data_in_ws: Path, 
     assert "TRANSCRIPT" not in result.output
     assert "data dir" in result.output
     assert result.exit_code == 1
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def _temps(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if "tailrent-tmp" in p.name or p.name.endswith(".tmp"))
+
+
+# ----------------------------------------------------------- stale temp files
+
+_WRITES = {
+    "write_file new": ("new.txt", {"path": "d/new.txt", "content": "hello\n"}),
+    "write_file over": ("f.txt", {"path": "d/f.txt", "content": "hello\n"}),
+    "edit_file": ("f.txt", {"path": "d/f.txt", "old": "old", "new": "new"}),
+}
+
+
+def _stale_set(d: Path) -> dict[str, Path]:
+    """Temp files in `d`: what a write there must remove, and what it must keep."""
+    hours_ago = time.time() - 2 * 3600
+    days_ago = time.time() - 3 * 86400
+    files = {
+        "dead pid": d / f".f.txt.{_dead_pid()}.0123abcd.tailrent-tmp",
+        "live pid, a day old": d / f".g.txt.{os.getppid()}.11112222.tailrent-tmp",
+        "no pid (older tools), hours old": d / ".f.txt.89abcdef.tailrent-tmp",
+        "live pid": d / f".f.txt.{os.getppid()}.0123abcd.tailrent-tmp",
+        "no pid, young": d / ".h.txt.89abcdef.tailrent-tmp",
+        "not ours: notes.tmp": d / "notes.tmp",
+        "not ours: .hidden.tailrent-tmp": d / ".hidden.tailrent-tmp",
+    }
+    for p in files.values():
+        p.write_text("partial")
+    os.utime(files["live pid, a day old"], (days_ago, days_ago))
+    os.utime(files["no pid (older tools), hours old"], (hours_ago, hours_ago))
+    return files
+
+
+_GOES = ("dead pid", "live pid, a day old", "no pid (older tools), hours old")
+
+
+@pytest.mark.fault("stale temp files")
+@pytest.mark.parametrize("case", list(_WRITES))
+def test_the_write_tools_clean_stale_temp_files_in_the_target_directory(ws: Path, case: str) -> None:
+    (ws / "d").mkdir()
+    (ws / "d" / "f.txt").write_text("old\n")
+    files = _stale_set(ws / "d")
+    elsewhere = ws / f".f.txt.{_dead_pid()}.0123abcd.tailrent-tmp"  # another directory: not touched
+    elsewhere.write_text("partial")
+    out = run_tool(case.split()[0], _WRITES[case][1], ctx_for(ws))
+    assert not out.is_error, out.content
+    for what, p in files.items():
+        assert p.exists() is (what not in _GOES), what
+    assert elsewhere.exists()
+
+
+@pytest.mark.fault("stale temp files")
+@pytest.mark.parametrize("case", list(_WRITES))
+def test_the_write_tools_temp_file_names_its_writer(ws: Path, case: str, monkeypatch) -> None:
+    (ws / "d").mkdir()
+    (ws / "d" / "f.txt").write_text("old\n")
+    seen: list[str] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:  # the moment the temp file is whole and not yet renamed
+        seen.extend(n for n in os.listdir(ws / "d") if n.endswith(".tailrent-tmp"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    out = run_tool(case.split()[0], _WRITES[case][1], ctx_for(ws))
+    assert not out.is_error, out.content
+    assert len(seen) == 1, seen
+    assert f".{os.getpid()}." in seen[0]
+    assert not is_stale_temp(seen[0], time.time())  # a live writer's file is never taken for stale
+    assert is_stale_temp(seen[0].replace(f".{os.getpid()}.", f".{_dead_pid()}."), time.time())
+    assert _temps(ws / "d") == []
+
+
+@pytest.mark.fault("stale temp files")
+@pytest.mark.parametrize("kind", ["symlink", "directory"])
+def test_a_temp_name_that_is_not_a_file_is_left_alone(ws: Path, outside: Path, kind: str) -> None:
+    name = ws / f".f.txt.{_dead_pid()}.0123abcd.tailrent-tmp"
+    if kind == "symlink":
+        name.symlink_to(outside / "f.txt")
+    else:
+        name.mkdir()
+    out = run_tool("write_file", {"path": "f.txt", "content": "x\n"}, ctx_for(ws))
+    assert not out.is_error, out.content
+    assert os.path.lexists(name)
+    assert (outside / "f.txt").read_text() == SECRET + "\n"
+
+
+@pytest.mark.fault("stale temp files")
+def test_a_long_file_name_still_gets_a_temp_file(ws: Path) -> None:
+    name = "é" * 120 + ".txt"  # 244 bytes: the temp name must stay under 255
+    out = run_tool("write_file", {"path": name, "content": "x\n"}, ctx_for(ws))
+    assert not out.is_error, out.content
+    assert (ws / name).read_text() == "x\n"
+    assert _temps(ws) == []
+
+
+# ----------------------------------------------------------- grep races and links
+
+
+def _swap_after_listing(monkeypatch, swap) -> None:
+    """Make `swap()` run after grep has listed (and checked) the files, before the search opens them."""
+    listed = grep_tool._files_under
+
+    def files_under(*args):
+        listing = listed(*args)
+        swap()
+        return listing
+
+    monkeypatch.setattr(grep_tool, "_files_under", files_under)
+
+
+def _setup_grep(ws: Path) -> None:
+    (ws / "d").mkdir()
+    (ws / "d" / "f.txt").write_text("inside SECRET-not\n")
+    (ws / "d" / "g.txt").write_text("inside too\n")
+
+
+def _replace(path: Path, make) -> None:
+    path.unlink()
+    make(path)
+
+
+SWAPS = {
+    "file -> symlink to an outside file": lambda ws, out: _replace(ws / "d" / "f.txt", lambda p: p.symlink_to(out / "f.txt")),
+    "file -> absolute symlink outside": lambda ws, out: _replace(ws / "d" / "f.txt", lambda p: p.symlink_to(str(out / "f.txt"))),
+    "file -> hard link to an outside file": lambda ws, out: _replace(ws / "d" / "f.txt", lambda p: os.link(out / "f.txt", p)),
+    "file -> FIFO": lambda ws, out: _replace(ws / "d" / "f.txt", os.mkfifo),
+    "dir -> symlink to an outside dir": lambda ws, out: (
+        os.rename(ws / "d", ws / "parked"),
+        (ws / "d").symlink_to(out),
+        (out / "g.txt").write_text(SECRET + "\n"),
+    ),
+    "file -> symlink into the data dir": lambda ws, out: _replace(
+        ws / "d" / "f.txt", lambda p: p.symlink_to("../.tailrent/journal.jsonl")
+    ),
+}
+
+
+@pytest.mark.fault("grep races and links")
+@pytest.mark.parametrize("case", list(SWAPS))
+@pytest.mark.parametrize("path", [".", "d", "d/f.txt"])
+def test_grep_cannot_be_raced_out_of_the_workspace(ws: Path, outside: Path, monkeypatch, case: str, path: str) -> None:
+    _setup_grep(ws)
+    data = ws / ".tailrent"
+    data.mkdir()
+    (data / "journal.jsonl").write_text(SECRET + " transcript\n")
+    _swap_after_listing(monkeypatch, lambda: SWAPS[case](ws, outside))
+    start = time.monotonic()
+    out = run_tool("grep", {"pattern": "SECRET|inside", "path": path}, ctx_for(ws, data_dir=data, grep_timeout=5))
+    assert time.monotonic() - start < 4, "grep waited on what it opened"
+    assert SECRET not in out.content, out.content
+    assert "Traceback" not in out.content
+    if path != "d/f.txt" or not case.startswith("file"):
+        return
+    # the one file asked for was swapped: a one-line error that says why, as read_file gives
+    assert out.is_error and "\n" not in out.content, out.content
+
+
+@pytest.mark.fault("grep races and links")
+@pytest.mark.parametrize("path", [".", "hl.txt", "sub"])
+def test_grep_refuses_hard_linked_files(ws: Path, outside: Path, path: str) -> None:
+    (ws / "sub").mkdir()
+    os.link(outside / "f.txt", ws / "hl.txt")
+    os.link(outside / "f.txt", ws / "sub" / "hl2.txt")
+    (ws / "sub" / "plain.txt").write_text("SECRET-like but plain\n")
+    out = (
+        run_tool("grep", {"pattern": "SECRET"}, ctx_for(ws))
+        if path == "."
+        else run_tool("grep", {"pattern": "SECRET", "path": path}, ctx_for(ws))
+    )
+    assert SECRET not in out.content, out.content
+    assert "hard link" in out.content
+    if path == "hl.txt":
+        assert out.is_error and "\n" not in out.content
+    else:
+        assert "SECRET-like but plain" in out.content
+        assert out.meta["files_refused"] >= 1
+
+
+@pytest.mark.fault("grep races and links")
+def test_grep_swapped_to_a_symlink_inside_the_workspace_still_searches(ws: Path, outside: Path, monkeypatch) -> None:
+    _setup_grep(ws)
+    (ws / "other.txt").write_text("inside the other file\n")
+    _swap_after_listing(monkeypatch, lambda: _replace(ws / "d" / "f.txt", lambda p: p.symlink_to("../other.txt")))
+    out = run_tool("grep", {"pattern": "inside", "path": "d"}, ctx_for(ws))
+    assert "d/f.txt:1: inside the other file" in out.content
+    assert out.meta["files_refused"] == 0
+
+
+_GREP_SWAPPER = """
+import os, sys, time
+ws, outside, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+name, park, tmp = os.path.join(ws, "d", "f.txt"), os.path.join(ws, "d", "park"), os.path.join(ws, "d", "swap")
+end = time.monotonic() + seconds
+print("ready", flush=True)
+while time.monotonic() < end:
+    try:
+        os.rename(name, park)
+        os.symlink(os.path.join(outside, "f.txt"), tmp)
+        os.rename(tmp, name)
+        time.sleep(0.0005)
+        os.rename(park, name)
+        os.link(os.path.join(outside, "f.txt"), tmp)
+        os.rename(name, park)
+        os.rename(tmp, name)
+        time.sleep(0.0005)
+        os.unlink(name)
+        os.rename(park, name)
+    except OSError:
+        pass
+"""
+
+
+@pytest.mark.fault("grep races and links")
+@pytest.mark.timeout(120)
+def test_grep_during_live_swaps_never_reads_outside(ws: Path, outside: Path, record_property) -> None:
+    _setup_grep(ws)
+    for i in range(30):
+        (ws / "d" / f"pad{i}.txt").write_text("inside\n")
+    swapper = subprocess.Popen(
+        [sys.executable, "-c", _GREP_SWAPPER, str(ws), str(outside), "15"], stdout=subprocess.PIPE, text=True
+    )
+    tried = escapes = 0
+    try:
+        assert swapper.stdout is not None and swapper.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 12
+        while time.monotonic() < deadline and tried < 300:
+            tried += 1
+            out = run_tool("grep", {"pattern": "SECRET", "path": "d"}, ctx_for(ws))
+            escapes += SECRET in out.content
+    finally:
+        swapper.kill()
+        swapper.wait()
+    record_property("attempts", tried)
+    print(f"grep during live swaps: {tried} calls, {escapes} escapes")
+    assert tried >= 30
+    assert escapes == 0

@@ -37,6 +37,8 @@ from tailrent_tui.models import (
     Usage,
 )
 from tailrent_tui.models.ollama import ollama_host
+from tailrent_tui.models.spec import parse_model_spec
+from tailrent_tui.models.text import redact
 from tailrent_tui.store.sessions import find_session
 
 # -- a server that sends exactly the bytes a test scripts ----------------------------------
@@ -797,3 +799,71 @@ async def test_switching_to_a_model_url_with_credentials_journals_it_redacted(ma
     shown = await agent.switch_model(f"openai:http://erin:letmein@127.0.0.1:{closed_port()}")
     assert "letmein" not in shown and "***@" in shown
     assert not any("letmein" in n.text for n in agent.session.notes)
+
+
+# ----------------------------------------------------------- credentials in URLs
+
+REDACT_CASES = {
+    "openai:u:SECRET@host": "openai:***@host",
+    "openai:u:SECRET@host:8080#m": "openai:***@host:8080#m",
+    "openai:SECRET@host:8080": "openai:***@host:8080",
+    "openai: u:SECRET@host": "openai: ***@host",
+    "OPENAI:u:SECRET@host": "OPENAI:***@host",
+    "u:SECRET@host:8080": "***@host:8080",
+    "could not reach 'u:SECRET@host:1'": "could not reach '***@host:1'",
+    "OLLAMA_HOST=u:SECRET@h:1": "OLLAMA_HOST=***@h:1",
+    "openai:http://u:SECRET@host": "openai:http://***@host",
+    "https://u:SECRET@h/v1 and openai:v:SECRET@k": "https://***@h/v1 and openai:***@k",
+    'model = "openai:u:SECRET@h"': 'model = "openai:***@h"',
+}
+KEPT = [
+    "openai:http://127.0.0.1:8080#qwen",
+    "openai:host:8080",
+    "ollama:llama3.2",
+    "mail alice@example.com",
+    "at 10:30 today",
+    "http://h:8080/v1#a",
+]
+
+
+@pytest.mark.fault("credentials in URLs")
+@pytest.mark.parametrize("text", list(REDACT_CASES))
+def test_redact_hides_credentials_with_or_without_a_scheme(text: str) -> None:
+    assert redact(text) == REDACT_CASES[text]
+
+
+@pytest.mark.fault("credentials in URLs")
+@pytest.mark.parametrize("text", KEPT)
+def test_redact_leaves_text_without_credentials(text: str) -> None:
+    assert redact(text) == text
+
+
+@pytest.mark.fault("credentials in URLs")
+@pytest.mark.parametrize("spec", ["openai:u:SECRET@host:1#m", "openai:SECRET@host:1"])
+def test_a_schemeless_spec_is_shown_redacted(spec: str) -> None:
+    assert "SECRET" not in str(parse_model_spec(spec))
+    with pytest.raises(ValueError) as bad:  # noqa: PT011  (any message, as long as it hides the secret)
+        parse_model_spec(spec.replace("host:1", "h:0"))
+    assert "SECRET" not in str(bad.value)
+
+
+@pytest.mark.fault("credentials in URLs")
+@pytest.mark.parametrize("how", ["flag", "env", "config.toml"])
+@pytest.mark.parametrize("spec", ["openai:http://u:SECRET@127.0.0.1:9#m", "openai:u:SECRET@127.0.0.1:9"])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_config_prints_the_model_without_its_credentials(tmp_path: Path, monkeypatch, how: str, spec: str, as_json: bool) -> None:
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(cfg))
+    monkeypatch.setenv("TAILRENT_HOME", str(tmp_path / "home"))
+    args = ["config"] + (["--json"] if as_json else [])
+    if how == "flag":
+        args = ["--model", spec, *args]
+    elif how == "env":
+        monkeypatch.setenv("TAILRENT_MODEL", spec)
+    else:
+        (cfg / "config.toml").write_text(f"model = {json.dumps(spec)}\n")
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "SECRET" not in result.output
+    assert "***@127.0.0.1:9" in result.output
