@@ -463,3 +463,11 @@ def test_real_subprocess_reports_a_bad_spill_dir_without_traceback(tmp_path: Pat
     )
     assert result.returncode == 1
     assert "cannot create spill directory" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_replay_article_starts_with_a_heading() -> None:
+    r = CliRunner().invoke(cli, ["replay", "article"])
+    assert r.exit_code == 0
+    first, second, third = r.stdout.splitlines()[:3]
+    assert first.startswith('The article\'s harness ("Tail Rent"), reproduced: seed 42') and "decision not pinned" in first
+    assert second == "" and third == "Final tail tokens (est.): 872"
