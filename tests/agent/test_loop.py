@@ -295,7 +295,7 @@ FAULTS = [
 async def test_fault_keeps_the_message_and_a_retry_works(ollama_agent, fake_ollama, reply, kind, words, monkeypatch):
     from tailrent_tui.agent import turn as turn_module
 
-    # a busy server is asked again after a wait (tests/models/test_daily_driver.py); here the fault is kept
+    # a busy server is asked again after a wait (tests/agent/test_turn.py); here the fault is kept
     monkeypatch.setattr(turn_module, "BUSY_WAITS", ())
     agent = ollama_agent()
     question = "What is the TTL of refresh tokens?"

@@ -207,3 +207,16 @@ def test_the_protocols_note_known_before_the_first_request_goes_before_the_users
     messages = server.bodies[0]["messages"]
     assert messages[-1] == {"role": "user", "content": "What is in notes.txt?"}
     assert PROTOCOL_NOTE in _sent(server.bodies[0])
+
+
+def test_the_text_protocols_note_puts_no_statements_in_the_ledger():
+    """Seen in tmux on SmolLM2: the pinned protocol note filled the Ledger panel with the app's own rules."""
+    from tailrent_tui.agent.text_protocol import PROTOCOL_NOTE
+    from tailrent_tui.core.session import Session
+    from tailrent_tui.core.tokens import get_counter
+
+    s = Session(counter=get_counter("chars4"), system="sys", window=8192, detect_statements=True)
+    s.add("system", PROTOCOL_NOTE, pinned=True, autopin=False)
+    assert not s.statements
+    s.add("user", "SECURITY RULE: never log tokens.")
+    assert len(s.statements) == 1

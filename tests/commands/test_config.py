@@ -81,3 +81,18 @@ async def test_the_app_says_keymap_warnings(tmp_path: Path) -> None:
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         assert any("takes ctrl+p from the command palette" in n.message for n in app._notifications)
+
+
+def test_a_bad_config_toml_reports_every_error_at_once(tmp_path, monkeypatch):
+    from tailrent_tui.cli import cli
+
+    cfg = tmp_path / "config"
+    cfg.mkdir()
+    (cfg / "config.toml").write_text(
+        'window = "big"\nbogus_key = 1\n[fold]\ntrigger = 7\n[tools]\nspill_threshold = -1\n', encoding="utf-8"
+    )
+    monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(cfg))
+    out = CliRunner().invoke(cli, ["config"])
+    assert out.exit_code != 0 and "Traceback" not in out.output
+    for key in ("unknown key 'bogus_key'", "window:", "fold.trigger:", "tools.spill_threshold:"):
+        assert key in out.output, out.output

@@ -1,4 +1,5 @@
-"""AGENTS.md in the app: the Pins panel and the transcript show it, and follow an edit on disk."""
+"""AGENTS.md in the app: the Pins panel and the transcript show it, and follow an edit on disk; a new
+session that starts with it owes no reply."""
 
 from __future__ import annotations
 
@@ -50,3 +51,18 @@ async def test_pins_panel_shows_agents_md_and_follows_an_edit(tmp_path):
         )
         assert instructions[0].tokens != old_tokens
         assert app.transcript.view_of(instructions[0].id) is not None
+
+
+async def test_a_new_session_with_project_instructions_owes_no_reply(make_agent, workspace):
+    """The pinned AGENTS.md is no user message waiting for an answer (seen in tmux on the real engine)."""
+    from tests.support.ui_helpers import make_app
+
+    (workspace / "AGENTS.md").write_text("# Agents\nKeep functions small.\n", encoding="utf-8")
+    agent = make_agent()
+    assert any(m.kind.value == "instructions" for m in agent.session.messages)
+    app = make_app(agent)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        assert not app.screen.retry_pending
+        assert not [w for w in app.transcript.query(".turn-notice") if "has no reply" in str(w.render())]
