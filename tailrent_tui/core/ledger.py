@@ -42,7 +42,7 @@ Pure, synchronous, deterministic: no I/O, no clock.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -208,7 +208,9 @@ _HEDGE_RE = re.compile(
     r"not decided|haven'?t decided|hasn'?t been decided|didn'?t decide|did not decide|not (?:yet )?settled|"
     r"let'?s think|thinking (?:about|of)|consider(?:ing)?|what if|i wonder|wondering|revisit|idk|dunno|no idea|"
     r"could be|may be|kinda|sort of|for example|e\.g\.|hypothetically|in theory|if we|if you|if i|if it|"
-    r"unless we|whether|would be nice|someday|one day|eventually maybe|not a rule|just an idea|brainstorm)\b",
+    r"unless we|whether|would be nice|someday|one day|eventually maybe|not a rule|just an idea|brainstorm|"
+    # idioms that look like rules and state nothing: "never mind i'll find out", "park it", "keep an eye on that"
+    r"never\s?mind|nvm|park\s+it|keep\s+an\s+eye\s+on|(?:write|jot)\s+(?:that|it)\s+down|writing\s+(?:that|it)\s+down)\b",
     re.I,
 )
 _NEGATED_DECISION = re.compile(r"\b(?:not|never|n't)\s+(?:yet\s+)?(?:decided|agreed|chosen|settled|going with)\b", re.I)
@@ -395,6 +397,9 @@ _OLD_VALUE_RE = re.compile(
 _NUM_RE = re.compile(r"\d[\d,.]*\d|\d")
 # A goal that moves on: what was next is done, unblocked, or replaced by a new next step
 _GOAL_SHIFT_RE = re.compile(r"\b(?:done|finished|unblocked|landed|merged|shipped|next\s+up|now\s+on|moving\s+on)\b", re.I)
+_STATUS_RE = re.compile(
+    r"\b(?:next|blocked|status|where\s+we\s+are|done|finished|in\s+review|waiting\s+on|then\s+the|after\s+that)\b", re.I
+)
 _BACKREF_RE = re.compile(
     r"\b(?:scratch\s+that|forget\s+(?:that|it|what\s+i\s+said)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|my\s+bad|i\s+meant)\b",
     re.I,
@@ -422,9 +427,12 @@ def _clean(sentence: str) -> str:
     return _LEAD_RE.sub("", sentence.strip(), count=1)
 
 
+_HEADING_RE = re.compile(r"^(?:\S+\s+){0,4}\S+:\s")  # "where we are: …", "what's left: …"
+
+
 def _is_question(s: str) -> bool:
     t = s.rstrip()
-    return t.endswith("?") or bool(_QUESTION_START.match(t))
+    return t.endswith("?") or (bool(_QUESTION_START.match(t)) and not _HEADING_RE.match(t))
 
 
 def _has_identifier(text: str) -> bool:
@@ -506,13 +514,16 @@ _CONDITIONAL_RULE_RE = re.compile(
 _REQUEST_RE = re.compile(
     r"^(?:please\s+|pls\s+|now\s+|then\s+)?(?:open|show|read|look\s+(?:at|into)|explain|find|grep|search|list|print|cat|"
     r"write\s+(?:a|an|the)\s+(?:\S+\s+){0,2}(?:test|tests|function|method|class|script|helper|query|migration)|implement|refactor|"
+    r"rename\s+(?:the\s+)?\S+\s+to\b|add\s+(?:a|an|some|more)\s+(?:\S+\s+){0,2}(?:tests?|logging|logs?|comments?|docstrings?|check)\b|"
+    r"run\s+the\s+(?:\S+\s+)?(?:tests?|suite|checks?|linters?|benchmarks?)\s*[.!]?$|"
     r"tell\s+me|walk\s+me|give\s+me|remind\s+me|(?:write|note|jot)\s+down|recap|sum\s+up|restate|summari[sz]e|review|compare|diff|investigate|debug|trace|profile|paste|dump)\b",
     re.I,
 )
 
 
 def _is_request(s: str) -> bool:
-    return bool(_REQUEST_RE.match(s)) and not (
+    # a numbered entry's lead does not make a request a statement: "step 3: please look at module m3 next"
+    return bool(_REQUEST_RE.match(s) or _REQUEST_RE.match(_ENTRY_RE.sub("", s, count=1))) and not (
         _RULE_ANY_RE.search(s) or _MORE_RULE_RE.search(s) or _EXTRA_RULE_RE.search(s) or _RULE_START_RE.match(s)
     )
 
@@ -620,6 +631,7 @@ def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, floa
         or len(s.split()) < 2
         or sentence.lstrip().startswith("#")
         or (_is_question(s) and not _RULE_ANY_RE.search(s))
+        or _is_request(s)
     ):
         return None, p_stmt, guess
     return guess, p_stmt, guess
@@ -663,11 +675,6 @@ def worth_keeping(sentence: str) -> bool:
         return False  # a paste's cover note: the paste itself is what counts
     rest = _ACK_RE.sub("", s, count=1)
     return len(rest.split()) >= (2 if short_but_specific else 3)
-
-
-def judge(sentence: str, role: str = "user") -> StatementKind | None:
-    """The kind of statement an unlabelled sentence makes, or None (see :func:`score`)."""
-    return score(sentence, role)[0]
 
 
 def detect_scored(sentence: str, role: str, words: bool) -> tuple[StatementKind | None, float, bool]:
@@ -739,6 +746,29 @@ def detect(text: str, role: str = "user", *, words: bool = False) -> list[Found]
     return [f for f in found[:MAX_PER_MESSAGE] if len(f.text) <= MAX_STATEMENT_CHARS]
 
 
+_ITEM_RE = re.compile(r"\s*(?:[-*+]|\d{1,2}[.)])\s+\S")
+_MARKER_RE = re.compile(r"^(?:[-*+]|\d{1,2}[.)])\s+(?=\S)")
+
+
+def _instruction(sentence: str) -> bool:
+    """Does a sentence of an instruction file's list item instruct? Not a question, a hedge, or a
+    fragment of one or two words."""
+    s = _clean(sentence)
+    return len(s.split()) >= 2 and not (_is_question(s) or _HEDGE_RE.search(s))
+
+
+def _tool_sentence_end(text: str) -> bool:
+    return bool(re.search(r"[.!]\s*$", text))
+
+
+def _tool_rule(sentence: str) -> bool:
+    """Is a sentence of a tool's output a prose rule? It ends like a sentence and opens like a rule
+    ("Never …", "Run …", "Use …")."""
+    return _tool_sentence_end(sentence) and bool(
+        re.match(r"\s*(?:[-*]\s+|\d{1,2}[.)]\s+)?(?:never|always|do\s+not|don['’]?t|must|only|run|use|please)\b", sentence, re.I)
+    )
+
+
 def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Found]:
     """The statements of one line (or of one labelled part of it)."""
     found: list[Found] = []
@@ -766,22 +796,26 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
                 if rest.strip():
                     found_ += _detect_piece(rest, base + len(stripped), role, words)
                 return found_
-    if tool and not (
-        re.search(r"[.!]\s*$", stripped)
-        and (
-            re.match(
-                r"\s*(?:[-*]\s+|\d{1,2}[.)]\s+)?(?:never|always|do\s+not|don['’]?t|must|only|run|use|please)\b", stripped, re.I
-            )
-            # a document's list (CONTRIBUTING.md, a runbook) read through a tool states its rules as items
-            or (re.match(r"\s*(?:[-*]|\d{1,2}[.)])\s+\S", stripped) and classify(stripped, "user") in ("rule", "constraint"))
-        )
-    ):
+    # a document's list (CONTRIBUTING.md, a runbook) read through a tool states its rules as items
+    tool_item = (
+        tool
+        and _tool_sentence_end(stripped)
+        and bool(_ITEM_RE.match(stripped))
+        and classify(stripped, "user") in ("rule", "constraint")
+    )
+    if tool and not tool_item and not any(_tool_rule(piece) for _, piece in _sentences(stripped)):
         return found
+    # an instruction file's list item (AGENTS.md, CLAUDE.md) is an instruction: "- Java 17 toolchain."
+    item = role == "instructions" and _ITEM_RE.match(stripped) is not None
     for start, piece in _sentences(stripped):
+        if tool and not tool_item and not _tool_rule(piece):
+            continue  # a tool's output states only its prose rules ("We follow standardrb. Run `…` before pushing.")
         kind, p, said = detect_scored(piece, role, words)
+        if kind is None and item and _instruction(piece):
+            kind = score(piece, role)[2]
         if kind is None or (role == "assistant" and kind not in ("decision", "goal", "rule")):
             continue  # the model's facts and figures are its work, not the user's statements
-        text_ = piece.strip()
+        text_ = _MARKER_RE.sub("", piece.strip(), count=1)  # a list item's marker is not part of what it says
         found.append(Found(kind, text_, base + start + piece.find(text_), None, _corrects(piece), p, said))
     return found
 
@@ -946,8 +980,8 @@ def subject_words(text: str, label: str | None = None) -> frozenset[str]:
         body = body.split(":", 1)[1] if ":" in body else body
     idents = {t.casefold() for t in identifiers(body)}
     words = set()
-    for w in _WORD_RE.findall(body.casefold()):
-        w = w.strip("'-")
+    for w in _WORD_RE.findall(body.casefold().replace("’", "'")):
+        w = w.removesuffix("'s").strip("'-")
         if len(w) < 3 or w in _STOP or w in idents:
             continue
         if w.endswith("s") and len(w) > 4 and not w.endswith("ss"):
@@ -978,9 +1012,17 @@ def _stems(text: str) -> set[str]:
 
 # A value with what it measures or names: "27 jan", "7200 credits", "48G", "iOS 17.0", "v5.2.2" after
 # "ESP-IDF", "CUDA_VISIBLE_DEVICES=0,1". A correction that gives the same anchor another value updates it.
-_UNIT_AFTER_RE = re.compile(r"(?<![\w.])[$€£~]?(\d+(?:[,.:]\d+)*)\s?([a-z%]+)\b", re.I)
+_UNIT_AFTER_RE = re.compile(r"(?<![\w.])[$€£~]?(\d+(?:[,.:]\d+)*)\s?([a-zµ°%]+)\b", re.I)
 _NAME_BEFORE_RE = re.compile(r"\b([a-z][\w-]*)\s+v?(\d+(?:\.\d+)+)\b", re.I)
 _KEY_VALUE_RE = re.compile(r"\b([a-z_][\w.-]*)=([^\s;)]+)", re.I)
+# "port 5433", "PR 91", "node 4": a number that a noun before it names
+_NOUN_NUMBER_RE = re.compile(
+    r"\b(port|pr|issue|ticket|release|node|gpu|shard|replica|tier|level|region|slot|partition)s?\s+#?(\d+)\b(?![.:]\d)", re.I
+)
+# "the batch window is now 01:30", "nomad is 1.9 now", "jupyterhub is on 9443": the word before "is"
+_IS_VALUE_RE = re.compile(
+    r"\b([a-z][\w-]*)(?:['’]s\s+|\s+(?:is|are|=)\s+)(?:now\s+)?(?:on\s+|at\s+)?(?:port\s+)?v?(\d+(?:[.:]\d+)*)\b(?![.:]?\w)", re.I
+)
 _UNIT_SAME = {
     "minute": "min", "minutes": "min", "mins": "min", "hour": "h", "hours": "h", "hr": "h", "hrs": "h",
     "second": "s", "seconds": "s", "sec": "s", "secs": "s", "gb": "g", "gib": "g", "mb": "m", "mib": "m",
@@ -1026,6 +1068,11 @@ def _anchored_spans(text: str) -> list[tuple[str, str, int, int]]:
     for m in _NAME_BEFORE_RE.finditer(text):
         if m.group(1).casefold() not in _STOP:
             out.append((m.group(1).casefold(), _num(m.group(2)), m.start(2), m.end()))
+    for m in _NOUN_NUMBER_RE.finditer(text):
+        out.append((m.group(1).casefold(), m.group(2), m.start(2), m.end(2)))
+    for m in _IS_VALUE_RE.finditer(text):
+        if m.group(1).casefold() not in _STOP:
+            out.append((m.group(1).casefold(), _num(m.group(2)), m.start(2), m.end(2)))
     for m in _KEY_VALUE_RE.finditer(text):
         out.append(
             (
@@ -1114,15 +1161,54 @@ def amendment(new_text: str, old_text: str) -> str | None:
     # what is left must still say something specific: a value or an identifier of its own (a key
     # whose value was replaced, "MAX_WORKERS=", is no value of its own)
     keys = {a[:-1] for a in by_anchor if a.endswith("=")}
-    if not (_NUM_RE.search(rest) or [t for t in identifiers(rest) if t.casefold() not in keys]):
+    own = {_num(n) for n in _NUM_RE.findall(rest)} | {t.casefold() for t in identifiers(rest) if t.casefold() not in keys}
+    # ... and one the correction does not restate ("18:00 to 06:00" corrected by "20:00 to 06:00" is one value)
+    said_again = {_num(n) for n in _NUM_RE.findall(new_text)} | {t.casefold() for t in identifiers(new_text)}
+    if not own - said_again:
         return None
     return amended
 
 
-def overlap(a: frozenset[str], b: frozenset[str]) -> float:
+def overlap(a: frozenset[str], b: frozenset[str], weight: Mapping[str, float] | None = None) -> float:
+    """How much of the smaller subject the two share; with ``weight``, a word counts by its weight
+    (see `subject_weights`: a word most statements of the session use says little of what one is about)."""
     if not a or not b:
         return 0.0
-    return len(a & b) / min(len(a), len(b))
+    if weight is None:
+        return len(a & b) / min(len(a), len(b))
+
+    def mass(words: frozenset[str]) -> float:
+        return sum(weight.get(w, 1.0) for w in words)
+
+    return mass(a & b) / min(mass(a), mass(b))
+
+
+def subject_weights(statements: Sequence[Statement]) -> dict[str, float]:
+    """Each subject word's weight in this session: 1 for a word at most two statements use, less for one
+    that many use ("takes", "node", "run" in a session of timings), so that a correction's subject is
+    matched on the words that tell its statements apart."""
+    df: dict[str, int] = {}
+    for st in statements:
+        for w in subject_words(st.text, st.label):
+            df[w] = df.get(w, 0) + 1
+    return {w: min(1.0, 2.0 / n) for w, n in df.items() if n > 2}
+
+
+def _value_shape(v: str) -> str:
+    return re.sub(r"[a-z]+", "a", re.sub(r"\d+", "0", v))
+
+
+def _sibling_value(new_text: str, old_text: str) -> bool:
+    """Does the correction name a value of the old statement next to a new value of the same shape?
+    ("pin 550.144 instead, 550.127 has the hang", "on 9443 now … a redirect on 8443")"""
+
+    def specific(text: str) -> set[str]:
+        nums = {_num(n) for n in _NUM_RE.findall(text) if len(n) >= 3}
+        return nums | {t.casefold() for t in identifiers(text) if any(c.isdigit() for c in t)}
+
+    mine, theirs = specific(new_text), specific(old_text)
+    shared, fresh = mine & theirs, mine - theirs
+    return any(_value_shape(a) == _value_shape(b) for a in shared for b in fresh)
 
 
 def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | None:
@@ -1136,7 +1222,12 @@ def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | Non
     candidates = [s for s in earlier if s.status == "current" and s.role != "instructions"]
     # Only a correction supersedes: taking a current statement for a replaced one would
     # drop it silently, the very loss the ledger is for.
-    if not candidates or not new.correction:
+    # a goal that moves on ("X is done, next is Y") updates the last one on its subject, cue or not
+    moves_on = new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text))
+    if not new.correction:
+        # ... and only a status line like it: "load test is the next step", not "Solveig is back on the 20th"
+        candidates = [s for s in candidates if s.kind == "goal" and _STATUS_RE.search(s.text)] if moves_on else []
+    if not candidates:
         return None
     subj = subject_words(new.text, new.label)
     vals = _values(new.text)
@@ -1145,18 +1236,21 @@ def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | Non
     anchored = anchored_values(new.text)
     bare = subject_words(_UNIT_AFTER_RE.sub(" ", new.text))  # the subject without the measures: "min" is no subject
     shifts_goal = new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text))
+    weight = subject_weights(candidates)
     best: Statement | None = None
     best_score = 0.0
     for s in reversed(candidates):
         other = subject_words(s.text, s.label)
-        score = overlap(subj, other)
+        score = overlap(subj, other, weight)
+        if not any(weight.get(w, 1.0) >= 1.0 for w in subj & other):
+            score = 0.0  # only words many statements use in common: about something else
         same_kind = s.kind == new.kind
         # evidence beyond shared words: the old value named ("80 not 50"), a sibling identifier
         # ("bastion-2" → "bastion-3.ops.internal"), a goal that moves on from the last one
         bonus = 0.0
         if old_values & ({_num(v) for v in _NUM_RE.findall(s.text)} | {t.casefold() for t in identifiers(s.text)}):
             bonus += 1.0
-        if stems & _stems(s.text):
+        if stems & _stems(s.text) or _sibling_value(new.text, s.text):
             bonus += 1.0
         if shifts_goal and s.kind == "goal" and score > 0:
             bonus += 0.5

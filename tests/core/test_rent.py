@@ -15,10 +15,10 @@ from tailrent_tui.core.rent import (
     load_price_sheets,
     parse_price_sheets,
 )
-from tailrent_tui.core.rungs.fold import fold_span
 from tailrent_tui.core.rungs.spill import MemorySpillStore, spill_message
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.tokens import get_counter
+from tests.support.folds import fold_span
 
 
 def sheet(**kw) -> PriceSheet:

@@ -7,7 +7,6 @@ from tailrent_tui.core.messages import EventAdapter, Kind
 from tailrent_tui.core.rungs.fold import (
     FoldAborted,
     MemoryFoldArchive,
-    fold_span,
     oldest_unpinned,
     span_to_target,
 )
@@ -16,6 +15,7 @@ from tailrent_tui.core.rungs.truncate import truncate_text
 from tailrent_tui.core.session import Session, SessionError, replay
 from tailrent_tui.core.summarize import LossySummarizer
 from tailrent_tui.core.tokens import UnknownTokenizer, chars4, get_counter
+from tests.support.folds import fold_span
 
 
 class Clock:
@@ -110,7 +110,7 @@ def test_non_utf8_tool_output_is_decoded_and_marked():
 
 def test_truncate_announces_the_cut():
     t = truncate_text("\n".join(f"line {i}" for i in range(10)), max_lines=3, label="grep", how_to_get_more="narrow it")
-    assert t.was_cut and t.text.splitlines()[:3] == ["line 0", "line 1", "line 2"]
+    assert t.cut is not None and t.text.splitlines()[:3] == ["line 0", "line 1", "line 2"]
     assert "showing 3 of 10 lines" in t.cut and "narrow it" in t.cut
     assert truncate_text("short", max_lines=3).cut is None
     with pytest.raises(ValueError, match="max_lines"):

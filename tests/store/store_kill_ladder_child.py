@@ -24,12 +24,13 @@ import random
 import sys
 from pathlib import Path
 
-from tailrent_tui.core.rungs.fold import Folded, fold_span, oldest_unpinned
+from tailrent_tui.core.rungs.fold import Folded, oldest_unpinned
 from tailrent_tui.core.rungs.spill import admit_tool_result
 from tailrent_tui.core.summarize import LossySummarizer
 from tailrent_tui.store.journal import JOURNAL_NAME
 from tailrent_tui.store.repair import repair_session
 from tailrent_tui.store.sessions import SessionDir, close_session, open_session
+from tests.support.folds import fold_span
 
 OUT = sys.stdout.fileno()
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from tailrent_tui.cli import cli
 from tailrent_tui.core.messages import Folded, Kind
 from tailrent_tui.core.ports import ArchiveError, FoldArchive, Memory, SpillMissing, SpillStore, StoreEntryError
-from tailrent_tui.core.rungs.fold import MemoryFoldArchive, fold_span, oldest_unpinned
+from tailrent_tui.core.rungs.fold import MemoryFoldArchive, oldest_unpinned
 from tailrent_tui.core.rungs.spill import MemorySpillStore, admit_tool_result
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import LossySummarizer
@@ -28,6 +28,7 @@ from tailrent_tui.store.outside import read_outside
 from tailrent_tui.store.spills import FileSpillStore
 from tailrent_tui.ui.screens.fold_inspector import FoldInspector
 from tailrent_tui.ui.screens.recall import RecallScreen
+from tests.support.folds import fold_span
 from tests.support.ui_helpers import make_app, wait_until
 from tests.ui.test_app import submit
 

@@ -11,11 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tailrent_tui.core.messages import Kind
-from tailrent_tui.core.rungs.fold import fold_span, oldest_unpinned
+from tailrent_tui.core.rungs.fold import oldest_unpinned
 from tailrent_tui.core.rungs.spill import admit_tool_result, spill_gain, spill_message
 from tailrent_tui.core.session import SessionError
 from tailrent_tui.core.summarize import LossySummarizer
 from tailrent_tui.store.sessions import SessionDir, close_session, open_session
+from tests.support.folds import fold_span
 
 text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=300)
 command = st.one_of(

@@ -11,9 +11,9 @@ import time
 import pytest
 
 from tailrent_tui.core.messages import UsageRecorded
-from tailrent_tui.core.rungs.fold import fold_span
 from tailrent_tui.core.summarize import LossySummarizer
 from tailrent_tui.settings import Settings
+from tests.support.folds import fold_span
 from tests.support.ui_helpers import NOW, fill, make_agent, make_app
 
 THEMES = ["tailrent-dark", "tailrent-light", "tailrent-contrast"]

@@ -22,7 +22,6 @@ from tailrent_tui.core import ledger as ledger_rules
 from tailrent_tui.core.messages import Folded, FoldRecord, FoldRetired, FoldSkipped, Kind, Message, Unfolded
 from tailrent_tui.core.ports import ArchivedFold, ArchiveError, FoldArchive
 from tailrent_tui.core.session import Session, SessionError
-from tailrent_tui.core.summarize import Summarizer
 
 GuardMode = Literal["repair", "report", "off"]
 Position = Literal["in_place", "front", "after"]
@@ -82,12 +81,16 @@ def retire_summaries(session: Session, target_tokens: int, *, keep_recent: int =
     recent = {m.id for m in session.messages[len(session.messages) - keep_recent :]} if keep_recent else set()
     records = {f.summary.id: f for f in session.folds}
     records_by_no = {f.fold_no: f for f in session.folds}
-    for m in list(session.messages):
+    candidates = [
+        m.id
+        for m in session.messages
+        if (r := records.get(m.id)) is not None and not m.pinned and m.id not in recent and r.fold_no not in session.retired
+    ]
+    for at, mid in enumerate(candidates):
         if session.context_tokens <= target_tokens:
             break
-        record = records.get(m.id)
-        if record is None or m.pinned or m.id in recent or record.fold_no in session.retired:
-            continue
+        m = session.get(mid)
+        record = records[mid]
         # one pointer stands for every retired fold: the older pointers leave with this one
         merged = [no for no in session.retired if records_by_no[no].summary.id in session]
         folds = sorted([*merged, record.fold_no])
@@ -127,7 +130,11 @@ def retire_summaries(session: Session, target_tokens: int, *, keep_recent: int =
             lost = [f.text for f in missing]
         tokens = session.count(pointer)
         if tokens >= summaries_tokens:
-            continue
+            # a pointer no smaller than the one summary it replaces (a fold of last resort's short note):
+            # it goes all the same when the next one's retirement takes it in and the two shrink together
+            nxt = candidates[at + 1] if at + 1 < len(candidates) else None
+            if nxt is None or session.count(pointer) >= summaries_tokens + session.get(nxt).tokens:
+                continue
         ev = session.emit(
             FoldRetired(
                 fold_no=record.fold_no,
@@ -183,52 +190,6 @@ def _span_text(span: Sequence[Message], folds: Sequence[FoldRecord] = ()) -> str
         elif m.kind in GUARDED_KINDS:
             parts.append(m.content)
     return "\n".join(parts)
-
-
-def fold_span(
-    session: Session,
-    span_ids: Iterable[str],
-    *,
-    summarizer: Summarizer | None = None,
-    summary: str | None = None,
-    summarizer_name: str | None = None,
-    guard: GuardMode = "repair",
-    position: Position = "in_place",
-    header: str | None = None,
-    archive: FoldArchive | None = None,
-    trigger: str = "manual",
-) -> Folded | FoldSkipped:
-    """Fold the given messages into one summary and apply it as a Folded event.
-
-    Either `summarizer` (called here) or a precomputed `summary` text (from a
-    model) must be given. `header` is a format string with `{no}`, `{n}`
-    (messages) and `{depth}`; by default "[fold #{no} · {n} messages · depth {depth}]".
-    Pinned ids in the span are refused: a pin is never folded. This applies the
-    fold whatever its size; the policies' plans use `prepare_fold` and apply
-    only folds that shrink the context.
-    """
-    ids = list(dict.fromkeys(span_ids))
-    if not ids:
-        return skip_fold(session, nothing_reason(session), trigger)
-    if summary is None and summarizer is None:
-        raise ValueError("fold_span needs a summarizer or a summary text")
-    span = span_messages(session, ids)
-    if summary is None:
-        assert summarizer is not None
-        summary = summarizer.summarize(span)
-        summarizer_name = summarizer_name or summarizer.name
-    record = _prepare(
-        session,
-        span,
-        summary=summary,
-        summarizer_name=summarizer_name or "",
-        guard=guard,
-        position=position,
-        header=header,
-        trigger=trigger,
-        rejected=None,
-    )
-    return apply_fold(session, record, archive)
 
 
 def skip_fold(session: Session, reason: str, trigger: str) -> FoldSkipped:
@@ -404,9 +365,15 @@ def _prepare(
             kept = {st.id for st in carried}
             shown = fact_guard.Visible(_rest_text(session, ids, ledger_msg) + "\n" + body)
             for st in session.carried_by(span, budget=False):
-                if st.id not in kept and not shown.shows(fact_guard.Fact(text=st.text, kind="quoted")):
+                if st.id in kept:
+                    continue
+                if not shown.shows(fact_guard.Fact(text=st.text, kind="quoted")):
                     uncarried.append(st.id)
                     lost.append(st.text)
+                elif st.text not in facts:
+                    # the summary's text shows it: a fact this fold guards, so that the summary's
+                    # retirement checks it too (it was lost there without a word)
+                    facts.append(st.text)
 
     content = head + "\n" + body
     tokens_before = sum(m.tokens for m in span)
