@@ -18,7 +18,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 from tailrent_tui.bench.runner import BenchResult, run_bench  # noqa: E402
 from tailrent_tui.scenarios.traces import get_trace  # noqa: E402
@@ -101,7 +100,8 @@ def progress(policy: str, i: int, total: int) -> None:
 
 def start_server(n_ctx: int):
     import xllamacpp as xlc
-    from engine import assemble_model_file
+
+    from tests.support.engine import assemble_model_file
 
     p = xlc.CommonParams()
     p.model.path = str(assemble_model_file())

@@ -37,15 +37,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-from engine import start_llama_server  # noqa: E402
 
 from tailrent_tui.agent.build import build_agent  # noqa: E402
 from tailrent_tui.agent.events import TurnCallbacks  # noqa: E402
 from tailrent_tui.core.messages import UsageRecorded  # noqa: E402
 from tailrent_tui.models.embedded import choose_model  # noqa: E402
 from tailrent_tui.settings import Settings  # noqa: E402
+from tests.support.engine import start_llama_server  # noqa: E402
 
 TOPICS = ["the billing worker", "the retry queue", "the cache layer", "the ingest parser", "the deploy script"]
 FILLER_TEXT = (

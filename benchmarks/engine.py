@@ -23,15 +23,14 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # folds.py: a fold applied by hand
-
-from folds import fold_span
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/support/folds.py: a fold applied by hand
 
 from tailrent_tui.core.rungs.fold import span_to_target
 from tailrent_tui.core.rungs.spill import MemorySpillStore, admit_tool_result
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import LossySummarizer
 from tailrent_tui.core.tokens import get_counter
+from tests.support.folds import fold_span
 
 WORDS = [
     "the",

@@ -4,7 +4,7 @@ Default: extract_facts throughput, facts found, lost_facts + repair_summary over
 the same span, and the ratio to a plain word scan (re.findall(r"\\w+")) of the
 same text in the same run, which is the figure to compare across machines.
 
---corpus: precision and recall of extract_facts on tests/guard_corpus.py (the
+--corpus: precision and recall of extract_facts on tests/support/guard_corpus.py (the
 hand-labelled coding-session lines, issue 11), overall and for its tuned (dev)
 and held-out parts, with what it missed and what it found that no label asked for.
 
@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 from tailrent_tui.core.guard import DecisionDetector, extract_facts, lost_facts, repair_summary
 
 SEED = Path(__file__).resolve().parents[2] / "shared" / "seed" / "000_80c604167534704c.txt"
-TESTS = Path(__file__).resolve().parents[1] / "tests"
+ROOT = Path(__file__).resolve().parents[1]
 
 CHATTER = [
     "Turn {i}: Ran the integration suite against the staging cluster.",
@@ -71,8 +71,8 @@ class CorpusFigures(NamedTuple):
 
 def corpus_figures() -> CorpusFigures:
     """Precision and recall on the labelled corpus, as printed by ``--corpus``."""
-    sys.path.insert(0, str(TESTS))
-    from guard_corpus import CORPUS, DEV, HELD_OUT, score
+    sys.path.insert(0, str(ROOT))
+    from tests.support.guard_corpus import CORPUS, DEV, HELD_OUT, score
 
     def extract(text: str) -> list[str]:
         return [f.text for f in extract_facts(text)]

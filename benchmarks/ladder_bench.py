@@ -28,17 +28,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-from test_ladder_plans import _VOCABULARY  # noqa: E402
 
 from tailrent_tui.bench.runner import run_bench  # noqa: E402
 from tailrent_tui.core.messages import Folded, UsageRecorded  # noqa: E402
 from tailrent_tui.scenarios.traces import get_trace  # noqa: E402
 from tailrent_tui.store.sessions import find_session  # noqa: E402
+from tests.core.test_ladder_plans import _VOCABULARY  # noqa: E402
 
 TAILRENT = str(Path(sys.executable).with_name("tailrent"))
-CHATTER = _VOCABULARY  # the chatter of tests/test_ladder_plans.py: one list of filler words
+CHATTER = _VOCABULARY  # the chatter of tests/core/test_ladder_plans.py: one list of filler words
 
 
 def parity() -> None:
@@ -153,7 +151,8 @@ def main() -> None:
         show("tailrent ask, mock model, window 2,048, 12 prompts of about 500 tokens", ask_session("mock", 2048, prompts, {}))
     if args.engine:
         import xllamacpp as xlc
-        from engine import assemble_model_file
+
+        from tests.support.engine import assemble_model_file
 
         p = xlc.CommonParams()
         p.model.path = str(assemble_model_file())

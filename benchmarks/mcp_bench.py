@@ -9,7 +9,7 @@
 2. One tools/call through tailrent (the registry's door: the argument check,
    the bounded transport, rung 1) and through the whole agent path (approval
    check, rung 2, the journal), against the same call made directly with the
-   SDK's own client, on the same test server (tests/mcp_servers/tools_server.py).
+   SDK's own client, on the same test server (tests/support/mcp_servers/tools_server.py).
 3. The schema tokens each server's tools add to every request, as the Tail
    panel shows them (the session's counter over the tools' wire JSON).
 """
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVER = ROOT / "tests" / "mcp_servers" / "tools_server.py"
+SERVER = ROOT / "tests" / "support" / "mcp_servers" / "tools_server.py"
 UI_BENCH = ROOT / "benchmarks" / "ui_bench.py"
 CALLS = 300
 
@@ -169,7 +169,7 @@ def ms(xs: list[float]) -> str:
 
 
 def main() -> None:
-    print("tailrent MCP benchmark (stdio test server written with the SDK, tests/mcp_servers/tools_server.py)")
+    print("tailrent MCP benchmark (stdio test server written with the SDK, tests/support/mcp_servers/tools_server.py)")
     three, none = first_frames()
     ratios = [a / b for a, b in zip(three, none, strict=True)]
     print(f"process start to first frame, bytecode cached, runs alternated ({len(three)} each):")

@@ -28,11 +28,9 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-from engine import assemble_model_file, start_llama_server  # noqa: E402
 
 from tailrent_tui.models import OpenAIModel, TextDelta, Usage  # noqa: E402
+from tests.support.engine import assemble_model_file, start_llama_server  # noqa: E402
 
 MESSAGES = [
     {"role": "system", "content": "You are a coding assistant."},

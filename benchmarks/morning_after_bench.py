@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/morning_after_bench.py [--tokenizers cl100k auto]
 
-Runs the session of tests/test_morning_after.py — the real app driven by Pilot,
+Runs the session of tests/ui/test_morning_after.py — the real app driven by Pilot,
 22 turns carrying facts in a 1,536-token window, folds the model is asked to
 write, one reply cancelled with escape, a resume two hours later, probes, one
 more turn — on gemma3-270m served by llama.cpp, once per tokenizer: `cl100k`
@@ -24,19 +24,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
-import test_morning_after  # noqa: E402
-from engine import assemble_model_file, start_llama_server  # noqa: E402
-from test_morning_after import (  # noqa: E402
+from tailrent_tui.core.messages import Folded, UsageRecorded  # noqa: E402
+from tests.support.engine import assemble_model_file, start_llama_server  # noqa: E402
+from tests.ui import test_morning_after  # noqa: E402
+from tests.ui.test_morning_after import (  # noqa: E402
     error_figures,
     morning_settings,
     prediction_errors,
     this_morning,
     yesterday,
 )
-
-from tailrent_tui.core.messages import Folded, UsageRecorded  # noqa: E402
 
 
 def run(url: str, tokenizer: str) -> dict:

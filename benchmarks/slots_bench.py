@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
-from engine import assemble_model_file  # noqa: E402  (tests/ is put on the path above)
+from tests.support.engine import assemble_model_file  # noqa: E402  (the repository is put on the path above)
 
 TAILRENT = str(Path(sys.executable).with_name("tailrent"))
 

@@ -141,8 +141,8 @@ def open_big_session(n: int = 10_000) -> tuple[float, float]:
 
 async def key_to_update(presses: int = 20) -> list[float]:
     """Pin/unpin a message while a long reply streams; time from the key to the Pins panel showing it."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from ui_helpers import fill, make_agent, make_app
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.support.ui_helpers import fill, make_agent, make_app
 
     tmp = Path(tempfile.mkdtemp())
     os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")
@@ -181,11 +181,10 @@ async def fold_watch(folds: int = 5, presses: int = 10) -> tuple[list[float], li
     """A fold whose summary the model writes (held at a gate, as a slow server would):
     (key `f` to its status line on screen, the agent's report of the fold's start to the
     same, key to Pins panel while the summary is written). Each fold is then cancelled."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from ui_helpers import GatedModel, fill, make_agent, make_app
-
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from tailrent_tui.agent.loop import SummaryStarted
     from tailrent_tui.models.summarizer import ModelSummarizer
+    from tests.support.ui_helpers import GatedModel, fill, make_agent, make_app
 
     tmp = Path(tempfile.mkdtemp())
     os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")
@@ -244,10 +243,9 @@ async def editor_keys(entries: int = 10_000, presses: int = 40) -> tuple[float, 
     its effect: a typed character, up walking the history, and a key in the
     history search (which filters all 10,000 entries).
     """
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from ui_helpers import fill, make_agent, make_app
-
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from tailrent_tui.store.history import PromptHistory
+    from tests.support.ui_helpers import fill, make_agent, make_app
 
     tmp = Path(tempfile.mkdtemp())
     os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")

@@ -38,7 +38,7 @@ What the extractor returns on the article's filler (the harness's chatter):
   "<|im_") -> nothing.
 
 How well it does on coding chat is measured on a hand-labelled corpus,
-tests/guard_corpus.py: `benchmarks/guard_bench.py --corpus` prints precision
+tests/support/guard_corpus.py: `benchmarks/guard_bench.py --corpus` prints precision
 and recall.
 """
 

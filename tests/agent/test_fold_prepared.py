@@ -1,0 +1,261 @@
+"""Folds prepared while the user reads (issue 23, item 5): past the pre-trigger the next fold's
+summary is written ahead; at the trigger the fold applies with it, no summary request waited for."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from tailrent_tui.agent.fold_requests import PRE_TRIGGER
+from tailrent_tui.models.mock import MockModel
+from tailrent_tui.models.summarizer import ModelSummarizer
+from tests.models.test_summary_aligned import chatter
+
+# where folds go and what they cost the engine: the filler is the user's, which the ledger would keep
+pytestmark = pytest.mark.no_ledger
+
+SUMMARY = "- Turns 0 to 5: notes on the router, the queue and the cache; nothing decided."
+
+
+def writer_agent(make_agent, writer):
+    agent = make_agent(window=8192, tokenizer="chars4", system_prompt="Be brief.")
+    agent.fold_requests.summarizer = ModelSummarizer(writer)
+    return agent
+
+
+async def turns_until_prepared(agent, limit: int = 30) -> int:
+    for i in range(limit):
+        await agent.turn(chatter(i, 300))
+        if await agent.fold_requests.prepare_fold() is not None:
+            return i + 1
+    raise AssertionError("no fold was prepared")
+
+
+async def test_a_fold_prepared_ahead_applies_at_the_trigger_without_a_request(make_agent):
+    writer = MockModel([SUMMARY] * 4)
+    agent = writer_agent(make_agent, writer)
+    reported = []
+    agent.fold_requests.on_prepared = reported.append
+    i = await turns_until_prepared(agent)
+    prepared = agent.fold_requests.prepared
+    settings = agent.budget.policy_context().settings
+    limit = min(settings.trigger_tokens, settings.request_limit)
+    assert PRE_TRIGGER * limit <= agent.session.context_tokens <= limit
+    # the summary, and (when the fold carries statements: the user's words are kept) the ledger read ahead
+    asked = len(writer.requests)
+    assert asked == (2 if agent.fold_requests._ledger_text(prepared) is not None else 1) and reported == [prepared]
+    while not agent.session.folds:
+        await agent.turn(chatter(i, 300))
+        i += 1
+    fold = agent.session.folds[0]
+    assert fold.summarizer == "model:mock, prepared"
+    assert fold.span_ids[: prepared.messages] == list(prepared.span_ids)
+    assert SUMMARY in agent.session.get(fold.summary.id).content
+    assert len(writer.requests) == asked  # the fold waited for no summary
+    assert reported[-1] is None and agent.fold_requests.prepared is None
+
+
+async def test_a_cancel_in_the_middle_of_a_prepared_fold_leaves_nothing_prepared(make_agent):
+    gate = asyncio.Event()
+
+    class Slow(MockModel):
+        async def stream(self, messages, *, tools=None, options=None):
+            await gate.wait()
+            async for chunk in super().stream(messages, tools=tools, options=options):
+                yield chunk
+
+    agent = writer_agent(make_agent, Slow([SUMMARY] * 4))
+    i = 0
+    while agent.fold_requests.prepared_span() is None:
+        await agent.turn(chatter(i, 300))
+        i += 1
+    task = asyncio.create_task(agent.fold_requests.prepare_fold())
+    await asyncio.sleep(0)
+    task.cancel()  # the user sent the next message
+    gate.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert agent.fold_requests.prepared is None and not agent.session.folds
+    # resumed at the next pause
+    assert await agent.fold_requests.prepare_fold() is not None
+
+
+async def test_a_prepared_summary_that_no_longer_fits_the_span_is_not_used(make_agent):
+    writer = MockModel([SUMMARY] * 4)
+    agent = writer_agent(make_agent, writer)
+    i = await turns_until_prepared(agent)
+    first = agent.fold_requests.prepared.span_ids[0]
+    agent.ladder.pin(first)  # the span the ladder takes now starts elsewhere
+    while not agent.session.folds:
+        await agent.turn(chatter(i, 300))
+        i += 1
+    assert agent.session.folds[0].summarizer == "model:mock"
+    assert len(writer.requests) == 2
+
+
+@pytest.mark.parametrize("fold_target", [0.35, 0.6])
+async def test_a_fold_placed_after_with_its_summary_prepared_costs_the_next_request_its_new_message(make_agent, fold_target):
+    # the model writes the summaries in the conversation's context; the mock shifts its cache as llama.cpp does.
+    # A deep fold (0.35) takes all but the last messages: its span grows each turn and is written again; a
+    # shallow one (0.6) keeps its span, and is sent again after each turn (one token asked) to stay cached
+    agent = make_agent(
+        window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": fold_target}
+    )
+    await agent.link.start()
+    agent.fold_requests.summarizer = ModelSummarizer(agent.model)
+    prepared_requests = []
+    i = 0
+    while not agent.session.folds:
+        await agent.turn(chatter(i, 100))
+        i += 1
+        before = len(agent.session.usage)
+        await agent.fold_requests.prepare_fold()
+        prepared_requests += agent.session.usage[before:]
+    record = agent.session.folds[0]
+    assert record.summarizer.endswith("prepared") and record.summary.meta.get("asked")
+    summaries = [u for u in prepared_requests if (u.output_tokens or 0) > 1]
+    warm = [u for u in prepared_requests if (u.output_tokens or 0) <= 1]
+    assert summaries
+    assert bool(warm) is (fold_target == 0.6)
+    # each summary request read its instruction only
+    assert all(u.evaluated_tokens < 0.05 * record.tokens_before for u in summaries)
+    turns = [u for u in agent.session.usage if u.purpose == "turn"]
+    ordinary, after = turns[-2], turns[-1]
+    new_message = agent.session.sent_tokens(agent.session.messages[-2])
+    # the fold came before the last request: it read the user's new message, nothing of the fold
+    assert after.evaluated_tokens <= new_message + 8 < ordinary.evaluated_tokens + 16
+    for u in [*prepared_requests, *turns]:
+        assert u.predicted_evaluated == pytest.approx(u.evaluated_tokens, rel=0.1, abs=8), u
+
+
+# prose with no word a statement is made of (no "keep", "next", "wants"): shuffled, those words made
+# statements of their own, and what the ledger carried depended on the detector's weights of the day
+PROSE_TEXT = (
+    "We looked at the logs again and the numbers moved a little since yesterday. The team read the report "
+    "over lunch and the graphs looked much like the ones from last week."
+)
+PROSE = PROSE_TEXT.split(" ")
+
+
+def fact_message(i: int) -> str:
+    """A fact the ledger carries, then prose (as benchmarks/cheapfold_bench.py writes its turns)."""
+    rng = random.Random(i)
+    body = " ".join(rng.choice(PROSE) for _ in range(150))
+    fact = f"Turn {i}: the billing worker now takes {100 + 37 * i} ms at p95 on host node-{i}."
+    return f"{fact} {body}. What should we check first?"
+
+
+async def test_a_span_with_statements_is_prepared_as_the_ladder_asks_it(make_agent):
+    # each message states a fact the ledger carries: the ladder asks a summary of the span without them,
+    # and the prepared fold must be of that same span, or it is not used at the trigger
+    agent = make_agent(window=2048, max_reply_tokens=8, tokenizer="chars4", fold={"placement": "after", "summarizer": "model"})
+    agent.session.detect_statements = True
+    agent.model = MockModel([SUMMARY] * 60)
+    await agent.link.start()
+    agent.fold_requests.summarizer = ModelSummarizer(agent.model)
+    for i in range(12):
+        await agent.turn(fact_message(i))
+        await agent.fold_requests.prepare_fold()
+        if agent.session.folds:
+            break
+    assert agent.session.statements, "the facts were found"
+    record = agent.session.folds[0]
+    assert record.summarizer.endswith("prepared"), record.summarizer
+    # the ledger the fold carries comes after its summary, and was sent with it while the user read:
+    # the request after the fold reads the user's new message only
+    assert record.ledger is not None
+    ids = [m.id for m in agent.session.messages]
+    assert ids.index(record.summary.id) + 1 == ids.index(record.ledger.id)
+    # a ledger was sent after the prepared pair while the user read (at the trigger the span may have
+    # grown by a message: what the next request reads is measured on llama.cpp, benchmarks/RESULTS.md)
+    assert any(m["content"].startswith("[context note]\n[ledger") for r in agent.model.requests for m in r[-1:])
+    for u in agent.session.usage:
+        assert u.predicted_evaluated == pytest.approx(u.evaluated_tokens, rel=0.1, abs=8), u
+
+
+def distinct_fact_message(i: int) -> str:
+    """The user's words, kept as said (no later message corrects them)."""
+    rng = random.Random(i)
+    body = " ".join(rng.choice(PROSE) for _ in range(220))
+    name = ["billing", "search", "upload", "mailer", "gateway", "scheduler", "metrics", "auth", "export", "webhook"][i % 10]
+    return f"About the {name} team: {body}. What should we check first?"
+
+
+async def test_near_the_window_the_context_a_prepared_fold_leaves_is_sent_ahead_and_the_next_request_reads_the_new_message(
+    make_agent,
+):
+    # the ledger does not fit after the whole conversation in the window (the reply's room is large): the
+    # prepared fold's context (span out, summary and ledger after the last reply) is sent while the user
+    # reads; the engine keeps the prompts before it (llama.cpp's --cache-ram), so a turn before the trigger
+    # still finds its own, and the request after the fold reads the user's new message only
+    agent = make_agent(
+        window=2048,
+        max_reply_tokens=8,
+        system_prompt="Be brief.",
+        tokenizer="chars4",
+        fold={"placement": "after", "summarizer": "model"},
+    )
+    agent.session.detect_statements = True
+    agent.model = MockModel([SUMMARY] * 60)
+    agent.model.prompt_cache = True
+    await agent.link.start()
+    assert agent.rent.sheet.prompt_cache
+    agent.fold_requests.summarizer = ModelSummarizer(agent.model)
+    sent_ahead = 0
+    question = " ".join(f"Which {w} number should we check first?" for w in PROSE[:24])
+    for i in range(12):
+        # once a fold is prepared, the next message asks only: it states nothing the ledger would carry or
+        # correct, so the fold at the trigger carries the ledger that was sent ahead
+        await agent.turn(question if agent.fold_requests.prepared is not None else distinct_fact_message(i))
+        await agent.fold_requests.prepare_fold()
+        sent_ahead += agent.placement.expect_prompt_cache
+        if agent.session.folds:
+            break
+    record = agent.session.folds[0]
+    assert record.summarizer.endswith("prepared") and record.ledger is not None
+    assert sent_ahead >= 1
+    turns = [u for u in agent.session.usage if u.purpose == "turn"]
+    after = turns[-1]
+    new_message = agent.session.sent_tokens(agent.session.messages[-2])
+    # the fold came before this request: it read the user's new message, not the ledger nor the summary
+    assert after.evaluated_tokens <= new_message + 8 < record.ledger.tokens + new_message
+    for u in agent.session.usage:
+        assert u.predicted_evaluated == pytest.approx(u.evaluated_tokens, rel=0.1, abs=8), u
+    assert not [n for n in agent.session.notes if "prompt cache" in n.text]
+
+
+async def test_a_server_without_a_prompt_cache_is_noticed_at_the_next_turn_and_said_once(make_agent):
+    # the context a prepared fold leaves was sent ahead, then the user sent a short message (no fold yet): the
+    # engine had no prompt cache to find the conversation in, and read it whole
+    agent = make_agent(
+        window=2048, max_reply_tokens=8, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after"}
+    )
+    agent.session.detect_statements = True
+    agent.model = MockModel([SUMMARY] * 60)
+    agent.model.prompt_cache = True
+    await agent.link.start()
+    agent.fold_requests.summarizer = ModelSummarizer(agent.model)
+    agent.model.prompt_cache = False  # what the server turns out to do
+    i = 0
+    while not agent.placement.expect_prompt_cache:
+        assert i < 12 and not agent.session.folds
+        await agent.turn(distinct_fact_message(i))
+        await agent.fold_requests.prepare_fold()
+        i += 1
+    # the next message does not reach the trigger (here: the trigger is raised), so no fold comes before it
+    settings = agent.budget.settings
+    agent.budget.settings = settings.model_copy(update={"fold": settings.fold.model_copy(update={"trigger": 0.99})})
+    await agent.turn("Thanks. Which one first?")
+    assert not agent.session.folds
+    said = [n.text for n in agent.session.notes if "keeps no prompt cache" in n.text]
+    assert len(said) == 1
+    assert not agent.rent.sheet.prompt_cache
+    # from then on a prepared fold's context is not sent ahead where the conversation does not fit with it
+    agent.budget.settings = settings
+    for j in range(i, i + 4):
+        await agent.turn(distinct_fact_message(j))
+        await agent.fold_requests.prepare_fold()
+        assert not agent.placement.expect_prompt_cache
+    assert len([n for n in agent.session.notes if "keeps no prompt cache" in n.text]) == 1

@@ -1,0 +1,125 @@
+"""Fold placement chosen for the engine (issue 23, item 2): after the kept messages where the
+engine shifts KV (llama.cpp with n_cache_reuse), in place elsewhere; confirmed by the request
+after the first fold, and sent back in place, said once, when the server did not shift."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from tailrent_tui.agent.placement import detect, gguf_architecture
+from tailrent_tui.models.openai import OpenAIModel
+from tests.models.test_openai import ScriptedServer, collect
+from tests.models.test_summary_aligned import chatter as summary_chatter
+
+
+def chatter(i: int) -> str:
+    return summary_chatter(i, 300)
+
+
+def gguf(path: Path, arch: str) -> Path:
+    """A GGUF header as llama.cpp's converter writes it: a uint32 key, then the architecture."""
+
+    def string(text: str) -> bytes:
+        raw = text.encode()
+        return struct.pack("<Q", len(raw)) + raw
+
+    body = struct.pack("<4sIQQ", b"GGUF", 3, 0, 2)
+    body += string("general.alignment") + struct.pack("<II", 4, 32)
+    body += string("general.architecture") + struct.pack("<I", 8) + string(arch)
+    path.write_bytes(body)
+    return path
+
+
+def test_the_architecture_is_read_from_the_gguf_header(tmp_path):
+    assert gguf_architecture(gguf(tmp_path / "m.gguf", "llama")) == "llama"
+    (tmp_path / "bad.gguf").write_bytes(b"GGUF\x03")
+    assert gguf_architecture(tmp_path / "bad.gguf") is None
+    assert gguf_architecture(tmp_path / "missing.gguf") is None
+
+
+@pytest.fixture
+def server():
+    s = ScriptedServer()
+    yield s
+    s.stop()
+
+
+@pytest.mark.parametrize(
+    ("props", "placement", "why"),
+    [
+        (None, "in_place", "not llama.cpp"),
+        ("llama", "after", "llama.cpp (llama, from its GGUF) shifts the kept KV"),
+        ("gemma3", "in_place", "cannot shift the KV of gemma3"),
+        ("unreadable gemma-3-270m", "in_place", "cannot shift the KV of its model"),
+    ],
+)
+async def test_auto_asks_the_server_and_sends_n_cache_reuse_only_where_kv_shifts(server, tmp_path, props, placement, why):
+    if props is not None:
+        path = tmp_path / "gone" / "gemma-3-270m.gguf" if props.startswith("unreadable") else gguf(tmp_path / "m.gguf", props)
+        server.props = {"model_path": str(path), "chat_template": ""}
+    model = OpenAIModel(server.url, "m", read_timeout=5.0)
+    try:
+        state = await detect(model, "auto")
+        assert state.placement == placement and why in state.why
+        await collect(model)
+        assert server.requests[-1].get("n_cache_reuse") == (64 if placement == "after" else None)
+    finally:
+        await model.aclose()
+
+
+async def fill_until_fold(agent, start: int = 0) -> int:
+    i = start
+    while not agent.session.folds:
+        await agent.turn(chatter(i))
+        i += 1
+    return i
+
+
+def turn_usage(agent):
+    return [u for u in agent.session.usage if u.purpose == "turn"]
+
+
+async def test_a_fold_placed_after_the_kept_messages_costs_the_next_request_its_summary_only(make_agent):
+    agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": 0.6})
+    await agent.link.start()
+    await fill_until_fold(agent)  # the fold comes before the last turn's request
+    ordinary, after = turn_usage(agent)[-2:]
+    assert agent.placement.state.confirmed
+    # the summary and the new message are read; the kept messages' KV was shifted into place
+    assert after.evaluated_tokens <= ordinary.evaluated_tokens + agent.session.folds[-1].tokens_after + 64
+    assert after.predicted_cached == pytest.approx(after.cached_tokens, rel=0.1)
+
+
+async def test_in_place_the_same_fold_re_reads_what_follows_it(make_agent):
+    agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "in_place", "target": 0.6})
+    await agent.link.start()
+    await fill_until_fold(agent)
+    ordinary, after = turn_usage(agent)[-2:]
+    assert after.evaluated_tokens > 2 * (ordinary.evaluated_tokens + agent.session.folds[-1].tokens_after)
+    assert after.predicted_cached == pytest.approx(after.cached_tokens, rel=0.1)
+
+
+async def test_a_server_that_ignores_n_cache_reuse_sends_folds_back_in_place_saying_so_once(make_agent):
+    agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": 0.6})
+    await agent.link.start()
+    agent.model.cache_reuse = None  # the server takes the field and does nothing with it
+    i = await fill_until_fold(agent)
+    keeper = agent.placement
+    assert keeper.state.placement == "in_place" and "did not shift the kept KV" in keeper.state.why
+    notes = [n.text for n in agent.session.notes if "folds go in place from now on" in n.text]
+    assert len(notes) == 1
+    assert not agent.rent.sheet.reuses_shifted_kv
+    folds = len(agent.session.folds)
+    i = await fill_until_fold_more(agent, i + 1, folds)
+    assert agent.session.folds[-1].position == 0  # in place: where its span began, nothing before it
+    assert len([n for n in agent.session.notes if "folds go in place from now on" in n.text]) == 1
+
+
+async def fill_until_fold_more(agent, i: int, folds: int) -> int:
+    while len(agent.session.folds) == folds:
+        await agent.turn(chatter(i))
+        i += 1
+    return i
