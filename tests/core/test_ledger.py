@@ -363,13 +363,16 @@ def test_summaries_smaller_than_a_pointer_retire_together_when_they_crowd_the_wi
     """A fold of last resort leaves a short note, smaller than the one-line pointer a retirement
     writes: one at a time none of them could retire, so they piled up (48 of them, 1,200 tokens of a
     2,048 window on canary-typed) until requests went over the window. Two or more retire together."""
-    from tailrent_tui.core.rungs.fold import retire_summaries
-    from tests.support.folds import fold_span
+    from tailrent_tui.core.rungs.fold import apply_fold, prepare_fold, retire_summaries
+
+    def fold(s, text: str, *, dropped: bool) -> None:
+        done = s.add("assistant", text + ": " + WORK)
+        record = prepare_fold(s, [done.id], summary=text, summarizer_name="dropped", guard="report")
+        apply_fold(s, record.model_copy(update={"dropped": dropped}), None)
 
     _, s, _ = ladder(window=4096)
     for i in range(12):
-        done = s.add("assistant", f"did {i}: " + WORK)
-        fold_span(s, [done.id], summary=f"step {i} done", summarizer_name="dropped", guard="report")
+        fold(s, f"left whole {i}", dropped=True)  # a fold of last resort's note
     notes = [m for m in s.messages if m.kind is Kind.fold_summary]
     assert len(notes) == 12 and all(m.tokens < 25 for m in notes)
     before = s.context_tokens
@@ -377,6 +380,12 @@ def test_summaries_smaller_than_a_pointer_retire_together_when_they_crowd_the_wi
     (pointer,) = [m for m in s.messages if m.kind is Kind.fold_summary]
     assert s.context_tokens < before / 4 and "archived" in pointer.content
     assert set(s.retired) == set(range(1, 13)) and s.retired[12].merged == [11]  # each takes in the one before
+    # a short summary that holds what it says is not retired to save nothing
+    _, s, _ = ladder(window=4096)
+    for i in range(3):
+        fold(s, f"port {8000 + i} for svc-{i}", dropped=False)
+    retire_summaries(s, 0, keep_recent=0)
+    assert not s.retired and "port 8001 for svc-1" in s.visible_text()
 
 
 def test_a_statement_the_ledger_had_no_room_for_and_the_summary_showed_is_reported_when_the_summary_retires():

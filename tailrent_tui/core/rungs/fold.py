@@ -135,10 +135,15 @@ def retire_summaries(session: Session, target_tokens: int, *, keep_recent: int =
             lost = [f.text for f in missing]
         tokens = session.count(pointer)
         if tokens >= summaries_tokens:
-            # a pointer no smaller than the one summary it replaces (a fold of last resort's short note):
-            # it goes all the same when the next one's retirement takes it in and the two shrink together
+            # a pointer no smaller than the one summary it replaces: a fold of last resort's short note
+            # goes all the same when the next one's (another such note) takes it in and the two shrink
+            # together; a summary that holds what it says stays (its retirement would lose it to save nothing)
             nxt = candidates[at + 1] if at + 1 < len(candidates) else None
-            if nxt is None or session.count(pointer) >= summaries_tokens + session.get(nxt).tokens:
+            if (
+                nxt is None
+                or not (record.dropped and records[nxt].dropped)
+                or session.count(pointer) >= summaries_tokens + session.get(nxt).tokens
+            ):
                 continue
         ev = session.emit(
             FoldRetired(
