@@ -362,9 +362,12 @@ class FoldRequests:
                 request = replace(request, budget=room)
             else:
                 # else what follows the span is left out: the request stops after the span, its prefix
-                # still the cached one
+                # still the cached one, and the instruction follows as a message of its own (appended to
+                # the span's last message, a user's, that message was read again: 250 of 382 tokens on
+                # llama.cpp). A template that refuses two user messages in a row gets them joined
                 ends = self._cut(session, entries, visible, last_span + 1)
                 context, items = self._context(session, entries, ends, ids, tools, options)
+                context = replace(context, apart=True)
         self.fitted_budget = request.budget
         instruction = aligned_messages(context, request.budget)[-1]
         sent = session.sent_tokens(session.make_message("user", instruction["content"]))

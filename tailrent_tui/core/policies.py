@@ -700,7 +700,7 @@ class LadderPolicy(Policy):
             span_ids = span_to_target(session, target, keep_recent=keep, summary_share=ctx.settings.summary_share)
             if not span_ids:
                 # depth one: what is left to take is summaries; the oldest leave for pointers
-                if not retire_summaries(session, target, keep_recent=keep) and not pass_no:
+                if not retire_summaries(session, target, keep_recent=keep, position=self.placement(ctx)) and not pass_no:
                     skip_fold(session, nothing_reason(session), trigger)
                 return
             span = span_messages(session, span_ids)
@@ -827,7 +827,7 @@ class LadderPolicy(Policy):
         if session.context_tokens > limit:
             self.spill_oversized(session, ctx, _content_messages(session), limit, "the request would not fit the window")
         if session.context_tokens > limit:
-            retire_summaries(session, limit, keep_recent=ctx.settings.keep_recent)
+            retire_summaries(session, limit, keep_recent=ctx.settings.keep_recent, position=self.placement(ctx))
         if session.context_tokens > limit:
             # what is left unpinned goes whole to the archive: never an over-window request
             keep = ctx.settings.keep_recent

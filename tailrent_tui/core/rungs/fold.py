@@ -69,13 +69,18 @@ def span_to_target(session: Session, target_tokens: int, *, keep_recent: int = 2
     return chosen
 
 
-def retire_summaries(session: Session, target_tokens: int, *, keep_recent: int = 2) -> list[FoldRetired]:
+def retire_summaries(
+    session: Session, target_tokens: int, *, keep_recent: int = 2, position: Position = "in_place"
+) -> list[FoldRetired]:
     """Depth one: when summaries crowd the window, the oldest leave the context whole, each for
     a one-line pointer to the fold archive, until the context is at `target_tokens`.
 
     Nothing is summarized again. Its statements were carried into the ledger when it was
     made, so what leaves is its prose and the facts it held: those no other message shows
-    are reported lost on the event (recall, `search_history` and `/unfold` still reach them)."""
+    are reported lost on the event (recall, `search_history` and `/unfold` still reach them).
+    With `position` "after" (an engine that shifts KV) the pointer goes before the turn in flight
+    (`pointer_position`) and the summaries leave their places: the engine bridges the deletion,
+    where a pointer written in a summary's place near the head made it read everything after it."""
     from tailrent_tui.core import guard as fact_guard
 
     done: list[FoldRetired] = []
@@ -135,11 +140,28 @@ def retire_summaries(session: Session, target_tokens: int, *, keep_recent: int =
                 pointer_tokens=tokens,
                 facts_lost=lost,
                 merged=merged,
+                position=pointer_position(session, gone) if position == "after" else None,
                 at=session.clock(),
             )
         )
         done.append(ev)  # type: ignore[arg-type]
     return done
+
+
+def pointer_position(session: Session, leaving: Iterable[str]) -> int:
+    """Where a retired summary's pointer goes when folds are placed after the kept messages, as an index
+    among the messages that stay: after the last message the engine has read in this place (a finished
+    reply, a fold summary, a ledger: the latest fold's summary and ledger come right before the turn in
+    flight, cached where they are), before the turn in flight."""
+    gone = set(leaving)
+    rest = [m for m in session.messages if m.id not in gone]
+    for i in range(len(rest) - 1, -1, -1):
+        m = rest[i]
+        if m.cut_off:
+            continue
+        if (m.role == "assistant" and not m.tool_calls) or m.kind in (Kind.fold_summary, Kind.ledger):
+            return i + 1
+    return 0
 
 
 def oldest_unpinned(session: Session, count: int) -> list[str]:
