@@ -118,7 +118,9 @@ class FoldRequests:
         # (else the span at the trigger runs a message longer, and that message is added unsummarized)
         lowered = settings.target_tokens - (trigger - session.context_tokens)
         keep = max(0, settings.keep_recent - 1)
-        ids = span_to_target(session, lowered, keep_recent=keep, summary_share=settings.summary_share)
+        ids = span_to_target(
+            session, lowered, keep_recent=keep, summary_share=settings.summary_share, turn_ends=settings.fold_turn_ends
+        )
         return span_messages(session, ids) if ids else None
 
     async def prepare_fold(self) -> PreparedFold | None:

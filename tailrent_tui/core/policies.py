@@ -141,6 +141,11 @@ class PolicySettings(BaseModel):
         "before it), or after the kept messages (an engine that shifts KV keeps them too); the agent sets it "
         "from the engine it detected",
     )
+    fold_turn_ends: bool = Field(
+        default=False,
+        description="a fold's span ends where a user message starts: llama.cpp keeps the context checkpoints of "
+        "sliding-window and recurrent models there, so the next span starts on one; the agent sets it from the engine",
+    )
     fold_preview: Literal["manual", "always", "never"] = Field(
         default="never",
         description="which folds are shown for review before they apply: the user's (f, /fold), every one, or none",
@@ -469,7 +474,9 @@ class Policy:
 
     def _fold_by_hand(self, session: Session, ctx: PolicyContext, span_ids: list[str] | None, trigger: str) -> Steps:
         if span_ids is None:
-            span_ids = span_to_target(session, ctx.settings.target_tokens, keep_recent=ctx.settings.keep_recent)
+            span_ids = span_to_target(
+                session, ctx.settings.target_tokens, keep_recent=ctx.settings.keep_recent, turn_ends=ctx.settings.fold_turn_ends
+            )
             if not span_ids:
                 span_ids = [
                     m.id
@@ -697,7 +704,9 @@ class LadderPolicy(Policy):
             # the first pass must only shrink; a later one is a refinement toward the
             # target, worth its summary request only if it saves a real share
             gain = self.min_gain if pass_no else 0.0
-            span_ids = span_to_target(session, target, keep_recent=keep, summary_share=ctx.settings.summary_share)
+            span_ids = span_to_target(
+                session, target, keep_recent=keep, summary_share=ctx.settings.summary_share, turn_ends=ctx.settings.fold_turn_ends
+            )
             if not span_ids:
                 # depth one: what is left to take is summaries; the oldest leave for pointers
                 if not retire_summaries(session, target, keep_recent=keep, position=self.placement(ctx)) and not pass_no:

@@ -41,7 +41,9 @@ def foldable(session: Session) -> list[Message]:
     return [m for m in session.messages if not m.pinned]
 
 
-def span_to_target(session: Session, target_tokens: int, *, keep_recent: int = 2, summary_share: float = 0.0) -> list[str]:
+def span_to_target(
+    session: Session, target_tokens: int, *, keep_recent: int = 2, summary_share: float = 0.0, turn_ends: bool = False
+) -> list[str]:
     """The oldest unpinned messages whose fold brings the context to `target_tokens`.
 
     `summary_share` is the part of the span its summary is expected to keep:
@@ -49,7 +51,9 @@ def span_to_target(session: Session, target_tokens: int, *, keep_recent: int = 2
     of a second one refolding the first's summary. Earlier summaries are taken
     last: left in place they stay in the cached prefix, and refolding them only
     when raw messages are not enough keeps the fold of a fold rare. The last
-    `keep_recent` messages are never taken (the turn in flight).
+    `keep_recent` messages are never taken (the turn in flight). With `turn_ends` (a sliding-window
+    or recurrent model on llama.cpp, whose context checkpoints sit at user-message starts) the span
+    ends where a user message starts (`end_on_turn`), so the next fold's span starts on a checkpoint.
     """
     msgs = session.messages[: max(0, len(session.messages) - keep_recent)]
     excess = session.context_tokens - target_tokens
@@ -66,6 +70,36 @@ def span_to_target(session: Session, target_tokens: int, *, keep_recent: int = 2
             continue
         chosen.append(m.id)
         freed += (m.tokens + framing.message(m.role)) * kept
+    return end_on_turn(session, chosen, len(msgs)) if turn_ends and chosen else chosen
+
+
+def end_on_turn(session: Session, chosen: list[str], limit: int) -> list[str]:
+    """`chosen` ending where a user message starts: the rest of its last turn is taken too while it
+    may be (unpinned, no summary, before message `limit`: the turn in flight), else the span is cut
+    back to the last of its messages that a user message follows. Unchanged when neither way finds one."""
+    msgs = session.messages
+    index = {m.id: n for n, m in enumerate(msgs)}
+
+    def user_follows(n: int) -> bool:
+        return n + 1 < len(msgs) and msgs[n + 1].role == "user"
+
+    taken = list(chosen)
+    n = index[taken[-1]]
+    while n + 1 < limit:
+        if user_follows(n):
+            return taken
+        m = msgs[n + 1]
+        if m.pinned or m.kind is Kind.fold_summary:
+            break
+        if not m.cut_off:
+            taken.append(m.id)
+        n += 1
+    else:
+        if user_follows(n):
+            return taken  # the turn in flight starts right after it
+    for k in range(len(chosen) - 1, 0, -1):
+        if user_follows(index[chosen[k - 1]]):
+            return chosen[:k]
     return chosen
 
 
