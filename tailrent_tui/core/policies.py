@@ -638,6 +638,9 @@ class LadderPolicy(Policy):
     #: a second or third pass must save this share of its span: one that saves a few
     #: tokens costs a summary request and more specifics for nothing
     min_gain = 0.1
+    #: a later pass whose span is smaller than this asks no summary: its request reads more than it can save
+    #: (on llama.cpp a second pass asked the summary of one 8-token reply and read 603 tokens)
+    min_pass_tokens = 128
 
     def respill(self, session: Session, ctx: PolicyContext, target: int) -> None:
         """Re-spill big inline tool results, oldest first, until the context is at the target."""
@@ -713,6 +716,8 @@ class LadderPolicy(Policy):
                     skip_fold(session, nothing_reason(session), trigger)
                 return
             span = span_messages(session, span_ids)
+            if applied and sum(m.tokens for m in span) < self.min_pass_tokens:
+                return
             reply = yield from summary_of(span)
             refused = refused or _refused_in_this_fold(reply, session, span)
             record = self._choose(session, ctx, span, reply, trigger, FALLBACKS[:1], gain)
