@@ -8,6 +8,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from engine import llama_server  # noqa: F401
 from test_models_openai import ScriptedServer, collect
 from test_summary_aligned import chatter as summary_chatter
 
@@ -180,5 +181,17 @@ async def test_auto_on_a_sliding_window_model_folds_in_place_with_spans_ending_a
     model = OpenAIModel(server.url, "m", read_timeout=5.0)
     try:
         assert not (await detect(model, "auto")).turn_ends
+    finally:
+        await model.aclose()
+
+
+@pytest.mark.engine
+async def test_auto_on_gemma3_served_by_llama_cpp_folds_in_place_with_spans_ending_at_user_messages(llama_server):
+    # the real server: /props names the model file, whose GGUF header says gemma3 (sliding-window attention)
+    model = OpenAIModel(llama_server, "gemma3-270m", read_timeout=60.0)
+    try:
+        state = await detect(model, "auto")
+        assert state.placement == "in_place" and state.turn_ends, state.why
+        assert model.cache_reuse is None  # n_cache_reuse is not sent: the server would not shift this model's KV
     finally:
         await model.aclose()
