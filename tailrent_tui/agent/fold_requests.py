@@ -276,15 +276,18 @@ class FoldRequests:
         if not prepared.raw_ids or any(i not in session for i in prepared.raw_ids):
             return None
         ctx = self.driver.policy_context()
-        record = prepare_fold(
-            session,
-            list(prepared.raw_ids),
-            summary=prepared.summary.text,
-            summarizer_name=prepared.summary.by,
-            guard=self.driver.policy.guard_for(ctx),
-            position=ctx.settings.fold_placement,
-            header=LADDER_HEADER,
-        )
+        try:
+            record = prepare_fold(
+                session,
+                list(prepared.raw_ids),
+                summary=prepared.summary.text,
+                summarizer_name=prepared.summary.by,
+                guard=self.driver.policy.guard_for(ctx),
+                position=ctx.settings.fold_placement,
+                header=LADDER_HEADER,
+            )
+        except SessionError:
+            return None  # one of them was pinned since: the fold at the trigger will not take this span
         return record.summary.content
 
     def _ledger_text(self, prepared: PreparedFold) -> str | None:
