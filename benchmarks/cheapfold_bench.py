@@ -104,7 +104,7 @@ async def run(url: str, placement: str, turns: int, reply: int, window: int, hom
             folds_seen[0] = len(agent.session.folds)
             if prepare:  # the user reads the reply: the next fold's summary is written meanwhile
                 before_usage = len(agent.session.usage)
-                await agent.ladder.prepare_fold()
+                await agent.fold_requests.prepare_fold()
                 rows[-1]["between"] = [_usage(u) for u in agent.session.usage[before_usage:]]
         keeper = agent.placement
         spans = {f.fold_no: f.tokens_before for f in agent.session.folds}

@@ -19,9 +19,15 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import time
+from pathlib import Path
 
-from tailrent_tui.core.rungs.fold import fold_span, span_to_target
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # folds.py: a fold applied by hand
+
+from folds import fold_span
+
+from tailrent_tui.core.rungs.fold import span_to_target
 from tailrent_tui.core.rungs.spill import MemorySpillStore, admit_tool_result
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import LossySummarizer

@@ -25,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # folds.py: a fold applied by hand
 
 MEASURE = r"""
 import json, sys, time, tracemalloc, gc
@@ -54,8 +55,10 @@ print(json.dumps({{"parse_only": parse_only, "seconds": dt, "rss_delta": rss1 - 
 
 
 def write_journal(data: Path, events: int, seed: int = 7) -> tuple[Path, dict]:
+    from folds import fold_span
+
     from tailrent_tui.core.messages import UsageRecorded
-    from tailrent_tui.core.rungs.fold import fold_span, span_to_target
+    from tailrent_tui.core.rungs.fold import span_to_target
     from tailrent_tui.core.rungs.spill import admit_tool_result
     from tailrent_tui.core.summarize import LossySummarizer
     from tailrent_tui.store.sessions import SessionDir, close_session, open_session

@@ -159,6 +159,7 @@ def canary(windows: tuple[int, ...] = (2048, 4096), summarizers: tuple[str, ...]
         ("repetitive", (2048,)),
         ("canary-heldout", (4096, 8192)),
         ("canary-heldout3", (4096, 8192)),
+        ("canary-heldout4", (4096, 8192)),
     ):
         for window in trace_windows:
             trace = get_trace(str(CORPUS / f"{name}.jsonl"))

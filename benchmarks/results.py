@@ -60,6 +60,11 @@ BENCHES: list[tuple[str, str, list[str]]] = [
     ("shell", "run_shell streaming 1 GB into a spill: extra peak RSS (issue 7)", [PY, "benchmarks/shell_spill_bench.py"]),
     ("grep", "grep by ripgrep: a catastrophic pattern and this repository (issue 24)", [PY, "benchmarks/grep_bench.py"]),
     (
+        "issue24",
+        "Issue 24: one owner per feature — figures",
+        [PY, "benchmarks/issue24_figures.py", "--before", "270bbab"],
+    ),
+    (
         "mcp",
         "MCP tool servers: start-up with three, overhead per call, schema tokens per server (issue 25)",
         [PY, "benchmarks/mcp_bench.py"],
@@ -164,8 +169,14 @@ def main() -> None:
     old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
     summary = old[old.index(START) : old.index(END) + len(END)] if START in old and END in old else f"{START}\n{END}"
     kept = _sections(old)
+    # the file's own order, each section rerun in its place; a section written by hand (no bench
+    # makes it) stays; a bench's section the file lacks goes after the one listed before it
+    order = list(kept)
+    for i, (_, title, _) in enumerate(BENCHES):
+        if title not in order:
+            after = next((BENCHES[j][1] for j in range(i - 1, -1, -1) if BENCHES[j][1] in order), None)
+            order.insert(order.index(after) + 1 if after is not None else len(order), title)
     kept.update(fresh)
-    order = [b[1] for b in BENCHES]
     sections = [kept[t] for t in order if t in kept]
     head = (
         "# Benchmark results\n\n"

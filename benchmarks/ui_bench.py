@@ -191,21 +191,21 @@ async def fold_watch(folds: int = 5, presses: int = 10) -> tuple[list[float], li
     os.environ["TAILRENT_CONFIG_DIR"] = str(tmp / "config")
     agent = make_agent(tmp)
     fill(agent.session, 400, pad=2)
-    agent.ladder.summarizer = ModelSummarizer(GatedModel())
+    agent.fold_requests.summarizer = ModelSummarizer(GatedModel())
     app = make_app(agent)
     from_key: list[float] = []
     from_start: list[float] = []
     keys: list[float] = []
     async with app.run_test(size=(140, 40)) as pilot:
         started: list[float] = []
-        report = agent.ladder.on_summary  # the app's own, wrapped to time the agent's report
+        report = agent.fold_requests.on_summary  # the app's own, wrapped to time the agent's report
 
         def timed(progress) -> None:
             if isinstance(progress, SummaryStarted):
                 started.append(time.perf_counter())
             report(progress)
 
-        agent.ladder.on_summary = timed
+        agent.fold_requests.on_summary = timed
         target = app.transcript.view_of("m00399")
         target.focus()
         await pilot.pause()

@@ -191,13 +191,6 @@ class FoldSettings(BaseModel):
 
     trigger: float = Field(0.9, gt=0, le=1, description="Fold when the context passes this share of the window")
     target: float = Field(0.35, gt=0, lt=1, description="A fold brings the context down to this share of the window")
-    resume_target: float = Field(
-        0.15,
-        gt=0,
-        lt=1,
-        description="After the cache expired (a long pause), the first request folds down to this share of the window "
-        "(at most target): the whole prefix is paid for again anyway",
-    )
     preview: Literal["manual", "always", "never"] = Field(
         "manual",
         description="Show a fold before it applies (Enter applies, e edits the summary, escape cancels): "
@@ -286,11 +279,9 @@ class SlotSettings(BaseModel):
     dir: Path | None = Field(
         None,
         description="The directory the llama.cpp server was given as --slot-save-path, when tailrent can see it: then "
-        "tailrent sizes its slot files, deletes the oldest past session_mb / total_mb and lists them in "
+        "tailrent sizes its slot files, deletes the oldest past 512 MB a session / 4 GB in all and lists them in "
         "`tailrent sessions --json`; unset = the files are only recorded in each session's meta.json (no cleanup)",
     )
-    session_mb: int = Field(512, ge=1, description="Slot files of one session may use this many MB in dir; the oldest go first")
-    total_mb: int = Field(4096, ge=1, description="tailrent's slot files may use this many MB in dir in all; the oldest go first")
 
     @field_validator("dir", mode="before")
     @classmethod
@@ -418,7 +409,7 @@ def setting_help() -> dict[str, str]:
 FLAT_KEYS: dict[str, str | None] = {
     "fold_trigger": "fold.trigger",
     "fold_target": "fold.target",
-    "resume_fold_target": "fold.resume_target",
+    "resume_fold_target": None,
     "fold_preview": "fold.preview",
     "fold_placement": "fold.placement",
     "prepare_folds": "fold.prepare",
@@ -428,14 +419,17 @@ FLAT_KEYS: dict[str, str | None] = {
     "spill_threshold": "tools.spill_threshold",
     "tool_protocol": "tools.protocol",
     "slot_dir": "slots.dir",
-    "slot_session_mb": "slots.session_mb",
-    "slot_total_mb": "slots.total_mb",
+    "slot_session_mb": None,
+    "slot_total_mb": None,
     "pin_share": "fold.pin_share",
     "prune_watermark_lines": None,
     "delegate_answer_cap": None,
     "slot_id": "slots.id",
     "slot_save_idle": None,
 }
+#: keys of the groups that are no longer settings (named constants beside their code: the resume fold's target
+#: in core/policies.py, the slot files' caps in agent/kv_slots.py): read for one release, ignored with a warning
+RETIRED_KEYS = frozenset({"fold.resume_target", "slots.session_mb", "slots.total_mb"})
 #: the old `slots = "auto"` (a flat key that is now the group's name) and the old `[caps]` table
 _OLD_SLOTS, _OLD_CAPS = "slots.save", "caps"
 
@@ -479,7 +473,7 @@ def _env_keys() -> dict[str, str]:
     """Each TAILRENT_* variable that sets something -> the key it sets (an old flat name -> its old key)."""
     out = {ENV_PREFIX + old.upper(): old for old in [*FLAT_KEYS, "slots", _OLD_CAPS]}
     # data_dir comes from TAILRENT_HOME (TAILRENT_DATA_DIR was never read)
-    out.update({_env_name(key): key for key in setting_keys() if key != "data_dir"})
+    out.update({_env_name(key): key for key in [*setting_keys(), *RETIRED_KEYS] if key != "data_dir"})
     out[ENV_PREFIX + "HOME"] = "data_dir"
     return out
 
@@ -580,6 +574,8 @@ class _Layers:
         for name, value in table.items():
             if name in fields:
                 self.put(f"{group}.{name}", value, where)
+            elif f"{group}.{name}" in RETIRED_KEYS:
+                self.warnings.append(f"{where}: [{group}] {name} is no longer a setting (a fixed value now) and is ignored")
             else:
                 self.errors.append(f"{where}: unknown key {name!r} in [{group}]{did_you_mean(name, fields)}")
 

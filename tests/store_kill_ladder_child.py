@@ -24,7 +24,9 @@ import random
 import sys
 from pathlib import Path
 
-from tailrent_tui.core.rungs.fold import Folded, fold_span, oldest_unpinned
+from folds import fold_span
+
+from tailrent_tui.core.rungs.fold import Folded, oldest_unpinned
 from tailrent_tui.core.rungs.spill import admit_tool_result
 from tailrent_tui.core.summarize import LossySummarizer
 from tailrent_tui.store.journal import JOURNAL_NAME

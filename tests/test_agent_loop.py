@@ -504,7 +504,7 @@ async def test_tiny_window_folds_under_ladder_only(make_agent, policy):
         result = await agent.turn("What did we decide?")
         assert not agent.session.folds
         # `none` never folds, and a request past the window (with room for the reply) is never sent
-        assert agent.session.context_tokens + agent.ladder.reply_cap() > agent.session.window
+        assert agent.session.context_tokens + agent.budget.reply_cap() > agent.session.window
         assert result.error is not None and result.error.message.startswith("not sent")
         assert len(agent.model.requests) == sent
         assert agent.session.messages[-1].content == "What did we decide?"
@@ -512,7 +512,7 @@ async def test_tiny_window_folds_under_ladder_only(make_agent, policy):
 
 async def test_ladder_folds_with_the_model_as_summarizer(make_agent):
     agent = make_agent(policy="ladder", window=4096, system_prompt="Be brief.", fold={"summarizer": "model"})
-    summarizer_model = agent.ladder.summarizer.model
+    summarizer_model = agent.fold_requests.summarizer.model
     trigger = int(agent.session.window * agent.settings.fold.trigger)
     await agent.turn(DECISION)
     turns = 1
@@ -544,3 +544,41 @@ async def test_a_runaway_reply_is_not_auto_pinned(make_agent, entry, pinned):
     result = await agent.turn("Which port?", TurnCallbacks())
     assert result.reply is not None and result.reply.pinned is pinned
     assert result.reply.meta.get("truncated", False) is (entry.get("done_reason") == "length")
+
+
+async def test_a_model_switch_moves_the_summaries_and_the_cache_life_to_the_new_model(make_agent, tmp_path):
+    agent = make_agent(window=4096, system_prompt="Be brief.", fold={"summarizer": "model"})
+    old = agent.model
+    for turn in range(4):
+        await agent.turn(filler(turn))
+    asked_before = len(old.requests)
+    assert agent.placement.detected
+    script = tmp_path / "new.jsonl"
+    script.write_text(json.dumps({"text": "turn notes: the handler, the queue and the retry logic."}) + "\n")
+    await agent.switch_model(f"mock:{script}")
+    new = agent.model
+    # where folds go is asked of the new server at its start
+    assert not agent.placement.detected
+    fold = await agent.ladder.fold()
+    assert fold is not None and agent.session.folds, fold
+    # the summary was asked of the new model, not of the one switched away from
+    assert len(old.requests) == asked_before
+    assert any("Summarize" in r[-1]["content"] for r in new.requests)
+    assert new.remaining == 0
+    # the price sheet's cache life is the new server's: Ollama's keep_alive, llama.cpp's slot (no clock)
+    await agent.switch_model(f"ollama:{OLLAMA_MODEL}")
+    assert agent.rent.sheet.ttl_seconds == 24 * 3600
+    assert agent.fold_requests.summarizer.model is agent.model
+    await agent.switch_model("openai:http://127.0.0.1:9/v1")
+    assert agent.rent.sheet.ttl_seconds == float("inf")
+
+
+async def test_a_model_switch_with_a_price_file_broken_since_the_start_changes_nothing(make_agent, tmp_path):
+    agent = make_agent()
+    old = agent.model
+    config = tmp_path / "config"
+    config.mkdir(exist_ok=True)
+    (config / "prices.toml").write_text("[mine\n")
+    with pytest.raises(ValueError, match=r"prices\.toml"):
+        await agent.switch_model("mock")
+    assert agent.model is old and not any("model switched" in n.text for n in agent.session.notes)

@@ -87,7 +87,7 @@ async def test_the_request_after_a_fold_placed_after_reads_only_the_new_message(
     # the model writes the summary (the mock shifts its cache as llama.cpp does with n_cache_reuse)
     agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": 0.6})
     await agent.link.start()
-    agent.ladder.summarizer = ModelSummarizer(agent.model)
+    agent.fold_requests.summarizer = ModelSummarizer(agent.model)
     i = 0
     while not agent.session.folds:
         await agent.turn(chatter(i, 300))
@@ -111,7 +111,7 @@ async def test_the_request_after_a_fold_placed_after_reads_only_the_new_message(
 async def test_in_place_the_summary_pair_is_read_again_with_what_follows(make_agent):
     agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "in_place", "target": 0.6})
     await agent.link.start()
-    agent.ladder.summarizer = ModelSummarizer(agent.model)
+    agent.fold_requests.summarizer = ModelSummarizer(agent.model)
     i = 0
     while not agent.session.folds:
         await agent.turn(chatter(i, 300))
@@ -262,7 +262,7 @@ async def test_near_the_window_the_summary_is_asked_shorter_rather_than_losing_t
         window=4096, fold={"placement": "after"}, system_prompt="Be brief.", tokenizer="chars4", max_reply_tokens=16
     )
     await agent.link.start()
-    agent.ladder.summarizer = ModelSummarizer(agent.model)
+    agent.fold_requests.summarizer = ModelSummarizer(agent.model)
     i = 0
     while not agent.session.folds:
         await agent.turn(chatter(i, 80))
@@ -271,7 +271,7 @@ async def test_near_the_window_the_summary_is_asked_shorter_rather_than_losing_t
     summary_request, last_turn = agent.model.requests[k], agent.model.requests[k - 1]
     # everything the engine held (the last request, then its reply), then the instruction
     assert summary_request[: len(last_turn)] == last_turn and len(summary_request) == len(last_turn) + 2
-    planned = agent.ladder.policy_context().settings.summary_budget(agent.session.folds[0].tokens_before)
+    planned = agent.budget.policy_context().settings.summary_budget(agent.session.folds[0].tokens_before)
     asked = agent.session.folds[0].summary.meta["asked"]
     fitted = int(asked.split("under ")[1].split()[0])
     assert fitted < planned
@@ -319,7 +319,7 @@ async def test_near_the_window_a_request_cut_after_the_span_asks_apart_from_the_
         max_reply_tokens=16,
     )
     await agent.link.start()
-    agent.ladder.summarizer = ModelSummarizer(agent.model)
+    agent.fold_requests.summarizer = ModelSummarizer(agent.model)
     for i in range(12):  # ~220 tokens a turn: 3,893 of the 4,080 a request may take
         await agent.turn(chatter(i, 120))
     assert not agent.session.folds and agent.session.context_tokens > 3800

@@ -1,13 +1,13 @@
 """The engine: session totals, pins, spills, folds, replay, and bad input."""
 
 import pytest
+from folds import fold_span
 
 from tailrent_tui.agent.tools.base import decode_output
 from tailrent_tui.core.messages import EventAdapter, Kind
 from tailrent_tui.core.rungs.fold import (
     FoldAborted,
     MemoryFoldArchive,
-    fold_span,
     oldest_unpinned,
     span_to_target,
 )
@@ -110,7 +110,7 @@ def test_non_utf8_tool_output_is_decoded_and_marked():
 
 def test_truncate_announces_the_cut():
     t = truncate_text("\n".join(f"line {i}" for i in range(10)), max_lines=3, label="grep", how_to_get_more="narrow it")
-    assert t.was_cut and t.text.splitlines()[:3] == ["line 0", "line 1", "line 2"]
+    assert t.cut is not None and t.text.splitlines()[:3] == ["line 0", "line 1", "line 2"]
     assert "showing 3 of 10 lines" in t.cut and "narrow it" in t.cut
     assert truncate_text("short", max_lines=3).cut is None
     with pytest.raises(ValueError, match="max_lines"):

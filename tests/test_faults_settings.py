@@ -454,7 +454,6 @@ BAD_VALUES = {
     "shell_timeout = -1": ("[tools]\nshell_timeout = -1\n", "tools.shell_timeout"),
     "request_timeout = inf": ("request_timeout = inf\n", "request_timeout"),
     "pin_share = nan": ("[fold]\npin_share = nan\n", "fold.pin_share"),
-    "slots.session_mb = 0": ("[slots]\nsession_mb = 0\n", "slots.session_mb"),
     "(a+)+$": ('[fold]\ndecision_patterns = ["(a+)+$"]\n', "decision_patterns"),
     "(a*)*b": ('[fold]\ndecision_patterns = ["(a*)*b"]\n', "decision_patterns"),
     "(\\w+\\s?)+$": ('[fold]\ndecision_patterns = ["(\\\\w+\\\\s?)+$"]\n', "decision_patterns"),
@@ -563,6 +562,21 @@ def test_old_flat_keys_are_read_for_one_release_with_one_warning(env: Env):
     assert out.returncode == 0 and out.stderr.strip() == (
         f"warning: {env.cfg / 'config.toml'}: prune_watermark_lines is no longer a setting (a fixed value now) and is ignored"
     )
+
+
+@pytest.mark.fault("settings values")
+def test_a_grouped_key_that_is_a_constant_now_is_ignored_with_one_line_each(env: Env):
+    (env.cfg / "config.toml").write_text("resume_fold_target = 0.2\n[fold]\nresume_target = 0.1\n[slots]\nsession_mb = 0\n")
+    out = env.run("config", env={"TAILRENT_SLOTS_TOTAL_MB": "7"})
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    where = env.cfg / "config.toml"
+    assert out.stderr.strip().splitlines() == [
+        f"warning: {where}: resume_fold_target is no longer a setting (a fixed value now) and is ignored",
+        f"warning: {where}: [fold] resume_target is no longer a setting (a fixed value now) and is ignored",
+        f"warning: {where}: [slots] session_mb is no longer a setting (a fixed value now) and is ignored",
+        "warning: $TAILRENT_SLOTS_TOTAL_MB: [slots] total_mb is no longer a setting (a fixed value now) and is ignored",
+    ]
+    assert "resume_target" not in out.stdout and "session_mb" not in out.stdout
 
 
 def test_the_grouped_key_wins_over_its_old_flat_name(env: Env):

@@ -15,7 +15,6 @@ from tailrent_tui.core.guard import (
     DecisionDetector,
     Fact,
     extract_facts,
-    fact_present,
     find_expected,
     lost_facts,
     parse_repair_block,
@@ -324,14 +323,14 @@ PRESENCE_TABLE = [
 
 @pytest.mark.parametrize(("fact", "text", "expected"), PRESENCE_TABLE)
 def test_fact_present_table(fact: Fact, text: str, expected: bool) -> None:
-    assert fact_present(fact, text) is expected
+    assert (not lost_facts([fact], text)) is expected
 
 
 def test_reason_threshold_is_eighty_percent_of_content_words() -> None:
     # content words: alpha beta gamma delta epsilon (5); 4/5 = 80% is present, 3/5 is not
     fact = Fact(text="because alpha beta gamma delta epsilon", kind="reason")
-    assert fact_present(fact, "alpha beta gamma delta")
-    assert not fact_present(fact, "alpha beta gamma")
+    assert not lost_facts([fact], "alpha beta gamma delta")
+    assert lost_facts([fact], "alpha beta gamma")
 
 
 def test_lost_facts_keeps_the_given_order() -> None:

@@ -301,7 +301,7 @@ async def test_the_agent_spills_a_message_bigger_than_the_window_and_never_sends
     assert user.kind == Kind.spill_pointer and agent.spill_store.read_spill(user.spill_id) == paste
     assert any("too big for the window" in n.text for n in agent.session.notes)
     usage = agent.session.usage[-1]
-    assert usage.context_tokens + agent.ladder.reply_cap() <= agent.session.window
+    assert usage.context_tokens + agent.budget.reply_cap() <= agent.session.window
 
 
 async def test_escape_during_a_model_summary_applies_no_fold(make_agent):
@@ -315,10 +315,10 @@ async def test_escape_during_a_model_summary_applies_no_fold(make_agent):
             await gate.wait()
             return Summary(text="- short", by=self.name)
 
-    agent.ladder.summarizer = SlowSummarizer(MockModel())
+    agent.fold_requests.summarizer = SlowSummarizer(MockModel())
     listeners = list(agent.session.listeners)
     reports = []
-    agent.ladder.on_summary = reports.append
+    agent.fold_requests.on_summary = reports.append
     task = asyncio.create_task(agent.ladder.fold())
     await asyncio.sleep(0.05)
     task.cancel()
@@ -333,9 +333,9 @@ async def test_the_agent_reports_a_fold_summary_as_it_starts_and_ends(make_agent
     agent = make_agent(window=2048, system_prompt="Be brief.")
     for i in range(3):
         agent.session.add("assistant", prose(i, 80))  # the user's own words would be kept, not summarized
-    agent.ladder.summarizer = ModelSummarizer(MockModel([reply]))
+    agent.fold_requests.summarizer = ModelSummarizer(MockModel([reply]))
     reports = []
-    agent.ladder.on_summary = reports.append
+    agent.fold_requests.on_summary = reports.append
     folded = await agent.ladder.fold()
     started, ended = reports
     assert isinstance(started, SummaryStarted) and started.by == "model:mock"
@@ -396,8 +396,8 @@ async def test_the_demo_runs_through_the_agent(tmp_path: Path):
     from tailrent_tui.ui.demo import open_demo
 
     async with open_demo(pinned=True, speed=64.0, workspace=tmp_path) as app:
-        assert app.feeder.ladder.policy.name == "naive"
-        assert app.feeder.ladder.policy_context().settings.guard is None
+        assert app.feeder.budget.policy.name == "naive"
+        assert app.feeder.budget.policy_context().settings.guard is None
 
 
 async def test_the_pins_panel_warns_when_auto_pinning_stops(tmp_path: Path):
@@ -444,7 +444,7 @@ async def test_the_guard_setting_holds_through_the_agent_and_manual_folds(make_a
         agent.session.add("assistant", prose(i, 80))  # the user's own words would be kept, not summarized
     folded = await agent.ladder.fold()
     assert isinstance(folded, Folded) and folded.fold.guard == guard
-    assert agent.ladder.policy_context().settings.guard == guard
+    assert agent.budget.policy_context().settings.guard == guard
 
 
 async def test_a_span_made_only_of_pins_is_refused_with_a_reason(make_agent):
@@ -464,7 +464,7 @@ async def test_a_summarizer_that_fails_is_replaced_and_the_fold_says_why(make_ag
     agent.session.add("user", FACTS)
     for i in range(6):
         agent.session.add("assistant", prose(i, 80))  # the user's own words would be kept, not summarized
-    agent.ladder.summarizer = ModelSummarizer(MockModel([{"text": "- partial", "fault": fault}]))
+    agent.fold_requests.summarizer = ModelSummarizer(MockModel([{"text": "- partial", "fault": fault}]))
     folded = await agent.ladder.fold()
     assert isinstance(folded, Folded)
     assert folded.fold.summarizer == "mock-extractive"

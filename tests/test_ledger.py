@@ -71,6 +71,14 @@ def test_chatter_questions_and_hedges_are_not_statements():
         "```\nrm -rf build  # clean\nmake test\n```",
     ):
         assert detect(text) == [], text
+    # idioms with a rule's words in them are not even the user's words to keep
+    for text in (
+        "never mind, i'll ask Priya",
+        "nobody knows yet, park it",
+        "keep an eye on that one",
+        "write that down somewhere, it will bite us again",
+    ):
+        assert detect(text, words=True) == [], text
 
 
 def test_a_request_for_a_recap_is_not_a_statement_nor_the_users_words_to_keep():
@@ -121,6 +129,34 @@ def test_a_correction_supersedes_and_the_old_value_leaves_at_the_next_fold():
     assert "$500" in s.visible_text()
 
 
+def test_a_correction_of_a_statement_a_fold_carried_takes_its_line_out_of_the_ledger_at_once():
+    """Once a fold has carried a statement into a ledger message, its correction must not leave the old
+    value there until some later fold: the model would read both as current in the meantime."""
+    policy, s, ctx = ladder()
+    events = []
+    s.listeners.append(events.append)
+    s.add("user", f"{SECRET} {LIMIT}\n\nalso {WORK}")
+    s.add("user", f"{MERGE} and then look at the scheduler")
+    work(policy, s, ctx, 40)
+    (ledger,) = [m for m in s.messages if m.kind is Kind.ledger and "$300" in m.content]
+    assert "sk-9q2-alder" in ledger.content
+    folds = len(s.folds)
+    s.add("user", "update: the spend limit is now $500 for the load test")
+    assert len(s.folds) == folds  # no fold in between
+    assert "$300" not in ledger.content and "sk-9q2-alder" in ledger.content
+    # unpinned, it leaves at the next fold, which carries the rest of it again
+    assert not ledger.pinned
+    work(policy, s, ctx, 40)
+    assert ledger.id not in s and "sk-9q2-alder" in s.visible_text() and "$300" not in s.visible_text()
+    current = "\n".join(m.content for m in s.messages if m.pinned or m.kind in (Kind.ledger, Kind.fold_summary))
+    assert "$300" not in current and "$500" in s.visible_text()
+    # the journal replays to the same ledger line
+    again = replay(events, counter=s.counter, system=s.system, window=s.window)
+    assert [m.content for m in again.messages if m.kind is Kind.ledger] == [
+        m.content for m in s.messages if m.kind is Kind.ledger
+    ]
+
+
 @pytest.mark.parametrize(
     ("said", "correction"),
     [
@@ -134,6 +170,14 @@ def test_a_correction_supersedes_and_the_old_value_leaves_at_the_next_fold():
         ("the lambdas run on node 18.19, dont use newer syntax", "heads up: lambdas are on node 20.11 now, newer syntax is fine"),
         # the same key before =
         ("set MAX_WORKERS=8 in the compose file for the ingest service", "actually MAX_WORKERS=4 for ingest, the box swaps at 8"),
+        # units people type with a sign: microseconds, degrees
+        ("the hot path's p99 has to stay under 8 µs", "update: hot path p99 can be 12 µs now, we relaxed it"),
+        ("the kiln cutoff sits at 1200 °C, dont go above", "correction: the kiln cutoff is 1180 °C now"),
+        # the word before "is": "the freeze window is now 20:00", "terraform is 1.7 now"
+        ("deploy freeze window is 18:00 to 06:00 on weekdays", "heads up, the freeze window is now 20:00 to 06:00"),
+        ("we're on terraform 1.5 for the whole estate", "fyi terraform is 1.7 now, i upgraded the runners"),
+        # the old value named next to a new one of the same shape, with no cue before either
+        ("pin the nvidia driver to 535.104 on every gpu box", "update: pin 535.129 instead, 535.104 leaks memory under load"),
     ],
 )
 def test_a_correction_that_gives_the_same_measure_another_value_supersedes(said, correction):
@@ -180,6 +224,78 @@ def test_a_correction_of_one_value_of_several_amends_the_statement_and_the_rest_
     assert {k: (v.text, v.amended_by) for k, v in again.statements.items()} == {
         k: (v.text, v.amended_by) for k, v in s.statements.items()
     }
+
+
+def test_a_correction_is_matched_on_the_words_that_tell_statements_apart_not_on_the_words_they_all_share():
+    """Three jobs "must always run on the small runner, never on the shared pool"; a rule for a fourth
+    job that shares those words with them, and nothing else, replaces none of them (it would take one
+    out of the context at the next fold, without a word). Matched on all words alike, it replaced the
+    cleanup job's rule, and the backup job's own correction then replaced the ingest job's."""
+    _, s, _ = ladder()
+    rule = "the {} job must always run on the small runner, never on the shared pool"
+    jobs = [s.add("user", rule.format(job)) for job in ("report", "backup", "cleanup")]
+    ingest = s.add("user", "from now on the ingest job must always run on the big runner, never on the shared pool")
+    by_message = {st.message_id: st for st in s.statements.values()}
+    assert [by_message[m.id].status for m in jobs] == ["current"] * 3
+    fix = s.add("user", "from now on the backup job must always run on the big runner, never on the shared pool")
+    assert by_message[jobs[1].id].status == "superseded"
+    assert s.statements[by_message[jobs[1].id].superseded_by].message_id == fix.id
+    assert [by_message[m.id].status for m in (jobs[0], jobs[2], ingest)] == ["current"] * 3
+
+
+def test_an_instruction_files_list_items_are_statements_without_their_markers():
+    text = (
+        "# AGENTS.md: till-app\n\n"
+        "Point-of-sale app for a bakery chain.\n\n"
+        "## Setup\n"
+        "- Java 17 toolchain.\n"
+        "- Gradle wrapper only, no global gradle.\n"
+        "- Amounts are BigDecimal end to end.\n"
+        "1. Regenerate the schema classes after touching schema/.\n"
+    )
+    found = detect(text, "instructions")
+    texts = [f.text for f in found]
+    for item in (
+        "Java 17 toolchain.",
+        "Gradle wrapper only, no global gradle.",
+        "Amounts are BigDecimal end to end.",
+        "Regenerate the schema classes after touching schema/.",
+    ):
+        assert item in texts, (item, texts)
+    assert not any(t.startswith(("-", "1.", "#")) for t in texts)
+    # the same lines typed by the user in chat are judged sentence by sentence, as before
+    assert len(detect("- ok\n- sounds good", "user")) == 0
+
+
+def test_a_new_port_amends_the_statement_that_also_says_when_the_export_runs():
+    """Seen in the app: "port 5433" had no anchor, so the port's correction superseded the whole
+    statement, and "the nightly export runs at 02:00 utc" left the context at the next fold."""
+    _, s, _ = ladder()
+    first = s.add("user", "the staging db is pg-stg-04 on port 5433, and the nightly export runs at 02:00 utc")
+    s.add("user", "update: the staging db moved to port 6544 now")
+    (st,) = [st for st in s.statements.values() if st.message_id == first.id]
+    assert st.status == "current" and st.amended_by
+    assert "02:00 utc" in st.text and "pg-stg-04" in st.text and "5433" not in st.text
+
+
+def test_a_status_line_headed_with_a_wh_word_is_a_goal_and_a_documents_prose_rule_counts_mid_line():
+    """Both were missed on the held-out canary and no fold reported them lost."""
+    (goal,) = detect("nice, all green. where we are: the payout fix is done, refunds are next", "user", words=True)
+    assert goal.kind == "goal" and not goal.said and "refunds are next" in goal.text
+    assert detect("where do we stand on the refunds", "user", words=True) == []  # that one asks
+    tool = "## Style\n\nWe follow ruff. Run `make lint-fix` before pushing.\nThe CI image is rebuilt weekly."
+    assert [f.text for f in detect(tool, "tool")] == ["Run `make lint-fix` before pushing."]
+
+
+def test_a_status_line_that_moves_on_replaces_the_last_status_line_and_nothing_else():
+    _, s, _ = ladder()
+    back = s.add("user", "Ines is back from leave on the 20th, she reviews the exporter")
+    old = s.add("user", "where we are: the exporter is in review, next is the csv writer")
+    new = s.add("user", "status: exporter merged and the csv writer shipped. retry queue is next")
+    by_message = {st.message_id: st for st in s.statements.values()}
+    assert by_message[old.id].status == "superseded"
+    assert s.statements[by_message[old.id].superseded_by].message_id == new.id
+    assert by_message[back.id].status == "current"
 
 
 def test_a_correction_with_the_same_unit_on_another_subject_leaves_the_statement_current():
@@ -241,6 +357,47 @@ def test_folds_have_depth_one_and_summaries_that_crowd_the_window_retire_to_a_po
     archived = ctx.archive.read_fold(no)
     unfold(s, no, archived.originals, limit=10**6)
     assert all(i in s for i in s.folds[no - 1].span_ids)
+
+
+def test_summaries_smaller_than_a_pointer_retire_together_when_they_crowd_the_window():
+    """A fold of last resort leaves a short note, smaller than the one-line pointer a retirement
+    writes: one at a time none of them could retire, so they piled up (48 of them, 1,200 tokens of a
+    2,048 window on canary-typed) until requests went over the window. Two or more retire together."""
+    from folds import fold_span
+
+    from tailrent_tui.core.rungs.fold import retire_summaries
+
+    _, s, _ = ladder(window=4096)
+    for i in range(12):
+        done = s.add("assistant", f"did {i}: " + WORK)
+        fold_span(s, [done.id], summary=f"step {i} done", summarizer_name="dropped", guard="report")
+    notes = [m for m in s.messages if m.kind is Kind.fold_summary]
+    assert len(notes) == 12 and all(m.tokens < 25 for m in notes)
+    before = s.context_tokens
+    retire_summaries(s, 0, keep_recent=0)
+    (pointer,) = [m for m in s.messages if m.kind is Kind.fold_summary]
+    assert s.context_tokens < before / 4 and "archived" in pointer.content
+    assert set(s.retired) == set(range(1, 13)) and s.retired[12].merged == [11]  # each takes in the one before
+
+
+def test_a_statement_the_ledger_had_no_room_for_and_the_summary_showed_is_reported_when_the_summary_retires():
+    """Past the pins' budget, a statement stays in the span's text; a summary that quotes it keeps it
+    visible, so its fold loses nothing. When that summary retires, the statement leaves: said so."""
+    from folds import fold_span
+
+    from tailrent_tui.core.rungs.fold import retire_summaries
+
+    s = Session(counter=get_counter("cl100k"), system="sys", window=4096, decisions=DecisionDetector(), pin_share=0.0)
+    rule = "the nightly export must finish before the backup starts, we agreed on that twice"
+    said = s.add("user", rule)
+    work_ = s.add("assistant", WORK * 3)
+    folded = fold_span(s, [said.id, work_.id], summary=rule + ". Work on the loop.", summarizer_name="test", guard="report")
+    assert rule not in folded.fold.facts_lost and rule in folded.fold.facts
+    for i in range(3):
+        done = s.add("assistant", f"did {i}: " + WORK)
+        fold_span(s, [done.id], summary=f"step {i}", summarizer_name="test", guard="report")
+    retired = retire_summaries(s, 0, keep_recent=0)
+    assert rule not in s.visible_text() and any(rule in r.facts_lost for r in retired)
 
 
 def test_the_repetitive_session_of_the_issue_folds_and_never_passes_the_window():
@@ -329,9 +486,9 @@ def test_the_apps_own_system_notices_never_enter_the_ledger():
 
     _, s, _ = ladder()
     s.add("system", PROTOCOL_NOTE, pinned=True, autopin=False)
-    assert s.current_statements() == []
+    assert [st for st in s.statements.values() if st.status == "current"] == []
     s.add("user", "never run migrations against prod without asking me first.")
-    assert [st.kind for st in s.current_statements()] == ["rule"]
+    assert [st.kind for st in s.statements.values() if st.status == "current"] == ["rule"]
 
 
 def test_a_correction_whose_subject_another_clause_restates_supersedes_the_statement_whole():

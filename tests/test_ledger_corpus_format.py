@@ -22,18 +22,22 @@ from tailrent_tui.scenarios.traces import load_trace
 HERE = pathlib.Path(__file__).resolve().parent / "ledger_corpus"
 KINDS = ("decision", "rule", "constraint", "preference", "goal", "fact")
 ROLES = ("user", "assistant", "tool", "instructions")
-FILES = {"heldout.jsonl": "h", "dev.jsonl": "d", "heldout2.jsonl": "g", "heldout3.jsonl": "k"}
+FILES = {"heldout.jsonl": "h", "dev.jsonl": "d", "heldout2.jsonl": "g", "heldout3.jsonl": "k", "heldout4.jsonl": "m"}
 TRACES = (
     "canary-typed.jsonl",
     "canary-natural.jsonl",
     "repetitive.jsonl",
     "canary-heldout.jsonl",
     "canary-heldout3.jsonl",
+    "canary-heldout4.jsonl",
 )
 HELDOUT_CANARIES = {
     "heldout2": ("heldout2.jsonl", "canary-heldout.jsonl"),
     "heldout3": ("heldout3.jsonl", "canary-heldout3.jsonl"),
+    "heldout4": ("heldout4.jsonl", "canary-heldout4.jsonl"),
 }
+# the corpus author's map of what each correction replaces: {correction id: [[old index, "retire"|"amend", stale words]]}
+RETIRES = {"heldout4": "src/heldout4-retires.json"}
 
 
 def load(name: str) -> list[dict]:
@@ -120,6 +124,20 @@ def test_third_heldout_sizes_and_mix() -> None:
     assert sum(1 for row in rows if row["supersedes"] and position[row["id"]] - position[row["supersedes"]] >= 50) >= 10
 
 
+def test_fourth_heldout_sizes_and_mix() -> None:
+    """heldout4 (a fourth hand, never shown the detector or its training data, committed alone) stands on its own."""
+    rows = load("heldout4.jsonl")
+    kinds = collections.Counter(st["kind"] for row in rows for st in row["statements"])
+    assert len(rows) >= 320
+    assert all(kinds[k] >= 25 for k in KINDS), kinds
+    assert {row["role"] for row in rows} == set(ROLES)
+    assert sum(1 for row in rows if row["supersedes"]) >= 35
+    assert sum(1 for row in rows if not row["statements"]) >= len(rows) / 3
+    assert any(st.get("proposal") for row in rows for st in row["statements"])
+    position = {row["id"]: n for n, row in enumerate(rows)}
+    assert sum(1 for row in rows if row["supersedes"] and position[row["id"]] - position[row["supersedes"]] >= 50) >= 10
+
+
 @pytest.mark.parametrize("name", TRACES)
 def test_traces_parse(name: str) -> None:
     lines = load(name)
@@ -178,7 +196,9 @@ def test_heldout_canary_generator_refuses_an_unknown_source(capsys: pytest.Captu
 @pytest.mark.parametrize("source", sorted(HELDOUT_CANARIES))
 def test_heldout_canary_follows_its_corpus(source: str) -> None:
     """Every line of the corpus is a message, in order; the last round probes each current user statement, and
-    each correction's old words (where they are the old value's alone) are a stale probe, never expected."""
+    each correction's old words (where they are the old value's alone) are a stale probe, never expected. With
+    its author's map (heldout4) a correction retires or amends the statements the map names; without one it
+    retires every statement of its kinds in the line it corrects."""
     corpus, canary = HELDOUT_CANARIES[source]
     rows, events = load(corpus), load(canary)[1:]
     texts = [e["content"] for e in events if "role" in e]
@@ -194,6 +214,23 @@ def test_heldout_canary_follows_its_corpus(source: str) -> None:
         for st in r["statements"]
         if not st.get("proposal") and (r["id"], st["kind"]) not in superseded
     }
+    if source in RETIRES:
+        retires = json.loads((HERE / RETIRES[source]).read_text(encoding="utf-8"))
+        by_id = {r["id"]: r for r in rows}
+        assert set(retires) == {r["id"] for r in rows if r["supersedes"]}
+        gone = {(by_id[c]["supersedes"], i) for c, entries in retires.items() for i, how, _ in entries if how == "retire"}
+        amended: dict[tuple[str, int], set[str]] = collections.defaultdict(set)
+        for c, entries in retires.items():
+            for i, how, words in entries:
+                if how == "amend":
+                    amended[(by_id[c]["supersedes"], i)] |= set(words)
+        expected = {
+            (r["id"], tuple(w for w in st["must_keep"] if w not in amended[(r["id"], i)]))
+            for r in rows
+            for i, st in enumerate(r["statements"])
+            if not st.get("proposal") and (r["id"], i) not in gone
+        }
+        assert amended and gone  # the map does both, so the comparison below covers both
     assert {(e["probe"].split()[2], tuple(e["expect"])) for e in last} == expected
     stale = {w for e in last for w in e.get("stale", [])}
     assert stale and not stale & {w for e in last for w in e["expect"]}

@@ -444,11 +444,11 @@ async def test_a_request_the_server_refuses_as_too_large_is_fitted_to_a_smaller_
         )
         first = await agent.turn("and now?")
         assert isinstance(first.error, ContextOverflow) and "ctrl+r" in first.error.hint
-        assert agent.ladder.budget_window() < 4096
+        assert agent.budget.budget_window() < 4096
         sent_before = len(server.requests)
         retry = await agent.turn(None)
         assert retry.error is None and len(server.requests) == sent_before + 1
-        assert session.usage[-1].context_tokens + agent.ladder.reply_cap() <= agent.ladder.budget_window()
+        assert session.usage[-1].context_tokens + agent.budget.reply_cap() <= agent.budget.budget_window()
         assert session.folds or session.spills
     finally:
         await agent.model.aclose()

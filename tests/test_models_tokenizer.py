@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from folds import fold_span
 
 from tailrent_tui.agent.build import framing_probes
 from tailrent_tui.agent.lifecycle import open_agent
 from tailrent_tui.agent.loop import wire_messages
 from tailrent_tui.core.rent import context_items
-from tailrent_tui.core.rungs.fold import fold_span
 from tailrent_tui.core.rungs.spill import MemorySpillStore, spill_message
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.tokens import Framing, get_counter
@@ -226,6 +226,28 @@ async def test_auto_counts_with_the_server_and_a_resume_counts_the_same_way(tmp_
     async with open_agent(mock, {"continue_": True}, async_writer=False) as agent:
         assert agent.session.counter is get_counter("cl100k")
         assert any("counted like cl100k" in n.text for n in agent.session.notes)
+
+
+async def test_a_model_switch_counts_new_text_with_the_new_server(tmp_path, llama, monkeypatch):
+    monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
+    other = FakeLlama()
+    try:
+        async with open_agent(settings_for(tmp_path, llama.url), async_writer=False, new=True) as agent:
+            first = agent.session.counter
+            assert isinstance(first, ServerTokenizer)
+            await agent.switch_model(f"openai:{other.url}")
+            # the new server counts from now on (the old one is not asked again)
+            counter = agent.session.counter
+            assert isinstance(counter, ServerTokenizer) and counter is not first
+            asked = len(other.calls)
+            agent.session.add("user", "counted by the server switched to")
+            assert len(other.calls) > asked
+            # a model that cannot count: said once, and new text is counted like cl100k
+            await agent.switch_model("mock")
+            assert agent.session.counter is get_counter("cl100k")
+            assert [n.text for n in agent.session.notes if "counted like cl100k" in n.text]
+    finally:
+        other.stop()
 
 
 async def test_auto_on_a_server_without_tokenize_counts_like_cl100k(tmp_path, monkeypatch):

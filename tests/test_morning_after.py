@@ -132,8 +132,8 @@ async def turn(pilot, app: TailrentApp, text: str) -> None:
 async def cancelled_turn(pilot, app: TailrentApp, text: str) -> None:
     """A turn whose reply is cut with escape once some of it has streamed."""
     # a longer reply allowed for this turn, so that escape lands while it streams
-    settings = app.agent.ladder.settings
-    app.agent.ladder.settings = settings.model_copy(update={"max_reply_tokens": CANCELLED_REPLY_CAP})
+    settings = app.agent.budget.settings
+    app.agent.budget.settings = settings.model_copy(update={"max_reply_tokens": CANCELLED_REPLY_CAP})
     requests = len(conversation_usage(app.agent.session.usage))
     try:
         await send(pilot, app, text)
@@ -144,7 +144,7 @@ async def cancelled_turn(pilot, app: TailrentApp, text: str) -> None:
         await pilot.press("escape")
         await wait_for(pilot, lambda: not app.busy, "the cancel to land")
     finally:
-        app.agent.ladder.settings = settings
+        app.agent.budget.settings = settings
 
 
 def run_app(agent, settings: Settings, script: Callable) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from folds import fold_span
 
 from tailrent_tui.core.messages import Kind
 from tailrent_tui.core.rent import (
@@ -15,7 +16,6 @@ from tailrent_tui.core.rent import (
     load_price_sheets,
     parse_price_sheets,
 )
-from tailrent_tui.core.rungs.fold import fold_span
 from tailrent_tui.core.rungs.spill import MemorySpillStore, spill_message
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.tokens import get_counter

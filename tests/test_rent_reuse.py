@@ -61,7 +61,7 @@ async def fold_and_cost(make_agent, sheet: str):
     while not agent.session.folds:
         await agent.turn(chatter(i, 300))
         i += 1
-    return agent, agent.ladder.unfold_cost(agent.session.folds[-1].fold_no)
+    return agent, agent.fold_costs.unfold_cost(agent.session.folds[-1].fold_no)
 
 
 async def test_undoing_the_latest_fold_is_priced_from_the_prompt_cache(make_agent):
@@ -71,5 +71,5 @@ async def test_undoing_the_latest_fold_is_priced_from_the_prompt_cache(make_agen
     # the pre-fold prompt is found whole; only what came after the fold is read
     assert tokens < plain / 3
     agent.rent.expire()  # the prompt cache was evicted between the fold and the undo
-    evicted, _, still = agent.ladder.unfold_cost(agent.session.folds[-1].fold_no)
+    evicted, _, still = agent.fold_costs.unfold_cost(agent.session.folds[-1].fold_no)
     assert not still and evicted > plain / 2

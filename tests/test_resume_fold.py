@@ -15,7 +15,7 @@ from ui_helpers import wait_until
 from tailrent_tui.agent.lifecycle import open_agent
 from tailrent_tui.agent.loop import Agent
 from tailrent_tui.core.messages import Folded, Kind
-from tailrent_tui.core.policies import PolicyContext, PolicySettings, get_policy, run_plan
+from tailrent_tui.core.policies import RESUME_FOLD_TARGET, PolicyContext, PolicySettings, get_policy, run_plan
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import LossySummarizer
@@ -127,7 +127,7 @@ def _yesterday(settings: Settings) -> int:
 def test_the_morning_after_in_the_app_starts_from_a_small_context(app_settings):
     settings = app_settings
     evening = _yesterday(settings)
-    resume_tokens = int(APP_WINDOW * settings.fold.resume_target)
+    resume_tokens = int(APP_WINDOW * RESUME_FOLD_TARGET)
     assert evening > 2 * resume_tokens
 
     async def morning() -> Agent:
@@ -179,7 +179,7 @@ def test_a_resume_fold_shown_first_is_promised_as_a_proposal_and_can_be_cancelle
     assert price is not None and price.saver == "fold" and price.fold_reviewed
     line = next(n.text for n in agent.session.notes if "the cache is cold" in n.text)
     assert f"will propose folding the {evening:,}-token context to about {price.to_read:,}" in line
-    assert "([fold] resume_target; you review it first); the first request re-reads what you keep" in line
+    assert "(deeper than a fold in use: the prefix is read again anyway; you review it first); the first request re-reads" in line
     # cancelled: nothing folded, and the message went out with what the other rungs left
     assert not agent.session.folds
     assert agent.session.usage[-1].context_tokens == agent.session.context_tokens - agent.session.messages[-1].tokens
@@ -195,7 +195,7 @@ def test_a_resume_fold_the_model_would_write_is_not_made_when_the_reread_costs_l
         async with open_agent(settings, {"continue_": True}) as agent:
             await agent.link.start()
             price = agent.link.resume_price
-            fold = agent.ladder.policy.cold_resume_fold(agent.session, agent.ladder.policy_context())
+            fold = agent.budget.policy.cold_resume_fold(agent.session, agent.budget.policy_context())
             assert fold is not None and fold.summary_tokens > 0, "the ladder would fold, were it free"
             assert price is not None and price.saver == "none" and price.to_read == evening
             line = next(n.text for n in agent.session.notes if n.text.startswith("resume:"))
@@ -219,9 +219,9 @@ def test_the_agents_keep_warm_prices_an_expiry_by_what_the_ladder_would_fold_to(
         agent.session.add("user" if i % 2 == 0 else "assistant", chatter(i))
     agent.rent.request_session(agent.session, at=agent.session.clock())
     price = agent.meter.keep_warm.price()
-    resume = agent.ladder.policy_context().settings.resume_tokens
+    resume = agent.budget.policy_context().settings.resume_tokens
     assert price is not None and price.prefix_tokens > resume
-    assert price.rewrite_tokens == agent.ladder.policy.cold_resume_tokens(agent.session, agent.ladder.policy_context())
+    assert price.rewrite_tokens == agent.budget.policy.cold_resume_tokens(agent.session, agent.budget.policy_context())
     assert resume <= price.rewrite_tokens < price.prefix_tokens
     lines = keep_warm_lines(agent.meter.keep_warm.status(agent.session.clock()))
     assert any(f"a rewrite of {price.rewrite_tokens:,} would add ${price.expiry_usd:,.4f}" in line for line in lines)

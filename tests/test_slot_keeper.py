@@ -72,21 +72,21 @@ def answered(model: OpenAIModel, session: Session, slot: int = 0) -> None:
     model.last_prompt = type(sent)(sent.model, sent.tools, sent.messages, slot)
 
 
-def test_a_conversation_the_slot_holds_is_saved_once_and_recorded_in_meta(tmp_path):
+async def test_a_conversation_the_slot_holds_is_saved_once_and_recorded_in_meta(tmp_path):
     server = FakeSlots()
     keeper, model, session, sd = keeper_for(tmp_path, server)
     assert keeper.probe() is None and keeper.state == "on" and model.id_slot == 0
     session.add("user", "The API listens on port 8443.")
     answered(model, session)
-    saved = keeper.save_sync("quit")
+    saved = await keeper.save("quit")
     assert saved is not None and saved.ok and saved.tokens == 42
     assert [a[0] for a in server.asked] == ["save"]
     assert [r.file for r in sd.read_meta().slots] == [saved.file]
-    assert keeper.save_sync("quit again") is None, "the same prefix is not saved twice"
+    assert await keeper.save("quit again") is None, "the same prefix is not saved twice"
     assert len(server.asked) == 1
 
 
-def test_nothing_is_saved_when_the_slot_last_held_another_prompt(tmp_path):
+async def test_nothing_is_saved_when_the_slot_last_held_another_prompt(tmp_path):
     server = FakeSlots()
     keeper, model, session, _ = keeper_for(tmp_path, server)
     keeper.probe()
@@ -95,29 +95,29 @@ def test_nothing_is_saved_when_the_slot_last_held_another_prompt(tmp_path):
     session.add("user", "a message the server never read")  # the slot holds the prefix, not this
     other = rendered_prompt(model.name, [{"role": "user", "content": "a summary request"}], None)
     model.last_prompt = type(other)(other.model, other.tools, other.messages, 0)
-    assert keeper.save_sync("quit") is None and server.asked == []
+    assert await keeper.save("quit") is None and server.asked == []
 
 
-def test_a_server_that_cannot_save_turns_slots_off_with_one_line(tmp_path):
+async def test_a_server_that_cannot_save_turns_slots_off_with_one_line(tmp_path):
     server = FakeSlots(unsupported=True)
     keeper, model, session, _ = keeper_for(tmp_path, server)
     keeper.probe()
     session.add("user", "hello")
     answered(model, session)
-    saved = keeper.save_sync("quit")
+    saved = await keeper.save("quit")
     assert saved is not None and not saved.ok and saved.level == "warning"
     assert "--slot-save-path" in (saved.line or "")
     assert keeper.state == "off" and model.id_slot is None
-    assert keeper.save_sync("again") is None, "off: not asked again"
+    assert await keeper.save("again") is None, "off: not asked again"
 
 
-def test_a_saved_slot_is_restored_for_the_same_prefix(tmp_path):
+async def test_a_saved_slot_is_restored_for_the_same_prefix(tmp_path):
     server = FakeSlots()
     keeper, model, session, sd = keeper_for(tmp_path, server)
     keeper.probe()
     session.add("user", "The API listens on port 8443.")
     answered(model, session)
-    saved = keeper.save_sync("quit")
+    saved = await keeper.save("quit")
     assert saved is not None and saved.ok
     # the next process: a new keeper on the same session directory and server
     again = SlotKeeper(

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from tailrent_tui.agent import kv_slots
 from tailrent_tui.cli import cli
 from tailrent_tui.core.kv_slots import (
     ResumePrice,
@@ -118,7 +119,7 @@ def test_resume_price_says_tokens_seconds_dollars_and_what_spares_them():
     assert folded.saver == "fold" and folded.to_read == 1200 and folded.seconds == pytest.approx(2.4)
     assert folded.line() == (
         "resume: the cache is cold, so the ladder folds the 8,000-token context to about 1,200 "
-        "([fold] resume_target) and the first request re-reads that (~2.4 s); idle 9 h"
+        "(deeper than a fold in use: the prefix is read again anyway) and the first request re-reads that (~2.4 s); idle 9 h"
     )
     # the model writes the fold's summary first: reading its span and writing the summary take time too
     by_model = resume_price(
@@ -485,14 +486,14 @@ def test_slot_dir_caps_delete_the_oldest(home, fake, tmp_path, monkeypatch):
     fake.slot_dir = tmp_path / "slots"
     fake.slot_dir.mkdir()
     monkeypatch.setenv("TAILRENT_SLOTS_DIR", str(fake.slot_dir))
-    monkeypatch.setenv("TAILRENT_SLOTS_SESSION_MB", "1")
+    monkeypatch.setattr(kv_slots, "SESSION_SLOT_MB", 1)
     other = fake.slot_dir / "tailrent-old-session-0123456789abcdef.bin"
     other.write_bytes(b"x" * (MB - 500))
     os.utime(other, (1, 1))
     notmine = fake.slot_dir / "someone-else.bin"
     notmine.write_bytes(b"y")
     first = json.loads(ask(home, fake, "--json", "One.").stdout)
-    monkeypatch.setenv("TAILRENT_SLOTS_TOTAL_MB", "1")
+    monkeypatch.setattr(kv_slots, "TOTAL_SLOT_MB", 1)
     time.sleep(0.01)
     ask(home, fake, "--continue", "Two.")
     left = sorted(p.name for p in fake.slot_dir.iterdir())

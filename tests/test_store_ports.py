@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from folds import fold_span
 from test_ui_app import submit
 from ui_helpers import make_app, wait_until
 
 from tailrent_tui.cli import cli
 from tailrent_tui.core.messages import Folded, Kind
 from tailrent_tui.core.ports import ArchiveError, FoldArchive, Memory, SpillMissing, SpillStore, StoreEntryError
-from tailrent_tui.core.rungs.fold import MemoryFoldArchive, fold_span, oldest_unpinned
+from tailrent_tui.core.rungs.fold import MemoryFoldArchive, oldest_unpinned
 from tailrent_tui.core.rungs.spill import MemorySpillStore, admit_tool_result
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import LossySummarizer

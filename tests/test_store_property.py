@@ -7,11 +7,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from folds import fold_span
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tailrent_tui.core.messages import Kind
-from tailrent_tui.core.rungs.fold import fold_span, oldest_unpinned
+from tailrent_tui.core.rungs.fold import oldest_unpinned
 from tailrent_tui.core.rungs.spill import admit_tool_result, spill_gain, spill_message
 from tailrent_tui.core.session import SessionError
 from tailrent_tui.core.summarize import LossySummarizer

@@ -33,7 +33,7 @@ async def test_the_summary_request_is_the_last_request_plus_one_instruction(make
     agent = make_agent(window=8192, system_prompt="Be brief.")
     for i in range(4):
         await agent.turn(chatter(i))
-    agent.ladder.summarizer = ModelSummarizer(agent.model)
+    agent.fold_requests.summarizer = ModelSummarizer(agent.model)
     last = agent.model.requests[-1]
     span = [m.id for m in agent.session.messages[:4]]
     await agent.ladder.fold(span)
@@ -70,7 +70,7 @@ async def test_a_template_that_forbids_two_user_messages_sees_the_roles_alternat
     for i in range(3):
         await agent.turn(chatter(i))
     await agent.ladder.add_message("user", chatter(9))  # the fold comes before this message is answered
-    agent.ladder.summarizer = ModelSummarizer(agent.model)
+    agent.fold_requests.summarizer = ModelSummarizer(agent.model)
     folded = await agent.ladder.fold([m.id for m in agent.session.messages[:4]])
     sent = agent.model.requests[-1]
     # the request stops before the turn in flight (the engine has not read it): the instruction follows a reply
@@ -89,7 +89,7 @@ async def test_a_model_that_answers_the_user_instead_is_refused_and_the_fallback
         await agent.turn(chatter(i))
     await agent.ladder.add_message("user", "Deploy the frontend tomorrow morning? Which environment, staging or production?")
     answer = "Sure! Deploying the frontend tomorrow morning to staging first, then production, sounds sensible overall."
-    agent.ladder.summarizer = ModelSummarizer(MockModel([answer]))
+    agent.fold_requests.summarizer = ModelSummarizer(MockModel([answer]))
     folded = await agent.ladder.fold([m.id for m in agent.session.messages[:4]])
     assert folded is not None
     record = folded.fold
@@ -103,7 +103,7 @@ async def test_a_cold_cache_asks_for_the_span_alone(make_agent):
     for i in range(4):
         await agent.turn(chatter(i))
     agent.rent.expire()  # the engine forgot the conversation: reading it whole would cost more than the span
-    agent.ladder.summarizer = ModelSummarizer(agent.model)
+    agent.fold_requests.summarizer = ModelSummarizer(agent.model)
     await agent.ladder.fold([m.id for m in agent.session.messages[:4]])
     sent = agent.model.requests[-1]
     assert [m["role"] for m in sent] == ["system", "user"] and sent[1]["content"].startswith("Summarize this part")
@@ -111,7 +111,7 @@ async def test_a_cold_cache_asks_for_the_span_alone(make_agent):
 
 async def test_near_the_window_the_summary_request_stops_after_the_span_and_fits(make_agent):
     agent = make_agent(window=4096, tokenizer="chars4", system_prompt="Be brief.")
-    agent.ladder.summarizer = ModelSummarizer(agent.model)
+    agent.fold_requests.summarizer = ModelSummarizer(agent.model)
     i = 0
     while not agent.session.folds:
         await agent.turn(chatter(i, 200))
@@ -125,6 +125,6 @@ async def test_near_the_window_the_summary_request_stops_after_the_span_and_fits
     assert summary_request[:shared] == last_turn[:shared]
     assert not any(m["content"] == agent.model.requests[k + 1][-1]["content"] for m in summary_request)
     # it fits the window with the summary's room; its prefix is still read from the cache
-    budget = agent.ladder.policy_context().settings.summary_budget(agent.session.folds[0].tokens_before)
+    budget = agent.budget.policy_context().settings.summary_budget(agent.session.folds[0].tokens_before)
     assert usage.prompt_tokens + budget <= agent.session.window
     assert usage.cached_tokens > usage.evaluated_tokens

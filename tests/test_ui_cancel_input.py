@@ -168,7 +168,7 @@ async def test_a_fold_by_hand_that_saves_nothing_says_why_in_the_transcript(tmp_
 
     agent = make_agent(tmp_path)
     fill(agent.session, 4)
-    agent.ladder.summarizer = ModelSummarizer(MockModel([{"text": "- " + "a summary longer than its span " * 30}]))
+    agent.fold_requests.summarizer = ModelSummarizer(MockModel([{"text": "- " + "a summary longer than its span " * 30}]))
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         app.prompt.value = "/fold m00000 m00001"

@@ -34,11 +34,11 @@ def folds_shown(app) -> str:
 async def test_a_fold_prepared_while_you_read_is_shown_and_applied_at_the_trigger(tmp_path):
     agent = make_agent(tmp_path, window=4096, settings=Settings(tokenizer="chars4"))
     await agent.turn("Hello.")  # the server's count (the tool schema) sets the budget's drift
-    limit = min(agent.ladder.policy_context().settings.trigger_tokens, agent.ladder.policy_context().settings.request_limit)
+    limit = min(agent.budget.policy_context().settings.trigger_tokens, agent.budget.policy_context().settings.request_limit)
     while agent.session.context_tokens < PRE_TRIGGER * limit:
         fill(agent.session, 1, pad=4)
     writer = MockModel([SUMMARY] * 3)
-    agent.ladder.summarizer = ModelSummarizer(writer)
+    agent.fold_requests.summarizer = ModelSummarizer(writer)
     app = make_app(agent)
     async with app.run_test(size=(140, 45)) as pilot:
         # short messages, read one by one, until the next fold's summary is written ahead

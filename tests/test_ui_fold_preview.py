@@ -117,7 +117,7 @@ async def test_unfold_refuses_when_the_originals_would_pass_the_trigger(tmp_path
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("tab", "f")
         await wait_until(pilot, lambda: bool(agent.session.folds) and not app.busy, what="the fold")
-        trigger = agent.ladder.policy_context().settings.trigger_tokens
+        trigger = agent.budget.policy_context().settings.trigger_tokens
         back = agent.session.folds[0].tokens_before - agent.session.folds[0].tokens_after
         while agent.session.context_tokens + back <= trigger:  # the context grows near the trigger again
             fill(agent.session, 1, prefix="n", pad=4)

@@ -32,7 +32,7 @@ def config_dir(tmp_path, monkeypatch):
 def folding_agent(tmp_path, script, summaries=("- the cache is Redis on port 8000",)):
     """An agent one message short of its fold trigger, whose summaries come from a gated model."""
     agent = make_agent(tmp_path, script=script, window=4096, settings=Settings(tokenizer="chars4"))
-    trigger = agent.ladder.policy_context().settings.trigger_tokens
+    trigger = agent.budget.policy_context().settings.trigger_tokens
     while agent.session.context_tokens + agent.session.count(ASK) <= trigger:
         fill(agent.session, 1, pad=4)
     if agent.session.messages[-1].role == "user":
@@ -40,7 +40,7 @@ def folding_agent(tmp_path, script, summaries=("- the cache is Redis on port 800
         agent.session.add_message(agent.session.make_message("assistant", "Noted."), autopin=False)
     assert agent.session.context_tokens <= trigger
     writer = GatedModel([{"text": t} for t in summaries])
-    agent.ladder.summarizer = ModelSummarizer(writer)
+    agent.fold_requests.summarizer = ModelSummarizer(writer)
     return agent, writer.gate
 
 
@@ -177,7 +177,7 @@ class DyingModel(MockModel):
 async def test_the_server_dies_during_a_fold_the_fold_falls_back_and_the_message_is_kept(tmp_path):
     agent, _ = folding_agent(tmp_path, [])
     agent.model = DyingModel([{"text": "Back again."}], chunk_size=4)
-    agent.ladder.summarizer = ModelSummarizer(agent.model)
+    agent.fold_requests.summarizer = ModelSummarizer(agent.model)
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await send(pilot, app, ASK)

@@ -69,7 +69,7 @@ async def test_a_big_paste_is_a_chip_and_enters_through_the_ladder(tmp_path):
     app = make_app(agent)
     lines = [f"line {i}: some pasted log text that goes on" for i in range(900)]
     big = "\n".join(["Traceback (most recent call last):", *lines, "ValueError: the decisive line"])
-    assert agent.session.count(big) > agent.ladder.room(), "the paste must not fit the room"
+    assert agent.session.count(big) > agent.budget.room(), "the paste must not fit the room"
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press(*"why does this fail? ")
         await paste(pilot, app, big)
@@ -92,7 +92,7 @@ async def test_a_paste_that_fits_the_room_is_kept_inline(tmp_path):
     agent = make_agent(tmp_path, script=[{"text": "ok"}])
     app = make_app(agent)
     big = "\n".join(f"line {i}: some pasted log text that goes on" for i in range(212))
-    assert agent.settings.tools.spill_threshold < agent.session.count(big) < agent.ladder.room()
+    assert agent.settings.tools.spill_threshold < agent.session.count(big) < agent.budget.room()
     async with app.run_test(size=(140, 40)) as pilot:
         await paste(pilot, app, big)
         assert app.prompt.text == "[pasted 212 lines]"

@@ -93,7 +93,7 @@ async def test_a_priced_sheet_shows_dollars(make_agent):
 async def test_a_model_written_fold_is_a_summary_request_that_reads_the_cached_conversation(make_agent):
     agent = make_agent(policy="ladder", window=4096, fold={"summarizer": "model"})
     predictions = []
-    summarize = agent.ladder.summary_for
+    summarize = agent.fold_requests.summary_for
 
     async def watched(request):
         # the session does not change during the summary request: neither may the next turn's rent
@@ -103,7 +103,7 @@ async def test_a_model_written_fold_is_a_summary_request_that_reads_the_cached_c
         predictions.append((before, after))
         return summary
 
-    agent.ladder.summary_for = watched
+    agent.fold_requests.summary_for = watched
     app = make_app(agent)
     async with app.run_test(size=(140, 45)) as pilot:
         for _ in range(12):

@@ -9,10 +9,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from folds import fold_span
 from ui_helpers import NOW, fill, make_agent, make_app
 
 from tailrent_tui.core.messages import UsageRecorded
-from tailrent_tui.core.rungs.fold import fold_span
 from tailrent_tui.core.summarize import LossySummarizer
 from tailrent_tui.settings import Settings
 

@@ -19,7 +19,6 @@ did.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import shutil
 import time
@@ -29,25 +28,21 @@ from typing import Any
 
 from tailrent_tui.agent.kv_slots import idle_words
 from tailrent_tui.agent.loop import Agent
-from tailrent_tui.agent.startup import model_options, model_spec_of
+from tailrent_tui.agent.startup import model_options, model_spec_of, pick_summarizer, price_sheet_for, server_counter
 from tailrent_tui.agent.tools import offered_tools
 from tailrent_tui.agent.tools.caps import ToolCaps
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.guard import DecisionDetector
-from tailrent_tui.core.rent import HEAD_ID, RentModel, context_items, get_price_sheet
+from tailrent_tui.core.rent import HEAD_ID, RentModel, context_items
 from tailrent_tui.core.session import Session
-from tailrent_tui.core.summarize import ExtractiveSummarizer
 from tailrent_tui.core.tokens import Framing, TokenCounter, UnknownTokenizer, get_counter
 from tailrent_tui.models.base import ChatModel, WireMessage
 from tailrent_tui.models.embedded import EmbeddedModel
 from tailrent_tui.models.factory import CannotOpenModel, open_model
-from tailrent_tui.models.mock import MockModel
-from tailrent_tui.models.ollama import OllamaModel
 from tailrent_tui.models.openai import OpenAIModel
-from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.models.text import redact
-from tailrent_tui.models.tokenizer import PROBE, ServerTokenizer, TokenizerUnavailable, measure_framing, server_tokenizer
-from tailrent_tui.settings import Settings, keep_alive_seconds, user_price_files
+from tailrent_tui.models.tokenizer import PROBE, TokenizerUnavailable, measure_framing, server_tokenizer
+from tailrent_tui.settings import Settings
 from tailrent_tui.store.journal import JournalError
 from tailrent_tui.store.paths import resolve_data_dir
 from tailrent_tui.store.sessions import (
@@ -64,19 +59,6 @@ from tailrent_tui.store.sessions import (
 
 class BuildError(RuntimeError):
     """The agent could not be built (unknown session, bad model spec, a locked session); one line for the user."""
-
-
-def pick_summarizer(settings: Settings, model: ChatModel) -> Any:
-    choice = settings.fold.summarizer
-    if choice == "auto":
-        choice = "extractive" if isinstance(model, MockModel) else "model"
-    if choice == "model":
-        return ModelSummarizer(model)
-    if choice == "lossy":
-        from tailrent_tui.core.summarize import LossySummarizer
-
-        return LossySummarizer()
-    return ExtractiveSummarizer()
 
 
 def decision_detector(settings: Settings) -> DecisionDetector | None:
@@ -121,24 +103,6 @@ def pick_counting(settings: Settings, model: ChatModel) -> Counting:
     if name == "auto":
         name = "cl100k"
     return Counting(get_counter(name), name, tool_schema_tokens=tool_schema_tokens(name))
-
-
-def resume_counter(tokenizer: str, model: ChatModel) -> tuple[TokenCounter | None, str | None]:
-    """The counter a resumed session records, when it is the model server's (None: the one
-    meta names), and a warning when that server cannot count."""
-    if tokenizer != ServerTokenizer.name:
-        return None, None
-    if isinstance(model, OpenAIModel) and not isinstance(model, EmbeddedModel):
-        server = server_tokenizer(model)
-        try:
-            server.tokens(PROBE)
-            return server, None
-        except TokenizerUnavailable as exc:
-            server.close()
-            why = str(exc)
-    else:
-        why = f"{getattr(model, 'name', '') or 'this model'} has no tokenizer to ask"
-    return None, f"this session counts tokens with its model server's tokenizer, and {why}: new text is counted like cl100k"
 
 
 def build_agent(
@@ -210,7 +174,7 @@ def build_agent(
             ) from None
     else:
         try:
-            counter, counting_warning = resume_counter(sd.read_meta().tokenizer, model)
+            counter, counting_warning = server_counter(sd.read_meta().tokenizer, model)
         except LookupError as exc:
             raise BuildError(str(exc)) from None
     try:
@@ -334,14 +298,7 @@ def _agent_for(
     if settings.window and settings.window != session.window:
         session.window = settings.window
         sd.update_meta(window=settings.window)
-    sheet = get_price_sheet(settings.price_sheet, user_price_files())
-    if sheet.local and isinstance(model, OllamaModel):
-        # Ollama keeps the model and its KV cache for the keep_alive the app sends: the local sheet's TTL
-        sheet = sheet.with_ttl(max(keep_alive_seconds(settings.keep_alive), 1.0))
-    elif sheet.local and isinstance(model, OpenAIModel):
-        # llama.cpp (and the embedded engine) keep a slot's KV until another prompt takes the slot:
-        # no clock says when; the resume asks the server what its slot holds (agent/kv_slots.py)
-        sheet = sheet.with_ttl(math.inf)
+    sheet = price_sheet_for(settings, model)
     rent = RentModel(sheet)
     last = last_request_at(session)
     cold_resume = False

@@ -1,4 +1,7 @@
-"""What folds ask of the model and cost the requests around them, for the ladder driver.
+"""Who writes a fold's summary, what it asks of the model, and what folds cost the requests around them.
+
+The ladder driver (ladder_driver.py) answers each `Summarize` of a plan here
+(`answer`); the app prepares folds here directly.
 
 - The summary request (`summary_for`): asked in the conversation's own context
   (`summary_context`: the last request's messages, tools and options plus one
@@ -8,24 +11,31 @@
 - Folds prepared while the user reads (`prepare_fold`): the next fold's
   summary written ahead, past PRE_TRIGGER of the trigger, and handed to the
   plan's Summarize at the trigger (`prepared_summary`).
-- What applying or undoing a fold costs the next request (`reread_after`,
-  `unfold_cost`), from the rent model.
+
+What applying or undoing a fold costs the next request is fold_costs.py's.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tailrent_tui.agent.kv_slots import save_before_fold
+from tailrent_tui.agent.budget import LadderBudget
+from tailrent_tui.agent.events import SummaryEnded, SummaryProgress, SummaryStarted, noop
+from tailrent_tui.agent.kv_slots import SlotKeeper, save_before_fold
+from tailrent_tui.agent.meter import UsageMeter
+from tailrent_tui.agent.placement import PlacementKeeper
+from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.wire import wire_entries, wire_entries_of
 from tailrent_tui.core import ledger as ledger_rules
-from tailrent_tui.core.messages import FoldRecord, Message
+from tailrent_tui.core.messages import Message
 from tailrent_tui.core.policies import FALLBACKS, LADDER_HEADER
-from tailrent_tui.core.rent import Item, aside_rent, context_item, context_items, prompt_rate
+from tailrent_tui.core.rent import Item, RentModel, aside_rent, context_item, context_items
 from tailrent_tui.core.rungs.fold import after_position, prepare_fold, span_messages, span_to_target
-from tailrent_tui.core.session import SessionError
-from tailrent_tui.core.summarize import Summarize, Summary, check_summary, fit_budget
+from tailrent_tui.core.session import Session, SessionError
+from tailrent_tui.core.summarize import Summarize, Summarizer, Summary, check_summary, fit_budget
 from tailrent_tui.models.base import Usage
 from tailrent_tui.models.errors import ModelError
 from tailrent_tui.models.summarizer import (
@@ -35,6 +45,7 @@ from tailrent_tui.models.summarizer import (
     aligned_messages,
     asks_apart,
 )
+from tailrent_tui.settings import Settings
 
 #: past this share of the fold trigger, an idle agent writes the next fold's summary ahead (`prepare_fold`)
 PRE_TRIGGER = 0.8
@@ -89,11 +100,45 @@ def aligned_instruction_probe(request: Summarize) -> str:
 
 
 class FoldRequests:
-    """The ladder driver's summary requests, prepared folds and fold costs."""
+    """The summaries a fold asks for: written now, or prepared ahead while the user reads."""
 
-    def __init__(self, driver: Any) -> None:
-        # the LadderDriver (not imported: it imports this module)
-        self.driver = driver
+    def __init__(
+        self,
+        *,
+        session: Session,
+        settings: Settings,
+        budget: LadderBudget,
+        summarizer: Summarizer | ModelSummarizer,
+        meter: UsageMeter,
+        stores: SessionStores,
+        rent: RentModel | None,
+        slots: SlotKeeper | None = None,
+        placement: PlacementKeeper | None = None,
+        offered_tools: Callable[[], list[dict[str, Any]]] | None = None,
+        request_options: Callable[[], dict[str, Any]] | None = None,
+        is_sub: bool = False,
+    ) -> None:
+        """`budget`: the window a summary request is fitted to, and the trigger a fold is prepared
+        against; `offered_tools`, `request_options`: what a turn's request sends (a summary request in
+        the conversation's context sends the same)."""
+        self.session = session
+        self.settings = settings
+        self.budget = budget
+        #: who writes the summaries (a /model switch changes it: `model_changed`)
+        self.summarizer = summarizer
+        self.meter = meter
+        self.stores = stores
+        self.rent = rent
+        self.slots = slots
+        self.placement = placement
+        self.offered_tools = offered_tools
+        self.request_options = request_options
+        self.is_sub = is_sub
+        #: told when a fold's summary is asked for and when it is in: folds run inside
+        #: a turn and by hand, so this belongs to the ladder, not to one turn's callbacks
+        self.on_summary: Callable[[SummaryProgress], None] | None = None
+        #: told when a fold's summary is written ahead (`prepare_fold`), and when it is used or dropped (None)
+        self.on_prepared: Callable[[PreparedFold | None], None] | None = None
         #: the next fold's summary, written while the user read (`prepare_fold`)
         self.prepared: PreparedFold | None = None
         #: the request number of the prepared summary's last request (`warm` sends it again after a turn)
@@ -105,17 +150,55 @@ class FoldRequests:
         #: the ledger text the last `warm` sent after the prepared summary
         self.warmed_ledger: str | None = None
 
+    def model_changed(self, summarizer: Summarizer | ModelSummarizer) -> None:
+        """A /model switch: `summarizer` writes the summaries from now on; a fold prepared by the old
+        model, for the old server's cache, is dropped."""
+        self.summarizer = summarizer
+        if self.prepared is not None:
+            self.prepared = None
+            if self.on_prepared is not None:
+                self.on_prepared(None)
+
+    async def answer(self, request: Summarize) -> Summary:
+        """The summary a plan's Summarize asks for: the prepared one when it covers the span, else
+        one asked now (`watched_summary`)."""
+        ready = self.prepared_summary(request)
+        return ready if ready is not None else await self.watched_summary(request)
+
+    async def watched_summary(self, request: Summarize) -> Summary:
+        """A summary, reported to `on_summary` as it starts and as it ends, whatever the end."""
+        report = self.on_summary or noop
+        by = self.summarizer.name
+        report(SummaryStarted(messages=len(request.span), tokens=sum(m.tokens for m in request.span), by=by))
+        try:
+            summary = await self.summary_for(request)
+        except asyncio.CancelledError:
+            report(SummaryEnded(outcome="cancelled"))
+            raise
+        except Exception as exc:
+            report(SummaryEnded(outcome="failed", error=str(exc)))
+            raise
+        report(SummaryEnded(outcome="failed", error=summary.error) if summary.error else SummaryEnded(outcome="written"))
+        return summary
+
+    def fold_applied(self) -> bool:
+        """A plan's folds are applied: the last one is known by its summary's name from now on
+        (`rename_folded`). Whether a summary request of the span alone moved the engine's cache
+        since the last fold (then the next request is no test of where the fold was placed)."""
+        self.rename_folded()
+        moved, self.cache_moved = self.cache_moved, False
+        return moved
+
     def prepared_span(self) -> list[Message] | None:
         """The span the ladder would fold at the trigger, when the context is past the pre-trigger
         (PRE_TRIGGER of the trigger) and under the trigger; None otherwise or when nothing folds."""
-        s = self.driver
-        if s.is_sub or not s.settings.fold.prepare or not isinstance(s.summarizer, ModelSummarizer):
+        if self.is_sub or not self.settings.fold.prepare or not isinstance(self.summarizer, ModelSummarizer):
             return None
-        if self.driver.policy.name != "ladder":
+        if self.budget.policy.name != "ladder":
             return None
-        settings = self.driver.policy_context().settings
+        settings = self.budget.policy_context().settings
         # the ladder folds past the trigger, or sooner when the request would not fit with its reply
-        session, trigger = s.session, min(settings.trigger_tokens, settings.request_limit)
+        session, trigger = self.session, min(settings.trigger_tokens, settings.request_limit)
         if not PRE_TRIGGER * trigger <= session.context_tokens <= trigger:
             return None
         # at the trigger the excess is (trigger - target): ask span_to_target for that much now; the
@@ -137,7 +220,7 @@ class FoldRequests:
         if span is None:
             return None
         raw = span
-        session = self.driver.session
+        session = self.session
         if session.statements:
             # as the ladder will ask it (`ask_summary`): without the statements the fold carries
             span = session.summarizable(span)
@@ -146,14 +229,14 @@ class FoldRequests:
         ids = tuple(m.id for m in span)
         tokens = sum(m.tokens for m in span)
         raw_ids = tuple(m.id for m in raw)
-        request = Summarize(tuple(span), self.driver.policy_context().settings.summary_budget(tokens))
+        request = Summarize(tuple(span), self.budget.policy_context().settings.summary_budget(tokens))
         if self.prepared is not None and self._same_messages(self.prepared, raw_ids):
             # the same messages: what the ledger carries of them may have moved (the pins' budget
             # binds differently as statements come), the summary of them has not
-            if self.driver.meter.request_no > self.prepared_at:
+            if self.meter.request_no > self.prepared_at:
                 await self.warm(self.prepared, request)
             return self.prepared
-        summary = await self.driver.summary_for(request)
+        summary = await self.summary_for(request)
         if summary.error or not summary.text:
             return None
         why = check_summary(summary, span_tokens=tokens, count=session.count, span=span)
@@ -162,16 +245,16 @@ class FoldRequests:
             # the budget the ladder gives it), and the context the fold leaves with it is sent ahead while the
             # user reads. At the trigger it was new text with the ledger after it: 1,421 tokens read on llama.cpp
             fallback = FALLBACKS[0]
-            budget = self.driver.policy_context().settings.summary_budget(sum(m.tokens for m in raw))
+            budget = self.budget.policy_context().settings.summary_budget(sum(m.tokens for m in raw))
             text = fit_budget(fallback.summarize(span), budget, session.count)
             summary = Summary(text=text, by=f"{fallback.name} ({summary.by}'s refused: {why})")
-        self.prepared_at = self.driver.meter.request_no
+        self.prepared_at = self.meter.request_no
         self.prepared = PreparedFold(ids, tokens, summary, raw_ids, sum(m.tokens for m in raw))
         if self._ledger_text(self.prepared) is not None or summary.asked is None:
             # the statements the fold will carry (and a fallback's summary) are new tokens: read them now
             await self.warm(self.prepared, request)
-        if self.driver.on_prepared is not None:
-            self.driver.on_prepared(self.prepared)
+        if self.on_prepared is not None:
+            self.on_prepared(self.prepared)
         return self.prepared
 
     async def warm(self, prepared: PreparedFold, request: Summarize) -> None:
@@ -188,14 +271,14 @@ class FoldRequests:
         turn, if it comes before the trigger, finds its own prompt in the engine's prompt cache.
         Skipped when the instruction would read differently now, or the model does not write the
         summaries."""
-        summarizer = self.driver.summarizer
+        summarizer = self.summarizer
         asked = prepared.summary.asked
         if not isinstance(summarizer, ModelSummarizer):
             return
         context, items = self.summary_context(request, summarizer)
         if context is None or not asks_apart(context):
             return
-        session = self.driver.session
+        session = self.session
         text = prepared.summary.text
         ledger = self._ledger_text(prepared)
         note = f"[context note]\n{ledger}" if ledger is not None else None
@@ -216,15 +299,15 @@ class FoldRequests:
             summary_messages = [{"role": "user", "content": f"[context note]\n{content}"}]
         ledger_item = (ledger_key(tag), session.sent_tokens(session.make_message("system", ledger))) if ledger else None
         tail_items = [*summary_items, *([ledger_item] if ledger_item is not None else [])]
-        fits = session.head_tokens + sum(t for _, t in [*items, *tail_items]) + 1 + FIT_MARGIN <= self.driver.budget_window()
+        fits = session.head_tokens + sum(t for _, t in [*items, *tail_items]) + 1 + FIT_MARGIN <= self.budget.budget_window()
         if fits:
             messages = [*context.messages, *summary_messages]
             items = [*items, *tail_items]
-        elif self._folds_after_with_prompt_cache():
+        elif (keeper := self._folds_after_with_prompt_cache()) is not None:
             messages, items = self._post_fold(prepared, asked)
             messages += summary_messages
             items += tail_items
-            self.driver.placement.expect_prompt_cache = True
+            keeper.expect_prompt_cache = True
         else:
             return
         if note is not None:
@@ -239,27 +322,24 @@ class FoldRequests:
                     usage = chunk
         except ModelError:
             return
-        rent = self.driver.rent
+        rent = self.rent
         predicted = None
         if rent is not None:
             predicted = rent.request(items, session.head_tokens, at, 0, aside=True)
-        self.prepared_at = self.driver.meter.request_no + 1
-        self.driver.meter.record(predicted, usage, "summary")
+        self.prepared_at = self.meter.request_no + 1
+        self.meter.record(predicted, usage, "summary")
 
-    def _folds_after_with_prompt_cache(self) -> bool:
-        keeper, rent = self.driver.placement, self.driver.rent
-        return (
-            keeper is not None
-            and keeper.state.placement == "after"
-            and rent is not None
-            and rent.sheet.reuses_shifted_kv
-            and rent.sheet.prompt_cache
-        )
+    def _folds_after_with_prompt_cache(self) -> PlacementKeeper | None:
+        """The placement keeper when folds go after the kept messages on an engine with a prompt cache."""
+        keeper, rent = self.placement, self.rent
+        if keeper is None or keeper.state.placement != "after" or rent is None:
+            return None
+        return keeper if rent.sheet.reuses_shifted_kv and rent.sheet.prompt_cache else None
 
     def _post_fold(self, prepared: PreparedFold, asked: str | None) -> tuple[list[dict[str, Any]], list[Item]]:
         """The wire messages and rent items of the context the prepared fold leaves, up to its summary
         (placed after the kept messages), the instruction's item last (when the model's summary answers one)."""
-        session = self.driver.session
+        session = self.session
         raw = set(prepared.raw_ids)
         kept = [m for m in session.messages if m.id not in raw]
         before = [m for m in kept[: after_position(session, raw)] if not m.cut_off]
@@ -272,17 +352,17 @@ class FoldRequests:
     def _fallback_content(self, prepared: PreparedFold) -> str | None:
         """The summary message a prepared fallback's text makes, as the ladder's fold will write it now
         (its header, the guard's repairs); None when the prepared messages are no longer all there."""
-        session = self.driver.session
+        session = self.session
         if not prepared.raw_ids or any(i not in session for i in prepared.raw_ids):
             return None
-        ctx = self.driver.policy_context()
+        ctx = self.budget.policy_context()
         try:
             record = prepare_fold(
                 session,
                 list(prepared.raw_ids),
                 summary=prepared.summary.text,
                 summarizer_name=prepared.summary.by,
-                guard=self.driver.policy.guard_for(ctx),
+                guard=self.budget.policy.guard_for(ctx),
                 position=ctx.settings.fold_placement,
                 header=LADDER_HEADER,
             )
@@ -292,7 +372,7 @@ class FoldRequests:
 
     def _ledger_text(self, prepared: PreparedFold) -> str | None:
         """The ledger message the fold of this span will carry (core makes it the same way), or None."""
-        session = self.driver.session
+        session = self.session
         if not session.statements or not prepared.raw_ids:
             return None
         carried = session.carried_by([session.get(i) for i in prepared.raw_ids if i in session])
@@ -306,8 +386,8 @@ class FoldRequests:
         if prepared is None:
             return None
         self.prepared = None
-        if self.driver.on_prepared is not None:
-            self.driver.on_prepared(None)
+        if self.on_prepared is not None:
+            self.on_prepared(None)
         if request.ids and prepared.raw_ids:
             # a span with statements: matched on the messages the fold takes, not on their text less
             # what the ledger carries (that moves with the pins' budget between the prepare and the trigger)
@@ -328,16 +408,16 @@ class FoldRequests:
 
     def _same_messages(self, prepared: PreparedFold, raw_ids: tuple[str, ...]) -> bool:
         """Whether `raw_ids` are the messages the prepared summary was written of, unedited since."""
-        session = self.driver.session
+        session = self.session
         if not prepared.raw_ids or raw_ids != prepared.raw_ids or any(i not in session for i in raw_ids):
             return False
         return sum(session.get(i).tokens for i in raw_ids) == prepared.raw_tokens
 
     async def summary_for(self, request: Summarize) -> Summary:
-        await save_before_fold(self.driver.slots)
-        summarizer = self.driver.summarizer
+        await save_before_fold(self.slots)
+        summarizer = self.summarizer
         if isinstance(summarizer, ModelSummarizer):
-            session = self.driver.session
+            session = self.session
             context, items = self.summary_context(request, summarizer)
             if context is not None:
                 request = replace(request, budget=self.fitted_budget)
@@ -348,7 +428,7 @@ class FoldRequests:
                 return Summary(text="", by=summarizer.name, error=f"the model could not summarize ({exc.message})")
             usage = summarizer.last_usage
             output = usage.output_tokens if usage and usage.output_tokens else 0
-            rent = self.driver.rent
+            rent = self.rent
             if context is not None and rent is not None:
                 # journaled like a turn's request, so it is counted and survives a resume; priced as
                 # what it is: the conversation's cached prefix read again, then the instruction (it moves
@@ -366,7 +446,7 @@ class FoldRequests:
                 self.cache_moved = True
                 if rent is not None and rent.sheet.local:
                     rent.expire()  # and it reads the conversation again
-            self.driver.meter.record(predicted, usage, "summary")
+            self.meter.record(predicted, usage, "summary")
             return summary
         return Summary(text=summarizer.summarize(request.span), by=summarizer.name)
 
@@ -383,7 +463,7 @@ class FoldRequests:
         the instruction and the summary as a question and its answer, where they were asked:
         tokens the engine holds already.
         """
-        session = self.driver.session
+        session = self.session
         self.rename_folded()
         ids = {m.id for m in request.span}
         entries = wire_entries(session)
@@ -398,11 +478,11 @@ class FoldRequests:
         if kept_before > 0:
             end_index = max(end_index, session.messages.index(kept[kept_before - 1]) + 1)
         ends = self._cut(session, entries, visible, end_index)
-        tools = self.driver.offered_tools() if self.driver.offered_tools is not None else None
-        options = self.driver.request_options() if self.driver.request_options is not None else {}
+        tools = self.offered_tools() if self.offered_tools is not None else None
+        options = self.request_options() if self.request_options is not None else {}
         context, items = self._context(session, entries, ends, ids, tools, options)
         instruction_tokens = session.sent_tokens(session.make_message("user", aligned_instruction_probe(request)))
-        room = self.driver.budget_window() - (session.head_tokens + sum(t for _, t in items) + instruction_tokens)
+        room = self.budget.budget_window() - (session.head_tokens + sum(t for _, t in items) + instruction_tokens)
         room -= FIT_MARGIN
         if room < request.budget:
             # the fold comes when the context is near the window: with the instruction and the summary's
@@ -413,9 +493,10 @@ class FoldRequests:
                 request = replace(request, budget=room)
             else:
                 # else what follows the span is left out: the request stops after the span, its prefix
-                # still the cached one, and the instruction follows as a message of its own (appended to
-                # the span's last message, a user's, that message was read again: 250 of 382 tokens on
-                # llama.cpp). A template that refuses two user messages in a row gets them joined
+                # still the cached one
+                # (the instruction follows as a message of its own: appended to the span's last message, a
+                # user's, that message was read again, 250 of 382 tokens on llama.cpp; a template that refuses
+                # two user messages in a row gets them joined)
                 ends = self._cut(session, entries, visible, last_span + 1)
                 context, items = self._context(session, entries, ends, ids, tools, options)
                 context = replace(context, apart=True)
@@ -428,7 +509,7 @@ class FoldRequests:
             items[-1] = (key + "+summary-request", sent)
         else:
             items.append((asked_key(instruction["content"]), sent))
-        rent = self.driver.rent
+        rent = self.rent
         if rent is not None:
             whole, cached, _ = rent.predict(items, session.head_tokens, session.clock())
             alone = sum(session.count(m["content"]) for m in summarizer.request_messages(request.span))
@@ -441,7 +522,7 @@ class FoldRequests:
     def rename_folded(self) -> None:
         """The last fold's summary, asked in context, is the summary request's instruction and answer
         the rent model holds last: it is known by the summary's name from now on (`RentModel.rename`)."""
-        rent, session = self.driver.rent, self.driver.session
+        rent, session = self.rent, self.session
         record = session.folds[-1] if session.folds else None
         if rent is None or record is None or record.summary.id not in session:
             return
@@ -464,7 +545,7 @@ class FoldRequests:
         rent.rename(keys, [summary])
 
     @staticmethod
-    def _cut(session: Any, entries: list[tuple[str | None, Any]], visible: list[Message], end_index: int) -> tuple[int, int]:
+    def _cut(session: Session, entries: list[tuple[str | None, Any]], visible: list[Message], end_index: int) -> tuple[int, int]:
         """(wire entries, visible messages) before session message `end_index`."""
         before = {m.id for m in session.messages[:end_index]}
         n_entries = sum(1 for owner, _ in entries if owner is None or owner in before)
@@ -473,12 +554,12 @@ class FoldRequests:
 
     def _context(
         self,
-        session: Any,
+        session: Session,
         entries: list[tuple[str | None, Any]],
         ends: tuple[int, int],
         ids: set[str],
-        tools: Any,
-        options: Any,
+        tools: list[dict[str, Any]] | None,
+        options: dict[str, Any],
     ) -> tuple[SummaryContext, list[Item]]:
         n_entries, n_visible = ends
         messages = [entry for _, entry in entries[:n_entries]]
@@ -487,57 +568,3 @@ class FoldRequests:
         later = [entry for _, entry in entries[n_entries:]]
         context = SummaryContext(messages=messages, positions=positions, tools=tools or None, options=options, later=later)
         return context, items
-
-    def reread_after(self, record: FoldRecord) -> tuple[int, float | None]:
-        """What applying this fold costs the next request: the tokens it reads again (the rent
-        model's prediction of the folded context: in place, what follows the summary; after the
-        kept messages on an engine that shifts KV, the summary), and their seconds at the
-        measured rate."""
-        session = self.driver.session
-        span = set(record.span_ids)
-        rent = self.driver.rent
-        if rent is None or rent.last_at is None:
-            # nothing cached yet: what the fold adds is the tokens from the summary's place on
-            first = next((i for i, m in enumerate(session.messages) if m.id in span), len(session.messages))
-            tokens = session.sent_tokens(record.summary) + sum(
-                session.sent_tokens(m) for m in session.messages[first:] if m.id not in span and not m.cut_off
-            )
-            if record.position == 0:
-                tokens = record.context_after - session.head_tokens
-            rate = prompt_rate(session.usage, rent.sheet) if rent is not None else None
-            return tokens, (rate.seconds(tokens) if rate is not None and rate.measured else None)
-        kept = [context_item(session, m) for m in session.messages if m.id not in span and not m.cut_off]
-        kept.insert(min(record.position, len(kept)), context_item(session, record.summary))
-        return self._reread(kept)
-
-    def unfold_cost(self, fold_no: int) -> tuple[int, float | None, bool]:
-        """What undoing fold `fold_no` costs the next request: (tokens read again, their seconds at
-        the measured rate, whether the engine's prompt cache still holds the prompt before the
-        fold, so that they are few). Raises SessionError/ArchiveError as `unfold` would."""
-        session = self.driver.session
-        record = next((f for f in session.folds if f.fold_no == fold_no), None)
-        if record is None:
-            raise SessionError(f"no fold #{fold_no}")
-        originals = self.driver.stores.fold_originals(fold_no)
-        items: list[Item] = []
-        for m in session.messages:
-            if m.cut_off:
-                continue
-            if m.id == record.summary.id:
-                items += [context_item(session, o) for o in originals if not o.cut_off]
-            else:
-                items.append(context_item(session, m))
-        tokens, seconds = self._reread(items)
-        rent = self.driver.rent
-        kept = rent is not None and rent.prompt_cache_gain(items, session.head_tokens, session.clock()) > 0
-        return tokens, seconds, kept
-
-    def _reread(self, items: list[Item]) -> tuple[int, float | None]:
-        session = self.driver.session
-        rent = self.driver.rent
-        if rent is None:
-            return session.head_tokens + sum(t for _, t in items), None
-        context, cached, _ = rent.predict(items, session.head_tokens, session.clock())
-        tokens = context - cached
-        rate = prompt_rate(session.usage, rent.sheet)
-        return tokens, (rate.seconds(tokens) if rate is not None and rate.measured else None)

@@ -52,6 +52,10 @@ from tailrent_tui.store.kv_slots import delete_slot_files, scan_slot_dir
 from tailrent_tui.store.sessions import SessionDir
 
 MB = 1024 * 1024
+#: in [slots] dir, the slot files of one session may use this many MB, and tailrent's in all this many;
+#: past either the oldest go first (a slot file is about the KV of its context: tens to hundreds of MB)
+SESSION_SLOT_MB = 512
+TOTAL_SLOT_MB = 4096
 
 
 @dataclass
@@ -405,8 +409,8 @@ class SlotKeeper:
                 doomed = cleanup_plan(
                     on_disk,
                     keep=record.file,
-                    session_cap=self.settings.slots.session_mb * MB,
-                    total_cap=self.settings.slots.total_mb * MB,
+                    session_cap=SESSION_SLOT_MB * MB,
+                    total_cap=TOTAL_SLOT_MB * MB,
                 )
                 freed, errors = delete_slot_files(slot_dir, doomed)
                 gone = {f.name for f in doomed}
@@ -435,14 +439,6 @@ class SlotKeeper:
             except (OSError, LookupError) as exc:
                 notes.append(f"the slot file's name could not be kept in meta.json ({exc}); the next resume cannot restore it")
         return notes
-
-    def save_sync(self, reason: str) -> SlotOutcome | None:
-        """Save now, from any thread or after the event loop ended (quit)."""
-        plan = self._plan()
-        if not isinstance(plan, _SavePlan):
-            return plan
-        self.last_save = self._write(plan, reason)
-        return self.last_save
 
     async def save_before_fold(self) -> SlotOutcome | None:
         """Save the slot while it holds the conversation as it is before a fold: `/unfold` restores it

@@ -2,7 +2,9 @@
 
 - the turn loop (turn.py): asks the model, streams the reply, runs the calls;
 - tool execution and approvals (tool_runner.py);
-- the ladder driver (ladder_driver.py): every fold, spill and pin the policy plans;
+- the ladder driver (ladder_driver.py): every fold, spill and pin the policy plans, against
+  the budget (budget.py); a fold's summary, prepared ahead or asked now (fold_requests.py), and what
+  a fold costs the next request (fold_costs.py);
 - the session stores (stores.py): decisions, instructions, exports, sub-session transcripts;
 - the model's start and switch (startup.py), the rent and usage (meter.py).
 
@@ -21,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tailrent_tui.agent.budget import OVERFLOW_SHRINK, LadderBudget
 from tailrent_tui.agent.closing import Closing, close_parts
 from tailrent_tui.agent.events import (
     Approval,
@@ -32,11 +35,20 @@ from tailrent_tui.agent.events import (
     TurnCallbacks,
     TurnResult,
 )
+from tailrent_tui.agent.fold_costs import FoldCosts
+from tailrent_tui.agent.fold_requests import FoldRequests
 from tailrent_tui.agent.kv_slots import SlotKeeper
-from tailrent_tui.agent.ladder_driver import OVERFLOW_SHRINK, LadderDriver
+from tailrent_tui.agent.ladder_driver import LadderDriver
 from tailrent_tui.agent.meter import UsageMeter
 from tailrent_tui.agent.placement import PlacementKeeper
-from tailrent_tui.agent.startup import ModelLink, model_options, model_spec_of
+from tailrent_tui.agent.startup import (
+    ModelLink,
+    model_options,
+    model_spec_of,
+    pick_summarizer,
+    price_sheet_for,
+    server_counter,
+)
 from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.tool_runner import ToolRunner, cap_to_tokens
 from tailrent_tui.agent.tools import offered_tools
@@ -52,15 +64,17 @@ from tailrent_tui.core.messages import (
 )
 from tailrent_tui.core.policies import PolicySettings
 from tailrent_tui.core.ports import FoldArchive, SpillStore
-from tailrent_tui.core.rent import RentModel
+from tailrent_tui.core.rent import PriceSheetError, RentModel
 from tailrent_tui.core.rungs.fold import MemoryFoldArchive
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import LossySummarizer, Summarizer
+from tailrent_tui.core.tokens import get_counter
 from tailrent_tui.models.base import ChatModel
 from tailrent_tui.models.factory import CannotOpenModel, open_model
 from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.models.text import redact
+from tailrent_tui.models.tokenizer import ServerTokenizer
 from tailrent_tui.settings import Settings
 from tailrent_tui.store.journal import Writer
 from tailrent_tui.store.memory import MemoryStore
@@ -88,6 +102,14 @@ __all__ = [
 
 #: a delegate's final answer is capped to this many tokens before it enters the parent
 DELEGATE_ANSWER_CAP = 1500
+
+
+def follow_model(current: Summarizer | ModelSummarizer, settings: Settings, model: ChatModel) -> Summarizer | ModelSummarizer:
+    """Who writes the summaries after a /model switch: the new model when the old one wrote them or the
+    setting is auto (picked for the new model as a start would); a summarizer the settings fixed stays."""
+    if isinstance(current, ModelSummarizer) or settings.fold.summarizer == "auto":
+        return pick_summarizer(settings, model)
+    return current
 
 
 class Agent:
@@ -172,29 +194,49 @@ class Agent:
             )
         #: where folds put their summary, and why (agent/placement.py); None for a sub-session
         self.placement = None if is_sub else PlacementKeeper(settings.fold.placement, current_model, rent)
-        self.ladder = LadderDriver(
+        #: the policy and the window it plans with (agent/budget.py)
+        self.budget = LadderBudget(
             session=session,
             settings=settings,
             spill_store=self.spill_store,
             archive=self.archive,
-            summarizer=summarizer or LossySummarizer(),
-            rent=rent,
-            meter=self.meter,
-            stores=self.stores,
-            slots=self.slots,
             placement=self.placement,
             policy_settings=policy_settings,
+        )
+        #: who writes fold summaries, folds prepared while the user reads, and what folds cost (agent/fold_requests.py)
+        self.fold_requests = FoldRequests(
+            session=session,
+            settings=settings,
+            budget=self.budget,
+            summarizer=summarizer or LossySummarizer(),
+            meter=self.meter,
+            stores=self.stores,
+            rent=rent,
+            slots=self.slots,
+            placement=self.placement,
             # a summary request sends what a turn's request sends: its tools and options
             offered_tools=tools_offered,
             # through a lambda: a test may replace `request_options` on one agent
             request_options=lambda: self.request_options(),
-            cold_resume=cold_resume,
             is_sub=is_sub,
+        )
+        #: what applying or undoing a fold costs the next request (agent/fold_costs.py)
+        self.fold_costs = FoldCosts(session=session, rent=rent, stores=self.stores)
+        self.ladder = LadderDriver(
+            session=session,
+            budget=self.budget,
+            requests=self.fold_requests,
+            spill_store=self.spill_store,
+            rent=rent,
+            stores=self.stores,
+            slots=self.slots,
+            placement=self.placement,
+            cold_resume=cold_resume,
         )
         if self.meter.keep_warm is not None:
             # what an expiry costs is the policy's to say: the ladder folds at a cold resume
-            ladder = self.ladder
-            self.meter.keep_warm.rewrite_tokens = lambda: ladder.policy.cold_resume_tokens(session, ladder.policy_context())
+            budget = self.budget
+            self.meter.keep_warm.rewrite_tokens = lambda: budget.policy.cold_resume_tokens(session, budget.policy_context())
         self.tools = ToolRunner(
             session=session,
             settings=settings,
@@ -202,6 +244,7 @@ class Agent:
             workspace=workspace,
             spill_store=self.spill_store,
             ladder=self.ladder,
+            ladder_budget=self.budget,
             is_sub=is_sub,
         )
         self.tools.bind_session(self.stores, self.delegate)
@@ -211,6 +254,8 @@ class Agent:
             window=settings.window,
             session_dir=session_dir,
             ladder=self.ladder,
+            budget=self.budget,
+            requests=self.fold_requests,
             rent=rent,
             slots=self.slots,
             placement=self.placement,
@@ -225,6 +270,7 @@ class Agent:
             session_dir=session_dir,
             slots=self.slots,
             ladder=self.ladder,
+            budget=self.budget,
             tools=self.tools,
             meter=self.meter,
             stores=self.stores,
@@ -260,6 +306,12 @@ class Agent:
             model, _ = open_model(spec, model_options(settings))
         except CannotOpenModel as exc:
             raise ValueError(str(exc)) from None
+        try:
+            # the new server's cache life (Ollama's keep_alive, llama.cpp's slot), read before anything changes
+            sheet = price_sheet_for(settings, model) if self.rent is not None else None
+        except PriceSheetError as exc:  # prices.toml edited since the start
+            await model.aclose()
+            raise ValueError(str(exc)) from None
         session, slots = self.session, self.slots
         if slots is not None:
             # the old server's slot, while it still holds this session: a switch back can restore it
@@ -271,9 +323,15 @@ class Agent:
         self.link.model_changed()
         if slots is not None:
             slots.model_changed()
+        if self.placement is not None:
+            self.placement.model_changed()
+        # the summaries are the new model's to write, and a summary prepared by the old one is dropped
+        self.fold_requests.model_changed(follow_model(self.fold_requests.summarizer, settings, model))
         await old.aclose()
-        if self.rent is not None:
+        if self.rent is not None and sheet is not None:
+            self.rent.sheet = sheet
             self.rent.expire()  # a different server holds none of this context
+        await self._count_with(model)
         shown = model.name or redact(spec)  # a URL's credentials stay out of the journal
         session.note(f"model switched to {shown}", "info")
         if self.session_dir is not None:
@@ -282,8 +340,25 @@ class Agent:
                 await asyncio.to_thread(self.session_dir.update_meta, model_spec=model_spec_of(spec, model), model=shown)
         return shown
 
+    async def _count_with(self, model: ChatModel) -> None:
+        """A session that counts with its model server's tokenizer counts new text with the new server's
+        (or like cl100k when it cannot count, said once); the old server's counter is closed."""
+        session = self.session
+        tokenizer = ServerTokenizer.name if isinstance(session.counter, ServerTokenizer) else None
+        if self.session_dir is not None:
+            with contextlib.suppress(OSError, LookupError):
+                tokenizer = self.session_dir.read_meta().tokenizer
+        if tokenizer != ServerTokenizer.name:
+            return
+        counter, warning = await asyncio.to_thread(server_counter, tokenizer, model)
+        old, session.counter = session.counter, counter or get_counter(tokenizer)
+        if isinstance(old, ServerTokenizer):
+            old.close()
+        if warning:
+            session.note(warning, "warning")
+
     def request_options(self) -> dict[str, Any]:
-        return {"num_ctx": self.session.window, "temperature": 0, "max_tokens": self.ladder.reply_cap()}
+        return {"num_ctx": self.session.window, "temperature": 0, "max_tokens": self.budget.reply_cap()}
 
     # -- the turn ----------------------------------------------------------------------
 
@@ -318,7 +393,7 @@ class Agent:
             workspace=self.workspace,
             spill_store=self.spill_store,
             memory=self.memory,
-            summarizer=self.ladder.summarizer,
+            summarizer=self.fold_requests.summarizer,
             rent=None,
             is_sub=True,
         )

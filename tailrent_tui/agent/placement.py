@@ -235,6 +235,13 @@ class PlacementKeeper:
         #: the server showed it keeps no prompt cache
         self.no_prompt_cache = False
 
+    def model_changed(self) -> None:
+        """A /model switch: the new server is asked at its start; nothing the old one showed holds."""
+        self.state = PlacementState(setting=self.setting)
+        self.detected = False
+        self.expect_prompt_cache = False
+        self.no_prompt_cache = False
+
     async def detect(self) -> None:
         self.state = await detect(self._model(), self.setting)
         self.detected = True

@@ -1,7 +1,10 @@
-"""The model, seen from the agent: loading it, learning its name and window.
+"""The model, seen from the agent: loading it, learning its name and window, and what is bound to it.
 
 The model is opened by `models.factory.open_model`, with the options the settings
 give (`model_options`): by the build for a session's first model, by `Agent.switch_model` after.
+What follows the model is picked here, for both: who writes the fold summaries
+(`pick_summarizer`), the price sheet's cache life (`price_sheet_for`) and, for a
+session that counts with its server's tokenizer, the counter (`server_counter`).
 
 `start` runs once per model, after the app's first frame and before a turn's
 first request (a second caller waits for the first): it loads the model when
@@ -14,23 +17,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import Callable
 
+from tailrent_tui.agent.budget import LadderBudget
+from tailrent_tui.agent.fold_requests import FoldRequests
 from tailrent_tui.agent.kv_slots import SlotKeeper, on_resume, on_start
 from tailrent_tui.agent.ladder_driver import LadderDriver
 from tailrent_tui.agent.placement import PlacementKeeper
 from tailrent_tui.core.kv_slots import ResumePrice
-from tailrent_tui.core.rent import RentModel
+from tailrent_tui.core.rent import PriceSheet, RentModel, get_price_sheet
 from tailrent_tui.core.session import Session
+from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer, Summarizer
+from tailrent_tui.core.tokens import TokenCounter
 from tailrent_tui.models.base import ChatModel, Preloadable
 from tailrent_tui.models.embedded import EmbeddedModel
 from tailrent_tui.models.errors import ModelError
 from tailrent_tui.models.factory import ModelOptions
 from tailrent_tui.models.mock import MockModel
 from tailrent_tui.models.ollama import OllamaModel
+from tailrent_tui.models.openai import OpenAIModel
 from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.models.text import redact
-from tailrent_tui.settings import Settings
+from tailrent_tui.models.tokenizer import PROBE, ServerTokenizer, TokenizerUnavailable, server_tokenizer
+from tailrent_tui.settings import Settings, keep_alive_seconds, user_price_files
 from tailrent_tui.store.sessions import SessionDir
 
 
@@ -53,6 +63,50 @@ def model_spec_of(asked: str | None, model: ChatModel) -> str | None:
     return None
 
 
+def pick_summarizer(settings: Settings, model: ChatModel) -> Summarizer | ModelSummarizer:
+    """Who writes this model's fold summaries ([fold] summarizer; auto = the model unless it is the mock)."""
+    choice = settings.fold.summarizer
+    if choice == "auto":
+        choice = "extractive" if isinstance(model, MockModel) else "model"
+    if choice == "model":
+        return ModelSummarizer(model)
+    if choice == "lossy":
+        return LossySummarizer()
+    return ExtractiveSummarizer()
+
+
+def price_sheet_for(settings: Settings, model: ChatModel) -> PriceSheet:
+    """The price sheet the settings name, its cache life the one this model's server keeps."""
+    sheet = get_price_sheet(settings.price_sheet, user_price_files())
+    if sheet.local and isinstance(model, OllamaModel):
+        # Ollama keeps the model and its KV cache for the keep_alive the app sends: the local sheet's TTL
+        return sheet.with_ttl(max(keep_alive_seconds(settings.keep_alive), 1.0))
+    if sheet.local and isinstance(model, OpenAIModel):
+        # llama.cpp (and the embedded engine) keep a slot's KV until another prompt takes the slot:
+        # no clock says when; the resume asks the server what its slot holds (agent/kv_slots.py)
+        return sheet.with_ttl(math.inf)
+    return sheet
+
+
+def server_counter(tokenizer: str, model: ChatModel) -> tuple[TokenCounter | None, str | None]:
+    """For a session that counts with its model server's tokenizer (`tokenizer` is meta.json's), that
+    server's counter (None: the one meta names), and a warning when the server cannot count. A resume
+    and a /model switch ask it. Blocking: one request to the server."""
+    if tokenizer != ServerTokenizer.name:
+        return None, None
+    if isinstance(model, OpenAIModel) and not isinstance(model, EmbeddedModel):
+        server = server_tokenizer(model)
+        try:
+            server.tokens(PROBE)
+            return server, None
+        except TokenizerUnavailable as exc:
+            server.close()
+            why = str(exc)
+    else:
+        why = f"{getattr(model, 'name', '') or 'this model'} has no tokenizer to ask"
+    return None, f"this session counts tokens with its model server's tokenizer, and {why}: new text is counted like cl100k"
+
+
 class ModelLink:
     """Starts the model once per model: loads it, learns its window, probes its slots, prices a resume."""
 
@@ -64,20 +118,24 @@ class ModelLink:
         window: int | None,
         session_dir: SessionDir | None,
         ladder: LadderDriver,
+        budget: LadderBudget,
+        requests: FoldRequests,
         rent: RentModel | None,
         slots: SlotKeeper | None = None,
         placement: PlacementKeeper | None = None,
         resumed: bool = False,
     ) -> None:
         """`model`: the current model (a /model switch changes it); `window`: the setting, which wins
-        over the server's; `ladder`: the policy and summarizer a resume is priced with, and where a cold
-        resume is told; `resumed`: the session had requests before, so the first start restores its slot and
-        prices the resume."""
+        over the server's; `budget` and `requests`: the policy and summarizer a resume is priced with;
+        `ladder`: where a cold resume is told; `resumed`: the session had requests before, so the first
+        start restores its slot and prices the resume."""
         self._model = model
         self.session = session
         self.window = window
         self.session_dir = session_dir
         self.ladder = ladder
+        self.budget = budget
+        self.requests = requests
         self.rent = rent
         self.slots = slots
         self.placement = placement
@@ -160,9 +218,10 @@ class ModelLink:
                 session=self.session,
                 rent=self.rent,
                 cold_resume=ladder.cold_resume,
-                policy=ladder.policy,
-                ctx=ladder.policy_context,
-                by_model=isinstance(ladder.summarizer, ModelSummarizer),
+                policy=self.budget.policy,
+                # the fold it promises is shown first when the app shows folds before they apply
+                ctx=lambda: self.budget.policy_context(review=ladder.on_review is not None),
+                by_model=isinstance(self.requests.summarizer, ModelSummarizer),
                 embedded=isinstance(model, EmbeddedModel),
             )
             self.resume_lines, self.resume_price, ladder.cold_resume = resumed.lines, resumed.price, resumed.cold_resume

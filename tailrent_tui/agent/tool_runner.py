@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tailrent_tui.agent.approval import ShellOffer, offer_covers, shell_offer
+from tailrent_tui.agent.budget import LadderBudget
 from tailrent_tui.agent.events import ApprovalRequest, Denied, TurnCallbacks
 from tailrent_tui.agent.ladder_driver import LadderDriver, admit_to_session
 from tailrent_tui.agent.tools import TOOLS, ToolContext, ToolOutcome, offered_tools, preview_tool, run_tool_async
@@ -57,14 +58,16 @@ class ToolRunner:
         workspace: Path,
         spill_store: SpillStore,
         ladder: LadderDriver,
+        ladder_budget: LadderBudget,
         is_sub: bool = False,
     ) -> None:
-        """`ladder`: where an outcome enters (its budget check after each, the room a paste may take)."""
+        """`ladder`: where an outcome enters (its budget check after each); `ladder_budget`: the room a paste may take."""
         self.session = session
         self.settings = settings
         self.workspace = workspace
         self.spill_store = spill_store
         self.ladder = ladder
+        self.ladder_budget = ladder_budget
         self.is_sub = is_sub
         self.allowed_prefixes: set[str] = set()
         #: run_shell approvals for the session (ShellOffer.prefix): a read-only program or subcommand under
@@ -258,7 +261,9 @@ class ToolRunner:
         inline while it fits the room left before the fold trigger (or is under the spill threshold);
         past that it is spilled whole, its pointer previewing its head and its tail (a traceback's
         decisive line is its last)."""
-        return await self._admit("paste", outcome(storable(f"{label}\n{text}")), threshold=self.ladder.room(), preview_tail=True)
+        return await self._admit(
+            "paste", outcome(storable(f"{label}\n{text}")), threshold=self.ladder_budget.room(), preview_tail=True
+        )
 
     async def attach_file(self, path: str) -> Message:
         """`@path` in a message: the file enters as read_file returns it (its line and byte caps), then rung 2."""

@@ -24,6 +24,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
+from tailrent_tui.agent.budget import LadderBudget
 from tailrent_tui.agent.events import MODEL_ERROR_NOTE, TurnCallbacks, TurnResult
 from tailrent_tui.agent.kv_slots import SlotKeeper, check_held
 from tailrent_tui.agent.ladder_driver import LadderDriver
@@ -64,6 +65,7 @@ class TurnLoop:
         session_dir: SessionDir | None,
         slots: SlotKeeper | None,
         ladder: LadderDriver,
+        budget: LadderBudget,
         tools: ToolRunner,
         meter: UsageMeter,
         stores: SessionStores,
@@ -80,6 +82,7 @@ class TurnLoop:
         self.session_dir = session_dir
         self.slots = slots
         self.ladder = ladder
+        self.budget = budget
         self.tools = tools
         self.meter = meter
         self.stores = stores
@@ -131,7 +134,7 @@ class TurnLoop:
         for _step in range(MAX_STEPS):
             try:
                 await self.ladder.before_request(cb)
-                self.ladder.check_fits()
+                self.budget.check_fits()
                 reply, calls, usage = await self._request(tools, cb, result)
             except ToolsUnsupported as exc:
                 tools = []
@@ -246,7 +249,7 @@ class TurnLoop:
             raise
         except ModelError as exc:
             if isinstance(exc, ContextOverflow):
-                self.ladder.shrink_window()
+                self.budget.shrink_window()
             partial = "".join(parts)
             if partial:
                 session.add("assistant", partial, autopin=False, meta={"incomplete": True})

@@ -1239,8 +1239,9 @@ def _present(fact: Fact, hay: _Haystack) -> bool:
     return True
 
 
-def fact_present(fact: Fact, text: str) -> bool:
-    """Is ``fact`` still visible in ``text``? Case-insensitive, whitespace-insensitive.
+def lost_facts(facts: Iterable[Fact], summary: str) -> list[Fact]:
+    """The facts not visible in ``summary``, in their given order. Case-insensitive and
+    whitespace-insensitive; a fact is visible, by its kind:
 
     * number: verbatim, or the same number with the same unit in another
       spelling: "15 minute" is present in "15-minute", "15 minutes", "15min"
@@ -1253,7 +1254,7 @@ def fact_present(fact: Fact, text: str) -> bool:
     * quoted: the quoted content, whatever the quote marks.
     * reason: at least :data:`REASON_THRESHOLD` (80%) of the clause's distinct
       content words (not the marker, not function words; negations count;
-      plurals and possessives folded) occur anywhere in ``text``. "because"
+      plurals and possessives folded) occur anywhere in ``summary``. "because"
       alone keeps none of them, so the reason is lost.
     * watch: from a word start, as the probe would see it ("rotate" in
       "rotated").
@@ -1264,11 +1265,6 @@ def fact_present(fact: Fact, text: str) -> bool:
       "--retries=5").
     * path, url: verbatim substring.
     """
-    return _present(fact, _haystack(text))
-
-
-def lost_facts(facts: Iterable[Fact], summary: str) -> list[Fact]:
-    """The facts not present in ``summary``, in their given order."""
     hay = _haystack(summary)
     return [f for f in facts if not _present(f, hay)]
 

@@ -179,13 +179,14 @@ class ResumePrice(BaseModel):
         if self.saver == "fold" and self.fold_reviewed:
             head = (
                 f"resume: the cache is cold, so the ladder will propose folding the {self.context_tokens:,}-token "
-                f"context to about {self.to_read:,} ([fold] resume_target; you review it first); the first request "
-                "re-reads what you keep"
+                f"context to about {self.to_read:,} (deeper than a fold in use: the prefix is read again anyway; "
+                "you review it first); the first request re-reads what you keep"
             )
         elif self.saver == "fold":
             head = (
                 f"resume: the cache is cold, so the ladder folds the {self.context_tokens:,}-token context "
-                f"to about {self.to_read:,} ([fold] resume_target) and the first request re-reads that"
+                f"to about {self.to_read:,} (deeper than a fold in use: the prefix is read again anyway) "
+                "and the first request re-reads that"
             )
         else:
             head = f"resume: the first request re-reads {self.to_read:,} of {self.context_tokens:,} context tokens"

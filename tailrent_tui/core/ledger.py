@@ -42,7 +42,7 @@ Pure, synchronous, deterministic: no I/O, no clock.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -208,7 +208,9 @@ _HEDGE_RE = re.compile(
     r"not decided|haven'?t decided|hasn'?t been decided|didn'?t decide|did not decide|not (?:yet )?settled|"
     r"let'?s think|thinking (?:about|of)|consider(?:ing)?|what if|i wonder|wondering|revisit|idk|dunno|no idea|"
     r"could be|may be|kinda|sort of|for example|e\.g\.|hypothetically|in theory|if we|if you|if i|if it|"
-    r"unless we|whether|would be nice|someday|one day|eventually maybe|not a rule|just an idea|brainstorm)\b",
+    r"unless we|whether|would be nice|someday|one day|eventually maybe|not a rule|just an idea|brainstorm|"
+    # idioms that look like rules and state nothing: "never mind i'll find out", "park it", "keep an eye on that"
+    r"never\s?mind|nvm|park\s+it|keep\s+an\s+eye\s+on|(?:write|jot)\s+(?:that|it)\s+down|writing\s+(?:that|it)\s+down)\b",
     re.I,
 )
 _NEGATED_DECISION = re.compile(r"\b(?:not|never|n't)\s+(?:yet\s+)?(?:decided|agreed|chosen|settled|going with)\b", re.I)
@@ -395,6 +397,9 @@ _OLD_VALUE_RE = re.compile(
 _NUM_RE = re.compile(r"\d[\d,.]*\d|\d")
 # A goal that moves on: what was next is done, unblocked, or replaced by a new next step
 _GOAL_SHIFT_RE = re.compile(r"\b(?:done|finished|unblocked|landed|merged|shipped|next\s+up|now\s+on|moving\s+on)\b", re.I)
+_STATUS_RE = re.compile(
+    r"\b(?:next|blocked|status|where\s+we\s+are|done|finished|in\s+review|waiting\s+on|then\s+the|after\s+that)\b", re.I
+)
 _BACKREF_RE = re.compile(
     r"\b(?:scratch\s+that|forget\s+(?:that|it|what\s+i\s+said)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|my\s+bad|i\s+meant)\b",
     re.I,
@@ -422,9 +427,12 @@ def _clean(sentence: str) -> str:
     return _LEAD_RE.sub("", sentence.strip(), count=1)
 
 
+_HEADING_RE = re.compile(r"^(?:\S+\s+){0,4}\S+:\s")  # "where we are: …", "what's left: …"
+
+
 def _is_question(s: str) -> bool:
     t = s.rstrip()
-    return t.endswith("?") or bool(_QUESTION_START.match(t))
+    return t.endswith("?") or (bool(_QUESTION_START.match(t)) and not _HEADING_RE.match(t))
 
 
 def _has_identifier(text: str) -> bool:
@@ -506,13 +514,16 @@ _CONDITIONAL_RULE_RE = re.compile(
 _REQUEST_RE = re.compile(
     r"^(?:please\s+|pls\s+|now\s+|then\s+)?(?:open|show|read|look\s+(?:at|into)|explain|find|grep|search|list|print|cat|"
     r"write\s+(?:a|an|the)\s+(?:\S+\s+){0,2}(?:test|tests|function|method|class|script|helper|query|migration)|implement|refactor|"
+    r"rename\s+(?:the\s+)?\S+\s+to\b|add\s+(?:a|an|some|more)\s+(?:\S+\s+){0,2}(?:tests?|logging|logs?|comments?|docstrings?|check)\b|"
+    r"run\s+the\s+(?:\S+\s+)?(?:tests?|suite|checks?|linters?|benchmarks?)\s*[.!]?$|"
     r"tell\s+me|walk\s+me|give\s+me|remind\s+me|(?:write|note|jot)\s+down|recap|sum\s+up|restate|summari[sz]e|review|compare|diff|investigate|debug|trace|profile|paste|dump)\b",
     re.I,
 )
 
 
 def _is_request(s: str) -> bool:
-    return bool(_REQUEST_RE.match(s)) and not (
+    # a numbered entry's lead does not make a request a statement: "step 3: please look at module m3 next"
+    return bool(_REQUEST_RE.match(s) or _REQUEST_RE.match(_ENTRY_RE.sub("", s, count=1))) and not (
         _RULE_ANY_RE.search(s) or _MORE_RULE_RE.search(s) or _EXTRA_RULE_RE.search(s) or _RULE_START_RE.match(s)
     )
 
@@ -529,22 +540,34 @@ def classify(sentence: str, role: str = "user") -> StatementKind | None:
         return None
     if _CONDITIONAL_RULE_RE.match(s):
         return "rule"
+    if _states_nothing(s):
+        return None
+    return _rule_kind(s) or _fact_or_choice(s, role)
+
+
+def _states_nothing(s: str) -> bool:
+    """A request, an offer, a question, a hedge, someone else's words, an account of work, a report of
+    what is done: none of them states anything to keep."""
     if _is_request(s):
-        return None  # "if it breaks at night page oncall-hazel-4f78": a condition, not a hedge
+        return True  # "if it breaks at night page oncall-hazel-4f78": a condition, not a hedge
     if _SUGGESTION_RE.match(s) and not _RULE_ANY_RE.search(s):
-        return None  # an opinion or an offer ("I'd fix it to stay in Decimal"), not a statement
+        return True  # an opinion or an offer ("I'd fix it to stay in Decimal"), not a statement
     if _is_question(s) or _HEDGE_RE.search(s) or _NEGATED_DECISION.search(s):
-        return None
+        return True
     if _SAYS_RE.search(s):
-        return None  # a report of someone else's words, or a quote being discussed
+        return True  # a report of someone else's words, or a quote being discussed
     if _REPORT_RE.match(s) and not (_GOAL_RE.search(s) or _RULE_ANY_RE.search(s)):
-        return None
-    if _DONE_RE.search(s) and not (
+        return True
+    # a report of what is done
+    return bool(_DONE_RE.search(s)) and not (
         re.search(r"\b(?:next|then|blocked|unblocked|tomorrow|now\s+we)\b", s, re.I)
         or _RULE_START_RE.match(s)
         or _EXTRA_RULE_RE.search(s)
-    ):
-        return None  # a report of what is done
+    )
+
+
+def _rule_kind(s: str) -> StatementKind | None:
+    """A decision, a rule or a constraint (a rule with a cap or a limit), or a goal."""
     if _DECISION_RE.search(s) or _EXTRA_DECISION_RE.search(s):
         return "decision"
     capped = _CAP_RE.search(s) and _CAP_VALUE_RE.search(s)
@@ -558,6 +581,11 @@ def classify(sentence: str, role: str = "user") -> StatementKind | None:
         return "constraint"
     if _GOAL_RE.search(s) or _MORE_GOAL_RE.search(s):
         return "goal"
+    return None
+
+
+def _fact_or_choice(s: str, role: str) -> StatementKind | None:
+    """A preference (the user's), an identifying fact, or a short choice ("pnpm it is")."""
     if (_PREFERENCE_RE.search(s) or _EXTRA_PREFERENCE_RE.search(s)) and role in ("user", "instructions"):
         return "preference"
     if _has_identifier(s) and _MOVED_FACT_RE.search(s) and role != "assistant":
@@ -620,6 +648,7 @@ def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, floa
         or len(s.split()) < 2
         or sentence.lstrip().startswith("#")
         or (_is_question(s) and not _RULE_ANY_RE.search(s))
+        or _is_request(s)
     ):
         return None, p_stmt, guess
     return guess, p_stmt, guess
@@ -663,11 +692,6 @@ def worth_keeping(sentence: str) -> bool:
         return False  # a paste's cover note: the paste itself is what counts
     rest = _ACK_RE.sub("", s, count=1)
     return len(rest.split()) >= (2 if short_but_specific else 3)
-
-
-def judge(sentence: str, role: str = "user") -> StatementKind | None:
-    """The kind of statement an unlabelled sentence makes, or None (see :func:`score`)."""
-    return score(sentence, role)[0]
 
 
 def detect_scored(sentence: str, role: str, words: bool) -> tuple[StatementKind | None, float, bool]:
@@ -739,6 +763,29 @@ def detect(text: str, role: str = "user", *, words: bool = False) -> list[Found]
     return [f for f in found[:MAX_PER_MESSAGE] if len(f.text) <= MAX_STATEMENT_CHARS]
 
 
+_ITEM_RE = re.compile(r"\s*(?:[-*+]|\d{1,2}[.)])\s+\S")
+_MARKER_RE = re.compile(r"^(?:[-*+]|\d{1,2}[.)])\s+(?=\S)")
+
+
+def _instruction(sentence: str) -> bool:
+    """Does a sentence of an instruction file's list item instruct? Not a question, a hedge, or a
+    fragment of one or two words."""
+    s = _clean(sentence)
+    return len(s.split()) >= 2 and not (_is_question(s) or _HEDGE_RE.search(s))
+
+
+def _tool_sentence_end(text: str) -> bool:
+    return bool(re.search(r"[.!]\s*$", text))
+
+
+def _tool_rule(sentence: str) -> bool:
+    """Is a sentence of a tool's output a prose rule? It ends like a sentence and opens like a rule
+    ("Never …", "Run …", "Use …")."""
+    return _tool_sentence_end(sentence) and bool(
+        re.match(r"\s*(?:[-*]\s+|\d{1,2}[.)]\s+)?(?:never|always|do\s+not|don['’]?t|must|only|run|use|please)\b", sentence, re.I)
+    )
+
+
 def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Found]:
     """The statements of one line (or of one labelled part of it)."""
     found: list[Found] = []
@@ -766,22 +813,26 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
                 if rest.strip():
                     found_ += _detect_piece(rest, base + len(stripped), role, words)
                 return found_
-    if tool and not (
-        re.search(r"[.!]\s*$", stripped)
-        and (
-            re.match(
-                r"\s*(?:[-*]\s+|\d{1,2}[.)]\s+)?(?:never|always|do\s+not|don['’]?t|must|only|run|use|please)\b", stripped, re.I
-            )
-            # a document's list (CONTRIBUTING.md, a runbook) read through a tool states its rules as items
-            or (re.match(r"\s*(?:[-*]|\d{1,2}[.)])\s+\S", stripped) and classify(stripped, "user") in ("rule", "constraint"))
-        )
-    ):
+    # a document's list (CONTRIBUTING.md, a runbook) read through a tool states its rules as items
+    tool_item = (
+        tool
+        and _tool_sentence_end(stripped)
+        and bool(_ITEM_RE.match(stripped))
+        and classify(stripped, "user") in ("rule", "constraint")
+    )
+    if tool and not tool_item and not any(_tool_rule(piece) for _, piece in _sentences(stripped)):
         return found
+    # an instruction file's list item (AGENTS.md, CLAUDE.md) is an instruction: "- Java 17 toolchain."
+    item = role == "instructions" and _ITEM_RE.match(stripped) is not None
     for start, piece in _sentences(stripped):
+        if tool and not tool_item and not _tool_rule(piece):
+            continue  # a tool's output states only its prose rules ("We follow standardrb. Run `…` before pushing.")
         kind, p, said = detect_scored(piece, role, words)
+        if kind is None and item and _instruction(piece):
+            kind = score(piece, role)[2]
         if kind is None or (role == "assistant" and kind not in ("decision", "goal", "rule")):
             continue  # the model's facts and figures are its work, not the user's statements
-        text_ = piece.strip()
+        text_ = _MARKER_RE.sub("", piece.strip(), count=1)  # a list item's marker is not part of what it says
         found.append(Found(kind, text_, base + start + piece.find(text_), None, _corrects(piece), p, said))
     return found
 
@@ -946,8 +997,8 @@ def subject_words(text: str, label: str | None = None) -> frozenset[str]:
         body = body.split(":", 1)[1] if ":" in body else body
     idents = {t.casefold() for t in identifiers(body)}
     words = set()
-    for w in _WORD_RE.findall(body.casefold()):
-        w = w.strip("'-")
+    for w in _WORD_RE.findall(body.casefold().replace("’", "'")):
+        w = w.removesuffix("'s").strip("'-")
         if len(w) < 3 or w in _STOP or w in idents:
             continue
         if w.endswith("s") and len(w) > 4 and not w.endswith("ss"):
@@ -978,9 +1029,17 @@ def _stems(text: str) -> set[str]:
 
 # A value with what it measures or names: "27 jan", "7200 credits", "48G", "iOS 17.0", "v5.2.2" after
 # "ESP-IDF", "CUDA_VISIBLE_DEVICES=0,1". A correction that gives the same anchor another value updates it.
-_UNIT_AFTER_RE = re.compile(r"(?<![\w.])[$€£~]?(\d+(?:[,.:]\d+)*)\s?([a-z%]+)\b", re.I)
+_UNIT_AFTER_RE = re.compile(r"(?<![\w.])[$€£~]?(\d+(?:[,.:]\d+)*)\s?([a-zµ°%]+)\b", re.I)
 _NAME_BEFORE_RE = re.compile(r"\b([a-z][\w-]*)\s+v?(\d+(?:\.\d+)+)\b", re.I)
 _KEY_VALUE_RE = re.compile(r"\b([a-z_][\w.-]*)=([^\s;)]+)", re.I)
+# "port 5433", "PR 91", "node 4": a number that a noun before it names
+_NOUN_NUMBER_RE = re.compile(
+    r"\b(port|pr|issue|ticket|release|node|gpu|shard|replica|tier|level|region|slot|partition)s?\s+#?(\d+)\b(?![.:]\d)", re.I
+)
+# "the batch window is now 01:30", "nomad is 1.9 now", "jupyterhub is on 9443": the word before "is"
+_IS_VALUE_RE = re.compile(
+    r"\b([a-z][\w-]*)(?:['’]s\s+|\s+(?:is|are|=)\s+)(?:now\s+)?(?:on\s+|at\s+)?(?:port\s+)?v?(\d+(?:[.:]\d+)*)\b(?![.:]?\w)", re.I
+)
 _UNIT_SAME = {
     "minute": "min", "minutes": "min", "mins": "min", "hour": "h", "hours": "h", "hr": "h", "hrs": "h",
     "second": "s", "seconds": "s", "sec": "s", "secs": "s", "gb": "g", "gib": "g", "mb": "m", "mib": "m",
@@ -1026,6 +1085,11 @@ def _anchored_spans(text: str) -> list[tuple[str, str, int, int]]:
     for m in _NAME_BEFORE_RE.finditer(text):
         if m.group(1).casefold() not in _STOP:
             out.append((m.group(1).casefold(), _num(m.group(2)), m.start(2), m.end()))
+    for m in _NOUN_NUMBER_RE.finditer(text):
+        out.append((m.group(1).casefold(), m.group(2), m.start(2), m.end(2)))
+    for m in _IS_VALUE_RE.finditer(text):
+        if m.group(1).casefold() not in _STOP:
+            out.append((m.group(1).casefold(), _num(m.group(2)), m.start(2), m.end(2)))
     for m in _KEY_VALUE_RE.finditer(text):
         out.append(
             (
@@ -1060,6 +1124,24 @@ def amendment(new_text: str, old_text: str) -> str | None:
     Replaced: a value whose anchor the correction gives another value (of several under one anchor, the
     one nearest a word the two share), an old value the correction names ("36 months, not 24"), an
     identifier of the same stem ("pg-bill-07" → "pg-bill-09")."""
+    spans = _replaced_spans(new_text, old_text)
+    if spans is None or not spans or not _about_one_clause(new_text, old_text, spans):
+        return None
+    out, last = [], 0
+    for a, b in spans:
+        if a < last:
+            continue
+        out.append(old_text[last:a] + AMENDED_MARK)
+        last = b
+    amended = "".join(out) + old_text[last:]
+    if len(" ".join(amended.split())) > MAX_STATEMENT_CHARS:
+        return None  # the marks would take it past what a statement may hold: superseded whole instead
+    return amended if _still_says_something(new_text, old_text, amended) else None
+
+
+def _replaced_spans(new_text: str, old_text: str) -> list[tuple[int, int]] | None:
+    """Where the old text holds what the correction replaces, sorted; None when it cannot be told apart
+    (several values under one anchor changed, and no word the two share says which)."""
     new_anchors = anchored_values(new_text)
     shared = subject_words(_UNIT_AFTER_RE.sub(" ", new_text)) & subject_words(_UNIT_AFTER_RE.sub(" ", old_text))
     low = old_text.casefold()
@@ -1082,47 +1164,136 @@ def amendment(new_text: str, old_text: str) -> str | None:
     new_stems = {t.casefold(): st for t in identifiers(new_text) for st in _stems(t)}
     for m in _IDENT_RE.finditer(old_text):
         tok = m.group(0).rstrip(".:/-")
-        key = tok.casefold()
-        if not identifier_ok(tok) or key in new_stems:
+        if not identifier_ok(tok) or tok.casefold() in new_stems:
             continue
         if _num(tok) in named or _stems(tok) & set(new_stems.values()):
             spans.append((m.start(), m.start() + len(tok)))
     for m in _NUM_RE.finditer(old_text):
         if _num(m.group(0)) in named:
             spans.append((m.start(), m.end()))
-    if not spans:
-        return None
-    spans = sorted(set(spans))
-    # only a correction plainly about one part: another clause on its subject ("gpu 2 and 3 only, CUDA_…=2,3"
-    # corrected by "all four gpus now, CUDA_…=0,1,2,3") may restate what it replaces, so the whole goes
+    return sorted(set(spans))
+
+
+def _about_one_clause(new_text: str, old_text: str, spans: list[tuple[int, int]]) -> bool:
+    """Is the correction plainly about one part? Another clause on its subject ("gpu 2 and 3 only,
+    CUDA_…=2,3" corrected by "all four gpus now, CUDA_…=0,1,2,3") may restate what it replaces, so
+    the whole goes."""
     about = subject_words(_UNIT_AFTER_RE.sub(" ", new_text))
     for a, b in _clauses(old_text):
         if any(a <= x < b for x, _ in spans):
             continue
         if subject_words(_UNIT_AFTER_RE.sub(" ", old_text[a:b])) & about:
-            return None
-    out, last = [], 0
-    for a, b in spans:
-        if a < last:
-            continue
-        out.append(old_text[last:a] + AMENDED_MARK)
-        last = b
-    amended = "".join(out) + old_text[last:]
-    if len(" ".join(amended.split())) > MAX_STATEMENT_CHARS:
-        return None  # the marks would take it past what a statement may hold: superseded whole instead
+            return False
+    return True
+
+
+def _still_says_something(new_text: str, old_text: str, amended: str) -> bool:
+    """What is left must still say something specific, of its own and not restated by the correction:
+    a value or an identifier (a key whose value was replaced, "MAX_WORKERS=", is no value of its own;
+    "18:00 to 06:00" corrected by "20:00 to 06:00" is one value)."""
     rest = amended.replace(AMENDED_MARK, " ")
-    # what is left must still say something specific: a value or an identifier of its own (a key
-    # whose value was replaced, "MAX_WORKERS=", is no value of its own)
-    keys = {a[:-1] for a in by_anchor if a.endswith("=")}
-    if not (_NUM_RE.search(rest) or [t for t in identifiers(rest) if t.casefold() not in keys]):
-        return None
-    return amended
+    keys = {a[:-1] for a, _, _, _ in _anchored_spans(old_text) if a.endswith("=")}
+    own = {_num(n) for n in _NUM_RE.findall(rest)} | {t.casefold() for t in identifiers(rest) if t.casefold() not in keys}
+    said_again = {_num(n) for n in _NUM_RE.findall(new_text)} | {t.casefold() for t in identifiers(new_text)}
+    return bool(own - said_again)
 
 
-def overlap(a: frozenset[str], b: frozenset[str]) -> float:
+def overlap(a: frozenset[str], b: frozenset[str], weight: Mapping[str, float] | None = None) -> float:
+    """How much of the smaller subject the two share; with ``weight``, a word counts by its weight
+    (see `subject_weights`: a word most statements of the session use says little of what one is about)."""
     if not a or not b:
         return 0.0
-    return len(a & b) / min(len(a), len(b))
+    if weight is None:
+        return len(a & b) / min(len(a), len(b))
+
+    def mass(words: frozenset[str]) -> float:
+        return sum(weight.get(w, 1.0) for w in words)
+
+    return mass(a & b) / min(mass(a), mass(b))
+
+
+def subject_weights(statements: Sequence[Statement]) -> dict[str, float]:
+    """Each subject word's weight in this session: 1 for a word at most two statements use, less for one
+    that many use ("takes", "node", "run" in a session of timings), so that a correction's subject is
+    matched on the words that tell its statements apart."""
+    df: dict[str, int] = {}
+    for st in statements:
+        for w in subject_words(st.text, st.label):
+            df[w] = df.get(w, 0) + 1
+    return {w: min(1.0, 2.0 / n) for w, n in df.items() if n > 2}
+
+
+def _value_shape(v: str) -> str:
+    return re.sub(r"[a-z]+", "a", re.sub(r"\d+", "0", v))
+
+
+def _sibling_value(new_text: str, old_text: str) -> bool:
+    """Does the correction name a value of the old statement next to a new value of the same shape?
+    ("pin 550.144 instead, 550.127 has the hang", "on 9443 now … a redirect on 8443")"""
+
+    def specific(text: str) -> set[str]:
+        nums = {_num(n) for n in _NUM_RE.findall(text) if len(n) >= 3}
+        return nums | {t.casefold() for t in identifiers(text) if any(c.isdigit() for c in t)}
+
+    mine, theirs = specific(new_text), specific(old_text)
+    shared, fresh = mine & theirs, mine - theirs
+    return any(_value_shape(a) == _value_shape(b) for a in shared for b in fresh)
+
+
+@dataclass(frozen=True)
+class _Correction:
+    """What a correction's text offers as evidence, read once for every candidate it is held against."""
+
+    subject: frozenset[str]
+    values: frozenset[str]
+    old_values: frozenset[str]
+    stems: frozenset[str]
+    anchored: dict[str, set[str]]
+    bare: frozenset[str]
+    shifts_goal: bool
+    backref: bool
+
+    @classmethod
+    def of(cls, new: Found) -> _Correction:
+        return cls(
+            subject=subject_words(new.text, new.label),
+            values=_values(new.text),
+            old_values=frozenset(_num(m.group("v")) for m in _OLD_VALUE_RE.finditer(new.text)),
+            stems=frozenset(_stems(new.text)),
+            anchored=anchored_values(new.text),
+            # the subject without the measures: "min" is no subject
+            bare=subject_words(_UNIT_AFTER_RE.sub(" ", new.text)),
+            shifts_goal=new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text)),
+            backref=bool(_BACKREF_RE.search(new.text)),
+        )
+
+
+def _evidence(new: Found, c: _Correction, s: Statement, score: float) -> float:
+    """Evidence beyond shared words that ``new`` corrects ``s``: the old value named ("80 not 50"), a
+    sibling identifier ("bastion-2" → "bastion-3.ops.internal") or value, a goal that moves on from
+    the last one, the same measure or name with another value on the same subject."""
+    bonus = 0.0
+    if c.old_values & ({_num(v) for v in _NUM_RE.findall(s.text)} | {t.casefold() for t in identifiers(s.text)}):
+        bonus += 1.0
+    if c.stems & _stems(s.text) or _sibling_value(new.text, s.text):
+        bonus += 1.0
+    if c.shifts_goal and s.kind == "goal" and score > 0:
+        bonus += 0.5
+    if _updates_value(c.anchored, anchored_values(s.text)) and overlap(c.bare, subject_words(_UNIT_AFTER_RE.sub(" ", s.text))):
+        bonus += 1.0
+    return bonus
+
+
+def _candidates(new: Found, earlier: Sequence[Statement]) -> list[Statement]:
+    """The statements ``new`` may replace. Only a correction supersedes: taking a current statement
+    for a replaced one would drop it silently, the very loss the ledger is for. A goal that moves on
+    ("X is done, next is Y") updates the last status line, cue or not ("load test is the next step",
+    not "Solveig is back on the 20th")."""
+    candidates = [s for s in earlier if s.status == "current" and s.role != "instructions"]
+    if new.correction:
+        return candidates
+    moves_on = new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text))
+    return [s for s in candidates if s.kind == "goal" and _STATUS_RE.search(s.text)] if moves_on else []
 
 
 def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | None:
@@ -1133,44 +1304,27 @@ def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | Non
     so does a statement under the same label with nearly the same subject and
     other values. "Forget that" / "scratch that" alone replaces the latest one.
     """
-    candidates = [s for s in earlier if s.status == "current" and s.role != "instructions"]
-    # Only a correction supersedes: taking a current statement for a replaced one would
-    # drop it silently, the very loss the ledger is for.
-    if not candidates or not new.correction:
+    candidates = _candidates(new, earlier)
+    if not candidates:
         return None
-    subj = subject_words(new.text, new.label)
-    vals = _values(new.text)
-    old_values = {_num(m.group("v")) for m in _OLD_VALUE_RE.finditer(new.text)}
-    stems = _stems(new.text)
-    anchored = anchored_values(new.text)
-    bare = subject_words(_UNIT_AFTER_RE.sub(" ", new.text))  # the subject without the measures: "min" is no subject
-    shifts_goal = new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text))
+    c = _Correction.of(new)
+    weight = subject_weights(candidates)
     best: Statement | None = None
     best_score = 0.0
     for s in reversed(candidates):
         other = subject_words(s.text, s.label)
-        score = overlap(subj, other)
-        same_kind = s.kind == new.kind
-        # evidence beyond shared words: the old value named ("80 not 50"), a sibling identifier
-        # ("bastion-2" → "bastion-3.ops.internal"), a goal that moves on from the last one
-        bonus = 0.0
-        if old_values & ({_num(v) for v in _NUM_RE.findall(s.text)} | {t.casefold() for t in identifiers(s.text)}):
-            bonus += 1.0
-        if stems & _stems(s.text):
-            bonus += 1.0
-        if shifts_goal and s.kind == "goal" and score > 0:
-            bonus += 0.5
-        if _updates_value(anchored, anchored_values(s.text)) and overlap(bare, subject_words(_UNIT_AFTER_RE.sub(" ", s.text))):
-            bonus += 1.0  # same subject, and what it measures or names has another value now
-        need = 0.25 if same_kind else 0.5
-        if not (vals - _values(s.text)) and score < 1.0 and not _BACKREF_RE.search(new.text) and not bonus:
-            need = max(need, 0.5)
-        total = score + bonus
+        score = overlap(c.subject, other, weight)
+        if not any(weight.get(w, 1.0) >= 1.0 for w in c.subject & other):
+            score = 0.0  # only words many statements use in common: about something else
+        bonus = _evidence(new, c, s, score)
         if new.said and bonus < 1.0:
             continue  # the user's unrecognized words replace a statement only when they name its value
-        if (score >= need or bonus >= 1.0) and total > best_score:
-            best, best_score = s, total
-    if best is None and not new.said and _BACKREF_RE.search(new.text):
+        need = 0.25 if s.kind == new.kind else 0.5
+        if not (c.values - _values(s.text)) and score < 1.0 and not c.backref and not bonus:
+            need = max(need, 0.5)
+        if (score >= need or bonus >= 1.0) and score + bonus > best_score:
+            best, best_score = s, score + bonus
+    if best is None and not new.said and c.backref:
         same = [s for s in candidates if s.kind == new.kind]
         best = same[-1] if same else candidates[-1]
     return best

@@ -107,6 +107,11 @@ class ResumeFold:
     summary_tokens: int
 
 
+#: at a resume after the cache expired, the ladder folds down to this share of the window (at most the
+#: fold target): the whole prefix is rewritten anyway, so the deeper fold costs no extra re-evaluation
+RESUME_FOLD_TARGET = 0.15
+
+
 class PolicySettings(BaseModel):
     """Budget settings shared by all policies (DESIGN.md, "The context window")."""
 
@@ -114,7 +119,7 @@ class PolicySettings(BaseModel):
     fold_trigger: float = Field(default=0.9, gt=0, le=1)
     fold_target: float = Field(default=0.35, gt=0, le=1)
     resume_fold_target: float = Field(
-        default=0.15,
+        default=RESUME_FOLD_TARGET,
         gt=0,
         le=1,
         description="at a resume after the cache expired, the ladder folds down to this share of the window "

@@ -378,6 +378,10 @@ class Session:
                 before.status = "superseded"
                 before.superseded_by = new
                 self.statements[new].supersedes = old
+                holder = self._index.get(self.carrier.get(old, ""))
+                if holder is not None and holder.kind is Kind.ledger:
+                    # a ledger line never shows a replaced value as current, not even until the next fold
+                    self._rewrite(holder, self._ledger_content(holder))
 
     def _apply_statement_changed(self, e: StatementChanged) -> None:
         st = self.statements.get(e.id)
@@ -401,7 +405,10 @@ class Session:
 
     def _ledger_content(self, holder: Message) -> str:
         shown = [self.statements[i] for i in holder.meta.get("statements", ()) if i in self.statements]
-        return ledger_rules.ledger_text([s for s in shown if s.status != "superseded"] or shown)
+        current = [s for s in shown if s.status != "superseded"]
+        if not current:
+            return holder.content
+        return ledger_rules.ledger_text(current)
 
     def _rewrite(self, m: Message, content: str) -> None:
         if content == m.content:
@@ -612,7 +619,9 @@ class Session:
 
     def _release(self, statement_id: str) -> None:
         """A superseded statement's message is unpinned, so it leaves at the next fold
-        (project instructions stay: their file says what it says)."""
+        (project instructions stay: their file says what it says). A ledger message has lost the
+        line already (see `_apply_statements_found`); unpinned, the next fold carries its other lines
+        again into its own ledger message, so that the ledger messages do not pile up pinned."""
         holder = self._index.get(self.carrier.get(statement_id, ""))
         if holder is None or not holder.pinned or holder.kind is Kind.instructions:
             return
@@ -625,9 +634,6 @@ class Session:
         if m is not None and m.kind is Kind.ledger:
             return list(m.meta.get("statements", ()))
         return [i for i in self._statements_of.get(message_id, ()) if self.carrier.get(i) == message_id]
-
-    def current_statements(self) -> list[Statement]:
-        return [st for st in self.statements.values() if st.status == "current"]
 
     def carried_by(self, span: Sequence[Message], *, budget: bool = True) -> list[Statement]:
         """The current statements whose text the span holds that a fold of it carries into the

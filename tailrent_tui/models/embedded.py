@@ -341,8 +341,9 @@ class EmbeddedEngine:
 
 
 @atexit.register
-def stop_all() -> None:
-    """Stop every engine still running (the app's or `ask`'s own close stops it first)."""
+def _stop_engines_at_exit() -> None:
+    """Stop every engine still running: the app's or `ask`'s own close stops it first; this is for
+    an exit that skipped the close (an exception in a test, a script that never closed its agent)."""
     with _RUNNING_LOCK:
         engines = list(_RUNNING)
     for engine in engines:

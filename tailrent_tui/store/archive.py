@@ -2,7 +2,7 @@
 
 `archive/fold-0001.json` holds the fold number, the time, the originals (full
 messages, as they stood in the transcript), the summary text and the facts
-the summary lost. Core's `fold_span` calls `write_fold` before it emits the
+the summary lost. Core's `apply_fold` calls `write_fold` before it emits the
 Folded event; if the write fails, the OSError stops the fold, so a fold never
 destroys what the archive does not hold. A fold is destructive for the
 context, never for the session.

@@ -559,24 +559,6 @@ def last_request_at(session: Session) -> float | None:
     return usage[-1].at if usage else None
 
 
-def idle_seconds(session: Session | SessionDir, now: float | None = None) -> float | None:
-    """Seconds since the last model request; past the cache TTL the whole prefix is rewritten.
-
-    Given a SessionDir, reads the cached summary or replays the journal.
-    """
-    now = time.time() if now is None else now
-    if isinstance(session, SessionDir):
-        meta = session.read_meta()
-        size = session.journal_path.stat().st_size
-        if meta.summary is not None and meta.summary.journal_bytes == size:
-            at = meta.summary.last_request_at
-        else:
-            at = last_request_at(session.replay(save_torn=False)[0])
-    else:
-        at = last_request_at(session)
-    return None if at is None else max(0.0, now - at)
-
-
 # -- opening and closing --------------------------------------------------------
 
 

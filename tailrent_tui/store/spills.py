@@ -4,8 +4,8 @@ Each file holds {"tool", "captured_at", "content", "sha256"}; it is written to
 a temp file, fsynced and renamed, so a spill is either whole or absent. The
 transcript keeps only the pointer. Reading back checks the file against its
 hash: a missing or altered file is a clear `SpillMissing` / `SpillAltered`
-(core's store entry errors, so LookupErrors), and `spill_text_for_transcript`
-turns either into a line the transcript can show instead of crashing.
+(core's store entry errors, so LookupErrors), which the spill viewer turns into a
+line it shows instead of crashing (agent/stores.py `spill_text`).
 """
 
 from __future__ import annotations
@@ -137,15 +137,3 @@ class FileSpillStore(SpillStore):
 
     def exists(self, spill_id: str) -> bool:
         return self.path_for(spill_id).exists() or self.raw_path_for(spill_id).exists()
-
-
-def spill_text_for_transcript(store: FileSpillStore, spill_id: str) -> str:
-    """The spill's content, or a one-line notice if its file is missing or altered."""
-    try:
-        return store.read_spill(spill_id)
-    except SpillMissing as exc:
-        return f"[spill missing] {exc}"
-    except SpillAltered as exc:
-        return f"[spill altered] {exc}"
-    except (SpillStoreError, ValueError) as exc:
-        return f"[spill unreadable] {exc}"

@@ -75,7 +75,9 @@ def counts(rows):
 
 def main():
     total = collections.Counter()
-    for name, prefix in (("heldout.jsonl", "h"), ("dev.jsonl", "d"), ("heldout2.jsonl", "g"), ("heldout3.jsonl", "k")):
+    files = (("heldout.jsonl", "h"), ("dev.jsonl", "d"))
+    files += (("heldout2.jsonl", "g"), ("heldout3.jsonl", "k"), ("heldout4.jsonl", "m"))
+    for name, prefix in files:
         if not (HERE / name).exists():
             continue
         rows = load(name)

@@ -3,9 +3,18 @@
     python tests/ledger_corpus/make_canary_heldout.py            # writes beside this file
     python tests/ledger_corpus/make_canary_heldout.py OUT_DIR
     python tests/ledger_corpus/make_canary_heldout.py --from heldout3 [OUT_DIR]   # canary-heldout3.jsonl
+    python tests/ledger_corpus/make_canary_heldout.py --from heldout4 [OUT_DIR]   # canary-heldout4.jsonl
 
-canary-heldout3.jsonl is the same construction over heldout3.jsonl (a third hand, also
-never shown the detector): same seed, same parts and rounds, its own file name.
+canary-heldout3.jsonl and canary-heldout4.jsonl are the same construction over
+heldout3.jsonl and heldout4.jsonl (a third and a fourth hand, also never shown the
+detector): same seed, same parts and rounds, each its own file name. One difference for
+heldout4: its author wrote down which earlier statement each correction replaces
+(src/heldout4-retires.json, one entry per ``supersedes`` line: the index of the old
+statement, "retire" or "amend", and the old words that are now stale). A retired
+statement is no longer probed; an amended one (a correction of one value of several)
+is still probed for the words that still hold, and only the replaced value is stale.
+Without such a file (heldout2, heldout3) a correction retires every statement of its
+kinds in the line it corrects, and all their words are stale candidates.
 
 canary-heldout.jsonl
     heldout2.jsonl's 283 lines, in order, as messages of their role (a user line as
@@ -45,7 +54,10 @@ ROUND_TOKENS = 12000
 SOURCES = {
     "heldout2": ("heldout2.jsonl", "canary-heldout.jsonl", "canary-heldout"),
     "heldout3": ("heldout3.jsonl", "canary-heldout3.jsonl", "canary-heldout3"),
+    "heldout4": ("heldout4.jsonl", "canary-heldout4.jsonl", "canary-heldout4"),
 }
+# source name -> its author's map of what each correction replaces (see the docstring)
+RETIRES = {"heldout4": "src/heldout4-retires.json"}
 
 
 def _make_canary():
@@ -59,6 +71,13 @@ def _make_canary():
 def load_rows(source: str = "heldout2") -> list[dict]:
     with open(HERE / SOURCES[source][0], encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def load_retires(source: str) -> dict[str, list[list]] | None:
+    if source not in RETIRES:
+        return None
+    with open(HERE / RETIRES[source], encoding="utf-8") as f:
+        return json.load(f)
 
 
 def message(row: dict) -> dict:
@@ -89,6 +108,8 @@ def canary_heldout(source: str = "heldout2") -> tuple[list[dict], dict[str, int]
     work = mc.Work(rng)
     rows = load_rows(source)
     by_id = {r["id"]: r for r in rows}
+    retires = load_retires(source)
+    assert retires is None or set(retires) == {r["id"] for r in rows if r["supersedes"]}
     lines: list[dict] = [
         {
             "trace": SOURCES[source][2],
@@ -119,10 +140,23 @@ def canary_heldout(source: str = "heldout2") -> tuple[list[dict], dict[str, int]
             if row["supersedes"]:
                 old = by_id[row["supersedes"]]
                 old_ids = [old["id"], *chain.get(old["id"], [])]
-                for i, st in enumerate(old["statements"]):
-                    if st["kind"] in kinds:
-                        state = current.pop((old["id"], i), None)
-                        old_words.setdefault(st["kind"], []).extend(st["must_keep"] + (state["stale"] if state else []))
+                if retires is None:
+                    for i, st in enumerate(old["statements"]):
+                        if st["kind"] in kinds:
+                            state = current.pop((old["id"], i), None)
+                            old_words.setdefault(st["kind"], []).extend(st["must_keep"] + (state["stale"] if state else []))
+                else:
+                    for i, how, words in retires[row["id"]]:
+                        st = old["statements"][i]
+                        assert st["kind"] in kinds and set(words) <= set(st["must_keep"]) and how in ("retire", "amend")
+                        if how == "retire":
+                            state = current.pop((old["id"], i), None)
+                            words = words + (state["stale"] if state else [])
+                        else:
+                            state = current[(old["id"], i)]
+                            state["expect"] = [w for w in state["expect"] if w not in words]
+                            assert state["expect"], f"{row['id']} amends every word of {old['id']}"
+                        old_words.setdefault(st["kind"], []).extend(words)
                 chain[row["id"]] = old_ids
             first_of_kind: set[str] = set()  # the stale words go to the correction's first statement of the kind
             for i, st in enumerate(row["statements"]):
@@ -185,7 +219,7 @@ def main(argv: list[str]) -> int:
             return 2
         source, argv = argv[1], argv[2:]
     if len(argv) > 1:
-        print("usage: make_canary_heldout.py [--from heldout2|heldout3] [OUT_DIR]", file=sys.stderr)
+        print(f"usage: make_canary_heldout.py [--from {'|'.join(SOURCES)}] [OUT_DIR]", file=sys.stderr)
         return 2
     print(write(Path(argv[0]) if argv else HERE, source))
     return 0

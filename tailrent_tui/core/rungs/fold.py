@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
 from tailrent_tui.core import ledger as ledger_rules
 from tailrent_tui.core.messages import Folded, FoldRecord, FoldRetired, FoldSkipped, Kind, Message, Unfolded
 from tailrent_tui.core.ports import ArchivedFold, ArchiveError, FoldArchive
 from tailrent_tui.core.session import Session, SessionError
-from tailrent_tui.core.summarize import Summarizer
+
+if TYPE_CHECKING:
+    from tailrent_tui.core.guard import Fact
+    from tailrent_tui.core.ledger import Statement
 
 GuardMode = Literal["repair", "report", "off"]
 Position = Literal["in_place", "front", "after"]
@@ -121,12 +125,16 @@ def retire_summaries(
     recent = {m.id for m in session.messages[len(session.messages) - keep_recent :]} if keep_recent else set()
     records = {f.summary.id: f for f in session.folds}
     records_by_no = {f.fold_no: f for f in session.folds}
-    for m in list(session.messages):
+    candidates = [
+        m.id
+        for m in session.messages
+        if (r := records.get(m.id)) is not None and not m.pinned and m.id not in recent and r.fold_no not in session.retired
+    ]
+    for at, mid in enumerate(candidates):
         if session.context_tokens <= target_tokens:
             break
-        record = records.get(m.id)
-        if record is None or m.pinned or m.id in recent or record.fold_no in session.retired:
-            continue
+        m = session.get(mid)
+        record = records[mid]
         # one pointer stands for every retired fold: the older pointers leave with this one
         merged = [no for no in session.retired if records_by_no[no].summary.id in session]
         folds = sorted([*merged, record.fold_no])
@@ -166,7 +174,11 @@ def retire_summaries(
             lost = [f.text for f in missing]
         tokens = session.count(pointer)
         if tokens >= summaries_tokens:
-            continue
+            # a pointer no smaller than the one summary it replaces (a fold of last resort's short note):
+            # it goes all the same when the next one's retirement takes it in and the two shrink together
+            nxt = candidates[at + 1] if at + 1 < len(candidates) else None
+            if nxt is None or session.count(pointer) >= summaries_tokens + session.get(nxt).tokens:
+                continue
         ev = session.emit(
             FoldRetired(
                 fold_no=record.fold_no,
@@ -239,52 +251,6 @@ def _span_text(span: Sequence[Message], folds: Sequence[FoldRecord] = ()) -> str
         elif m.kind in GUARDED_KINDS:
             parts.append(m.content)
     return "\n".join(parts)
-
-
-def fold_span(
-    session: Session,
-    span_ids: Iterable[str],
-    *,
-    summarizer: Summarizer | None = None,
-    summary: str | None = None,
-    summarizer_name: str | None = None,
-    guard: GuardMode = "repair",
-    position: Position = "in_place",
-    header: str | None = None,
-    archive: FoldArchive | None = None,
-    trigger: str = "manual",
-) -> Folded | FoldSkipped:
-    """Fold the given messages into one summary and apply it as a Folded event.
-
-    Either `summarizer` (called here) or a precomputed `summary` text (from a
-    model) must be given. `header` is a format string with `{no}`, `{n}`
-    (messages) and `{depth}`; by default "[fold #{no} · {n} messages · depth {depth}]".
-    Pinned ids in the span are refused: a pin is never folded. This applies the
-    fold whatever its size; the policies' plans use `prepare_fold` and apply
-    only folds that shrink the context.
-    """
-    ids = list(dict.fromkeys(span_ids))
-    if not ids:
-        return skip_fold(session, nothing_reason(session), trigger)
-    if summary is None and summarizer is None:
-        raise ValueError("fold_span needs a summarizer or a summary text")
-    span = span_messages(session, ids)
-    if summary is None:
-        assert summarizer is not None
-        summary = summarizer.summarize(span)
-        summarizer_name = summarizer_name or summarizer.name
-    record = _prepare(
-        session,
-        span,
-        summary=summary,
-        summarizer_name=summarizer_name or "",
-        guard=guard,
-        position=position,
-        header=header,
-        trigger=trigger,
-        rejected=None,
-    )
-    return apply_fold(session, record, archive)
 
 
 def skip_fold(session: Session, reason: str, trigger: str) -> FoldSkipped:
@@ -363,6 +329,129 @@ def prepare_fold(
     )
 
 
+@dataclass
+class _Guarded:
+    """What the fact guard made of a fold: the facts it guards, what the summary dropped, what is lost
+    (after the repair), what the repair carried, the statements the ledger had no room for, the body."""
+
+    facts: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)
+    uncarried: list[str] = field(default_factory=list)
+    body: str = ""
+
+
+def _span_facts(session: Session, seen: Sequence[Message]) -> list[Fact]:
+    """The facts a fold of these messages guards: a summary in the span (the baselines refold theirs)
+    brings the facts its fold kept, as they are (extracting them again from its text would cost a pass
+    over every fact ever kept); the user's words come first, so that when the repair's room binds,
+    what the user said is carried first."""
+    from tailrent_tui.core import guard as fact_guard
+
+    lineage = {f.summary.id: f for f in session.folds}
+    span_facts: list[Fact] = []
+    known: set[str] = set()
+    for m in seen:
+        record = lineage.get(m.id) if m.kind == Kind.fold_summary else None
+        if record is not None:
+            gone = set(record.facts_lost)
+            for t in record.facts:
+                if t not in gone and t.casefold() not in known:
+                    known.add(t.casefold())
+                    span_facts.append(fact_guard.Fact(text=t, kind="quoted"))
+    others = [m for m in seen if not (m.kind == Kind.fold_summary and m.id in lineage)]
+    users = [m for m in others if m.role == "user"]
+    rest_of_span = [m for m in others if m.role != "user"]
+    for part in (users, rest_of_span):
+        for f in fact_guard.guarded_facts(_span_text(part), session.watch) if part else ():
+            if f.text.casefold() not in known:
+                known.add(f.text.casefold())
+                span_facts.append(f)
+    return span_facts
+
+
+def _guard(
+    session: Session,
+    span: list[Message],
+    ids: set[str],
+    summary: str,
+    head: str,
+    guard: GuardMode,
+    ledger_msg: Message | None,
+    carried: list[Statement],
+) -> _Guarded:
+    """The fact guard of a fold: what its span states that stays visible nowhere after it is repaired
+    into the summary (``repair``, within its room) or reported lost."""
+    out = _Guarded(body=summary)
+    if guard == "off":
+        return out
+    from tailrent_tui.core import guard as fact_guard
+
+    span_facts = _span_facts(session, session.summarizable(span) if session.statements else span)
+    out.facts = [f.text for f in span_facts]
+    # What stays visible after the fold, besides the summary: one text, read once.
+    rest = fact_guard.Visible(_rest_text(session, ids, ledger_msg))
+    missing = [f for f in span_facts if not rest.shows(f)]
+    in_summary = fact_guard.Visible(head + "\n" + summary)
+    missing = [f for f in missing if not in_summary.shows(f)]
+    out.dropped = [f.text for f in missing]
+    out.lost = out.dropped  # the same list: the statements _uncarried reports lost count as dropped too
+    if guard == "repair" and missing:
+        # the repair has room for a share of the span: a pasted log's sixty timings would
+        # otherwise make the summary as big as what it replaces; what has no room is lost, said so
+        room = max(REPAIR_FLOOR, int(sum(m.tokens for m in span) * REPAIR_SHARE))
+        fit: list[Fact] = []
+        for f in missing:
+            room -= session.count(f.text) + 1
+            if room < 0:
+                break
+            fit.append(f)
+        out.body = fact_guard.repair_summary(summary, fit)
+        out.repaired = [f.text for f in fit]
+        after = fact_guard.Visible(head + "\n" + out.body)
+        out.lost = [f.text for f in missing if not after.shows(f)]
+    if carried or session.statements:
+        _uncarried(session, span, ids, ledger_msg, carried, out)
+    return out
+
+
+def _uncarried(
+    session: Session, span: list[Message], ids: set[str], ledger_msg: Message | None, carried: list[Statement], out: _Guarded
+) -> None:
+    """Statements the ledger had no room for (past the pins' budget): lost as statements unless the
+    words stay visible anyway; a summary that quotes one guards it, so that its retirement checks it."""
+    from tailrent_tui.core import guard as fact_guard
+
+    kept = {st.id for st in carried}
+    shown = fact_guard.Visible(_rest_text(session, ids, ledger_msg) + "\n" + out.body)
+    for st in session.carried_by(span, budget=False):
+        if st.id in kept:
+            continue
+        if not shown.shows(fact_guard.Fact(text=st.text, kind="quoted")):
+            out.uncarried.append(st.id)
+            out.lost.append(st.text)
+        elif st.text not in out.facts:
+            # the summary's text shows it: a fact this fold guards, so that the summary's
+            # retirement checks it too (it was lost there without a word)
+            out.facts.append(st.text)
+
+
+def _position_index(session: Session, span: list[Message], ids: set[str], position: Position) -> int:
+    """Where the summary goes: first, after the kept messages, or in the place of the span's first
+    message (the prefix before it, and its cache, left untouched)."""
+    if position == "front":
+        return 0
+    if position == "after":
+        return after_position(session, ids)
+    index = 0
+    for m in session.messages:
+        if m.id == span[0].id:
+            break
+        index += m.id not in ids
+    return index
+
+
 def _prepare(
     session: Session,
     span: list[Message],
@@ -399,71 +488,15 @@ def _prepare(
     if header is None:
         header = "[fold #{no} · {n} messages · depth {depth}]"
     head = asked if asked else header.format(no=fold_no, n=len(span), depth=depth)
-    facts: list[str] = []
-    dropped: list[str] = []
-    lost: list[str] = []
-    repaired: list[str] = []
-    uncarried: list[str] = []
-    body = summary
-    if guard != "off":
-        from tailrent_tui.core import guard as fact_guard
-
-        seen = session.summarizable(span) if session.statements else span
-        # A summary in the span (the baselines refold theirs) brings the facts its fold kept, as
-        # they are: extracting them again from its text would cost a pass over every fact ever kept.
-        lineage = {f.summary.id: f for f in session.folds}
-        span_facts: list[fact_guard.Fact] = []
-        known: set[str] = set()
-        for m in seen:
-            record = lineage.get(m.id) if m.kind == Kind.fold_summary else None
-            if record is not None:
-                gone = set(record.facts_lost)
-                for t in record.facts:
-                    if t not in gone and t.casefold() not in known:
-                        known.add(t.casefold())
-                        span_facts.append(fact_guard.Fact(text=t, kind="quoted"))
-        others = [m for m in seen if not (m.kind == Kind.fold_summary and m.id in lineage)]
-        # the user's words first: when the repair's room binds, what the user said is carried first
-        users = [m for m in others if m.role == "user"]
-        rest_of_span = [m for m in others if m.role != "user"]
-        for part in (users, rest_of_span):
-            for f in fact_guard.guarded_facts(_span_text(part), session.watch) if part else ():
-                if f.text.casefold() not in known:
-                    known.add(f.text.casefold())
-                    span_facts.append(f)
-        facts = [f.text for f in span_facts]
-        # What stays visible after the fold, besides the summary: one text, read once.
-        rest = fact_guard.Visible(_rest_text(session, ids, ledger_msg))
-        missing = [f for f in span_facts if not rest.shows(f)]
-        in_summary = fact_guard.Visible(head + "\n" + summary)
-        missing = [f for f in missing if not in_summary.shows(f)]
-        dropped = [f.text for f in missing]
-        if guard == "repair" and missing:
-            # the repair has room for a share of the span: a pasted log's sixty timings would
-            # otherwise make the summary as big as what it replaces; what has no room is lost, said so
-            room = max(REPAIR_FLOOR, int(sum(m.tokens for m in span) * REPAIR_SHARE))
-            fit: list[fact_guard.Fact] = []
-            for f in missing:
-                room -= session.count(f.text) + 1
-                if room < 0:
-                    break
-                fit.append(f)
-            body = fact_guard.repair_summary(summary, fit)
-            repaired = [f.text for f in fit]
-            after = fact_guard.Visible(head + "\n" + body)
-            lost = [f.text for f in missing if not after.shows(f)]
-        else:
-            lost = dropped
-        # statements the ledger had no room for (past the pins' budget): lost as statements
-        # unless the words stay visible anyway
-        if carried or session.statements:
-            kept = {st.id for st in carried}
-            shown = fact_guard.Visible(_rest_text(session, ids, ledger_msg) + "\n" + body)
-            for st in session.carried_by(span, budget=False):
-                if st.id not in kept and not shown.shows(fact_guard.Fact(text=st.text, kind="quoted")):
-                    uncarried.append(st.id)
-                    lost.append(st.text)
-
+    guarded = _guard(session, span, ids, summary, head, guard, ledger_msg, carried)
+    facts, dropped, lost, repaired, uncarried, body = (
+        guarded.facts,
+        guarded.dropped,
+        guarded.lost,
+        guarded.repaired,
+        guarded.uncarried,
+        guarded.body,
+    )
     content = head + "\n" + body
     tokens_before = sum(m.tokens for m in span)
     summary_msg = session.make_message("system", content, kind=Kind.fold_summary, meta={"asked": asked} if asked else None)
@@ -472,18 +505,7 @@ def _prepare(
     repair_tokens = summary_msg.tokens - session.count(head + "\n" + summary) if repaired else 0
     tokens_after = summary_msg.tokens + (ledger_msg.tokens if ledger_msg is not None else 0)
 
-    if position == "front":
-        position_index = 0
-    elif position == "after":
-        position_index = after_position(session, ids)
-    else:
-        # the summary takes the place of the span's first message, so the
-        # prefix before it (and its cache) is left untouched
-        position_index = 0
-        for m in session.messages:
-            if m.id == span[0].id:
-                break
-            position_index += m.id not in ids
+    position_index = _position_index(session, span, ids, position)
     context_before = session.context_tokens
     return FoldRecord(
         fold_no=fold_no,

@@ -16,10 +16,6 @@ class Truncated(BaseModel):
     text: str
     cut: str | None = None
 
-    @property
-    def was_cut(self) -> bool:
-        return self.cut is not None
-
 
 def truncate_text(
     text: str,

@@ -339,7 +339,7 @@ class LadderActions:
     def undo_cost(self, fold_no: int) -> str | None:
         """What undoing the fold costs the next request, in words (None when it cannot be said)."""
         try:
-            tokens, seconds, cached = self.host.agent.ladder.unfold_cost(fold_no)
+            tokens, seconds, cached = self.host.agent.fold_costs.unfold_cost(fold_no)
         except (SessionError, ArchiveError):
             return None
         text = f"the next request reads {tokens:,} tokens again" + (f" (~{seconds:.1f} s)" if seconds is not None else "")
@@ -348,7 +348,7 @@ class LadderActions:
     async def review_fold(self, review: Review) -> Verdict:
         """Show a fold before it applies (the agent's reviewer); the preview's answer goes back to the plan."""
         done: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
-        reread, seconds = self.host.agent.ladder.reread_after(review.record)
+        reread, seconds = self.host.agent.fold_costs.reread_after(review.record)
 
         def answered(verdict: Verdict | None) -> None:
             if not done.done():

@@ -205,9 +205,9 @@ class SessionScreen(Screen[None]):
     def on_mount(self) -> None:
         self.refresh_sub_title()
         self.session.listeners.append(self._on_session_event)
-        self.agent.ladder.on_summary = self._on_summary
+        self.agent.fold_requests.on_summary = self._on_summary
         self.agent.ladder.on_review = self.ladder.review_fold
-        self.agent.ladder.on_prepared = self._on_prepared
+        self.agent.fold_requests.on_prepared = self._on_prepared
         self.set_interval(1.0, self.sidebar.tick, name="cache countdown")
         self.set_interval(1.0, self.clocks.keep_warm_tick, name="keep-warm")
         self.set_interval(30.0, self.sidebar.refresh_spills, name="spill ages")
@@ -283,9 +283,9 @@ class SessionScreen(Screen[None]):
     async def on_unmount(self) -> None:
         if self._on_session_event in self.session.listeners:
             self.session.listeners.remove(self._on_session_event)
-        self.agent.ladder.on_summary = None
+        self.agent.fold_requests.on_summary = None
         self.agent.ladder.on_review = None
-        self.agent.ladder.on_prepared = None
+        self.agent.fold_requests.on_prepared = None
         # the MCP servers stop while the loop still runs (quit, or the app's end); launch kills any survivor
         hub = self.agent.mcp
         if hub is not None and hub.started:
@@ -460,7 +460,7 @@ class SessionScreen(Screen[None]):
 
     async def _prepare_fold(self) -> None:
         try:
-            await self.agent.ladder.prepare_fold()
+            await self.agent.fold_requests.prepare_fold()
         except ModelError:
             return  # written again at the next pause, or at the trigger as any fold
 
