@@ -195,3 +195,16 @@ async def test_auto_on_gemma3_served_by_llama_cpp_folds_in_place_with_spans_endi
         assert model.cache_reuse is None  # n_cache_reuse is not sent: the server would not shift this model's KV
     finally:
         await model.aclose()
+
+
+def test_a_span_of_one_turn_whose_reply_is_kept_is_no_span_for_a_model_with_checkpoints():
+    # the user message of the last turn but one is all a pass may take; its reply is among the kept messages,
+    # so the span could only end mid-turn, and the next fold would start off every checkpoint
+    s = turns_with_tools(1)
+    s.add("user", "question 1: " + "words " * 60)
+    s.add("assistant", "answer 1")
+    from tailrent_tui.core.rungs.fold import end_on_turn
+
+    first = s.messages[4].id
+    assert end_on_turn(s, [first], len(s.messages) - 1) == []
+    assert span_to_target(s, s.context_tokens - 10, keep_recent=1, turn_ends=True) in ([], [m.id for m in s.messages[:4]])
