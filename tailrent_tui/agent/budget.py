@@ -82,7 +82,11 @@ class LadderBudget:
         """The policy's inputs for this session; `review`: someone shows folds before they apply (the app)."""
         window = self.session.window
         keeper = self.placement
-        placed: dict[str, Any] = {"fold_placement": keeper.state.placement} if keeper is not None and keeper.detected else {}
+        placed: dict[str, Any] = (
+            {"fold_placement": keeper.state.placement, "fold_turn_ends": keeper.state.turn_ends}
+            if keeper is not None and keeper.detected
+            else {}
+        )
         if self.policy_settings is not None:
             settings = self.policy_settings.model_copy(update={"window": window, **placed})
         else:

@@ -31,11 +31,11 @@ from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.wire import wire_entries, wire_entries_of
 from tailrent_tui.core import ledger as ledger_rules
 from tailrent_tui.core.messages import Message
-from tailrent_tui.core.policies import FALLBACKS
+from tailrent_tui.core.policies import FALLBACKS, LADDER_HEADER
 from tailrent_tui.core.rent import Item, RentModel, aside_rent, context_item, context_items
-from tailrent_tui.core.rungs.fold import after_position, span_messages, span_to_target
-from tailrent_tui.core.session import Session
-from tailrent_tui.core.summarize import Summarize, Summarizer, Summary
+from tailrent_tui.core.rungs.fold import after_position, prepare_fold, span_messages, span_to_target
+from tailrent_tui.core.session import Session, SessionError
+from tailrent_tui.core.summarize import Summarize, Summarizer, Summary, check_summary, fit_budget
 from tailrent_tui.models.base import Usage
 from tailrent_tui.models.errors import ModelError
 from tailrent_tui.models.summarizer import (
@@ -68,6 +68,11 @@ def answer_key(instruction: str) -> str:
 
 def ledger_key(instruction: str) -> str:
     return f"__summary_ledger__:{hash(instruction)}"
+
+
+def note_key(content: str) -> str:
+    """The rent item of a prepared fallback summary sent ahead as a context note (`warm`)."""
+    return f"__summary_note__:{hash(content)}"
 
 
 @dataclass(frozen=True)
@@ -201,7 +206,9 @@ class FoldRequests:
         # (else the span at the trigger runs a message longer, and that message is added unsummarized)
         lowered = settings.target_tokens - (trigger - session.context_tokens)
         keep = max(0, settings.keep_recent - 1)
-        ids = span_to_target(session, lowered, keep_recent=keep, summary_share=settings.summary_share)
+        ids = span_to_target(
+            session, lowered, keep_recent=keep, summary_share=settings.summary_share, turn_ends=settings.fold_turn_ends
+        )
         return span_messages(session, ids) if ids else None
 
     async def prepare_fold(self) -> PreparedFold | None:
@@ -232,10 +239,19 @@ class FoldRequests:
         summary = await self.summary_for(request)
         if summary.error or not summary.text:
             return None
+        why = check_summary(summary, span_tokens=tokens, count=session.count, span=span)
+        if why is not None:
+            # refused now as it would be at the trigger: the fallback's summary is prepared instead (fitted to
+            # the budget the ladder gives it), and the context the fold leaves with it is sent ahead while the
+            # user reads. At the trigger it was new text with the ledger after it: 1,421 tokens read on llama.cpp
+            fallback = FALLBACKS[0]
+            budget = self.budget.policy_context().settings.summary_budget(sum(m.tokens for m in raw))
+            text = fit_budget(fallback.summarize(span), budget, session.count)
+            summary = Summary(text=text, by=f"{fallback.name} ({summary.by}'s refused: {why})")
         self.prepared_at = self.meter.request_no
         self.prepared = PreparedFold(ids, tokens, summary, raw_ids, sum(m.tokens for m in raw))
-        if self._ledger_text(self.prepared) is not None:
-            # the statements the fold will carry are new tokens: read them now, after the summary
+        if self._ledger_text(self.prepared) is not None or summary.asked is None:
+            # the statements the fold will carry (and a fallback's summary) are new tokens: read them now
             await self.warm(self.prepared, request)
         if self.on_prepared is not None:
             self.on_prepared(self.prepared)
@@ -257,26 +273,39 @@ class FoldRequests:
         summaries."""
         summarizer = self.summarizer
         asked = prepared.summary.asked
-        if not isinstance(summarizer, ModelSummarizer) or asked is None:
+        if not isinstance(summarizer, ModelSummarizer):
             return
         context, items = self.summary_context(request, summarizer)
-        if context is None or not asks_apart(context) or aligned_instruction(context, self.fitted_budget) != asked:
+        if context is None or not asks_apart(context):
             return
         session = self.session
         text = prepared.summary.text
         ledger = self._ledger_text(prepared)
         note = f"[context note]\n{ledger}" if ledger is not None else None
-        answer = (answer_key(asked), session.count(text))
-        ledger_item = (ledger_key(asked), session.sent_tokens(session.make_message("system", ledger))) if ledger else None
-        tail_items = [answer, *([ledger_item] if ledger_item is not None else [])]
-        pair = [{"role": "user", "content": asked}, {"role": "assistant", "content": text}]
+        if asked is not None:
+            if aligned_instruction(context, self.fitted_budget) != asked:
+                return
+            tag = asked
+            summary_items = [(answer_key(asked), session.count(text))]
+            summary_messages = [{"role": "user", "content": asked}, {"role": "assistant", "content": text}]
+        else:
+            # a fallback's summary (the model's was refused): it will travel as a context note, as the fold writes it
+            content = self._fallback_content(prepared)
+            if content is None:
+                return
+            tag = f"note:{content}"
+            items = items[:-1]  # no instruction is sent
+            summary_items = [(note_key(content), session.sent_tokens(session.make_message("system", content)))]
+            summary_messages = [{"role": "user", "content": f"[context note]\n{content}"}]
+        ledger_item = (ledger_key(tag), session.sent_tokens(session.make_message("system", ledger))) if ledger else None
+        tail_items = [*summary_items, *([ledger_item] if ledger_item is not None else [])]
         fits = session.head_tokens + sum(t for _, t in [*items, *tail_items]) + 1 + FIT_MARGIN <= self.budget.budget_window()
         if fits:
-            messages = [*context.messages, *pair]
+            messages = [*context.messages, *summary_messages]
             items = [*items, *tail_items]
         elif (keeper := self._folds_after_with_prompt_cache()) is not None:
             messages, items = self._post_fold(prepared, asked)
-            messages += pair
+            messages += summary_messages
             items += tail_items
             keeper.expect_prompt_cache = True
         else:
@@ -307,17 +336,39 @@ class FoldRequests:
             return None
         return keeper if rent.sheet.reuses_shifted_kv and rent.sheet.prompt_cache else None
 
-    def _post_fold(self, prepared: PreparedFold, asked: str) -> tuple[list[dict[str, Any]], list[Item]]:
+    def _post_fold(self, prepared: PreparedFold, asked: str | None) -> tuple[list[dict[str, Any]], list[Item]]:
         """The wire messages and rent items of the context the prepared fold leaves, up to its summary
-        (placed after the kept messages), the instruction's item last."""
+        (placed after the kept messages), the instruction's item last (when the model's summary answers one)."""
         session = self.session
         raw = set(prepared.raw_ids)
         kept = [m for m in session.messages if m.id not in raw]
         before = [m for m in kept[: after_position(session, raw)] if not m.cut_off]
         messages = [entry for _, entry in wire_entries_of(session.system, before)]
         items = [context_item(session, m) for m in before]
-        items.append((asked_key(asked), session.sent_tokens(session.make_message("user", asked))))
+        if asked is not None:
+            items.append((asked_key(asked), session.sent_tokens(session.make_message("user", asked))))
         return messages, items
+
+    def _fallback_content(self, prepared: PreparedFold) -> str | None:
+        """The summary message a prepared fallback's text makes, as the ladder's fold will write it now
+        (its header, the guard's repairs); None when the prepared messages are no longer all there."""
+        session = self.session
+        if not prepared.raw_ids or any(i not in session for i in prepared.raw_ids):
+            return None
+        ctx = self.budget.policy_context()
+        try:
+            record = prepare_fold(
+                session,
+                list(prepared.raw_ids),
+                summary=prepared.summary.text,
+                summarizer_name=prepared.summary.by,
+                guard=self.budget.policy.guard_for(ctx),
+                position=ctx.settings.fold_placement,
+                header=LADDER_HEADER,
+            )
+        except SessionError:
+            return None  # one of them was pinned since: the fold at the trigger will not take this span
+        return record.summary.content
 
     def _ledger_text(self, prepared: PreparedFold) -> str | None:
         """The ledger message the fold of this span will carry (core makes it the same way), or None."""
@@ -443,8 +494,12 @@ class FoldRequests:
             else:
                 # else what follows the span is left out: the request stops after the span, its prefix
                 # still the cached one
+                # (the instruction follows as a message of its own: appended to the span's last message, a
+                # user's, that message was read again, 250 of 382 tokens on llama.cpp; a template that refuses
+                # two user messages in a row gets them joined)
                 ends = self._cut(session, entries, visible, last_span + 1)
                 context, items = self._context(session, entries, ends, ids, tools, options)
+                context = replace(context, apart=True)
         self.fitted_budget = request.budget
         instruction = aligned_messages(context, request.budget)[-1]
         sent = session.sent_tokens(session.make_message("user", instruction["content"]))
@@ -469,20 +524,25 @@ class FoldRequests:
         the rent model holds last: it is known by the summary's name from now on (`RentModel.rename`)."""
         rent, session = self.rent, self.session
         record = session.folds[-1] if session.folds else None
-        asked = record.summary.meta.get("asked") if record is not None else None
-        if rent is None or record is None or not isinstance(asked, str) or record.summary.id not in session:
+        if rent is None or record is None or record.summary.id not in session:
             return
+        asked = record.summary.meta.get("asked")
+        if isinstance(asked, str):
+            tag, keys = asked, [asked_key(asked), answer_key(asked)]
+        else:
+            # a prepared fallback's summary sent ahead as a context note (`warm`)
+            tag = f"note:{record.summary.content}"
+            keys = [note_key(record.summary.content)]
         summary = context_item(session, session.get(record.summary.id))
         if record.ledger is not None and record.ledger.id in session:
             # a prepared fold sent its ledger after the pair too (`warm`): the same tokens when the fold carries
             # the same statements (the user's next message may have corrected one since: then it is read again)
             ledger = context_item(session, session.get(record.ledger.id))
-            keys = [asked_key(asked), answer_key(asked), ledger_key(asked)]
             if record.ledger.content != self.warmed_ledger:
-                ledger = (ledger_key(asked), ledger[1])
-            if rent.rename(keys, [summary, ledger]):
+                ledger = (ledger_key(tag), ledger[1])
+            if rent.rename([*keys, ledger_key(tag)], [summary, ledger]):
                 return
-        rent.rename([asked_key(asked), answer_key(asked)], [summary])
+        rent.rename(keys, [summary])
 
     @staticmethod
     def _cut(session: Session, entries: list[tuple[str | None, Any]], visible: list[Message], end_index: int) -> tuple[int, int]:

@@ -139,6 +139,9 @@ class PlacementState:
     pending: tuple[int, int] | None = None
     #: the why in a few words, for the Tail panel
     short: str = ""
+    #: the engine keeps context checkpoints at user-message starts (sliding-window or recurrent attention on
+    #: llama.cpp) instead of shifting KV: fold spans end there (`PolicySettings.fold_turn_ends`)
+    turn_ends: bool = False
 
     def panel_lines(self) -> tuple[str, str]:
         """(where, why) for the Tail panel, each short enough for its width."""
@@ -172,11 +175,14 @@ async def detect(model: Any, setting: PlacementSetting) -> PlacementState:
         return placed("in_place", "not llama.cpp", "the server is not llama.cpp (no /props): its cache cannot shift")
     if arch is not None and (arch in NO_SHIFT_ARCHITECTURES or (source != "GGUF" and _NO_SHIFT_NAMES.search(arch))):
         shown = arch if source == "GGUF" else "its model"
-        return placed(
+        state = placed(
             "in_place",
             f"{shown}: no KV shift" if source == "GGUF" else "SWA model: no KV shift",
-            f"llama.cpp cannot shift the KV of {shown} (sliding-window or recurrent attention)",
+            f"llama.cpp cannot shift the KV of {shown} (sliding-window or recurrent attention); it keeps context "
+            "checkpoints at user-message starts, so fold spans end there",
         )
+        state.turn_ends = True
+        return state
     seen = f"{arch}, from its GGUF" if source == "GGUF" else "architecture guessed from its name"
     return placed(
         "after",
@@ -302,6 +308,9 @@ class PlacementKeeper:
 
     def _fall_back(self, why: str, short: str) -> str:
         self.state.placement = "in_place"
+        # a llama.cpp that does not shift this model's KV (sliding-window or recurrent attention, where it says
+        # "cache_reuse is not supported by this context") keeps checkpoints at user-message starts instead
+        self.state.turn_ends = True
         self.state.confirmed = False
         self.state.pending = None
         self.state.why = why

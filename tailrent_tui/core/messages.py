@@ -309,6 +309,12 @@ class FoldRetired(_Event):
     merged: list[int] = Field(
         default_factory=list, description="older folds whose pointers this one takes in (they leave the context)"
     )
+    position: int | None = Field(
+        default=None,
+        ge=0,
+        description="where the pointer goes, as an index among the messages that stay: before the turn in flight "
+        "on an engine that shifts KV (the summaries leave, a deletion it bridges); None: where the summary was",
+    )
 
 
 class WatchAdded(_Event):

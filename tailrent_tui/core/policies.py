@@ -146,6 +146,11 @@ class PolicySettings(BaseModel):
         "before it), or after the kept messages (an engine that shifts KV keeps them too); the agent sets it "
         "from the engine it detected",
     )
+    fold_turn_ends: bool = Field(
+        default=False,
+        description="a fold's span ends where a user message starts: llama.cpp keeps the context checkpoints of "
+        "sliding-window and recurrent models there, so the next span starts on one; the agent sets it from the engine",
+    )
     fold_preview: Literal["manual", "always", "never"] = Field(
         default="never",
         description="which folds are shown for review before they apply: the user's (f, /fold), every one, or none",
@@ -474,7 +479,9 @@ class Policy:
 
     def _fold_by_hand(self, session: Session, ctx: PolicyContext, span_ids: list[str] | None, trigger: str) -> Steps:
         if span_ids is None:
-            span_ids = span_to_target(session, ctx.settings.target_tokens, keep_recent=ctx.settings.keep_recent)
+            span_ids = span_to_target(
+                session, ctx.settings.target_tokens, keep_recent=ctx.settings.keep_recent, turn_ends=ctx.settings.fold_turn_ends
+            )
             if not span_ids:
                 span_ids = [
                     m.id
@@ -636,6 +643,9 @@ class LadderPolicy(Policy):
     #: a second or third pass must save this share of its span: one that saves a few
     #: tokens costs a summary request and more specifics for nothing
     min_gain = 0.1
+    #: a later pass whose span is smaller than this asks no summary: its request reads more than it can save
+    #: (on llama.cpp a second pass asked the summary of one 8-token reply and read 603 tokens)
+    min_pass_tokens = 128
 
     def respill(self, session: Session, ctx: PolicyContext, target: int) -> None:
         """Re-spill big inline tool results, oldest first, until the context is at the target."""
@@ -702,13 +712,17 @@ class LadderPolicy(Policy):
             # the first pass must only shrink; a later one is a refinement toward the
             # target, worth its summary request only if it saves a real share
             gain = self.min_gain if pass_no else 0.0
-            span_ids = span_to_target(session, target, keep_recent=keep, summary_share=ctx.settings.summary_share)
+            span_ids = span_to_target(
+                session, target, keep_recent=keep, summary_share=ctx.settings.summary_share, turn_ends=ctx.settings.fold_turn_ends
+            )
             if not span_ids:
                 # depth one: what is left to take is summaries; the oldest leave for pointers
-                if not retire_summaries(session, target, keep_recent=keep) and not pass_no:
+                if not retire_summaries(session, target, keep_recent=keep, position=self.placement(ctx)) and not pass_no:
                     skip_fold(session, nothing_reason(session), trigger)
                 return
             span = span_messages(session, span_ids)
+            if applied and sum(m.tokens for m in span) < self.min_pass_tokens:
+                return
             reply = yield from summary_of(span)
             refused = refused or _refused_in_this_fold(reply, session, span)
             record = self._choose(session, ctx, span, reply, trigger, FALLBACKS[:1], gain)
@@ -832,7 +846,7 @@ class LadderPolicy(Policy):
         if session.context_tokens > limit:
             self.spill_oversized(session, ctx, _content_messages(session), limit, "the request would not fit the window")
         if session.context_tokens > limit:
-            retire_summaries(session, limit, keep_recent=ctx.settings.keep_recent)
+            retire_summaries(session, limit, keep_recent=ctx.settings.keep_recent, position=self.placement(ctx))
         if session.context_tokens > limit:
             # what is left unpinned goes whole to the archive: never an over-window request
             keep = ctx.settings.keep_recent

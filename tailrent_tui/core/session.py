@@ -435,6 +435,11 @@ class Session:
         m.tokens = e.pointer_tokens
         m.meta = {**m.meta, "retired": True}
         self.totals._account(m, +1, self.sent_tokens(m))
+        if e.position is not None:
+            # the summary leaves its place and the pointer comes before the turn in flight: a deletion, which
+            # an engine that shifts KV bridges, where a pointer in the summary's place is new text mid-context
+            self._messages.remove(m)
+            self._messages.insert(min(e.position, len(self._messages)), m)
         self.retired[e.fold_no] = e
 
     def _apply_fold_skipped(self, e: FoldSkipped) -> None:

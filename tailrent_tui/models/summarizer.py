@@ -64,6 +64,9 @@ class SummaryContext:
     #: the conversation after the request's end (the turn in flight): not sent, but a reply
     #: that speaks of it answered the conversation instead of summarizing the span
     later: list[WireMessage] = field(default_factory=list)
+    #: the instruction goes as its own message even after a user message: the request was cut after
+    #: the span near the window, and appended to the span's last message it would read that message again
+    apart: bool = False
 
 
 def _quote(m: Any) -> str:
@@ -100,7 +103,7 @@ def asks_apart(context: SummaryContext) -> bool:
     instruction appended): the fold can then keep it and the summary as a question and its answer,
     the tokens the engine cached. A template that refuses two user messages in a row gets them
     joined by the model (`alternated`)."""
-    if not context.messages or context.messages[-1]["role"] != "user":
+    if context.apart or not context.messages or context.messages[-1]["role"] != "user":
         return True
     return str(context.messages[-1].get("content", "")).startswith(CONTEXT_NOTE)
 

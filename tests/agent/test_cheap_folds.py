@@ -14,7 +14,7 @@ import pytest
 
 from tailrent_tui.agent.build import build_agent
 from tailrent_tui.agent.wire import summary_pair, wire_messages
-from tailrent_tui.core.messages import ToolCall
+from tailrent_tui.core.messages import FoldRetired, ToolCall
 from tailrent_tui.core.rungs.fold import after_position, prepare_fold
 from tailrent_tui.core.session import Session
 from tailrent_tui.models.openai import OpenAIModel, alternated
@@ -280,3 +280,57 @@ async def test_near_the_window_the_summary_is_asked_shorter_rather_than_losing_t
     assert usage.prompt_tokens + fitted <= agent.session.window
     new_message = agent.session.sent_tokens(agent.session.messages[-2])
     assert turns[-1].evaluated_tokens <= new_message + 8
+
+
+async def test_a_summary_retired_on_an_engine_that_shifts_kv_costs_the_next_request_its_pointer_only(make_agent):
+    # pins take most of the window, so folds are small and their summaries crowd it until the oldest is
+    # retired for a pointer. Written in the summary's place near the head, the pointer was new text there
+    # and the engine read everything after it again (649 tokens where an ordinary turn reads ~170); placed
+    # before the turn in flight, the summaries leave their places (a deletion the engine bridges)
+    agent = make_agent(window=4096, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after"})
+    await agent.link.start()
+    retired_at: list[int] = []
+    agent.session.listeners.append(lambda e: retired_at.append(len(agent.session.usage)) if isinstance(e, FoldRetired) else None)
+    i = 0
+    while not retired_at or len(agent.session.usage) <= retired_at[0]:
+        assert i < 40, "no summary was retired"
+        await agent.turn(chatter(i, 200 if i > 2 else 500))
+        if i < 3:
+            agent.ladder.pin(agent.session.messages[-2].id)
+        i += 1
+    turns = [u for u in agent.session.usage if u.purpose == "turn"]
+    after, before = turns[retired_at[0]], turns[retired_at[0] - 1]
+    record = next(f for f in agent.session.folds if f.fold_no in agent.session.retired)
+    pointer = agent.session.get(record.summary.id)
+    assert after.evaluated_tokens <= before.evaluated_tokens + pointer.tokens + agent.session.folds[-1].tokens_after + 16
+    assert after.predicted_evaluated == pytest.approx(after.evaluated_tokens, rel=0.1, abs=8)
+
+
+async def test_near_the_window_a_request_cut_after_the_span_asks_apart_from_the_users_message_it_ends_on(make_agent):
+    # the context is so near the window that even a third of the summary's budget has no room after the whole
+    # conversation: the request stops after the span, whose last message is the user's. Appended to it, the
+    # instruction made the engine read that message again (382 tokens evaluated on llama.cpp for a 65-token
+    # instruction); as a message of its own it reads the instruction only
+    agent = make_agent(
+        window=4096,
+        fold={"placement": "after", "trigger": 1.0},
+        system_prompt="Be brief.",
+        tokenizer="chars4",
+        max_reply_tokens=16,
+    )
+    await agent.link.start()
+    agent.fold_requests.summarizer = ModelSummarizer(agent.model)
+    for i in range(12):  # ~220 tokens a turn: 3,893 of the 4,080 a request may take
+        await agent.turn(chatter(i, 120))
+    assert not agent.session.folds and agent.session.context_tokens > 3800
+    last_user = max(n for n, m in enumerate(agent.session.messages) if m.role == "user")
+    span = [m.id for m in agent.session.messages[: last_user + 1]]
+    await agent.ladder.fold(span)
+    sent, last_turn = agent.model.requests[-1], agent.model.requests[-2]
+    assert "leave the context." in sent[-1]["content"] and sent[-1]["role"] == "user"
+    # the conversation up to the span's last message (the user's) as the engine holds it, then the instruction
+    assert sent[:-1] == last_turn
+    usage = next(u for u in reversed(agent.session.usage) if u.purpose == "summary")
+    instruction = agent.session.count(sent[-1]["content"])
+    assert usage.evaluated_tokens <= instruction + 8
+    assert usage.predicted_evaluated == pytest.approx(usage.evaluated_tokens, rel=0.1, abs=8)

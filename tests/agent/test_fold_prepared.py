@@ -9,7 +9,7 @@ import random
 import pytest
 
 from tailrent_tui.agent.fold_requests import PRE_TRIGGER
-from tailrent_tui.models.mock import MockModel
+from tailrent_tui.models.mock import MockModel, ScriptedReply
 from tailrent_tui.models.summarizer import ModelSummarizer
 from tests.models.test_summary_aligned import chatter
 
@@ -259,3 +259,38 @@ async def test_a_server_without_a_prompt_cache_is_noticed_at_the_next_turn_and_s
         await agent.fold_requests.prepare_fold()
         assert not agent.placement.expect_prompt_cache
     assert len([n for n in agent.session.notes if "keeps no prompt cache" in n.text]) == 1
+
+
+class RefusedWriter(MockModel):
+    """Writes summaries the ladder refuses (their words are not the span's), answers turns as the mock does."""
+
+    async def stream(self, messages, *, tools=None, options=None):
+        if "leave the context." in str(messages[-1].get("content", "")):
+            self._script.insert(0, ScriptedReply(text="Sure! Send the deployment checklist and staging hostnames tomorrow."))
+        async for chunk in super().stream(messages, tools=tools, options=options):
+            yield chunk
+
+
+async def test_a_prepared_summary_refused_when_written_prepares_the_fallbacks_and_sends_it_ahead(make_agent):
+    # the model's summary is refused when it is written, not at the trigger: the extractive one is prepared instead
+    # and the context the fold leaves with it is read while the user reads. Refused at the trigger, the fallback's
+    # text was new tokens there (1,421 read on llama.cpp before the reply, with the ledger after it)
+    agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": 0.6})
+    agent.model = RefusedWriter([])
+    await agent.link.start()
+    agent.fold_requests.summarizer = ModelSummarizer(agent.model)
+    i = 0
+    while not agent.session.folds:
+        await agent.turn(chatter(i, 100))
+        i += 1
+        await agent.fold_requests.prepare_fold()
+    record = agent.session.folds[0]
+    assert record.summarizer.startswith("mock-extractive") and record.summarizer.endswith("prepared"), record.summarizer
+    assert "refused" in record.summarizer
+    turns = [u for u in agent.session.usage if u.purpose == "turn"]
+    ordinary, after = turns[-2], turns[-1]
+    new_message = agent.session.sent_tokens(agent.session.messages[-2])
+    # the fold came before the last request: it read the user's new message, not the summary
+    assert after.evaluated_tokens <= new_message + 8 < ordinary.evaluated_tokens + 16
+    for u in agent.session.usage:
+        assert u.predicted_evaluated == pytest.approx(u.evaluated_tokens, rel=0.1, abs=8), u

@@ -10,9 +10,13 @@ from pathlib import Path
 import pytest
 
 from tailrent_tui.agent.placement import detect, gguf_architecture
+from tailrent_tui.core.messages import ToolCall
+from tailrent_tui.core.rungs.fold import span_to_target
+from tailrent_tui.core.session import Session
 from tailrent_tui.models.openai import OpenAIModel
 from tests.models.test_openai import ScriptedServer, collect
 from tests.models.test_summary_aligned import chatter as summary_chatter
+from tests.support.engine import llama_server  # noqa: F401  (the session fixture)
 
 
 def chatter(i: int) -> str:
@@ -123,3 +127,84 @@ async def fill_until_fold_more(agent, i: int, folds: int) -> int:
         await agent.turn(chatter(i))
         i += 1
     return i
+
+
+def turns_with_tools(n: int) -> Session:
+    """Turns of a user message, a tool call, its result and a reply (four messages each)."""
+    s = Session(window=32768)
+    for i in range(n):
+        s.add("user", f"question {i}: " + "words " * 60)
+        s.add("assistant", "", tool_calls=[ToolCall(id=f"c{i}", name="grep", arguments={"pattern": "x"})])
+        s.add("tool", "match " * 40, tool="grep", tool_call_id=f"c{i}")
+        s.add("assistant", f"answer {i}: " + "words " * 30)
+    return s
+
+
+def ends_on_a_turn(s: Session, span: list[str]) -> bool:
+    ids = [m.id for m in s.messages]
+    after = ids.index(span[-1]) + 1
+    return after < len(ids) and s.messages[after].role == "user"
+
+
+def test_for_a_model_with_checkpoints_at_user_messages_a_span_ends_where_a_user_message_starts():
+    s = turns_with_tools(6)
+    # a target whose span stops inside a turn (after the first message of turn 2, say)
+    for target in range(s.context_tokens - 900, s.context_tokens - 200, 37):
+        plain = span_to_target(s, target)
+        rounded = span_to_target(s, target, turn_ends=True)
+        assert ends_on_a_turn(s, rounded), target
+        assert rounded[: len(plain)] == plain or plain[: len(rounded)] == rounded
+    assert any(not ends_on_a_turn(s, span_to_target(s, t)) for t in range(s.context_tokens - 900, s.context_tokens - 200, 37))
+
+
+def test_a_span_that_cannot_run_to_the_next_user_message_is_cut_back_to_its_last_one():
+    s = turns_with_tools(4)
+    # the reply that ends turn 1 is pinned: a span ending inside turn 1 cannot take it, so it ends before turn 1
+    s.pin(s.messages[7].id)
+    span = [m.id for m in s.messages[:6]]
+    from tailrent_tui.core.rungs.fold import end_on_turn
+
+    cut = end_on_turn(s, span, len(s.messages) - 2)
+    assert cut == span[:4] and ends_on_a_turn(s, cut)
+
+
+async def test_auto_on_a_sliding_window_model_folds_in_place_with_spans_ending_at_user_messages(server, tmp_path):
+    server.props = {"model_path": str(gguf(tmp_path / "m.gguf", "gemma3")), "chat_template": ""}
+    model = OpenAIModel(server.url, "m", read_timeout=5.0)
+    try:
+        state = await detect(model, "auto")
+        assert state.placement == "in_place" and state.turn_ends and "checkpoints at user-message starts" in state.why
+    finally:
+        await model.aclose()
+    llama = tmp_path / "l.gguf"
+    server.props = {"model_path": str(gguf(llama, "llama")), "chat_template": ""}
+    model = OpenAIModel(server.url, "m", read_timeout=5.0)
+    try:
+        assert not (await detect(model, "auto")).turn_ends
+    finally:
+        await model.aclose()
+
+
+@pytest.mark.engine
+async def test_auto_on_gemma3_served_by_llama_cpp_folds_in_place_with_spans_ending_at_user_messages(llama_server):
+    # the real server: /props names the model file, whose GGUF header says gemma3 (sliding-window attention)
+    model = OpenAIModel(llama_server, "gemma3-270m", read_timeout=60.0)
+    try:
+        state = await detect(model, "auto")
+        assert state.placement == "in_place" and state.turn_ends, state.why
+        assert model.cache_reuse is None  # n_cache_reuse is not sent: the server would not shift this model's KV
+    finally:
+        await model.aclose()
+
+
+def test_a_span_of_one_turn_whose_reply_is_kept_is_no_span_for_a_model_with_checkpoints():
+    # the user message of the last turn but one is all a pass may take; its reply is among the kept messages,
+    # so the span could only end mid-turn, and the next fold would start off every checkpoint
+    s = turns_with_tools(1)
+    s.add("user", "question 1: " + "words " * 60)
+    s.add("assistant", "answer 1")
+    from tailrent_tui.core.rungs.fold import end_on_turn
+
+    first = s.messages[4].id
+    assert end_on_turn(s, [first], len(s.messages) - 1) == []
+    assert span_to_target(s, s.context_tokens - 10, keep_recent=1, turn_ends=True) in ([], [m.id for m in s.messages[:4]])

@@ -572,3 +572,41 @@ def test_fold_placement_after_puts_the_summary_after_the_kept_messages():
             assert where == len(kinds) - 1 - kinds[::-1].index(Kind.fold_summary)
             assert all(k is Kind.chat for k in kinds[:where]), "the kept messages stay ahead of the summary"
             assert where > 0
+
+
+class _CountingSummarizer:
+    """A summary a third of its span, each span it was asked recorded."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+
+    def summarize(self, messages):
+        words = " ".join(m.content for m in messages).split()
+        self.asked.append(len(messages))
+        return " ".join(words[: max(3, len(words) // 3)])
+
+
+def test_a_later_pass_whose_span_is_a_few_tokens_asks_no_summary():
+    # folded after the kept messages, the first pass leaves the context above the target (the ledger it carries,
+    # the user's long new message); what the ladder may still take is the reply before the summary, 2 tokens.
+    # On llama.cpp the summary request of such a span read 603 tokens and could save none
+    s = Session(window=2048, counter=Chars4Counter(), detect_statements=True)
+    s.add("user", "context: " + "pinned words " * 50, pinned=True)
+    s.add("assistant", "ok, noted")
+    for i in range(6):
+        s.add(
+            "user",
+            f"We decided to keep the queue{i} worker on host node-{i} because it handles retries. "
+            + "plain words here " * 50
+            + f"Never deploy queue{i} on Fridays.",
+        )
+        s.add("assistant", "ok, noted")
+    s.add("user", "turn 6: " + "plain words here " * 120)
+    summarizer = _CountingSummarizer()
+    ctx = PolicyContext(settings=PolicySettings(window=2048, keep_recent=2, fold_placement="after"))
+    events = run_plan(LadderPolicy().after_add(s, ctx), summarizer)
+    assert [type(e) for e in events] == [Folded]
+    assert s.context_tokens > ctx.settings.target_tokens
+    assert summarizer.asked == [12]

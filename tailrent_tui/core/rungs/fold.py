@@ -45,7 +45,9 @@ def foldable(session: Session) -> list[Message]:
     return [m for m in session.messages if not m.pinned]
 
 
-def span_to_target(session: Session, target_tokens: int, *, keep_recent: int = 2, summary_share: float = 0.0) -> list[str]:
+def span_to_target(
+    session: Session, target_tokens: int, *, keep_recent: int = 2, summary_share: float = 0.0, turn_ends: bool = False
+) -> list[str]:
     """The oldest unpinned messages whose fold brings the context to `target_tokens`.
 
     `summary_share` is the part of the span its summary is expected to keep:
@@ -53,7 +55,9 @@ def span_to_target(session: Session, target_tokens: int, *, keep_recent: int = 2
     of a second one refolding the first's summary. Earlier summaries are taken
     last: left in place they stay in the cached prefix, and refolding them only
     when raw messages are not enough keeps the fold of a fold rare. The last
-    `keep_recent` messages are never taken (the turn in flight).
+    `keep_recent` messages are never taken (the turn in flight). With `turn_ends` (a sliding-window
+    or recurrent model on llama.cpp, whose context checkpoints sit at user-message starts) the span
+    ends where a user message starts (`end_on_turn`), so the next fold's span starts on a checkpoint.
     """
     msgs = session.messages[: max(0, len(session.messages) - keep_recent)]
     excess = session.context_tokens - target_tokens
@@ -70,16 +74,53 @@ def span_to_target(session: Session, target_tokens: int, *, keep_recent: int = 2
             continue
         chosen.append(m.id)
         freed += (m.tokens + framing.message(m.role)) * kept
-    return chosen
+    return end_on_turn(session, chosen, len(msgs)) if turn_ends and chosen else chosen
 
 
-def retire_summaries(session: Session, target_tokens: int, *, keep_recent: int = 2) -> list[FoldRetired]:
+def end_on_turn(session: Session, chosen: list[str], limit: int) -> list[str]:
+    """`chosen` ending where a user message starts: the rest of its last turn is taken too while it
+    may be (unpinned, no summary, before message `limit`: the turn in flight), else the span is cut
+    back to the last of its messages that a user message follows; empty when neither way finds one."""
+    msgs = session.messages
+    index = {m.id: n for n, m in enumerate(msgs)}
+
+    def user_follows(n: int) -> bool:
+        return n + 1 < len(msgs) and msgs[n + 1].role == "user"
+
+    taken = list(chosen)
+    n = index[taken[-1]]
+    while n + 1 < limit:
+        if user_follows(n):
+            return taken
+        m = msgs[n + 1]
+        if m.pinned or m.kind is Kind.fold_summary:
+            break
+        if not m.cut_off:
+            taken.append(m.id)
+        n += 1
+    else:
+        if user_follows(n):
+            return taken  # the turn in flight starts right after it
+    for k in range(len(chosen) - 1, 0, -1):
+        if user_follows(index[chosen[k - 1]]):
+            return chosen[:k]
+    # one turn whose end is the turn in flight's (a user message, its reply among the kept ones): no span
+    # rather than one that leaves the next fold starting mid-turn, off every checkpoint (gemma3: 3 of 9 did)
+    return []
+
+
+def retire_summaries(
+    session: Session, target_tokens: int, *, keep_recent: int = 2, position: Position = "in_place"
+) -> list[FoldRetired]:
     """Depth one: when summaries crowd the window, the oldest leave the context whole, each for
     a one-line pointer to the fold archive, until the context is at `target_tokens`.
 
     Nothing is summarized again. Its statements were carried into the ledger when it was
     made, so what leaves is its prose and the facts it held: those no other message shows
-    are reported lost on the event (recall, `search_history` and `/unfold` still reach them)."""
+    are reported lost on the event (recall, `search_history` and `/unfold` still reach them).
+    With `position` "after" (an engine that shifts KV) the pointer goes before the turn in flight
+    (`pointer_position`) and the summaries leave their places: the engine bridges the deletion,
+    where a pointer written in a summary's place near the head made it read everything after it."""
     from tailrent_tui.core import guard as fact_guard
 
     done: list[FoldRetired] = []
@@ -152,11 +193,28 @@ def retire_summaries(session: Session, target_tokens: int, *, keep_recent: int =
                 pointer_tokens=tokens,
                 facts_lost=lost,
                 merged=merged,
+                position=pointer_position(session, gone) if position == "after" else None,
                 at=session.clock(),
             )
         )
         done.append(ev)  # type: ignore[arg-type]
     return done
+
+
+def pointer_position(session: Session, leaving: Iterable[str]) -> int:
+    """Where a retired summary's pointer goes when folds are placed after the kept messages, as an index
+    among the messages that stay: after the last message the engine has read in this place (a finished
+    reply, a fold summary, a ledger: the latest fold's summary and ledger come right before the turn in
+    flight, cached where they are), before the turn in flight."""
+    gone = set(leaving)
+    rest = [m for m in session.messages if m.id not in gone]
+    for i in range(len(rest) - 1, -1, -1):
+        m = rest[i]
+        if m.cut_off:
+            continue
+        if (m.role == "assistant" and not m.tool_calls) or m.kind in (Kind.fold_summary, Kind.ledger):
+            return i + 1
+    return 0
 
 
 def oldest_unpinned(session: Session, count: int) -> list[str]:
