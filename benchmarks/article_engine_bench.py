@@ -20,9 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
-from engine import start_llama_server  # noqa: E402
+from tests.support.engine import start_llama_server  # noqa: E402
 
 from tailrent_tui.bench.runner import run_bench  # noqa: E402
 from tailrent_tui.models.embedded import choose_model  # noqa: E402
