@@ -21,11 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.engine import start_llama_server  # noqa: E402
-
 from tailrent_tui.bench.runner import run_bench  # noqa: E402
 from tailrent_tui.models.embedded import choose_model  # noqa: E402
 from tailrent_tui.scenarios.traces import get_trace  # noqa: E402
+from tests.support.engine import start_llama_server  # noqa: E402
 
 
 def main() -> None:
