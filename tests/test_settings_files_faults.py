@@ -94,9 +94,9 @@ def test_bench_reads_the_price_sheets_where_every_command_does(tmp_path: Path, m
 async def test_the_agent_and_bench_share_one_price_file_lookup(make_agent, tmp_path: Path, monkeypatch) -> None:
     import tailrent_tui.commands.bench as bench_cmd
     from tailrent_tui import settings
-    from tailrent_tui.agent import build
+    from tailrent_tui.agent import startup
 
-    assert build.user_price_files is settings.user_price_files
+    assert startup.user_price_files is settings.user_price_files  # the agent reads its price sheet there
     assert bench_cmd.user_price_files is settings.user_price_files
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "prices.toml").write_text(_MY_SHEET)

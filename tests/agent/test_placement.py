@@ -208,3 +208,20 @@ def test_a_span_of_one_turn_whose_reply_is_kept_is_no_span_for_a_model_with_chec
     first = s.messages[4].id
     assert end_on_turn(s, [first], len(s.messages) - 1) == []
     assert span_to_target(s, s.context_tokens - 10, keep_recent=1, turn_ends=True) in ([], [m.id for m in s.messages[:4]])
+
+
+def test_a_pinned_system_note_between_turns_does_not_cut_a_span_to_nothing():
+    """Seen in a morning resume on a gemma3 server: the text protocol's pinned note sat between the
+    long message's turn and the next; the span [long message, its reply] was taken for one that
+    could only end mid-turn, the resume fold took nothing and the next request re-read it all."""
+    from tailrent_tui.core.rungs.fold import end_on_turn
+    from tailrent_tui.core.tokens import get_counter
+
+    s = Session(counter=get_counter("chars4"), window=100_000)
+    long = s.add("user", "read this and remember it: " + "step 1: the parser reads the header " * 40)
+    reply = s.add("assistant", "ok")
+    s.add("system", "This model cannot call tools here: it answers in text.", pinned=True)
+    s.add("user", "thanks, that is all for today")
+    s.add("assistant", "ok")
+    s.add("user", "which module reads the footer?")
+    assert end_on_turn(s, [long.id], len(s.messages) - 2) == [long.id, reply.id]

@@ -85,7 +85,12 @@ def end_on_turn(session: Session, chosen: list[str], limit: int) -> list[str]:
     index = {m.id: n for n, m in enumerate(msgs)}
 
     def user_follows(n: int) -> bool:
-        return n + 1 < len(msgs) and msgs[n + 1].role == "user"
+        # a pinned system note (the text protocol's, a ledger) stays where it is: a user message after it
+        # still starts the next span's turn (the resume fold of a session that has one took no span at all)
+        k = n + 1
+        while k < len(msgs) and msgs[k].pinned and msgs[k].role == "system":
+            k += 1
+        return k < len(msgs) and msgs[k].role == "user"
 
     taken = list(chosen)
     n = index[taken[-1]]
