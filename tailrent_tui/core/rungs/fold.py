@@ -114,6 +114,61 @@ def end_on_turn(session: Session, chosen: list[str], limit: int) -> list[str]:
     return []
 
 
+def _retirement_pointer(
+    session: Session, record: FoldRecord, merged: list[int], gone: set[str], summaries_tokens: int
+) -> tuple[str, list[str]]:
+    """The one-line pointer that stands for this fold and the retired ones it takes in, and the facts
+    that leave with their summaries: what their folds guarded and kept that no other message shows
+    (kept verbatim in the pointer while that is much smaller than the summaries it replaces)."""
+    from tailrent_tui.core import guard as fact_guard
+
+    records_by_no = {f.fold_no: f for f in session.folds}
+    folds = sorted([*merged, record.fold_no])
+    messages = sum(len(records_by_no[no].span_ids) for no in folds)
+    named = f"fold #{folds[0]}" if len(folds) == 1 else f"folds #{folds[0]}-#{folds[-1]}"
+    pointer = (
+        f"[{named} archived: {messages} earlier messages are in the fold archive; "
+        f"/unfold {record.fold_no}, search_history or tailrent recall brings them back]"
+    )
+    # what its fold guarded and kept: the facts of the span's conversation (not of its tool output)
+    # (an older pointer holds the facts of the folds merged into it before: all of them leave now)
+    covered: list[int] = []
+    todo = list(merged)
+    while todo:
+        no = todo.pop()
+        if no in covered or no not in records_by_no:
+            continue
+        covered.append(no)
+        todo.extend(session.retired[no].merged if no in session.retired else ())
+    lost_before = {t for no in covered if no in session.retired for t in session.retired[no].facts_lost}
+    held = [
+        fact_guard.Fact(text=t, kind="quoted")
+        for r in (record, *(records_by_no[no] for no in covered))
+        for t in r.facts
+        if t not in set(r.facts_lost) and t not in lost_before
+    ]
+    others = (o.content for o in session.messages if o.id not in gone)
+    rest = fact_guard.Visible("\n".join([session.system, pointer, *others]))
+    missing = [f for f in held if not rest.shows(f)]
+    with_facts = fact_guard.repair_summary(pointer, missing) if missing else pointer
+    if session.count(with_facts) <= 0.7 * summaries_tokens:
+        return with_facts, []
+    return pointer, [f.text for f in missing]
+
+
+def _notes_retire_together(
+    session: Session, record: FoldRecord, candidates: list[str], at: int, tokens: int, summaries_tokens: int
+) -> bool:
+    """A pointer no smaller than the one summary it replaces: a fold of last resort's short note goes all
+    the same when the next one's (another such note) takes it in and the two shrink together; a summary
+    that holds what it says stays (its retirement would lose it to save nothing)."""
+    nxt = candidates[at + 1] if at + 1 < len(candidates) else None
+    if nxt is None or not record.dropped:
+        return False
+    following = next((f for f in session.folds if f.summary.id == nxt), None)
+    return following is not None and following.dropped and tokens < summaries_tokens + session.get(nxt).tokens
+
+
 def retire_summaries(
     session: Session, target_tokens: int, *, keep_recent: int = 2, position: Position = "in_place"
 ) -> list[FoldRetired]:
@@ -126,7 +181,6 @@ def retire_summaries(
     With `position` "after" (an engine that shifts KV) the pointer goes before the turn in flight
     (`pointer_position`) and the summaries leave their places: the engine bridges the deletion,
     where a pointer written in a summary's place near the head made it read everything after it."""
-    from tailrent_tui.core import guard as fact_guard
 
     done: list[FoldRetired] = []
     recent = {m.id for m in session.messages[len(session.messages) - keep_recent :]} if keep_recent else set()
@@ -144,53 +198,12 @@ def retire_summaries(
         record = records[mid]
         # one pointer stands for every retired fold: the older pointers leave with this one
         merged = [no for no in session.retired if records_by_no[no].summary.id in session]
-        folds = sorted([*merged, record.fold_no])
-        messages = sum(len(records_by_no[no].span_ids) for no in folds)
-        named = f"fold #{folds[0]}" if len(folds) == 1 else f"folds #{folds[0]}-#{folds[-1]}"
-        pointer = (
-            f"[{named} archived: {messages} earlier messages are in the fold archive; "
-            f"/unfold {record.fold_no}, search_history or tailrent recall brings them back]"
-        )
         gone = {m.id, *(records_by_no[no].summary.id for no in merged)}
         summaries_tokens = sum(session.get(i).tokens for i in gone)
-        # what its fold guarded and kept: the facts of the span's conversation (not of its tool output)
-        # (an older pointer holds the facts of the folds merged into it before: all of them leave now)
-        covered: list[int] = []
-        todo = list(merged)
-        while todo:
-            no = todo.pop()
-            if no in covered or no not in records_by_no:
-                continue
-            covered.append(no)
-            todo.extend(session.retired[no].merged if no in session.retired else ())
-        lost_before = {t for no in covered if no in session.retired for t in session.retired[no].facts_lost}
-        held = [
-            fact_guard.Fact(text=t, kind="quoted")
-            for r in (record, *(records_by_no[no] for no in covered))
-            for t in r.facts
-            if t not in set(r.facts_lost) and t not in lost_before
-        ]
-        others = (o.content for o in session.messages if o.id not in gone)
-        rest = fact_guard.Visible("\n".join([session.system, pointer, *others]))
-        missing = [f for f in held if not rest.shows(f)]
-        # the pointer keeps them verbatim while that is much smaller than the summaries it replaces
-        with_facts = fact_guard.repair_summary(pointer, missing) if missing else pointer
-        if session.count(with_facts) <= 0.7 * summaries_tokens:
-            pointer, lost = with_facts, []
-        else:
-            lost = [f.text for f in missing]
+        pointer, lost = _retirement_pointer(session, record, merged, gone, summaries_tokens)
         tokens = session.count(pointer)
-        if tokens >= summaries_tokens:
-            # a pointer no smaller than the one summary it replaces: a fold of last resort's short note
-            # goes all the same when the next one's (another such note) takes it in and the two shrink
-            # together; a summary that holds what it says stays (its retirement would lose it to save nothing)
-            nxt = candidates[at + 1] if at + 1 < len(candidates) else None
-            if (
-                nxt is None
-                or not (record.dropped and records[nxt].dropped)
-                or session.count(pointer) >= summaries_tokens + session.get(nxt).tokens
-            ):
-                continue
+        if tokens >= summaries_tokens and not _notes_retire_together(session, record, candidates, at, tokens, summaries_tokens):
+            continue
         ev = session.emit(
             FoldRetired(
                 fold_no=record.fold_no,
