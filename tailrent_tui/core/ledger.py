@@ -209,10 +209,32 @@ _HEDGE_RE = re.compile(
     r"let'?s think|thinking (?:about|of)|consider(?:ing)?|what if|i wonder|wondering|revisit|idk|dunno|no idea|"
     r"could be|may be|kinda|sort of|for example|e\.g\.|hypothetically|in theory|if we|if you|if i|if it|"
     r"unless we|whether|would be nice|someday|one day|eventually maybe|not a rule|just an idea|brainstorm|"
-    # idioms that look like rules and state nothing: "never mind i'll find out", "park it", "keep an eye on that"
-    r"never\s?mind|nvm|park\s+it|keep\s+an\s+eye\s+on|(?:write|jot)\s+(?:that|it)\s+down|writing\s+(?:that|it)\s+down)\b",
+    r"(?:nobody|no\s+one)\s+knows)\b",
     re.I,
 )
+# idioms that look like rules and state nothing: "never mind i'll find out", "park it", "keep an eye on that"
+_IDIOM_RE = re.compile(
+    r"\b(?:never\s?mind|park\s+it|keep\s+an\s+eye\s+on(?:\s+(?:that|it|this))?|(?:write|jot)\s+(?:that|it)\s+down|"
+    r"writing\s+(?:that|it)\s+down)\b[\s,.;:!]*",
+    re.I,
+)
+
+
+def _idiom_only(s: str) -> bool:
+    """Is what the sentence states an idiom alone? What is left without it states no rule, cap or value
+    ("Never mind the linter, always run pytest before pushing" still states a rule)."""
+    if not _IDIOM_RE.search(s):
+        return False
+    rest = _IDIOM_RE.sub(" ", s).strip(" ,.;:!")
+    return not (
+        _RULE_ANY_RE.search(rest)
+        or any(_RULE_START_RE.match(part.strip()) for part in re.split(r"[,;]", rest))
+        or _NUM_RE.search(rest)
+        or _has_identifier(rest)
+        or re.match(r"(?:on|at|to|in)\b", rest, re.I)  # "park it on port 8443": the idiom names a place
+    )
+
+
 _NEGATED_DECISION = re.compile(r"\b(?:not|never|n't)\s+(?:yet\s+)?(?:decided|agreed|chosen|settled|going with)\b", re.I)
 _REPORT_RE = re.compile(
     r"^(?:i |we )?(?:ran|running|tried|trying|looked|looking|checked|checking|fixed|fixing|pushed|pushing|"
@@ -427,7 +449,10 @@ def _clean(sentence: str) -> str:
     return _LEAD_RE.sub("", sentence.strip(), count=1)
 
 
-_HEADING_RE = re.compile(r"^(?:\S+\s+){0,4}\S+:\s")  # "where we are: …", "what's left: …"
+# "where we are: …", "what's left: …", "how: …": a wh-word heading a status line, not a question
+_HEADING_RE = re.compile(
+    r"^(?:where|what|what['’]s|whats|how|when)\b(?!\s+(?:not|do|does|did|is|are|should|can|would)\b)(?:\s+\S+){0,4}:\s", re.I
+)
 
 
 def _is_question(s: str) -> bool:
@@ -514,7 +539,7 @@ _CONDITIONAL_RULE_RE = re.compile(
 _REQUEST_RE = re.compile(
     r"^(?:please\s+|pls\s+|now\s+|then\s+)?(?:open|show|read|look\s+(?:at|into)|explain|find|grep|search|list|print|cat|"
     r"write\s+(?:a|an|the)\s+(?:\S+\s+){0,2}(?:test|tests|function|method|class|script|helper|query|migration)|implement|refactor|"
-    r"rename\s+(?:the\s+)?\S+\s+to\b|add\s+(?:a|an|some|more)\s+(?:\S+\s+){0,2}(?:tests?|logging|logs?|comments?|docstrings?|check)\b|"
+    r"rename\s+(?:the\s+)?\S+\s+to\b|add\s+(?:a|an|some|more)\s+(?:\S+\s+){0,2}(?:tests?|logging|logs?|comments?|docstrings?)\b|"
     r"run\s+the\s+(?:\S+\s+)?(?:tests?|suite|checks?|linters?|benchmarks?)\s*[.!]?$|"
     r"tell\s+me|walk\s+me|give\s+me|remind\s+me|(?:write|note|jot)\s+down|recap|sum\s+up|restate|summari[sz]e|review|compare|diff|investigate|debug|trace|profile|paste|dump)\b",
     re.I,
@@ -552,7 +577,7 @@ def _states_nothing(s: str) -> bool:
         return True  # "if it breaks at night page oncall-hazel-4f78": a condition, not a hedge
     if _SUGGESTION_RE.match(s) and not _RULE_ANY_RE.search(s):
         return True  # an opinion or an offer ("I'd fix it to stay in Decimal"), not a statement
-    if _is_question(s) or _HEDGE_RE.search(s) or _NEGATED_DECISION.search(s):
+    if _is_question(s) or _HEDGE_RE.search(s) or _NEGATED_DECISION.search(s) or _idiom_only(s):
         return True
     if _SAYS_RE.search(s):
         return True  # a report of someone else's words, or a quote being discussed
@@ -649,6 +674,7 @@ def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, floa
         or sentence.lstrip().startswith("#")
         or (_is_question(s) and not _RULE_ANY_RE.search(s))
         or _is_request(s)
+        or _idiom_only(s)
     ):
         return None, p_stmt, guess
     return guess, p_stmt, guess
@@ -681,7 +707,7 @@ def worth_keeping(sentence: str) -> bool:
     # a condition is no hedge here: "if it breaks at night page oncall-hazel-4f78" is a rule
     hedged = any(not h.group(0).lower().startswith(("if ", "unless ")) for h in _HEDGE_RE.finditer(s))
     # a report of someone's words is kept too ("mei says start from 2025-01-01"): it is ranked last, not believed
-    if _is_question(s) or hedged or _NEGATED_DECISION.search(s) or _is_request(s):
+    if _is_question(s) or hedged or _NEGATED_DECISION.search(s) or _is_request(s) or _idiom_only(s):
         return False
     # the user's account of their own work ("I read through the scheduler", "Turn 17: Investigated a flaky
     # test"), nothing specific in it
@@ -1034,7 +1060,9 @@ _NAME_BEFORE_RE = re.compile(r"\b([a-z][\w-]*)\s+v?(\d+(?:\.\d+)+)\b", re.I)
 _KEY_VALUE_RE = re.compile(r"\b([a-z_][\w.-]*)=([^\s;)]+)", re.I)
 # "port 5433", "PR 91", "node 4": a number that a noun before it names
 _NOUN_NUMBER_RE = re.compile(
-    r"\b(port|pr|issue|ticket|release|node|gpu|shard|replica|tier|level|region|slot|partition)s?\s+#?(\d+)\b(?![.:]\d)", re.I
+    r"\b(port|pr|issue|ticket|release|node|gpu|shard|replica|tier|level|region|slot|partition)s?\s+#?(\d+)\b(?![.:]\d)"
+    r"(?!\s*(?:weeks?|days?|hours?|minutes?|months?|years?|times?|of)\b)",
+    re.I,
 )
 # "the batch window is now 01:30", "nomad is 1.9 now", "jupyterhub is on 9443": the word before "is"
 _IS_VALUE_RE = re.compile(

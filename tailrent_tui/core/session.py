@@ -380,7 +380,8 @@ class Session:
                 self.statements[new].supersedes = old
                 holder = self._index.get(self.carrier.get(old, ""))
                 if holder is not None and holder.kind is Kind.ledger:
-                    # a ledger line never shows a replaced value as current, not even until the next fold
+                    # the replaced line leaves the ledger message at once, not at the next fold (a message whose
+                    # every line is replaced keeps its text until then: see _ledger_content)
                     self._rewrite(holder, self._ledger_content(holder))
 
     def _apply_statement_changed(self, e: StatementChanged) -> None:

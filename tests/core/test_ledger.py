@@ -71,6 +71,18 @@ def test_chatter_questions_and_hedges_are_not_statements():
         "```\nrm -rf build  # clean\nmake test\n```",
     ):
         assert detect(text) == [], text
+    # ... but a rule beside an idiom, or a word that only looks like one, still counts (found in review)
+    for text in (
+        "Always use nvm to switch to Node 20 before building.",
+        "Never mind the linter, always run pytest before pushing.",
+        "Always keep an eye on the p99 latency; it must stay under 200 ms.",
+        "park it on port 8443 from now on",
+        "Add a check that the timeout is always under 30s.",
+    ):
+        assert detect(text), text
+    # a question with a colon in it is still a question; a status line headed with a wh-word is not
+    for text in ("should we: never deploy on fridays", "is it ok: max 3 retries per job", "any idea: the db moved to pg-main-04"):
+        assert detect(text) == [], text
     # idioms with a rule's words in them are not even the user's words to keep
     for text in (
         "never mind, i'll ask Priya",
