@@ -149,7 +149,12 @@ async def test_the_app_opens_on_the_embedded_engine_when_no_server_answers(tmp_p
         async with app.run_test(size=(140, 40)) as pilot:
             assert "running on the embedded engine, gemma-3-270m (base)" in str(app.notice_bar.render())
             await wait_until(pilot, lambda: agent.link.preload_seconds is not None, rounds=4000, what="the engine started")
-            assert "model gemma-3-270m (base)" in app.sub_title
+            # the title says so on the screen's next refresh after the start (under load, a few ticks later)
+            for _ in range(200):  # up to ~10 s of the app's own time
+                if "model gemma-3-270m (base)" in app.sub_title:
+                    break
+                await pilot.pause(0.05)
+            assert "model gemma-3-270m (base)" in app.sub_title and "loading" not in app.sub_title
             assert agent.model.engine is not None and agent.model.engine.running
     finally:
         engine = agent.model.engine
