@@ -44,6 +44,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -1016,6 +1017,7 @@ _STOP = frozenset(
 _WORD_RE = re.compile(r"[a-z][a-z'-]+")
 
 
+@lru_cache(maxsize=8192)
 def subject_words(text: str, label: str | None = None) -> frozenset[str]:
     """What a statement is about: its content words, without values, cue words or its label."""
     body = text

@@ -157,16 +157,14 @@ def _retirement_pointer(
 
 
 def _notes_retire_together(
-    session: Session, record: FoldRecord, candidates: list[str], at: int, tokens: int, summaries_tokens: int
+    session: Session, record: FoldRecord, following: FoldRecord | None, tokens: int, summaries_tokens: int
 ) -> bool:
     """A pointer no smaller than the one summary it replaces: a fold of last resort's short note goes all
     the same when the next one's (another such note) takes it in and the two shrink together; a summary
     that holds what it says stays (its retirement would lose it to save nothing)."""
-    nxt = candidates[at + 1] if at + 1 < len(candidates) else None
-    if nxt is None or not record.dropped:
+    if following is None or not (record.dropped and following.dropped):
         return False
-    following = next((f for f in session.folds if f.summary.id == nxt), None)
-    return following is not None and following.dropped and tokens < summaries_tokens + session.get(nxt).tokens
+    return tokens < summaries_tokens + session.get(following.summary.id).tokens
 
 
 def retire_summaries(
@@ -202,7 +200,8 @@ def retire_summaries(
         summaries_tokens = sum(session.get(i).tokens for i in gone)
         pointer, lost = _retirement_pointer(session, record, merged, gone, summaries_tokens)
         tokens = session.count(pointer)
-        if tokens >= summaries_tokens and not _notes_retire_together(session, record, candidates, at, tokens, summaries_tokens):
+        following = records[candidates[at + 1]] if at + 1 < len(candidates) else None
+        if tokens >= summaries_tokens and not _notes_retire_together(session, record, following, tokens, summaries_tokens):
             continue
         ev = session.emit(
             FoldRetired(
