@@ -247,7 +247,11 @@ class FoldRequests:
             fallback = FALLBACKS[0]
             budget = self.budget.policy_context().settings.summary_budget(sum(m.tokens for m in raw))
             text = fit_budget(fallback.summarize(span), budget, session.count)
-            summary = Summary(text=text, by=f"{fallback.name} ({summary.by}'s refused: {why})")
+            summary = Summary(
+                text=text,
+                by=f"{fallback.name} ({summary.by}'s refused: {why})",
+                rejected=f"{summary.by}'s summary refused: {why}",
+            )
         self.prepared_at = self.meter.request_no
         self.prepared = PreparedFold(ids, tokens, summary, raw_ids, sum(m.tokens for m in raw))
         if self._ledger_text(self.prepared) is not None or summary.asked is None:
@@ -404,7 +408,9 @@ class FoldRequests:
         text = prepared.summary.text
         if rest:
             text += "\n" + FALLBACKS[0].summarize(rest)
-        return Summary(text=text, by=f"{prepared.summary.by}, prepared", asked=prepared.summary.asked)
+        return Summary(
+            text=text, by=f"{prepared.summary.by}, prepared", asked=prepared.summary.asked, rejected=prepared.summary.rejected
+        )
 
     def _same_messages(self, prepared: PreparedFold, raw_ids: tuple[str, ...]) -> bool:
         """Whether `raw_ids` are the messages the prepared summary was written of, unedited since."""

@@ -319,10 +319,10 @@ def choose_fold(
     if why is None and budget is not None:
         fitted = fit_budget(reply.text, budget, session.count)
         if fitted != reply.text:
-            reply = Summary(text=fitted, by=reply.by, asked=reply.asked)
+            reply = Summary(text=fitted, by=reply.by, asked=reply.asked, rejected=reply.rejected)
     record = None
     if why is None:
-        record = fold_with(reply.text, reply.by, None, reply.asked)
+        record = fold_with(reply.text, reply.by, reply.rejected, reply.asked)
         if shrinks(record, min_gain):
             return record
         why = "with its header and the guard's facts it was not smaller than the span"

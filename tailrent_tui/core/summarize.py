@@ -49,6 +49,7 @@ class Summary:
     `asked` is the user message a model answered with it, in the conversation's
     own context: the fold keeps it as the summary's header, and a request sends
     the summary as that question and its answer, the tokens the engine cached.
+    `rejected`: this is a fallback's text, written because the first summary was refused, and why.
     """
 
     text: str
@@ -56,6 +57,8 @@ class Summary:
     truncated: bool = False
     error: str | None = None
     asked: str | None = None
+    #: a fallback's text written when the first summarizer's was refused: why (the fold record says so)
+    rejected: str | None = None
 
 
 @dataclass(frozen=True)

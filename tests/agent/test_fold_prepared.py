@@ -287,6 +287,8 @@ async def test_a_prepared_summary_refused_when_written_prepares_the_fallbacks_an
     record = agent.session.folds[0]
     assert record.summarizer.startswith("mock-extractive") and record.summarizer.endswith("prepared"), record.summarizer
     assert "refused" in record.summarizer
+    # the record says why, as a fold refused at the trigger does (the Folds panel and test_morning_after read it)
+    assert record.rejected and "summary refused" in record.rejected, record
     turns = [u for u in agent.session.usage if u.purpose == "turn"]
     ordinary, after = turns[-2], turns[-1]
     new_message = agent.session.sent_tokens(agent.session.messages[-2])
