@@ -222,7 +222,11 @@ class FoldSettings(BaseModel):
         None, description="Regexes that auto-pin decision messages; unset = the built-in list"
     )
     pin_share: float = Field(
-        0.4, gt=0, le=1, description="Pins may hold this share of the window; past it auto-pinning stops and asks you to unpin"
+        0.55,
+        gt=0,
+        le=1,
+        description="Pins and the ledger may hold this share of what the system prompt and tools leave of the window; "
+        "past it auto-pinning stops and asks you to unpin",
     )
 
     @field_validator("decision_patterns")

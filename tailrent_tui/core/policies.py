@@ -59,6 +59,7 @@ from tailrent_tui.core.rungs.fold import (
     GuardMode,
     Position,
     apply_fold,
+    fold_ledger,
     nothing_reason,
     oldest_unpinned,
     prepare_fold,
@@ -848,6 +849,9 @@ class LadderPolicy(Policy):
         if session.context_tokens > limit:
             retire_summaries(session, limit, keep_recent=ctx.settings.keep_recent, position=self.placement(ctx))
         if session.context_tokens > limit:
+            # the ledger's messages merged into one: each paid its own heading (nothing is lost)
+            self._fold_ledger(session, ctx, session.context_tokens - limit, release=False)
+        if session.context_tokens > limit:
             # what is left unpinned goes whole to the archive: never an over-window request
             keep = ctx.settings.keep_recent
             rest = [
@@ -859,6 +863,15 @@ class LadderPolicy(Policy):
                 record = self._drop(session, ctx, rest, "ladder: the request would not fit the window")
                 if shrinks(record):
                     apply_fold(session, record, ctx.archive)
+        if session.context_tokens > limit:
+            # the ledger alone crowds the request (a long system prompt in a small window): its lowest-ranked
+            # statements leave for the archive, said lost, rather than a request the server refuses
+            self._fold_ledger(session, ctx, session.context_tokens - limit, release=True)
+
+    def _fold_ledger(self, session: Session, ctx: PolicyContext, excess: int, *, release: bool) -> None:
+        record = fold_ledger(session, excess, header=self.header, release=release)
+        if record is not None and shrinks(record):
+            apply_fold(session, record, ctx.archive)
 
     def after_add(self, session: Session, ctx: PolicyContext) -> Plan:
         if session.context_tokens <= ctx.settings.trigger_tokens:

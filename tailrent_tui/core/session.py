@@ -115,7 +115,7 @@ class Session:
     spill_ids: Callable[[], str] = new_spill_id
     id: str = ""
     #: pins may hold this share of the window; past it auto-pinning stops (the user decides what to unpin)
-    pin_share: float = 0.4
+    pin_share: float = 0.55
     framing: Framing = field(default_factory=Framing)
     #: find statements in every message on arrival and keep them in the ledger (core/ledger.py);
     #: None: whenever decisions are detected (the ladder's sessions)
@@ -199,8 +199,10 @@ class Session:
 
     @property
     def pin_budget(self) -> int:
-        """Tokens the pins may hold before auto-pinning stops."""
-        return int(self.window * self.pin_share)
+        """Tokens the pins may hold before auto-pinning stops: a share of what the head (the system
+        prompt, the tools) leaves of the window. A 1,300-token head in a 2,048 window leaves little, and
+        pins sized on the whole window crowded every request."""
+        return int(max(0, self.window - self.head_tokens) * self.pin_share)
 
     def count(self, text: str) -> int:
         return self.counter.count(text)
@@ -333,10 +335,12 @@ class Session:
         self.retired.pop(e.fold_no, None)
         self._messages[position : position + 1] = originals
         ledger_id = record.ledger.id if record.ledger is not None else None
+        # a fold of ledger messages gives its statements back to them, any other to the messages that said them
+        held_by = {sid: m.id for m in originals if m.kind is Kind.ledger for sid in m.meta.get("statements", ())}
         for sid in record.carried:
             source = self.statements.get(sid)
             if source is not None and ledger_id is not None and self.carrier.get(sid) == ledger_id:
-                self.carrier[sid] = source.message_id
+                self.carrier[sid] = held_by.get(sid, source.message_id)
         for m in originals:
             self._index[m.id] = m
             self.totals._account(m, +1, self.sent_tokens(m))
@@ -561,8 +565,9 @@ class Session:
             # Folding cannot make room for pins, so the user must choose what to unpin.
             self.auto_pin_stopped = True
             self.note(
-                f"auto-pin stopped: pins hold {self.totals.pinned:,} tokens and this decision would pass "
-                f"{self.pin_share:.0%} of the {self.window:,}-token window; unpin what no longer matters (u), "
+                f"auto-pin stopped: pins hold {self.totals.pinned:,} tokens and this decision would pass their "
+                f"{self.pin_budget:,}-token budget ({self.pin_share:.0%} of what the system prompt leaves of the "
+                f"{self.window:,}-token window); unpin what no longer matters (u), "
                 "or pin this one by hand (p)",
                 "warning",
             )
@@ -657,8 +662,7 @@ class Session:
         # and the user's unclassified words never take more than SAID_SHARE of the budget, so that what
         # the detector recognized later still finds room (a fold cannot take back an earlier one's room)
         in_span = {m.id for m in span}
-        # (its share is of the room the head leaves: a 1,300-token system prompt in a 2,048 window leaves little)
-        said_room = int(min(self.pin_budget, self.pin_share * (self.window - self.head_tokens)) * SAID_SHARE) - sum(
+        said_room = int(self.pin_budget * SAID_SHARE) - sum(
             self.counter.count(ledger_rules.ledger_line(self.statements[i])) + 1
             for m in self._messages
             if m.kind is Kind.ledger and m.id not in in_span

@@ -283,7 +283,10 @@ def test_pins_have_a_budget_and_auto_pinning_stops_with_a_notice():
     assert 0 < len(pinned) < len(decisions)
     assert s.totals.pinned <= s.pin_budget
     notes = [n.text for n in s.notes if n.text.startswith("auto-pin stopped")]
-    assert len(notes) == 1 and "40% of the 1,000-token window" in notes[0]
+    assert (
+        len(notes) == 1
+        and f"{s.pin_budget:,}-token budget (55% of what the system prompt leaves of the 1,000-token window)" in notes[0]
+    )
     fill_past_trigger(s, ctx)
     run_plan(policy.after_add(s, ctx), ExtractiveSummarizer())
     assert all(f.context_after < f.context_before for f in s.folds)

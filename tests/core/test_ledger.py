@@ -465,7 +465,7 @@ def test_a_ledger_past_its_budget_says_so_and_counts_what_it_could_not_keep():
     work(policy, s, ctx, 40)
     assert s.totals.pinned <= s.pin_budget + 64
     uncarried = [i for f in s.folds for i in f.uncarried]
-    assert uncarried and any("ledger is past its budget" in n.text for n in s.notes)
+    assert uncarried and any("the ledger is past its" in n.text for n in s.notes)
     lost = {t for f in s.folds for t in f.facts_lost}
     assert all(s.statements[i].text in lost for i in uncarried)
 
@@ -542,3 +542,103 @@ def test_a_statement_at_its_length_limit_is_superseded_whole_rather_than_amended
     assert len(st.text) > MAX_STATEMENT_CHARS - 10
     s.add("user", "actually the db moved, it's pg-bill-09 now, same port")  # raised past the limit before
     assert s.statements[st.id].status == "superseded" and not s.statements[st.id].amended_by
+
+
+# -- the ledger's own fold: a long system prompt in a small window -------------------------------
+
+LONG_SYSTEM = "You are a coding agent working in a terminal with tools to read, search and edit files. " * 75
+
+
+def crowded(pin_share: float = 0.55):
+    """The app's head (~1,300 tokens of system prompt) in a 2,048 window, 256 tokens kept for the reply."""
+    policy = get_policy("ladder")
+    s = Session(counter=get_counter("cl100k"), system=LONG_SYSTEM, window=2048, decisions=DecisionDetector(), pin_share=pin_share)
+    settings = PolicySettings(window=2048, reply_reserve=256)
+    ctx = PolicyContext(spill_store=MemorySpillStore(), archive=MemoryFoldArchive(), settings=settings)
+    return policy, s, ctx
+
+
+def test_with_a_long_system_prompt_the_ledger_folds_into_one_message_and_no_request_passes_the_window():
+    """Each fold carries its statements into a ledger message of its own, heading included; 20 of them
+    and a 1,300-token system prompt left no room in a 2,048 window (`tailrent ask` refused the turn).
+    The ledger's messages fold into one, then its lowest-ranked lines leave, each reported lost."""
+    from tailrent_tui.core.rungs.fold import LEDGER_TRIGGER
+
+    policy, s, ctx = crowded()
+    assert s.head_tokens > 1200
+    summarizer = LossySummarizer()
+    for i in range(30):
+        s.add("user", f"FACT: service s{i} listens on port {7000 + i} behind gateway gw-{i}a.\n\n{WORK * 2}")
+        run_plan(policy.after_add(s, ctx), summarizer)
+        run_plan(policy.before_request(s, ctx, expired=False), summarizer)
+        assert s.context_tokens <= ctx.settings.request_limit, f"turn {i}: {s.context_tokens:,} tokens"
+        s.add("assistant", f"Noted s{i}.")
+        run_plan(policy.after_add(s, ctx), summarizer)
+    assert max(f.depth for f in s.folds) == 1
+    ledger_folds = [f for f in s.folds if f.trigger == LEDGER_TRIGGER]
+    assert ledger_folds
+    # what a ledger fold let go is reported lost, by statement, and said in a note; what it kept is visible
+    released = [i for f in ledger_folds for i in f.uncarried]
+    assert released and any("no room for every pin" in n.text for n in s.notes)
+    lost = {t for f in ledger_folds for t in f.facts_lost}
+    assert all(s.statements[i].text in lost for i in released)
+    text = s.visible_text()
+    for st in s.statements.values():
+        if st.status == "current" and st.id not in {i for f in s.folds for i in f.uncarried}:
+            assert st.text in text, st.text
+
+
+def test_merging_the_ledger_loses_nothing_and_unfolding_it_gives_each_line_back_to_its_message():
+    from tailrent_tui.core.rungs.fold import LEDGER_TRIGGER, apply_fold, fold_ledger
+    from tests.support.folds import fold_span
+
+    s = Session(counter=get_counter("cl100k"), system="sys", window=8192, decisions=DecisionDetector())
+    events = []
+    s.listeners.append(events.append)
+    for i in range(6):
+        said = s.add("user", f"RULE: never deploy service s{i} on a friday.\n\n{WORK}")
+        filler = s.add("assistant", WORK)
+        fold_span(s, [said.id, filler.id], summary=f"work on s{i}", summarizer_name="test", guard="report")
+    holders = [m for m in s.messages if m.kind is Kind.ledger]
+    assert len(holders) == 6
+    before = s.context_tokens
+    record = fold_ledger(s, 1, release=False)
+    assert record is not None and record.trigger == LEDGER_TRIGGER and not record.uncarried and not record.facts_lost
+    apply_fold(s, record, None)
+    assert s.context_tokens < before
+    merged = [m for m in s.messages if m.kind is Kind.ledger]
+    assert len(merged) == 1 and merged[0].pinned
+    assert all(f"never deploy service s{i} on a friday" in merged[0].content for i in range(6))
+    assert replay(events, counter=s.counter, system="sys", window=8192).visible_text() == s.visible_text()
+    unfold(s, record.fold_no, holders, limit=8192)
+    assert [m.id for m in s.messages if m.kind is Kind.ledger] == [m.id for m in holders]
+    for m in holders:
+        for sid in m.meta["statements"]:
+            assert s.carrier[sid] == m.id
+    again = replay(events, counter=s.counter, system="sys", window=8192)
+    assert again.visible_text() == s.visible_text() and again.carrier == s.carrier
+
+
+def test_the_ledger_releases_the_users_unclassified_words_before_what_the_detector_knows():
+    from tailrent_tui.core.rungs.fold import fold_ledger
+    from tests.support.folds import fold_span
+
+    s = Session(counter=get_counter("cl100k"), system="sys", window=8192, decisions=DecisionDetector())
+    said = "the numbers from bench-7 looked odd to me"
+    texts = [f"RULE: never force-push to release branch r{i}." for i in range(5)]
+    texts.insert(2, said)
+    for text in texts:
+        m = s.add("user", f"{text}\n\n{WORK}")
+        filler = s.add("assistant", WORK)
+        fold_span(s, [m.id, filler.id], summary="work", summarizer_name="test", guard="report")
+    assert [st.text for st in s.statements.values() if st.said] == [said]
+    merged = fold_ledger(s, 1, release=False)
+    assert merged is not None and not merged.uncarried
+    saved = merged.tokens_before - merged.tokens_after
+    record = fold_ledger(s, saved + 1)
+    assert record is not None and record.tokens_before - record.tokens_after >= saved + 1
+    released = [s.statements[i].text for i in record.uncarried]
+    rules = [t for t in texts if t != said]
+    assert said in released and [t for t in released if t != said] == rules[: len(released) - 1]  # then the oldest
+    assert set(released) == set(record.facts_lost) & set(texts)
+    assert fold_ledger(s, 10_000) is None  # no release saves that much: nothing is folded for nothing

@@ -94,7 +94,7 @@ async def test_past_the_pin_budget_the_panel_warns(tmp_path):
     app = make_app(agent)
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_until(pilot, lambda: app.sidebar.ledger.has_class("-over-budget"), what="the warning")
-        assert "at the 24-token pin budget: auto-pin is off" in cost(app)
+        assert f"at the {agent.session.pin_budget:,}-token pin budget: auto-pin is off" in cost(app)
 
 
 async def test_keys_accept_supersede_edit_and_pin_on_the_highlighted_statement(tmp_path):

@@ -488,8 +488,10 @@ def _prepare(
     trigger: str,
     rejected: str | None,
     asked: str | None = None,
+    carried: list[Statement] | None = None,
 ) -> FoldRecord:
-    """prepare_fold of the span's messages (`span_messages`)."""
+    """prepare_fold of the span's messages (`span_messages`); `carried`: the statements the fold keeps
+    verbatim, when not the ones the pins' budget has room for (`fold_ledger`)."""
     if not span:
         raise SessionError("nothing to fold: the span holds only replies that were cut off, which are not in the context")
     ids = {m.id for m in span}
@@ -498,7 +500,8 @@ def _prepare(
 
     # The span's current statements are carried verbatim into a pinned ledger message where
     # the span was; the summary is prose around them (the summarizer never saw them).
-    carried = session.carried_by(span) if session.statements else []
+    if carried is None:
+        carried = session.carried_by(span) if session.statements else []
     ledger_msg = None
     if carried:
         ledger_msg = session.make_message(
@@ -575,11 +578,18 @@ def apply_fold(session: Session, record: FoldRecord, archive: FoldArchive | None
         except OSError as exc:
             raise FoldAborted(f"fold #{record.fold_no} not applied: its originals could not be archived ({exc})") from exc
     event = session.emit(Folded(fold=record, at=session.clock()))
-    if record.uncarried:
+    if record.trigger == LEDGER_TRIGGER and (record.uncarried or record.facts_lost):
         session.note(
-            f"the ledger is past its budget ({session.pin_share:.0%} of the window): fold #{record.fold_no} could not keep "
-            f"{len(record.uncarried)} statement{'s' if len(record.uncarried) != 1 else ''} verbatim (the guard counts "
-            "them lost); supersede (x) or unpin (u) what no longer holds",
+            f"the window has no room for every pin beside the system prompt and the newest messages: fold "
+            f"#{record.fold_no} moved what ranked lowest to the fold archive ({len(record.facts_lost)} lost, as the guard "
+            f"counts; /unfold {record.fold_no} brings it back); a shorter system prompt or a bigger window keeps it",
+            "warning",
+        )
+    elif record.uncarried:
+        session.note(
+            f"the ledger is past its {session.pin_budget:,}-token budget ([fold] pin_share): fold #{record.fold_no} "
+            f"could not keep {len(record.uncarried)} statement{'s' if len(record.uncarried) != 1 else ''} verbatim "
+            "(the guard counts them lost); supersede (x) or unpin (u) what no longer holds",
             "warning",
         )
     return event  # type: ignore[return-value]
@@ -630,6 +640,75 @@ def unfold(session: Session, fold_no: int, originals: Sequence[Message], *, limi
     if why is not None:
         raise SessionError(why)
     return session.emit(Unfolded(fold_no=fold_no, originals=list(originals), at=session.clock()))  # type: ignore[return-value]
+
+
+#: the trigger of `fold_ledger`'s folds, as the Folds panel and the inspector show it
+LEDGER_TRIGGER = "ladder: the ledger crowds the request"
+
+
+def fold_ledger(session: Session, excess: int, *, header: str | None = None, release: bool = True) -> FoldRecord | None:
+    """The ladder's last rung, when what crowds the request is the ledger itself: a fold of the
+    ledger messages (those folds and edits made; instructions and messages pinned by hand stay)
+    into one. Merged, each heading is paid once, and nothing is lost. With `release`, the messages
+    auto-pinned for their statements join it (their statements go on in the merged ledger, verbatim;
+    their other words leave, reported as any fold's), and if that still saves less than `excess`
+    tokens, the statements ranked lowest leave for the fold archive until it does: the user's
+    unclassified words first, then the detector's lowest scores, older first; the guard reports
+    each one lost. None when the fold would not save `excess` (or, without `release`, would save
+    nothing)."""
+
+    def holds(m: Message) -> bool:
+        if m.cut_off or m.id in session.user_pinned:
+            return False
+        return m.kind is Kind.ledger or (release and m.kind is Kind.chat and m.pinned)
+
+    holders = [m for m in session.messages if holds(m)]
+    if not holders:
+        return None
+    held = session.carried_by(holders, budget=False)
+    line_cost = {st.id: session.count(ledger_rules.ledger_line(st)) + 1 for st in held}
+    before = sum(m.tokens for m in holders)
+    if header is None:
+        header = "[fold #{no} · {n} messages · depth {depth}]"
+    head = header.format(no=len(session.folds) + 1, n=len(holders), depth=1)
+
+    ledgers = sum(m.kind is Kind.ledger for m in holders)
+    pins = len(holders) - ledgers
+
+    def summary_text(gone: int) -> str:
+        parts = [f"the ledger's {ledgers} message{'s' if ledgers != 1 else ''} merged into one"] if ledgers else []
+        if pins:
+            parts.append(f"{pins} pinned message{'s' if pins != 1 else ''} left for the archive, their statements kept")
+        if gone:
+            parts.append(f"{gone} statement{'s' if gone != 1 else ''} left for the archive (/ledger lists them)")
+        return "; ".join(parts)
+
+    def after(kept: list[Statement]) -> int:
+        # the merged ledger, and the fold's own summary in the holders' place
+        gone = len(held) - len(kept)
+        ledger_cost = session.count(ledger_rules.LEDGER_HEADER) + sum(line_cost[st.id] for st in kept) if kept else 0
+        return ledger_cost + session.count(head + "\n" + summary_text(gone))
+
+    kept = list(held)
+    for st in sorted(held, key=lambda st: (not st.said, st.score, st.at)):
+        if before - after(kept) >= excess or not release:
+            break
+        kept.remove(st)
+    if before - after(kept) < (excess if release else 1):
+        return None
+    summary = summary_text(len(held) - len(kept))
+    return _prepare(
+        session,
+        holders,
+        summary=summary,
+        summarizer_name="ledger",
+        guard="report",
+        position="in_place",
+        header=header,
+        trigger=LEDGER_TRIGGER,
+        rejected=None,
+        carried=kept,
+    )
 
 
 def nothing_reason(session: Session) -> str:
