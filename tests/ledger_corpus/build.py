@@ -10,9 +10,10 @@ A quote that spans lines is written on one ``%%`` line with ``\u23ce`` for each
 line break and ``\u21e5`` for a tab. ``%%`` lines are statements (``P`` marks ``"proposal": true``); a record with
 none is an empty line (nothing load-bearing). ``sup:<label>`` names the label
 of the earlier record this one corrects. Ids are given in order: ``h001`` ...
-for heldout, ``d001`` ... for dev, ``g001`` ... for heldout2, ``k001`` ... for heldout3, ``m001`` ... for heldout4.
+for heldout, ``d001`` ... for dev, ``g001`` ... for heldout2, ``k001`` ... for heldout3, ``m001`` ... for heldout4,
+``n001`` ... for heldout5.
 
-    python tests/ledger_corpus/build.py          # writes heldout.jsonl, dev.jsonl, heldout2.jsonl, heldout3.jsonl, heldout4.jsonl
+    python tests/ledger_corpus/build.py   # writes heldout.jsonl, dev.jsonl, heldout2.jsonl ... heldout5.jsonl
 """
 
 import json
@@ -59,7 +60,8 @@ def parse(path, prefix):
 
 
 def main():
-    for name, prefix in (("heldout", "h"), ("dev", "d"), ("heldout2", "g"), ("heldout3", "k"), ("heldout4", "m")):
+    sources = (("heldout", "h"), ("dev", "d"), ("heldout2", "g"), ("heldout3", "k"), ("heldout4", "m"), ("heldout5", "n"))
+    for name, prefix in sources:
         src = HERE / "src" / f"{name}.txt"
         if not src.exists():
             continue

@@ -4,6 +4,7 @@
     python tests/ledger_corpus/make_canary_heldout.py OUT_DIR
     python tests/ledger_corpus/make_canary_heldout.py --from heldout3 [OUT_DIR]   # canary-heldout3.jsonl
     python tests/ledger_corpus/make_canary_heldout.py --from heldout4 [OUT_DIR]   # canary-heldout4.jsonl
+    python tests/ledger_corpus/make_canary_heldout.py --from heldout5 [OUT_DIR]   # canary-heldout5.jsonl
 
 canary-heldout3.jsonl and canary-heldout4.jsonl are the same construction over
 heldout3.jsonl and heldout4.jsonl (a third and a fourth hand, also never shown the
@@ -15,6 +16,11 @@ statement is no longer probed; an amended one (a correction of one value of seve
 is still probed for the words that still hold, and only the replaced value is stale.
 Without such a file (heldout2, heldout3) a correction retires every statement of its
 kinds in the line it corrects, and all their words are stale candidates.
+canary-heldout5.jsonl is the same over heldout5.jsonl (a fifth hand, same rules), with its
+author's map src/heldout5-retires.json. There an entry may name no words: a retire with
+none stops probing the old statement without marking any word stale (used where a later
+correction brings the old value back, since a chain carries its stale words on, and where
+the new value only takes effect later), and an amend with none keeps probing all of it.
 
 canary-heldout.jsonl
     heldout2.jsonl's 283 lines, in order, as messages of their role (a user line as
@@ -55,9 +61,10 @@ SOURCES = {
     "heldout2": ("heldout2.jsonl", "canary-heldout.jsonl", "canary-heldout"),
     "heldout3": ("heldout3.jsonl", "canary-heldout3.jsonl", "canary-heldout3"),
     "heldout4": ("heldout4.jsonl", "canary-heldout4.jsonl", "canary-heldout4"),
+    "heldout5": ("heldout5.jsonl", "canary-heldout5.jsonl", "canary-heldout5"),
 }
 # source name -> its author's map of what each correction replaces (see the docstring)
-RETIRES = {"heldout4": "src/heldout4-retires.json"}
+RETIRES = {"heldout4": "src/heldout4-retires.json", "heldout5": "src/heldout5-retires.json"}
 
 
 def _make_canary():
