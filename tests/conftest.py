@@ -19,6 +19,7 @@ from tailrent_tui.agent.build import build_agent  # noqa: E402 (after the byteco
 from tailrent_tui.agent.tools.caps import ToolCaps  # noqa: E402
 from tailrent_tui.models.mock import MockModel  # noqa: E402
 from tailrent_tui.settings import Settings  # noqa: E402
+from tests.support.engine import llama_server  # noqa: E402, F401  (the session fixture: one server per worker)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -68,6 +69,11 @@ async def make_agent(tmp_path: Path, workspace: Path, monkeypatch, request):
         await agent.aclose()
 
 
+# tryfirst: xdist's worker turns the `xdist_group` mark into the node id's `@engine` suffix, which
+# is what `--dist loadgroup` groups by, in its own pytest_collection_modifyitems; called after it, the
+# marks added here came too late and the engine tests ran on both workers at once (two engines, each
+# with its own model, fighting for the two cores).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With pytest-xdist's `--dist loadgroup`, the engine tests share one worker: one
     llama.cpp engine at a time on the machine, its threads not fighting a second one. They

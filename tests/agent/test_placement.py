@@ -16,7 +16,6 @@ from tailrent_tui.core.session import Session
 from tailrent_tui.models.openai import OpenAIModel
 from tests.models.test_openai import ScriptedServer, collect
 from tests.models.test_summary_aligned import chatter as summary_chatter
-from tests.support.engine import llama_server  # noqa: F401  (the session fixture)
 
 
 def chatter(i: int) -> str:

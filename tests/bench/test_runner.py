@@ -10,7 +10,6 @@ from click.testing import CliRunner
 from tailrent_tui.bench.runner import run_bench
 from tailrent_tui.cli import cli
 from tailrent_tui.scenarios.traces import load_trace
-from tests.support.engine import llama_server  # noqa: F401  (the session fixture)
 
 KEYS = {
     "prompt_tokens",

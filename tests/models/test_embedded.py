@@ -24,7 +24,7 @@ from tailrent_tui.models.embedded import EmbeddedModel, EngineUnavailable
 from tailrent_tui.models.factory import CannotOpenModel, open_model
 from tailrent_tui.settings import Settings
 from tailrent_tui.ui.app import TailrentApp
-from tests.support.engine import assemble_model_file, engine_cache_dir
+from tests.support.engine import assemble_model_file, engine_cache_dir, one_cpu
 from tests.support.ui_helpers import wait_until
 
 NOBODY = "http://127.0.0.1:9"  # the discard port: nothing listens
@@ -119,7 +119,7 @@ def test_ask_runs_on_the_embedded_engine_and_keeps_its_slots_in_the_session(tmp_
         "OLLAMA_HOST": NOBODY,
     }
     command = [sys.executable, "-m", "tailrent_tui", "--model", f"embedded:{assemble_model_file()}", "ask", "--json", "Hi"]
-    proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ws, timeout=240, check=False)
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ws, timeout=240, check=False, preexec_fn=one_cpu)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["error"] is None and out["usage"][0]["cache_reported"]
@@ -160,3 +160,12 @@ async def test_the_app_opens_on_the_embedded_engine_when_no_server_answers(tmp_p
         engine = agent.model.engine
         await agent.aclose()
     assert engine is not None and not engine.running
+
+
+def test_the_engine_starts_a_thread_for_each_cpu_it_may_run_on_at_most_four(monkeypatch):
+    """The affinity (taskset, a container's cpuset), not the machine's count: a thread more than
+    there are CPUs to run it made llama.cpp's prompt several times slower."""
+    monkeypatch.setattr(embedded_mod.os, "cpu_count", lambda: 64)
+    for cpus, threads in (({3}, 1), ({0, 1}, 2), (set(range(16)), 4)):
+        monkeypatch.setattr(embedded_mod.os, "sched_getaffinity", lambda pid, cpus=cpus: cpus, raising=False)
+        assert embedded_mod.default_threads() == threads

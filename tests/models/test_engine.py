@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
 from contextlib import aclosing
 
 import httpx
@@ -15,7 +16,7 @@ import pytest
 
 from tailrent_tui.models import OpenAIModel, ReadTimeout, TextDelta, Usage
 from tailrent_tui.models.factory import open_model
-from tests.support.engine import N_CTX, llama_server  # noqa: F401
+from tests.support.engine import N_CTX, serve
 
 pytestmark = pytest.mark.engine
 
@@ -40,6 +41,14 @@ async def wait_until_idle(base: str, deadline: float = 20.0) -> bool:
                 return True
             await asyncio.sleep(0.02)
     return False
+
+
+@pytest.fixture(scope="module")
+def llama_server() -> Iterator[str]:
+    """This module's own server, fresh: its tests assert what a new server's cache holds (nothing
+    of a prompt whose first message is new); the suite's shared one (tests/conftest.py) keeps the
+    prompts of other modules in its prompt cache."""
+    yield from serve()
 
 
 @pytest.fixture

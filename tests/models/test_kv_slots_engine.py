@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.engine import assemble_model_file
+from tests.support.engine import ENGINE_THREADS, assemble_model_file
 
 pytestmark = pytest.mark.engine
 
@@ -35,8 +35,8 @@ def start_server(slot_dir: Path, n_ctx: int = 4096) -> Any:
     params = xlc.CommonParams()
     params.model.path = str(assemble_model_file())
     params.n_ctx = n_ctx
-    params.cpuparams.n_threads = 2
-    params.cpuparams_batch.n_threads = 2
+    params.cpuparams.n_threads = ENGINE_THREADS  # one: see tests/support/engine.py
+    params.cpuparams_batch.n_threads = ENGINE_THREADS
     params.hostnames = ["127.0.0.1"]
     params.port = 0
     params.sampling.seed = 42

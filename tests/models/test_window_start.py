@@ -27,7 +27,7 @@ from tailrent_tui.models import MalformedResponse, OllamaModel, OpenAIModel
 from tailrent_tui.settings import Settings
 from tailrent_tui.store.export import export_session
 from tailrent_tui.ui.app import TailrentApp
-from tests.support.engine import N_CTX, llama_server  # noqa: F401
+from tests.support.engine import N_CTX
 from tests.support.ui_helpers import wait_until
 
 LLAMA_MODELS = {

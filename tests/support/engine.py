@@ -1,9 +1,11 @@
 """The real llama.cpp engine for the tests: gemma3-270m served by xllamacpp on loopback.
 
-Import the fixture into a test module (``from engine import llama_server``) and mark
-the tests ``@pytest.mark.engine``. The model file is assembled once into a cache
-directory (``$TAILRENT_TEST_CACHE`` or ``~/.cache/tailrent-test``) and reused; the
-server starts once per test session, as ``reference/engines.md`` shows.
+The fixture is registered once, in tests/conftest.py: ask for ``llama_server`` and mark
+the tests ``@pytest.mark.engine``. (Imported into each test module instead, the session
+fixture was one per module: a server, and its model in memory, for each of six modules.)
+The model file is assembled once into a cache directory (``$TAILRENT_TEST_CACHE`` or
+``~/.cache/tailrent-test``) and reused; the server starts once per test session (per
+xdist worker), as ``reference/engines.md`` shows.
 
 Gemma 3 270M is a base model with no chat template: its words are noise. Use it for
 transport, streaming, usage, cancellation, timeouts and KV-cache behaviour only.
@@ -19,6 +21,18 @@ from pathlib import Path
 import pytest
 
 N_CTX = 4096
+# One thread: during the suite the other xdist worker (and the machine's other users) keep the
+# second core busy, and llama.cpp's threads wait for each other at every op: two threads on
+# one free core ran a prompt 2-10x slower than one (tokens per second measured under load).
+# What the tests check (counts, cache reuse, cancellation, slots) does not depend on it.
+ENGINE_THREADS = 1
+
+
+def one_cpu() -> None:
+    """`preexec_fn` for a `tailrent` child that starts the embedded engine: the child may run on
+    one CPU, so the engine starts one thread (`default_threads` reads the affinity); see
+    ENGINE_THREADS for why one."""
+    os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
 
 
 def engine_cache_dir() -> Path:
@@ -45,8 +59,8 @@ def start_llama_server(model_path: Path, n_ctx: int | None = None):
     params = xlc.CommonParams()
     params.model.path = str(model_path)
     params.n_ctx = n_ctx or N_CTX
-    params.cpuparams.n_threads = 2
-    params.cpuparams_batch.n_threads = 2
+    params.cpuparams.n_threads = ENGINE_THREADS
+    params.cpuparams_batch.n_threads = ENGINE_THREADS
     params.hostnames = ["127.0.0.1"]
     params.port = 0
     params.sampling.seed = 42
@@ -54,9 +68,8 @@ def start_llama_server(model_path: Path, n_ctx: int | None = None):
     return xlc.Server(params)
 
 
-@pytest.fixture(scope="session")
-def llama_server() -> Iterator[str]:
-    """Base URL (``http://127.0.0.1:PORT``) of a running llama.cpp server with gemma3-270m."""
+def serve() -> Iterator[str]:
+    """Start a server, yield its base URL, stop it: the body of the fixtures below."""
     try:
         import xllamacpp  # noqa: F401
     except ImportError as exc:
@@ -69,3 +82,9 @@ def llama_server() -> Iterator[str]:
         # than at interpreter exit so its threads do not outlive the session.
         del server
         gc.collect()
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[str]:
+    """Base URL (``http://127.0.0.1:PORT``) of a running llama.cpp server with gemma3-270m."""
+    yield from serve()

@@ -35,7 +35,6 @@ from tailrent_tui.store.sessions import SessionDir, last_active
 from tailrent_tui.ui.app import TailrentApp
 from tailrent_tui.ui.screens.recall import RecallScreen
 from tailrent_tui.ui.widgets.input import PromptInput
-from tests.support.engine import llama_server  # noqa: F401  (the session fixture)
 from tests.ui.test_resume_cold import TWO_HOURS, lock_is_free
 
 WINDOW = 1536
