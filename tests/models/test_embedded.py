@@ -24,7 +24,7 @@ from tailrent_tui.models.embedded import EmbeddedModel, EngineUnavailable
 from tailrent_tui.models.factory import CannotOpenModel, open_model
 from tailrent_tui.settings import Settings
 from tailrent_tui.ui.app import TailrentApp
-from tests.support.engine import assemble_model_file, engine_cache_dir, one_cpu
+from tests.support.engine import ENGINE_THREADS, assemble_model_file, engine_cache_dir, one_cpu
 from tests.support.ui_helpers import wait_until
 
 NOBODY = "http://127.0.0.1:9"  # the discard port: nothing listens
@@ -83,8 +83,14 @@ def _listens(url: str) -> bool:
         return False
 
 
+@pytest.fixture
+def one_thread(monkeypatch):
+    """The engine started in this process runs ENGINE_THREADS (see tests/support/engine.py)."""
+    monkeypatch.setattr(embedded_mod, "default_threads", lambda: ENGINE_THREADS)
+
+
 @pytest.mark.engine
-async def test_the_engine_starts_once_serves_the_openai_client_and_stops(tmp_path):
+async def test_the_engine_starts_once_serves_the_openai_client_and_stops(tmp_path, one_thread):
     model = EmbeddedModel(assemble_model_file(), n_ctx=2048, slot_dir=tmp_path / "slots")
     try:
         seconds = await model.preload()
@@ -131,7 +137,7 @@ def test_ask_runs_on_the_embedded_engine_and_keeps_its_slots_in_the_session(tmp_
 
 
 @pytest.mark.engine
-async def test_the_app_opens_on_the_embedded_engine_when_no_server_answers(tmp_path, monkeypatch):
+async def test_the_app_opens_on_the_embedded_engine_when_no_server_answers(tmp_path, monkeypatch, one_thread):
     monkeypatch.setenv("OLLAMA_HOST", NOBODY)
     monkeypatch.setenv("TAILRENT_CONFIG_DIR", str(tmp_path / "config"))
     # the test extra ships gemma3-270m: assembled once, in the tests' cache
