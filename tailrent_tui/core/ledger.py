@@ -705,6 +705,8 @@ def worth_keeping(sentence: str) -> bool:
     )
     if (len(words) < 3 and not short_but_specific) or sentence.lstrip().startswith("#"):
         return False
+    if len(words) >= 12 and len({w.casefold() for w in words}) < 0.35 * len(words):
+        return False  # the same few words over and over (filler, a stuck paste): nobody states a thing that way
     # a condition is no hedge here: "if it breaks at night page oncall-hazel-4f78" is a rule
     hedged = any(not h.group(0).lower().startswith(("if ", "unless ")) for h in _HEDGE_RE.finditer(s))
     # a report of someone's words is kept too ("mei says start from 2025-01-01"): it is ranked last, not believed

@@ -874,11 +874,13 @@ class LadderPolicy(Policy):
             apply_fold(session, record, ctx.archive)
 
     def after_add(self, session: Session, ctx: PolicyContext) -> Plan:
+        session.reply_reserve = ctx.settings.reply_reserve  # the pins' budget leaves the reply its room
         if session.context_tokens <= ctx.settings.trigger_tokens:
             return finished()
         return _captured(session, self._shrink(session, ctx, ctx.settings.trigger_tokens, "ladder: past the fold trigger"))
 
     def before_request(self, session: Session, ctx: PolicyContext, *, expired: bool) -> Plan:
+        session.reply_reserve = ctx.settings.reply_reserve
         return _captured(session, self._before_request(session, ctx, expired))
 
     def cold_resume_fold(self, session: Session, ctx: PolicyContext) -> ResumeFold | None:

@@ -285,7 +285,8 @@ def test_pins_have_a_budget_and_auto_pinning_stops_with_a_notice():
     notes = [n.text for n in s.notes if n.text.startswith("auto-pin stopped")]
     assert (
         len(notes) == 1
-        and f"{s.pin_budget:,}-token budget (55% of what the system prompt leaves of the 1,000-token window)" in notes[0]
+        and f"{s.pin_budget:,}-token budget (55% of what the system prompt and the reply leave of the 1,000-token window)"
+        in notes[0]
     )
     fill_past_trigger(s, ctx)
     run_plan(policy.after_add(s, ctx), ExtractiveSummarizer())

@@ -60,11 +60,23 @@ def test_the_users_unclassified_words_are_kept_verbatim_through_every_fold_and_n
         "Open services/orders/app/db.py and show me the batch handling.",
         "Here is the call transcript, for reference.",
         "ok",
+        # filler: the same few words over and over
+        "turn 5 " + "word " * 20,
+        "lorem ipsum dolor " * 5 + "sit amet",
     ],
 )
 def test_questions_acks_hedges_requests_and_cover_notes_are_not_kept(text):
     assert not worth_keeping(text)
     assert [f for f in detect(text, "user", words=True) if f.said] == []
+
+
+def test_a_long_sentence_that_repeats_its_subject_is_still_kept():
+    # repetition of a few words is normal in a real sentence; only filler falls under the ratio
+    text = (
+        "the export job for the eu tenants runs after the import job for the eu tenants, and the export job "
+        "for the us tenants waits for both of them before it starts at 02:30 utc"
+    )
+    assert worth_keeping(text)
 
 
 def test_when_the_budget_binds_the_least_sure_leave_first_and_the_guard_counts_them():
