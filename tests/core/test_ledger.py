@@ -642,3 +642,21 @@ def test_the_ledger_releases_the_users_unclassified_words_before_what_the_detect
     assert said in released and [t for t in released if t != said] == rules[: len(released) - 1]  # then the oldest
     assert set(released) == set(record.facts_lost) & set(texts)
     assert fold_ledger(s, 10_000) is None  # no release saves that much: nothing is folded for nothing
+
+
+def test_the_ledgers_fold_takes_no_pin_the_user_or_the_app_made():
+    from tailrent_tui.core.rungs.fold import fold_ledger
+    from tests.support.folds import fold_span
+
+    s = Session(counter=get_counter("cl100k"), system="sys", window=8192, decisions=DecisionDetector())
+    note = s.add("system", "Act through text: the user approves each action.", pinned=True, autopin=False)
+    by_hand = s.add("user", "Here is the call transcript, for reference. " + WORK)
+    s.pin(by_hand.id)
+    auto = s.add("user", "DECISION: we keep the orders queue on rabbitmq.")
+    assert auto.pinned
+    for i in range(3):
+        m = s.add("user", f"RULE: never deploy service s{i} on a friday.\n\n{WORK}")
+        fold_span(s, [m.id], summary="work", summarizer_name="test", guard="report")
+    record = fold_ledger(s, 1)
+    assert record is not None
+    assert auto.id in record.span_ids and note.id not in record.span_ids and by_hand.id not in record.span_ids

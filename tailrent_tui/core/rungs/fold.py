@@ -660,7 +660,8 @@ def fold_ledger(session: Session, excess: int, *, header: str | None = None, rel
     def holds(m: Message) -> bool:
         if m.cut_off or m.id in session.user_pinned:
             return False
-        return m.kind is Kind.ledger or (release and m.kind is Kind.chat and m.pinned)
+        # a user's or model's message pinned for its statements (the app's own pinned notes are system messages)
+        return m.kind is Kind.ledger or (release and m.kind is Kind.chat and m.pinned and m.role in ("user", "assistant"))
 
     holders = [m for m in session.messages if holds(m)]
     if not holders:
