@@ -188,34 +188,15 @@ def ask_session(turns: int = 30, window: int = 2048) -> str:
     """`tailrent ask --continue` for `turns` turns of ~500-token messages at `window`: the folds' depth and
     whether any request passed the window (the path a user takes: the CLI, its journal)."""
     import os
-    import random
     import subprocess
     import sys
     import tempfile
 
     from tailrent_tui.store.sessions import find_session
 
-    words = [
-        "we",
-        "looked",
-        "at",
-        "the",
-        "logs",
-        "and",
-        "talked",
-        "it",
-        "over",
-        "then",
-        "moved",
-        "on",
-        "to",
-        "reviewing",
-        "older",
-        "notes",
-        "about",
-        "flaky",
-        "checks",
-    ]
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.support.filler import words
+
     with tempfile.TemporaryDirectory() as tmp:
         env = {
             **os.environ,
@@ -228,8 +209,7 @@ def ask_session(turns: int = 30, window: int = 2048) -> str:
         os.makedirs(f"{tmp}/ws")
         sid = None
         for i in range(turns):
-            rng = random.Random(i)
-            body = " ".join(rng.choice(words) for _ in range(380))
+            body = words(i, 380)
             args = [sys.executable, "-m", "tailrent_tui", "--workspace", f"{tmp}/ws", "ask", "--model", "mock", "--json"]
             args += ["--continue"] if i else []
             out = subprocess.run(

@@ -307,36 +307,14 @@ def test_ask_at_a_small_window_with_the_apps_system_prompt_never_refuses_a_turn(
     ladder made a ledger message of its own and the ledger, pinned, crowded out the request (refused
     at turn 17 with the pins' budget raised). Now the ledger folds itself when the pins alone crowd
     the request, whatever the budget."""
-    import random
-
     from tailrent_tui.core.session import replay
+    from tests.support.filler import words
 
     monkeypatch.setenv("TAILRENT_WINDOW", "2048")
     monkeypatch.setenv("TAILRENT_PIN_SHARE", "0.9")  # a generous budget: the last rung, not the budget, must fit it
-    vocab = [
-        "we",
-        "looked",
-        "at",
-        "the",
-        "logs",
-        "and",
-        "talked",
-        "it",
-        "over",
-        "then",
-        "moved",
-        "on",
-        "to",
-        "reviewing",
-        "older",
-        "notes",
-        "about",
-        "flaky",
-        "checks",
-    ]
     sid = None
     for i in range(20):
-        body = " ".join(random.Random(i).choice(vocab) for _ in range(300))
+        body = words(i, 300)
         args = ["ask", "--model", "mock", "--json", *(["--continue"] if i else []), f"the build uses port {8000 + i}. {body}"]
         result = run(*args, ws=ws)
         assert result.exit_code == 0, f"turn {i}: {result.output}"
