@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
@@ -398,15 +398,18 @@ _FACT_LINK_RE = re.compile(
     re.I,
 )
 _CORRECTION_RE = re.compile(
-    r"\b(?:now|actually|instead|changed?\s+(?:it\s+)?to|moved?\s+(?:it\s+)?to|switch(?:ed|ing)?\s+(?:it\s+)?to|"
-    r"migrat(?:ed|ing)\s+to|"
-    r"scratch\s+that|forget\s+(?:that|it|what\s+i\s+said|the)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|no\s+longer|"
-    r"any\s?more|update[ds]?|correction|correcting|rather\s+than|make\s+it|(?:bump(?:ed)?|raised?|lowered?|increased?|reduced?)\s+(?:[\w.-]+\s+){0,3}to|"
+    r"\b(?:now|actually|instead|changed?\s+(?:it\s+)?to|mov(?:e|ed|es|ing)\s+(?:[\w.-]+\s+){0,3}to|"
+    r"switch(?:ed|es|ing)?\s+(?:it\s+)?to|switch(?:ed|es|ing)?\s+(?:[\w.-]+\s+){0,4}from|renam(?:e|ed|es|ing)|"
+    r"migrat(?:ed|ing)\s+to|mov(?:e|ed|ing)\s+(?:off|away\s+from)|switch(?:ed|ing)?\s+(?:off|away\s+from)|"
+    r"scratch\s+(?:that|the|this|it)|forget\s+(?:that|it|what\s+i\s+said|the|about)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|"
+    r"no\s+longer|nvm|change\s+of\s+(?:mind|approach|plans?)|"
+    r"any\s?more|update[ds]?|correction|correcting|rather\s+than|make\s+it|"
+    r"(?:bump(?:ed)?|raised?|lowered?|increased?|reduced?)\s+(?:[\w.-]+\s+){0,6}to|goes\s+(?:up\s+|down\s+)?to\s+[$€£~]?\d+|"
     r"new\s+(?:limit|value|port|host|"
     r"branch|cap|budget|target|url|key)|"
     r"from\s+now\s+on|going\s+forward|turns\s+out|wrong|my\s+bad|i\s+meant|not\s+\S+\s+but|replaced?\s+(?:by|with)|"
     r"renamed?|revised|overrides?|supersedes?|change\s+of\s+plan|bumped|went\s+(?:up|down)\s+to|lowered|raised|becomes|"
-    r"dropping|drop\s+it\s+to|has\s+to\s+be\s+\S+\s+not|is\s+too\s+(?:strict|aggressive|high|low|big|small|slow)|"
+    r"dropping|drop\s+it\s+to|has\s+to\s+be\s+\S+\s+not|(?:is|are|was|were)\s+too\s+(?:strict|aggressive|high|low|big|small|slow|short|long|tight|loose|lax|few|many|much|little|expensive)|"
     r"(?:changed|moved|switched|set|cut)\b[^.!?]{0,40}\bto\b|lost\s+(?:one|two|some)|\w+\s+again\b|heads\s+up|"
     r"not\s+\S+\s+any\s?more|no\s+wait|oh\s+wait|wait|sorry|ignore\s+what\s+i\s+said\s+about|unblocked|"
     r"decomm?(?:ed|issioned)?|retired|replaced|not\s+[$€£]?\d[\w.]*|was\s+wrong|is\s+wrong|we\s+now|it['’]?s\s+now|"
@@ -438,11 +441,18 @@ _DONE_RE = re.compile(
 )
 
 
+# "X is Y now", "the budget is 900 A100-hours for the quarter now": a value said to be current, anywhere in
+# the statement (the cue of a correction that opens with its news and ends with its value)
+_NEW_LABEL_RE = re.compile(r"^(?:new|revised|changed|updated)\b", re.I)
+_NOW_VALUE_RE = re.compile(r"\b(?:is|are|'s|’s)\s+now\b|\bnow\s*(?:[.!;,)]|$)", re.I)
+
+
 def _corrects(text: str) -> bool:
     """Does the statement say it corrects an earlier one? The cue must open it (its first
-    sixteen words): a long statement that mentions a rename in passing corrects nothing."""
+    sixteen words): a long statement that mentions a rename in passing corrects nothing. A value
+    said to hold "now" counts wherever it stands."""
     head = " ".join(text.split()[:16])
-    return bool(_CORRECTION_RE.search(head))
+    return bool(_CORRECTION_RE.search(head) or _NOW_VALUE_RE.search(text))
 
 
 def _clean(sentence: str) -> str:
@@ -787,7 +797,21 @@ def detect(text: str, role: str = "user", *, words: bool = False) -> list[Found]
                 break
         if len(found) >= MAX_PER_MESSAGE:
             break
-    return [f for f in found[:MAX_PER_MESSAGE] if len(f.text) <= MAX_STATEMENT_CHARS]
+    return _carry_cue([f for f in found[:MAX_PER_MESSAGE] if len(f.text) <= MAX_STATEMENT_CHARS])
+
+
+def _carry_cue(found: list[Found]) -> list[Found]:
+    """A message that opens with its correction ("update: we're dropping 3.9. support is 3.10 to 3.13",
+    "scratch the sqlite plan, backend wants watermelondb") corrects with the statements that follow the
+    cue too, not only with the sentence that holds it."""
+    out: list[Found] = []
+    cue = False
+    for f in found:
+        if cue and not f.correction:
+            f = replace(f, correction=True)
+        cue = cue or f.correction
+        out.append(f)
+    return out
 
 
 _ITEM_RE = re.compile(r"\s*(?:[-*+]|\d{1,2}[.)])\s+\S")
@@ -836,7 +860,9 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
                     cut = labelled.start("body") + len(first)
                     stripped, rest = stripped[:cut], stripped[cut:]
                 text_ = stripped.strip()
-                found_ = [Found(kind, text_, base + stripped.find(text_), label, _corrects(body))]
+                # the label may carry the cue: "correction on the region: …", "new plan for the rollout: …"
+                cue = _corrects(body) or bool(_CORRECTION_RE.search(label)) or bool(_NEW_LABEL_RE.search(label))
+                found_ = [Found(kind, text_, base + stripped.find(text_), label, cue)]
                 if rest.strip():
                     found_ += _detect_piece(rest, base + len(stripped), role, words)
                 return found_
