@@ -620,6 +620,22 @@ def _rule_kind(s: str) -> StatementKind | None:
     return None
 
 
+# A name that is no identifier by the guard's rule but names a thing all the same: backticked or quoted, a
+# hyphenated name ("billing-export", "macos-arm"), an inner capital ("FernhillTeaECOM"), key=value, #channel
+_NAME_RE = (
+    r"(?:`[^`\n]{2,60}`|\"[^\"\n]{2,40}\"|#[\w-]{2,}|[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+|(?-i:[A-Z][a-z]+[A-Z]\w*)|"
+    r"\w+=[^\s,;]+|[\w-]+(?:[./][\w-]+)+)"
+)
+# "repo is billing-export", "the param is ranking=hybrid", "queues are macos-arm and linux-large",
+# "merchant account is FernhillTeaECOM": a fact noun, a copula, a name
+_NAMED_FACT_RE = re.compile(
+    r"\b(?:" + _FACT_NOUN_RE.pattern[5:-3] + r"|param(?:eter)?|merchant|entity|app|lane|site|store|provider|"
+    r"remote|alias|handle|slug|label|sku|bundle)(?:e?s)?\s+(?:is|are|=|will\s+be)\s+(?:now\s+)?(?:called\s+|named\s+|in\s+|at\s+|on\s+)?"
+    r"(?:the\s+)?" + _NAME_RE + r"(?=[\s,.;:!)]|$)",
+    re.I,
+)
+
+
 def _fact_or_choice(s: str, role: str) -> StatementKind | None:
     """A preference (the user's), an identifying fact, or a short choice ("pnpm it is")."""
     if (_PREFERENCE_RE.search(s) or _EXTRA_PREFERENCE_RE.search(s)) and role in ("user", "instructions"):
@@ -627,6 +643,8 @@ def _fact_or_choice(s: str, role: str) -> StatementKind | None:
     if _has_identifier(s) and _MOVED_FACT_RE.search(s) and role != "assistant":
         return "fact"
     if _PERSON_RE.search(s.strip()):
+        return "fact"
+    if role != "assistant" and _NAMED_FACT_RE.search(s) and not _REPORT_RE.match(s):
         return "fact"
     if re.search(r"\b(?:listens?|runs?|serves?|is|sits?|lives?)\s+on\s+port\s+\d{2,5}\b", s, re.I):
         return "fact"

@@ -220,3 +220,22 @@ def test_the_users_words_fit_beside_a_system_prompt_that_takes_most_of_the_windo
         run_plan(policy.after_add(s, ctx), summarizer)
     said = [st for st in s.statements.values() if st.said and s.carrier.get(st.id) in s]
     assert said, "nothing the user said was kept"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        # a fact noun, a copula, a name that is no identifier by the guard's rule
+        ("the deploy repo is harbor-config", "fact"),
+        ("ci queues are arm-small and x86-large", "fact"),
+        ("our sentry org is PebbleWorksHQ", "fact"),
+        ("the feature param is layout=compact", "fact"),
+        ("alerts channel is #pager-storefront", "fact"),
+        # the same shape with an ordinary word is no name
+        ("the design review is tomorrow-ish, whatever", None),
+        ("the test suite is slow today", None),
+        ("the api team is Picky about naming", None),
+    ],
+)
+def test_a_fact_noun_named_by_a_hyphenated_camel_case_or_key_value_name_is_a_fact(text, kind):
+    assert [f.kind for f in detect(text)] == ([kind] if kind else [])
