@@ -466,9 +466,13 @@ _HEADING_RE = re.compile(
 )
 
 
+# "does django 4.2 even support 3.12", "is clippy's lint worth allowing": no imperative opens with these
+_AUX_QUESTION_RE = re.compile(r"^(?:does|did|is|are|was|were)\s+(?!not\b|n['’]t\b)[\w`'’.-]+\s+\S", re.I)
+
+
 def _is_question(s: str) -> bool:
     t = s.rstrip()
-    return t.endswith("?") or (bool(_QUESTION_START.match(t)) and not _HEADING_RE.match(t))
+    return t.endswith("?") or (bool(_QUESTION_START.match(t) or _AUX_QUESTION_RE.match(t)) and not _HEADING_RE.match(t))
 
 
 def _has_identifier(text: str) -> bool:
@@ -567,11 +571,26 @@ def _is_request(s: str) -> bool:
 _ORDINAL_RE = re.compile(r"^\d+(?:st|nd|rd|th)$", re.I)
 
 
+# The user's pick among options just offered: "yes desugaring.", "yeah auto loader, decided.", "yes own
+# codec", "40k yes": a yes with a thing named after it (not a go-ahead: "yes fix it", "yes thats the plan")
+_YES_CHOICE_RE = re.compile(
+    r"^(?:yes|yep|yeah|yup)[,.!]?\s+(?!(?:please|pls|go|do|sure|exactly|correct|right|thanks|thank|ty|that|thats|that['’]s|"
+    r"this|it|its|it['’]s|and|but|so|i|im|i['’]m|we|you|ok|okay|absolutely|definitely|indeed|agreed|perfect|true|lol|same|"
+    r"fine|good|great|makes|sounds|looks|works|fix|remove|add|delete|drop|use|make|keep|change|update|write|move|rename|"
+    r"revert|check|test|run|ship|push|merge|commit|try|send|open|close|let['’]?s|will|would|should|can|the\s+\w+\s+(?:is|are)"
+    r")\b)[A-Za-z][\w./`+-]*(?:\s+[\w./`+-]+){0,3}\s*(?:[,.!]|$)|"
+    r"^[\w./`+-]+(?:\s+[\w./`+-]+){0,3},?\s+(?:decided|settled)\s*[.!]?$",
+    re.I,
+)
+
+
 def classify(sentence: str, role: str = "user") -> StatementKind | None:
     """The kind of statement an unlabelled sentence makes, or None: not load-bearing."""
     s = _clean(sentence)
     if role in ("user", "instructions") and _SHORT_RE.search(s):
         return "preference"
+    if role == "user" and _YES_CHOICE_RE.match(sentence.strip()) and not _is_question(s):
+        return "decision"
     if len(s) < 8 or len(s.split()) < 3:
         return None
     if _CONDITIONAL_RULE_RE.match(s):
@@ -592,6 +611,8 @@ def _states_nothing(s: str) -> bool:
         return True
     if _SAYS_RE.search(s):
         return True  # a report of someone else's words, or a quote being discussed
+    if _MEASURED_RE.match(s) and len(s.split()) <= 10 and not (_RULE_ANY_RE.search(s) or _RULE_START_RE.match(s)):
+        return True  # a measurement held against its bound: a report, not the bound
     if _REPORT_RE.match(s) and not (_GOAL_RE.search(s) or _RULE_ANY_RE.search(s)):
         return True
     # a report of what is done
@@ -855,6 +876,28 @@ def _tool_rule(sentence: str) -> bool:
     )
 
 
+# a label over nothing: "DECISION: none yet on clustering.", "PREF: none really, pick whatever", "TBD"
+_EMPTY_BODY_RE = re.compile(
+    r"(?:(?:none|nothing)(?:\s+(?:yet|really|so\s+far|for\s+now|at\s+the\s+moment|decided))?(?:\s*$|\s*[,.;:]|\s+(?:on|for|about)\b)"
+    r"|(?:n/a|tbd|pending|\?|-)\s*$)",
+    re.I,
+)
+# a measured value held against its bound: "19.4, under 22.", "742, tight but under.", "1h47 is way over what we want"
+_MEASURED_RE = re.compile(
+    r"^[~$€£]?\d[\d.,:]*\s*[a-zµ°%]{0,4}\d{0,2}(?:\s+[a-z]\w*){0,2}\s*,?\s*(?:(?:tight|just|way|well|still|barely|comfortably|"
+    r"but|is|are|was|so)\s+){0,3}(?:under|over|below|above|within)\b(?!\s+(?:no\s+circumstances|any))",
+    re.I,
+)
+
+
+# the model's account of its own work: "Done: …", "I've added …", "Changed `X` to …", "It does now: …"
+_WORK_REPORT_RE = re.compile(
+    r"^(?:done|changed|added|fixed|updated|removed|renamed|moved|rewrote|replaced|wired|i['’]ve|i\s+have|"
+    r"it\s+does\s+now|now\s+it)\b",
+    re.I,
+)
+
+
 def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Found]:
     """The statements of one line (or of one labelled part of it)."""
     found: list[Found] = []
@@ -864,12 +907,14 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
     labelled = _LABEL_RE.match(stripped)
     if labelled:
         kind = _label_kind(labelled.group("label"))
-        if tool and kind not in ("rule", "decision"):
+        if (tool and kind not in ("rule", "decision")) or (role == "assistant" and _WORK_REPORT_RE.match(_clean(stripped))):
             kind = None
         if kind is not None:
             body = labelled.group("body")
             asks = _is_question(body) and not (kind == "goal" and re.search(r"\bquestions?\b", labelled.group("label"), re.I))
-            if not (asks or _HEDGE_RE.search(stripped) or re.match(r"(?:none|n/a|tbd|pending|\?|-)\s*$", body, re.I)):
+            if _EMPTY_BODY_RE.match(body):
+                return found  # the label says there is nothing to say yet
+            if not (asks or _HEDGE_RE.search(stripped)):
                 label = " ".join(labelled.group("label").split())
                 rest = ""
                 if len(stripped) > LABELLED_LINE_CHARS:
@@ -898,6 +943,8 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
     for start, piece in _sentences(stripped):
         if tool and not tool_item and not _tool_rule(piece):
             continue  # a tool's output states only its prose rules ("We follow standardrb. Run `…` before pushing.")
+        if role == "assistant" and _WORK_REPORT_RE.match(_clean(piece)):
+            continue  # the model's account of what it did: its work, not a statement
         kind, p, said = detect_scored(piece, role, words)
         if kind is None and item and _instruction(piece):
             kind = score(piece, role)[2]

@@ -239,3 +239,55 @@ def test_the_users_words_fit_beside_a_system_prompt_that_takes_most_of_the_windo
 )
 def test_a_fact_noun_named_by_a_hyphenated_camel_case_or_key_value_name_is_a_fact(text, kind):
     assert [f.kind for f in detect(text)] == ([kind] if kind else [])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a label over nothing yet
+        "DECISION: none yet on the cache eviction policy.",
+        "PREF: none really for the changelog format, whatever the tool writes",
+        "LIMIT: nothing yet, finance will tell us",
+        # a question without its question mark, opened by an auxiliary no imperative starts with
+        "does the arm runner even have docker on it",
+        "is the flaky retry plugin worth keeping or is it hiding real failures",
+        # a measurement held against its bound: a report, not the bound
+        "31.2, under 40.",
+        "880, tight but under.",
+        "2h10 is way over what we budgeted.",
+        "41ms p95, over.",
+    ],
+)
+def test_empty_labels_auxiliary_questions_and_measurements_against_a_bound_state_nothing(text):
+    assert detect(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "RULE: none of the lambdas may call the billing db directly.",
+        "RULE: nothing ships on fridays.",
+        "do 3 retries, hard cap",
+        "latency stays under 40ms at p95",
+    ],
+)
+def test_what_those_look_like_but_states_a_rule_or_a_bound_is_still_found(text):
+    assert [f.kind for f in detect(text)] in (["rule"], ["constraint"])
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("yes the sqlite backend.", True),
+        ("yeah blue-green, decided.", True),
+        ("yep webhooks, polling as the fallback", True),
+        ("hash join, settled.", True),
+        # a go-ahead, an agreement or a value recalled is no pick
+        ("yes fix it.", False),
+        ("yeah thats the plan.", False),
+        ("yes please", False),
+        ("yeah 4.2, like i said.", False),
+    ],
+)
+def test_a_yes_that_names_the_option_picked_is_a_decision(text, found):
+    assert [f.kind for f in detect(text)] == (["decision"] if found else [])
