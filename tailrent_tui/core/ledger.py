@@ -952,6 +952,23 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
             continue  # the model's facts and figures are its work, not the user's statements
         text_ = _MARKER_RE.sub("", piece.strip(), count=1)  # a list item's marker is not part of what it says
         found.append(Found(kind, text_, base + start + piece.find(text_), None, _corrects(piece), p, said))
+    if item and len(found) > 1:
+        # an instruction file's item is one instruction, however many sentences it takes ("No third-party
+        # JavaScript. No analytics, no web fonts.", "Watchdog stays on in every build. Timeout 500 ms.")
+        whole = _MARKER_RE.sub("", stripped.strip(), count=1)
+        if len(whole) <= LABELLED_LINE_CHARS:
+            first = found[0]
+            return [
+                Found(
+                    first.kind,
+                    whole,
+                    base + stripped.find(whole),
+                    None,
+                    any(f.correction for f in found),
+                    max(f.score for f in found),
+                    all(f.said for f in found),
+                )
+            ]
     return found
 
 
@@ -1161,6 +1178,38 @@ _NOUN_NUMBER_RE = re.compile(
 _IS_VALUE_RE = re.compile(
     r"\b([a-z][\w-]*)(?:['’]s\s+|\s+(?:is|are|=)\s+)(?:now\s+)?(?:on\s+|at\s+)?(?:port\s+)?v?(\d+(?:[.:]\d+)*)\b(?![.:]?\w)", re.I
 )
+# words before "is" that name no measure of their own: "mine is 3", "the total is 5", "what we want is 20"
+_GENERIC_ANCHORS = frozenset(
+    [
+        "mine",
+        "yours",
+        "ours",
+        "theirs",
+        "everything",
+        "something",
+        "anything",
+        "nothing",
+        "each",
+        "all",
+        "both",
+        "rest",
+        "left",
+        "right",
+        "want",
+        "need",
+        "number",
+        "count",
+        "total",
+        "value",
+        "answer",
+        "amount",
+        "result",
+        "one",
+        "ones",
+        "thing",
+        "things",
+    ]
+)
 _UNIT_SAME = {
     "minute": "min", "minutes": "min", "mins": "min", "hour": "h", "hours": "h", "hr": "h", "hrs": "h",
     "second": "s", "seconds": "s", "sec": "s", "secs": "s", "gb": "g", "gib": "g", "mb": "m", "mib": "m",
@@ -1209,7 +1258,7 @@ def _anchored_spans(text: str) -> list[tuple[str, str, int, int]]:
     for m in _NOUN_NUMBER_RE.finditer(text):
         out.append((m.group(1).casefold(), m.group(2), m.start(2), m.end(2)))
     for m in _IS_VALUE_RE.finditer(text):
-        if m.group(1).casefold() not in _STOP:
+        if m.group(1).casefold() not in _STOP and m.group(1).casefold() not in _GENERIC_ANCHORS:
             out.append((m.group(1).casefold(), _num(m.group(2)), m.start(2), m.end(2)))
     for m in _KEY_VALUE_RE.finditer(text):
         out.append(

@@ -291,3 +291,28 @@ def test_what_those_look_like_but_states_a_rule_or_a_bound_is_still_found(text):
 )
 def test_a_yes_that_names_the_option_picked_is_a_decision(text, found):
     assert [f.kind for f in detect(text)] == (["decision"] if found else [])
+
+
+def test_an_instruction_files_item_of_several_sentences_is_one_statement():
+    text = (
+        "# CLAUDE.md\n"
+        "- No tracking pixels. No third-party fonts, no CDN scripts.\n"
+        "- Amounts are integer cents end to end. Never a float near money.\n"
+        "- Keep replies short.\n"
+    )
+    found = detect(text, "instructions")
+    assert [f.text for f in found] == [
+        "No tracking pixels. No third-party fonts, no CDN scripts.",
+        "Amounts are integer cents end to end. Never a float near money.",
+        "Keep replies short.",
+    ]
+    assert all(text[f.start : f.start + len(f.text)] == f.text for f in found)
+
+
+def test_a_word_before_is_that_names_no_measure_anchors_no_value():
+    from tailrent_tui.core.ledger import anchored_values
+
+    for text in ("what we want is 20", "mine is 3", "so the total is 5 now", "the answer is 42"):
+        assert anchored_values(text) == {}, text
+    assert anchored_values("the pool size is 20") == {"size": {"20"}}
+    assert anchored_values("nomad is 1.9 now") == {"nomad": {"1.9"}}
