@@ -145,7 +145,12 @@ def corrections(lines: list[dict[str, Any]]) -> dict[str, int]:
     return {"labelled": labelled, "superseded_right": ok, "superseded_unlabelled": unlabelled}
 
 
-def canary(windows: tuple[int, ...] = (2048, 4096), summarizers: tuple[str, ...] = ("mock-lossy", "mock-extractive")) -> str:
+def canary(
+    windows: tuple[int, ...] = (2048, 4096),
+    summarizers: tuple[str, ...] = ("mock-lossy", "mock-extractive"),
+    *,
+    ladder_only: bool = False,
+) -> str:
     """The canary traces through every policy: probed words visible (all rounds, and the last
     round's probes alone), superseded words shown as current, facts lost, requests over the window."""
     from tailrent_tui.bench.runner import run_bench
@@ -175,7 +180,8 @@ def canary(windows: tuple[int, ...] = (2048, 4096), summarizers: tuple[str, ...]
             for summ in summarizers:
                 # the baselines refold their own summaries: with the extractive summarizer, which keeps every
                 # fact sentence, naive's summary grows past the window and takes hours; the lossy one shows them
-                policies = ("none", "naive", "naive-pin", "autocompact", "ladder") if summ == "mock-lossy" else ("ladder",)
+                every = ("none", "naive", "naive-pin", "autocompact", "ladder")
+                policies = every if summ == "mock-lossy" and not ladder_only else ("ladder",)
                 r = run_bench(trace, policies, summarizer=summ, price_sheet="local", settings=PolicySettings(window=window))
                 for pol, p in r.traces[0].policies.items():
                     last_miss = sum(1 for m in p.probe_misses if int(m.split(":")[0].split()[1]) in last)
@@ -316,6 +322,7 @@ def main() -> None:
     ap.add_argument("--misses", type=int, default=0, help="list up to N misses and spurious finds per part")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--canary", action="store_true", help="the canary traces through every policy instead")
+    ap.add_argument("--ladder-only", action="store_true", help="with --canary: the ladder's rows alone (the baselines take long)")
     ap.add_argument("--bounds", action="store_true", help="the detector's time on issue 22's bad input instead")
     ap.add_argument("--rules-only", action="store_true", help="the rules alone: the learned scorer admits nothing")
     ap.add_argument("--ask", type=int, metavar="TURNS", help="an ask-driven session of TURNS turns instead")
@@ -328,7 +335,7 @@ def main() -> None:
         print(bounds())
         return
     if args.canary:
-        print(canary())
+        print(canary(ladder_only=args.ladder_only))
         return
     if args.ask:
         print(ask_session(args.ask))
