@@ -848,9 +848,19 @@ def _carry_cue(found: list[Found]) -> list[Found]:
     for f in found:
         if cue and not f.correction:
             f = replace(f, correction=True)
-        cue = cue or f.correction
+        # only a cue that says something earlier no longer holds carries ("update:", "scratch that");
+        # "from now on" or "now" opens a new statement, not a correction of the ones after it
+        cue = cue or (f.correction and bool(_CARRY_RE.search(" ".join(f.text.split()[:16]))))
         out.append(f)
     return out
+
+
+_CARRY_RE = re.compile(
+    r"\b(?:update[ds]?|correction|correcting|scratch|forget|ignore|nvm|change\s+of|actually|no\s+wait|oh\s+wait|my\s+bad|"
+    r"i\s+meant|turns\s+out|no\s+longer|any\s?more|moved|switched|renamed|changed|is\s+too|was\s+wrong|is\s+wrong|"
+    r"dropping|instead)\b",
+    re.I,
+)
 
 
 _ITEM_RE = re.compile(r"\s*(?:[-*+]|\d{1,2}[.)])\s+\S")

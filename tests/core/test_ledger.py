@@ -700,3 +700,13 @@ def test_a_message_that_corrects_nothing_earlier_in_it_does_not_make_its_later_s
     s.add("user", "the api gateway listens on port 8080 in staging")
     s.add("user", "the gateway team owns port 8080 in staging. by the way we moved standup to 10:00")
     assert all(st.status == "current" for st in s.statements.values())
+
+
+def test_from_now_on_opens_a_new_statement_and_does_not_make_the_next_one_a_correction():
+    """Only a cue that says something earlier no longer holds ("update:", "scratch that") carries to the
+    sentences after it; "from now on" states a new rule, and the sentence after it corrects nothing."""
+    _, s, _ = ladder()
+    notes = s.add("user", "for the release notes I'd like them short, max 4 bullets, no emoji")
+    s.add("user", "from now on please keep your replies shorter, I read them on my phone. bullets over paragraphs")
+    (st,) = [st for st in s.statements.values() if st.message_id == notes.id]
+    assert st.status == "current" and not st.amended_by
