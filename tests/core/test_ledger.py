@@ -660,3 +660,71 @@ def test_the_ledgers_fold_takes_no_pin_the_user_or_the_app_made():
     record = fold_ledger(s, 1)
     assert record is not None
     assert auto.id in record.span_ids and note.id not in record.span_ids and by_hand.id not in record.span_ids
+
+
+@pytest.mark.parametrize(
+    ("said", "correction"),
+    [
+        # the cue sits in the label: "correction on …:", "new plan for …:"
+        (
+            "the nightly export writes to the bucket exports-eu-2 in frankfurt",
+            "correction on the export: it writes to the bucket exports-eu-3, the old one is read only",
+        ),
+        (
+            "plan for the beta: invite 40 testers on monday, then 200 by friday",
+            "new plan for the beta: 25 testers on monday, 200 by friday stays",
+        ),
+        # the cue opens the message and the new value follows in a sentence of its own
+        (
+            "we support node 18 through 22 in the sdk",
+            "update: node 18 is end of life. the sdk supports node 20 to 22 from the next minor",
+        ),
+        # a value said to hold now, past the message's first sixteen words
+        (
+            "the render budget for this sprint is 300 gpu-hours on the farm",
+            "good news from the producers after a long meeting about the trailer, "
+            "the render budget for the sprint is 450 gpu-hours now",
+        ),
+        # "X is too short" of any kind, a raise with a longer name before "to", "goes to", a move off a tool
+        (
+            "a login session expires after 20 minutes of idle time",
+            "20 min is too short for the nurses, session expiry is 45 minutes of idle time",
+        ),
+        ("cap the concurrent android emulator jobs at 4", "raise the concurrent android emulator cap to 6"),
+        (
+            "the firmware image must stay under 64 MB of flash",
+            "the new boards have more flash, the firmware image cap goes to 96 MB",
+        ),
+        (
+            "format the python code with black, line length 100",
+            "we're moving off black to ruff format for the python code, line length 100 stays",
+        ),
+    ],
+)
+def test_a_correction_is_taken_when_its_cue_is_in_the_label_before_it_or_says_now_at_the_end(said, correction):
+    _, s, _ = ladder()
+    old = s.add("user", said)
+    new = s.add("user", correction)
+    mine = [st for st in s.statements.values() if st.message_id == old.id]
+    replaced = [st for st in mine if st.status == "superseded" or st.amended_by]
+    assert replaced, [(st.text, st.status) for st in s.statements.values()]
+    by = replaced[0].superseded_by or replaced[0].amended_by
+    assert s.statements[by].message_id == new.id
+
+
+def test_a_message_that_corrects_nothing_earlier_in_it_does_not_make_its_later_statements_corrections():
+    """The cue carries forward through its message, never back: a statement before the cue stands alone."""
+    _, s, _ = ladder()
+    s.add("user", "the api gateway listens on port 8080 in staging")
+    s.add("user", "the gateway team owns port 8080 in staging. by the way we moved standup to 10:00")
+    assert all(st.status == "current" for st in s.statements.values())
+
+
+def test_from_now_on_opens_a_new_statement_and_does_not_make_the_next_one_a_correction():
+    """Only a cue that says something earlier no longer holds ("update:", "scratch that") carries to the
+    sentences after it; "from now on" states a new rule, and the sentence after it corrects nothing."""
+    _, s, _ = ladder()
+    notes = s.add("user", "for the release notes I'd like them short, max 4 bullets, no emoji")
+    s.add("user", "from now on please keep your replies shorter, I read them on my phone. bullets over paragraphs")
+    (st,) = [st for st in s.statements.values() if st.message_id == notes.id]
+    assert st.status == "current" and not st.amended_by
