@@ -588,6 +588,29 @@ def test_with_a_long_system_prompt_the_ledger_folds_into_one_message_and_no_requ
             assert st.text in text, st.text
 
 
+def test_the_ledgers_fold_never_takes_the_turn_in_flight():
+    """The user's newest message, mostly rules and so auto-pinned, with a long reply before it: the
+    ledger's fold took it to the archive with the rest of the pins, and the request went out ending
+    with the model's own reply, the user's question nowhere in it."""
+    policy, s, ctx = crowded(pin_share=0.9)
+    summarizer = LossySummarizer()
+    for i in range(6):
+        s.add("user", f"FACT: service s{i} listens on port {7000 + i} behind gateway gw-{i}a.\n\n{WORK * 2}")
+        run_plan(policy.after_add(s, ctx), summarizer)
+        run_plan(policy.before_request(s, ctx, expired=False), summarizer)
+        s.add("assistant", "Noted. " + WORK)
+        run_plan(policy.after_add(s, ctx), summarizer)
+    s.add("assistant", "Here is what I found. " + WORK * 3)
+    run_plan(policy.after_add(s, ctx), summarizer)
+    rules = " ".join(f"Never restart worker w{j} on a weekend." for j in range(8))
+    asked = s.add("user", rules + " Which scheduler file do I edit?")
+    assert asked.pinned and s.context_tokens > ctx.settings.request_limit
+    run_plan(policy.after_add(s, ctx), summarizer)
+    run_plan(policy.before_request(s, ctx, expired=False), summarizer)
+    assert s.messages[-1].id == asked.id
+    assert s.context_tokens <= ctx.settings.request_limit
+
+
 def test_merging_the_ledger_loses_nothing_and_unfolding_it_gives_each_line_back_to_its_message():
     from tailrent_tui.core.rungs.fold import LEDGER_TRIGGER, apply_fold, fold_ledger
     from tests.support.folds import fold_span
