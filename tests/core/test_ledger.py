@@ -642,6 +642,30 @@ def test_merging_the_ledger_loses_nothing_and_unfolding_it_gives_each_line_back_
     assert again.visible_text() == s.visible_text() and again.carrier == s.carrier
 
 
+def test_unfolding_the_ledgers_fold_shows_each_line_as_it_is_now():
+    """A statement edited (or amended by a correction) while the ledger was merged: /unfold gave its
+    message back with the words it held when it was merged, the old value shown as current."""
+    from tailrent_tui.core.rungs.fold import apply_fold, fold_ledger
+    from tests.support.folds import fold_span
+
+    s = Session(counter=get_counter("cl100k"), system="sys", window=8192, decisions=DecisionDetector())
+    events = []
+    s.listeners.append(events.append)
+    for i in range(6):
+        said = s.add("user", f"RULE: never deploy service s{i} on a friday.\n\n{WORK}")
+        fold_span(s, [said.id], summary=f"work on s{i}", summarizer_name="test", guard="report")
+    holders = [m for m in s.messages if m.kind is Kind.ledger]
+    record = fold_ledger(s, 1, release=False)
+    assert record is not None
+    apply_fold(s, record, None)
+    (sid,) = holders[2].meta["statements"]
+    s.edit_statement(sid, "RULE: never deploy service s2 on a friday or a weekend.")
+    unfold(s, record.fold_no, holders, limit=8192)
+    text = s.visible_text()
+    assert "s2 on a friday or a weekend." in text and "s2 on a friday.\n" not in text + "\n"
+    assert replay(events, counter=s.counter, system="sys", window=8192).visible_text() == text
+
+
 def test_the_ledger_releases_the_users_unclassified_words_before_what_the_detector_knows():
     from tailrent_tui.core.rungs.fold import fold_ledger
     from tests.support.folds import fold_span
