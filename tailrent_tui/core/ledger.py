@@ -577,7 +577,9 @@ _YES_CHOICE_RE = re.compile(
     r"^(?:yes|yep|yeah|yup)[,.!]?\s+(?!(?:please|pls|go|do|sure|exactly|correct|right|thanks|thank|ty|that|thats|that['’]s|"
     r"this|it|its|it['’]s|and|but|so|i|im|i['’]m|we|you|ok|okay|absolutely|definitely|indeed|agreed|perfect|true|lol|same|"
     r"fine|good|great|makes|sounds|looks|works|fix|remove|add|delete|drop|use|make|keep|change|update|write|move|rename|"
-    r"revert|check|test|run|ship|push|merge|commit|try|send|open|close|let['’]?s|will|would|should|can|the\s+\w+\s+(?:is|are)"
+    r"revert|check|test|run|ship|push|merge|commit|try|send|open|close|let['’]?s|will|would|should|can|the\s+\w+\s+(?:is|are)|"
+    # an adverb, a filler or a status names no option: "yes really", "yeah whatever", "yep merged", "yes all green"
+    r"\w+ly|whatever|just|all|also|more|one|sir|indeed\w*|maybe|of\s+course|\w+ed(?=\s*[,.!]?\s*$)"
     r")\b)[A-Za-z][\w./`+-]*(?:\s+[\w./`+-]+){0,3}\s*(?:[,.!]|$)|"
     r"^[\w./`+-]+(?:\s+[\w./`+-]+){0,3},?\s+(?:decided|settled)\s*[.!]?$",
     re.I,
