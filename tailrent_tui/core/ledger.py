@@ -645,8 +645,11 @@ def _rule_kind(s: str) -> StatementKind | None:
 
 # A name that is no identifier by the guard's rule but names a thing all the same: backticked or quoted, a
 # hyphenated name ("billing-export", "macos-arm"), an inner capital ("FernhillTeaECOM"), key=value, #channel
+# (not an adjective written with a hyphen: "stable-ish", "well-known", "up-to-date", "back-pressured")
 _NAME_RE = (
-    r"(?:`[^`\n]{2,60}`|\"[^\"\n]{2,40}\"|#[\w-]{2,}|[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+|(?-i:[A-Z][a-z]+[A-Z]\w*)|"
+    r"(?:`[^`\n]{2,60}`|\"[^\"\n]{2,40}\"|#[\w-]{2,}|"
+    r"(?!(?:well|up|self|half|non|ill|over|under|out|back|semi|all|long|short|hard|high|low)-)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+"
+    r"(?<!-ish)(?<![a-z]ed)(?<!-known)(?<!-like)|(?-i:[A-Z][a-z]+[A-Z]\w*)|"
     r"\w+=[^\s,;]+|[\w-]+(?:[./][\w-]+)+)"
 )
 # "repo is billing-export", "the param is ranking=hybrid", "queues are macos-arm and linux-large",

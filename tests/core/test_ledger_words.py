@@ -247,6 +247,10 @@ def test_the_users_words_fit_beside_a_system_prompt_that_takes_most_of_the_windo
         ("the design review is tomorrow-ish, whatever", None),
         ("the test suite is slow today", None),
         ("the api team is Picky about naming", None),
+        # an adjective written with a hyphen is no name either
+        ("the service is stable-ish.", None),
+        ("the host is well-known to ops.", None),
+        ("the queue is back-pressured right now.", None),
     ],
 )
 def test_a_fact_noun_named_by_a_hyphenated_camel_case_or_key_value_name_is_a_fact(text, kind):
