@@ -577,7 +577,9 @@ _YES_CHOICE_RE = re.compile(
     r"^(?:yes|yep|yeah|yup)[,.!]?\s+(?!(?:please|pls|go|do|sure|exactly|correct|right|thanks|thank|ty|that|thats|that['’]s|"
     r"this|it|its|it['’]s|and|but|so|i|im|i['’]m|we|you|ok|okay|absolutely|definitely|indeed|agreed|perfect|true|lol|same|"
     r"fine|good|great|makes|sounds|looks|works|fix|remove|add|delete|drop|use|make|keep|change|update|write|move|rename|"
-    r"revert|check|test|run|ship|push|merge|commit|try|send|open|close|let['’]?s|will|would|should|can|the\s+\w+\s+(?:is|are)"
+    r"revert|check|test|run|ship|push|merge|commit|try|send|open|close|let['’]?s|will|would|should|can|the\s+\w+\s+(?:is|are)|"
+    # an adverb, a filler or a status names no option: "yes really", "yeah whatever", "yep merged", "yes all green"
+    r"\w+ly|whatever|just|all|also|more|one|sir|indeed\w*|maybe|of\s+course|\w+ed(?=\s*[,.!]?\s*$)"
     r")\b)[A-Za-z][\w./`+-]*(?:\s+[\w./`+-]+){0,3}\s*(?:[,.!]|$)|"
     r"^[\w./`+-]+(?:\s+[\w./`+-]+){0,3},?\s+(?:decided|settled)\s*[.!]?$",
     re.I,
@@ -643,8 +645,11 @@ def _rule_kind(s: str) -> StatementKind | None:
 
 # A name that is no identifier by the guard's rule but names a thing all the same: backticked or quoted, a
 # hyphenated name ("billing-export", "macos-arm"), an inner capital ("FernhillTeaECOM"), key=value, #channel
+# (not an adjective written with a hyphen: "stable-ish", "well-known", "up-to-date", "back-pressured")
 _NAME_RE = (
-    r"(?:`[^`\n]{2,60}`|\"[^\"\n]{2,40}\"|#[\w-]{2,}|[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+|(?-i:[A-Z][a-z]+[A-Z]\w*)|"
+    r"(?:`[^`\n]{2,60}`|\"[^\"\n]{2,40}\"|#[\w-]{2,}|"
+    r"(?!(?:well|up|self|half|non|ill|over|under|out|back|semi|all|long|short|hard|high|low)-)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+"
+    r"(?<!-ish)(?<![a-z]ed)(?<!-known)(?<!-like)|(?-i:[A-Z][a-z]+[A-Z]\w*)|"
     r"\w+=[^\s,;]+|[\w-]+(?:[./][\w-]+)+)"
 )
 # "repo is billing-export", "the param is ranking=hybrid", "queues are macos-arm and linux-large",

@@ -869,7 +869,7 @@ class LadderPolicy(Policy):
             self._fold_ledger(session, ctx, session.context_tokens - limit, release=True)
 
     def _fold_ledger(self, session: Session, ctx: PolicyContext, excess: int, *, release: bool) -> None:
-        record = fold_ledger(session, excess, header=self.header, release=release)
+        record = fold_ledger(session, excess, header=self.header, release=release, keep_recent=ctx.settings.keep_recent)
         if record is not None and shrinks(record):
             apply_fold(session, record, ctx.archive)
 

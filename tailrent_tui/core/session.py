@@ -347,6 +347,9 @@ class Session:
         for m in originals:
             self._index[m.id] = m
             self.totals._account(m, +1, self.sent_tokens(m))
+            if m.kind is Kind.ledger:
+                # archived with the words it held then: a line edited or superseded since shows as it is now
+                self._rewrite(m, self._ledger_content(m))
         self.unfolded[e.fold_no] = e
 
     def _apply_instructions_read(self, e: InstructionsRead) -> None:

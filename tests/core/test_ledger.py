@@ -588,6 +588,29 @@ def test_with_a_long_system_prompt_the_ledger_folds_into_one_message_and_no_requ
             assert st.text in text, st.text
 
 
+def test_the_ledgers_fold_never_takes_the_turn_in_flight():
+    """The user's newest message, mostly rules and so auto-pinned, with a long reply before it: the
+    ledger's fold took it to the archive with the rest of the pins, and the request went out ending
+    with the model's own reply, the user's question nowhere in it."""
+    policy, s, ctx = crowded(pin_share=0.9)
+    summarizer = LossySummarizer()
+    for i in range(6):
+        s.add("user", f"FACT: service s{i} listens on port {7000 + i} behind gateway gw-{i}a.\n\n{WORK * 2}")
+        run_plan(policy.after_add(s, ctx), summarizer)
+        run_plan(policy.before_request(s, ctx, expired=False), summarizer)
+        s.add("assistant", "Noted. " + WORK)
+        run_plan(policy.after_add(s, ctx), summarizer)
+    s.add("assistant", "Here is what I found. " + WORK * 3)
+    run_plan(policy.after_add(s, ctx), summarizer)
+    rules = " ".join(f"Never restart worker w{j} on a weekend." for j in range(8))
+    asked = s.add("user", rules + " Which scheduler file do I edit?")
+    assert asked.pinned and s.context_tokens > ctx.settings.request_limit
+    run_plan(policy.after_add(s, ctx), summarizer)
+    run_plan(policy.before_request(s, ctx, expired=False), summarizer)
+    assert s.messages[-1].id == asked.id
+    assert s.context_tokens <= ctx.settings.request_limit
+
+
 def test_merging_the_ledger_loses_nothing_and_unfolding_it_gives_each_line_back_to_its_message():
     from tailrent_tui.core.rungs.fold import LEDGER_TRIGGER, apply_fold, fold_ledger
     from tests.support.folds import fold_span
@@ -617,6 +640,30 @@ def test_merging_the_ledger_loses_nothing_and_unfolding_it_gives_each_line_back_
             assert s.carrier[sid] == m.id
     again = replay(events, counter=s.counter, system="sys", window=8192)
     assert again.visible_text() == s.visible_text() and again.carrier == s.carrier
+
+
+def test_unfolding_the_ledgers_fold_shows_each_line_as_it_is_now():
+    """A statement edited (or amended by a correction) while the ledger was merged: /unfold gave its
+    message back with the words it held when it was merged, the old value shown as current."""
+    from tailrent_tui.core.rungs.fold import apply_fold, fold_ledger
+    from tests.support.folds import fold_span
+
+    s = Session(counter=get_counter("cl100k"), system="sys", window=8192, decisions=DecisionDetector())
+    events = []
+    s.listeners.append(events.append)
+    for i in range(6):
+        said = s.add("user", f"RULE: never deploy service s{i} on a friday.\n\n{WORK}")
+        fold_span(s, [said.id], summary=f"work on s{i}", summarizer_name="test", guard="report")
+    holders = [m for m in s.messages if m.kind is Kind.ledger]
+    record = fold_ledger(s, 1, release=False)
+    assert record is not None
+    apply_fold(s, record, None)
+    (sid,) = holders[2].meta["statements"]
+    s.edit_statement(sid, "RULE: never deploy service s2 on a friday or a weekend.")
+    unfold(s, record.fold_no, holders, limit=8192)
+    text = s.visible_text()
+    assert "s2 on a friday or a weekend." in text and "s2 on a friday.\n" not in text + "\n"
+    assert replay(events, counter=s.counter, system="sys", window=8192).visible_text() == text
 
 
 def test_the_ledger_releases_the_users_unclassified_words_before_what_the_detector_knows():

@@ -247,6 +247,10 @@ def test_the_users_words_fit_beside_a_system_prompt_that_takes_most_of_the_windo
         ("the design review is tomorrow-ish, whatever", None),
         ("the test suite is slow today", None),
         ("the api team is Picky about naming", None),
+        # an adjective written with a hyphen is no name either
+        ("the service is stable-ish.", None),
+        ("the host is well-known to ops.", None),
+        ("the queue is back-pressured right now.", None),
     ],
 )
 def test_a_fact_noun_named_by_a_hyphenated_camel_case_or_key_value_name_is_a_fact(text, kind):
@@ -299,6 +303,20 @@ def test_what_those_look_like_but_states_a_rule_or_a_bound_is_still_found(text):
         ("yeah thats the plan.", False),
         ("yes please", False),
         ("yeah 4.2, like i said.", False),
+        # an adverb, a filler or a status after the yes names no option
+        ("yes really, go ahead", False),
+        ("yeah whatever you think.", False),
+        ("yes finally.", False),
+        ("yep, just one.", False),
+        ("yes obviously", False),
+        ("yeah mostly.", False),
+        ("yep merged", False),
+        ("yes, pushed.", False),
+        ("yes all green", False),
+        ("yes indeedy", False),
+        # and an option named after one is still a pick
+        ("yeah in memory", True),
+        ("yes managed postgres", True),
     ],
 )
 def test_a_yes_that_names_the_option_picked_is_a_decision(text, found):

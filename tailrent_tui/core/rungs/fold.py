@@ -646,7 +646,9 @@ def unfold(session: Session, fold_no: int, originals: Sequence[Message], *, limi
 LEDGER_TRIGGER = "ladder: the ledger crowds the request"
 
 
-def fold_ledger(session: Session, excess: int, *, header: str | None = None, release: bool = True) -> FoldRecord | None:
+def fold_ledger(
+    session: Session, excess: int, *, header: str | None = None, release: bool = True, keep_recent: int = 0
+) -> FoldRecord | None:
     """The ladder's last rung, when what crowds the request is the ledger itself: a fold of the
     ledger messages (those folds and edits made; instructions and messages pinned by hand stay)
     into one. Merged, each heading is paid once, and nothing is lost. With `release`, the messages
@@ -655,10 +657,12 @@ def fold_ledger(session: Session, excess: int, *, header: str | None = None, rel
     tokens, the statements ranked lowest leave for the fold archive until it does: the user's
     unclassified words first, then the detector's lowest scores, older first; the guard reports
     each one lost. None when the fold would not save `excess` (or, without `release`, would save
-    nothing)."""
+    nothing). The last `keep_recent` messages are the turn in flight: a pinned one stays whole (the
+    user's newest question is in it)."""
+    recent = {m.id for m in session.messages[len(session.messages) - keep_recent :]} if keep_recent else set()
 
     def holds(m: Message) -> bool:
-        if m.cut_off or m.id in session.user_pinned:
+        if m.cut_off or m.id in session.user_pinned or (m.id in recent and m.kind is not Kind.ledger):
             return False
         # a user's or model's message pinned for its statements (the app's own pinned notes are system messages)
         return m.kind is Kind.ledger or (release and m.kind is Kind.chat and m.pinned and m.role in ("user", "assistant"))
