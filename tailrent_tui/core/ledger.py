@@ -1427,6 +1427,16 @@ def _sibling_value(new_text: str, old_text: str) -> bool:
     return any(_value_shape(a) == _value_shape(b) for a in shared for b in fresh)
 
 
+_SHORT_NAME_RE = re.compile(r"(?<![\w.-])[a-z]{1,3}\d{1,3}(?![\w.-])", re.I)
+
+
+def _names(text: str) -> frozenset[str]:
+    """The names in a statement that carry a number: identifiers that open with a letter ("svc-1",
+    "web3"; not a measure, "10s"), and names too short to be identifiers ("s1", "db2")."""
+    found = {t.casefold() for t in identifiers(text) if any(ch.isdigit() for ch in t) and t[0].isalpha()}
+    return frozenset(found | {m.group(0).casefold() for m in _SHORT_NAME_RE.finditer(text)})
+
+
 @dataclass(frozen=True)
 class _Correction:
     """What a correction's text offers as evidence, read once for every candidate it is held against."""
@@ -1439,6 +1449,7 @@ class _Correction:
     bare: frozenset[str]
     shifts_goal: bool
     backref: bool
+    names: frozenset[str]
 
     @classmethod
     def of(cls, new: Found) -> _Correction:
@@ -1452,6 +1463,7 @@ class _Correction:
             bare=subject_words(_UNIT_AFTER_RE.sub(" ", new.text)),
             shifts_goal=new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text)),
             backref=bool(_BACKREF_RE.search(new.text)),
+            names=_names(new.text),
         )
 
 
@@ -1464,6 +1476,10 @@ def _evidence(new: Found, c: _Correction, s: Statement, score: float) -> float:
         bonus += 1.0
     if c.stems & _stems(s.text) or _sibling_value(new.text, s.text):
         bonus += 1.0
+    if c.names & _names(s.text):
+        # the same name again ("service s1 … now" of six services s0…s5): among statements that all
+        # match as well otherwise, the one it names
+        bonus += 0.5
     if c.shifts_goal and s.kind == "goal" and score > 0:
         bonus += 0.5
     if _updates_value(c.anchored, anchored_values(s.text)) and overlap(c.bare, subject_words(_UNIT_AFTER_RE.sub(" ", s.text))):

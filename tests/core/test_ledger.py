@@ -775,3 +775,12 @@ def test_from_now_on_opens_a_new_statement_and_does_not_make_the_next_one_a_corr
     s.add("user", "from now on please keep your replies shorter, I read them on my phone. bullets over paragraphs")
     (st,) = [st for st in s.statements.values() if st.message_id == notes.id]
     assert st.status == "current" and not st.amended_by
+
+
+def test_a_correction_that_names_one_of_several_alike_statements_replaces_that_one():
+    # six limits alike but for the service's short name: the correction names s1, not the latest (s5)
+    s = Session(counter=get_counter("cl100k"), system="sys", window=8192, decisions=DecisionDetector())
+    olds = [s.add("user", f"LIMIT: service s{i} runs at most {i + 3} replicas.") for i in range(6)]
+    s.add("user", "LIMIT: service s1 runs at most 9 replicas now.")
+    replaced = [st.message_id for st in s.statements.values() if st.status == "superseded" or st.amended_by]
+    assert replaced == [olds[1].id]
