@@ -722,8 +722,15 @@ class LadderPolicy(Policy):
                     skip_fold(session, nothing_reason(session), trigger)
                 return
             span = span_messages(session, span_ids)
-            if applied and sum(m.tokens for m in span) < self.min_pass_tokens:
-                return
+            if sum(m.tokens for m in span) < self.min_pass_tokens:
+                if applied:
+                    return
+                # A span this small is all the raw text left to take (the rest is summaries and pins): no
+                # summary of it can save what its request costs (on llama.cpp an 8-token reply was asked of
+                # SmolLM2 twice a turn, 65 and 300 tokens read, 32 written, refused). Depth one: the oldest
+                # summaries leave for a pointer instead; the span is asked only when none can.
+                if retire_summaries(session, target, keep_recent=keep, position=self.placement(ctx)):
+                    return
             reply = yield from summary_of(span)
             refused = refused or _refused_in_this_fold(reply, session, span)
             record = self._choose(session, ctx, span, reply, trigger, FALLBACKS[:1], gain)
