@@ -169,6 +169,7 @@ def canary(
         ("canary-heldout", (4096, 8192)),
         ("canary-heldout3", (4096, 8192)),
         ("canary-heldout4", (4096, 8192)),
+        ("canary-heldout5", (4096, 8192)),
     ):
         for window in trace_windows:
             trace = get_trace(str(CORPUS / f"{name}.jsonl"))
