@@ -784,3 +784,22 @@ def test_a_correction_that_names_one_of_several_alike_statements_replaces_that_o
     s.add("user", "LIMIT: service s1 runs at most 9 replicas now.")
     replaced = [st.message_id for st in s.statements.values() if st.status == "superseded" or st.amended_by]
     assert replaced == [olds[1].id]
+
+
+def test_a_statement_the_user_unpinned_is_kept_by_the_ledgers_merge_and_reported_when_it_leaves():
+    from tailrent_tui.core.rungs.fold import fold_ledger
+    from tests.support.folds import fold_span
+
+    s = Session(counter=get_counter("cl100k"), system="sys", window=8192, decisions=DecisionDetector())
+    for i in range(6):
+        m = s.add("user", f"RULE: never deploy service s{i} on a friday.\n\n{WORK}")
+        fold_span(s, [m.id], summary="work", summarizer_name="test", guard="report")
+    loose = next(st for st in s.statements.values() if "s2 " in st.text)
+    s.pin_statement(loose.id, False)
+    merged = fold_ledger(s, 1, release=False)
+    assert merged is not None and loose.id in merged.carried and not merged.facts_lost
+    assert loose.text in merged.ledger.content
+    saved = merged.tokens_before - merged.tokens_after
+    released = fold_ledger(s, saved + 1)
+    assert released is not None and loose.id not in released.carried
+    assert loose.id in released.uncarried and loose.text in released.facts_lost

@@ -651,7 +651,8 @@ def fold_ledger(
 ) -> FoldRecord | None:
     """The ladder's last rung, when what crowds the request is the ledger itself: a fold of the
     ledger messages (those folds and edits made; instructions and messages pinned by hand stay)
-    into one. Merged, each heading is paid once, and nothing is lost. With `release`, the messages
+    into one. Merged, each heading is paid once, and nothing is lost (a statement the user unpinned
+    stays, marked unpinned, until a release: it leaves first). With `release`, the messages
     auto-pinned for their statements join it (their statements go on in the merged ledger, verbatim;
     their other words leave, reported as any fold's), and if that still saves less than `excess`
     tokens, the statements ranked lowest leave for the fold archive until it does: the user's
@@ -670,7 +671,14 @@ def fold_ledger(
     holders = [m for m in session.messages if holds(m)]
     if not holders:
         return None
-    held = session.carried_by(holders, budget=False)
+    # the statements the user unpinned leave first: a merge keeps them (it loses nothing), a release reports them
+    loose = [
+        st
+        for m in holders
+        for sid in session.statements_held(m.id)
+        if (st := session.statements.get(sid)) is not None and st.unpinned and st.status == "current"
+    ]
+    held = session.carried_by(holders, budget=False) + loose
     line_cost = {st.id: session.count(ledger_rules.ledger_line(st)) + 1 for st in held}
     before = sum(m.tokens for m in holders)
     if header is None:
@@ -695,14 +703,14 @@ def fold_ledger(
         return ledger_cost + session.count(head + "\n" + summary_text(gone))
 
     kept = list(held)
-    for st in sorted(held, key=lambda st: (not st.said, st.score, st.at)):
+    for st in sorted(held, key=lambda st: (not st.unpinned, not st.said, st.score, st.at)):
         if before - after(kept) >= excess or not release:
             break
         kept.remove(st)
     if before - after(kept) < (excess if release else 1):
         return None
     summary = summary_text(len(held) - len(kept))
-    return _prepare(
+    record = _prepare(
         session,
         holders,
         summary=summary,
@@ -713,6 +721,21 @@ def fold_ledger(
         trigger=LEDGER_TRIGGER,
         rejected=None,
         carried=kept,
+    )
+    kept_ids = {st.id for st in kept}
+    left = [st for st in loose if st.id not in kept_ids]
+    if not left:
+        return record
+    # the guard checks the statements the ladder carries; an unpinned one that leaves is counted here
+    from tailrent_tui.core import guard as fact_guard
+
+    shown = fact_guard.Visible(_rest_text(session, {m.id for m in holders}, record.ledger) + "\n" + record.summary.content)
+    lost = [st for st in left if not shown.shows(fact_guard.Fact(text=st.text, kind="quoted"))]
+    return record.model_copy(
+        update={
+            "uncarried": [*record.uncarried, *(st.id for st in lost)],
+            "facts_lost": [*record.facts_lost, *(st.text for st in lost)],
+        }
     )
 
 
