@@ -35,6 +35,10 @@ from tailrent_tui.core.session import Session
 from tailrent_tui.core.tokens import get_counter
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "ledger_corpus"
+# the fresh held-out part: scored once, by name (`--part heldout5`), never by `--part both`, never trained on
+FRESH = ("heldout5",)
+# the parts the detector and its scorer may learn from; `--part both` scores these
+SEEN = tuple(p for p in ("dev", "heldout", "heldout2", "heldout3", "heldout4") if p not in FRESH)
 
 
 def load(part: str) -> list[dict[str, Any]]:
@@ -141,7 +145,12 @@ def corrections(lines: list[dict[str, Any]]) -> dict[str, int]:
     return {"labelled": labelled, "superseded_right": ok, "superseded_unlabelled": unlabelled}
 
 
-def canary(windows: tuple[int, ...] = (2048, 4096), summarizers: tuple[str, ...] = ("mock-lossy", "mock-extractive")) -> str:
+def canary(
+    windows: tuple[int, ...] = (2048, 4096),
+    summarizers: tuple[str, ...] = ("mock-lossy", "mock-extractive"),
+    *,
+    ladder_only: bool = False,
+) -> str:
     """The canary traces through every policy: probed words visible (all rounds, and the last
     round's probes alone), superseded words shown as current, facts lost, requests over the window."""
     from tailrent_tui.bench.runner import run_bench
@@ -160,6 +169,7 @@ def canary(windows: tuple[int, ...] = (2048, 4096), summarizers: tuple[str, ...]
         ("canary-heldout", (4096, 8192)),
         ("canary-heldout3", (4096, 8192)),
         ("canary-heldout4", (4096, 8192)),
+        ("canary-heldout5", (4096, 8192)),
     ):
         for window in trace_windows:
             trace = get_trace(str(CORPUS / f"{name}.jsonl"))
@@ -171,7 +181,8 @@ def canary(windows: tuple[int, ...] = (2048, 4096), summarizers: tuple[str, ...]
             for summ in summarizers:
                 # the baselines refold their own summaries: with the extractive summarizer, which keeps every
                 # fact sentence, naive's summary grows past the window and takes hours; the lossy one shows them
-                policies = ("none", "naive", "naive-pin", "autocompact", "ladder") if summ == "mock-lossy" else ("ladder",)
+                every = ("none", "naive", "naive-pin", "autocompact", "ladder")
+                policies = every if summ == "mock-lossy" and not ladder_only else ("ladder",)
                 r = run_bench(trace, policies, summarizer=summ, price_sheet="local", settings=PolicySettings(window=window))
                 for pol, p in r.traces[0].policies.items():
                     last_miss = sum(1 for m in p.probe_misses if int(m.split(":")[0].split()[1]) in last)
@@ -188,34 +199,15 @@ def ask_session(turns: int = 30, window: int = 2048) -> str:
     """`tailrent ask --continue` for `turns` turns of ~500-token messages at `window`: the folds' depth and
     whether any request passed the window (the path a user takes: the CLI, its journal)."""
     import os
-    import random
     import subprocess
     import sys
     import tempfile
 
     from tailrent_tui.store.sessions import find_session
 
-    words = [
-        "we",
-        "looked",
-        "at",
-        "the",
-        "logs",
-        "and",
-        "talked",
-        "it",
-        "over",
-        "then",
-        "moved",
-        "on",
-        "to",
-        "reviewing",
-        "older",
-        "notes",
-        "about",
-        "flaky",
-        "checks",
-    ]
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.support.filler import words
+
     with tempfile.TemporaryDirectory() as tmp:
         env = {
             **os.environ,
@@ -228,8 +220,7 @@ def ask_session(turns: int = 30, window: int = 2048) -> str:
         os.makedirs(f"{tmp}/ws")
         sid = None
         for i in range(turns):
-            rng = random.Random(i)
-            body = " ".join(rng.choice(words) for _ in range(380))
+            body = words(i, 380)
             args = [sys.executable, "-m", "tailrent_tui", "--workspace", f"{tmp}/ws", "ask", "--model", "mock", "--json"]
             args += ["--continue"] if i else []
             out = subprocess.run(
@@ -308,10 +299,11 @@ def bounds() -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", default="both", help="dev, heldout, heldout2, a .jsonl path, or both (every part there is)")
+    ap.add_argument("--part", default="both", help="a seen part, a .jsonl path, or both (the seen parts; heldout5 by name)")
     ap.add_argument("--misses", type=int, default=0, help="list up to N misses and spurious finds per part")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--canary", action="store_true", help="the canary traces through every policy instead")
+    ap.add_argument("--ladder-only", action="store_true", help="with --canary: the ladder's rows alone (the baselines take long)")
     ap.add_argument("--bounds", action="store_true", help="the detector's time on issue 22's bad input instead")
     ap.add_argument("--rules-only", action="store_true", help="the rules alone: the learned scorer admits nothing")
     ap.add_argument("--ask", type=int, metavar="TURNS", help="an ask-driven session of TURNS turns instead")
@@ -324,13 +316,12 @@ def main() -> None:
         print(bounds())
         return
     if args.canary:
-        print(canary())
+        print(canary(ladder_only=args.ladder_only))
         return
     if args.ask:
         print(ask_session(args.ask))
         return
-    every = tuple(p for p in ("dev", "heldout", "heldout2", "heldout3") if (CORPUS / f"{p}.jsonl").exists())
-    parts = every if args.part == "both" else (args.part,)
+    parts = SEEN if args.part == "both" else (args.part,)
     results = {p: score(load(p), args.misses) for p in parts}
     if args.json:
         print(json.dumps(results, indent=1))

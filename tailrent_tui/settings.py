@@ -225,8 +225,8 @@ class FoldSettings(BaseModel):
         0.55,
         gt=0,
         le=1,
-        description="Pins and the ledger may hold this share of what the system prompt and tools leave of the window; "
-        "past it auto-pinning stops and asks you to unpin",
+        description="Pins and the ledger may hold this share of what the system prompt, the tools and the reply leave of "
+        "the window; past it auto-pinning stops and asks you to unpin",
     )
 
     @field_validator("decision_patterns")

@@ -7,7 +7,7 @@ each request when its mtime or size changed; a new reading replaces the old
 one in place (an `InstructionsRead` event, so a replay needs only the journal),
 and a deleted file's message goes.
 
-Pins have a budget (`pin_share` of what the system prompt leaves of the window), and instructions are pins:
+Pins have a budget (`pin_share` of what the system prompt and the reply leave of the window), and instructions are pins:
 together they may hold at most half of it, so pinned decisions keep the other
 half. A longer file is cut at a line boundary, and the cut is said in the text
 the model reads (rung 1: truncate at the source).
@@ -119,7 +119,7 @@ def _capped(session: Session, name: str, body: str, budget: int) -> str:
     lines = body.splitlines()
     note = (
         f"[{name} cut at ~{{kept:,}} of {total:,} tokens: project instructions may hold half the pin budget "
-        f"([fold] pin_share of what the system prompt leaves of the window); shorten the file or raise pin_share]"
+        f"([fold] pin_share of what the system prompt and the reply leave of the window); shorten the file or raise pin_share]"
     )
     low, high = 0, len(lines)
     while low < high:  # the most whole lines that fit with the note

@@ -175,6 +175,20 @@ class Agent:
         current_model = self._current_model
         tools_offered = partial(offered_tools, sub=is_sub)
         self.meter = UsageMeter(session, rent, lambda: self.model.name)
+        #: where folds put their summary, and why (agent/placement.py); None for a sub-session
+        self.placement = None if is_sub else PlacementKeeper(settings.fold.placement, current_model, rent)
+        #: the policy and the window it plans with (agent/budget.py)
+        self.budget = LadderBudget(
+            session=session,
+            settings=settings,
+            spill_store=self.spill_store,
+            archive=self.archive,
+            placement=self.placement,
+            policy_settings=policy_settings,
+        )
+        if self.budget.policy.name == "ladder":
+            # the pins' budget leaves the reply its room from the start: the instructions are cut to it below
+            session.reply_reserve = self.budget.policy_context().settings.reply_reserve
         self.stores = SessionStores(
             session=session,
             session_dir=session_dir,
@@ -192,17 +206,6 @@ class Agent:
             self.slots = SlotKeeper(
                 settings=settings, model=current_model, session=session, session_dir=session_dir, offered_tools=tools_offered
             )
-        #: where folds put their summary, and why (agent/placement.py); None for a sub-session
-        self.placement = None if is_sub else PlacementKeeper(settings.fold.placement, current_model, rent)
-        #: the policy and the window it plans with (agent/budget.py)
-        self.budget = LadderBudget(
-            session=session,
-            settings=settings,
-            spill_store=self.spill_store,
-            archive=self.archive,
-            placement=self.placement,
-            policy_settings=policy_settings,
-        )
         #: who writes fold summaries, folds prepared while the user reads, and what folds cost (agent/fold_requests.py)
         self.fold_requests = FoldRequests(
             session=session,

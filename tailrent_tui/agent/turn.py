@@ -284,7 +284,10 @@ class TurnLoop:
             runaway = True
         reply = session.add("assistant", text, tool_calls=tool_calls, meta=meta, autopin=not runaway)
         if self.rent is not None and usage is not None:
-            self.rent.generated(context_item(session, reply))
+            # its end of turn, its last token and the next reply's opening are read again: the reply's framing
+            # (measured on the server's template) and its last token
+            framing = session.framing.message("assistant")
+            self.rent.generated(context_item(session, reply), reread=framing + 1 if framing else 0)
         self.meter.record(predicted, usage)
         if usage is not None and tools and not usage.tools_dropped:
             self._check_schema_sent(usage, cb)

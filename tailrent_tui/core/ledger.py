@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
@@ -398,15 +398,18 @@ _FACT_LINK_RE = re.compile(
     re.I,
 )
 _CORRECTION_RE = re.compile(
-    r"\b(?:now|actually|instead|changed?\s+(?:it\s+)?to|moved?\s+(?:it\s+)?to|switch(?:ed|ing)?\s+(?:it\s+)?to|"
-    r"migrat(?:ed|ing)\s+to|"
-    r"scratch\s+that|forget\s+(?:that|it|what\s+i\s+said|the)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|no\s+longer|"
-    r"any\s?more|update[ds]?|correction|correcting|rather\s+than|make\s+it|(?:bump(?:ed)?|raised?|lowered?|increased?|reduced?)\s+(?:[\w.-]+\s+){0,3}to|"
+    r"\b(?:now|actually|instead|changed?\s+(?:it\s+)?to|mov(?:e|ed|es|ing)\s+(?:[\w.-]+\s+){0,3}to|"
+    r"switch(?:ed|es|ing)?\s+(?:it\s+)?to|switch(?:ed|es|ing)?\s+(?:[\w.-]+\s+){0,4}from|renam(?:e|ed|es|ing)|"
+    r"migrat(?:ed|ing)\s+to|mov(?:e|ed|ing)\s+(?:off|away\s+from)|switch(?:ed|ing)?\s+(?:off|away\s+from)|"
+    r"scratch\s+(?:that|the|this|it)|forget\s+(?:that|it|what\s+i\s+said|the|about)|ignore\s+(?:that|what\s+i\s+said|my\s+last)|"
+    r"no\s+longer|nvm|change\s+of\s+(?:mind|approach|plans?)|"
+    r"any\s?more|update[ds]?|correction|correcting|rather\s+than|make\s+it|"
+    r"(?:bump(?:ed)?|raised?|lowered?|increased?|reduced?)\s+(?:[\w.-]+\s+){0,6}to|goes\s+(?:up\s+|down\s+)?to\s+[$€£~]?\d+|"
     r"new\s+(?:limit|value|port|host|"
     r"branch|cap|budget|target|url|key)|"
     r"from\s+now\s+on|going\s+forward|turns\s+out|wrong|my\s+bad|i\s+meant|not\s+\S+\s+but|replaced?\s+(?:by|with)|"
     r"renamed?|revised|overrides?|supersedes?|change\s+of\s+plan|bumped|went\s+(?:up|down)\s+to|lowered|raised|becomes|"
-    r"dropping|drop\s+it\s+to|has\s+to\s+be\s+\S+\s+not|is\s+too\s+(?:strict|aggressive|high|low|big|small|slow)|"
+    r"dropping|drop\s+it\s+to|has\s+to\s+be\s+\S+\s+not|(?:is|are|was|were)\s+too\s+(?:strict|aggressive|high|low|big|small|slow|short|long|tight|loose|lax|few|many|much|little|expensive)|"
     r"(?:changed|moved|switched|set|cut)\b[^.!?]{0,40}\bto\b|lost\s+(?:one|two|some)|\w+\s+again\b|heads\s+up|"
     r"not\s+\S+\s+any\s?more|no\s+wait|oh\s+wait|wait|sorry|ignore\s+what\s+i\s+said\s+about|unblocked|"
     r"decomm?(?:ed|issioned)?|retired|replaced|not\s+[$€£]?\d[\w.]*|was\s+wrong|is\s+wrong|we\s+now|it['’]?s\s+now|"
@@ -438,11 +441,18 @@ _DONE_RE = re.compile(
 )
 
 
+# "X is Y now", "the budget is 900 A100-hours for the quarter now": a value said to be current, anywhere in
+# the statement (the cue of a correction that opens with its news and ends with its value)
+_NEW_LABEL_RE = re.compile(r"^(?:new|revised|changed|updated)\b", re.I)
+_NOW_VALUE_RE = re.compile(r"\b(?:is|are|'s|’s)\s+now\b|\bnow\s*(?:[.!;,)]|$)", re.I)
+
+
 def _corrects(text: str) -> bool:
     """Does the statement say it corrects an earlier one? The cue must open it (its first
-    sixteen words): a long statement that mentions a rename in passing corrects nothing."""
+    sixteen words): a long statement that mentions a rename in passing corrects nothing. A value
+    said to hold "now" counts wherever it stands."""
     head = " ".join(text.split()[:16])
-    return bool(_CORRECTION_RE.search(head))
+    return bool(_CORRECTION_RE.search(head) or _NOW_VALUE_RE.search(text))
 
 
 def _clean(sentence: str) -> str:
@@ -456,9 +466,13 @@ _HEADING_RE = re.compile(
 )
 
 
+# "does django 4.2 even support 3.12", "is clippy's lint worth allowing": no imperative opens with these
+_AUX_QUESTION_RE = re.compile(r"^(?:does|did|is|are|was|were)\s+(?!not\b|n['’]t\b)[\w`'’.-]+\s+\S", re.I)
+
+
 def _is_question(s: str) -> bool:
     t = s.rstrip()
-    return t.endswith("?") or (bool(_QUESTION_START.match(t)) and not _HEADING_RE.match(t))
+    return t.endswith("?") or (bool(_QUESTION_START.match(t) or _AUX_QUESTION_RE.match(t)) and not _HEADING_RE.match(t))
 
 
 def _has_identifier(text: str) -> bool:
@@ -557,11 +571,28 @@ def _is_request(s: str) -> bool:
 _ORDINAL_RE = re.compile(r"^\d+(?:st|nd|rd|th)$", re.I)
 
 
+# The user's pick among options just offered: "yes desugaring.", "yeah auto loader, decided.", "yes own
+# codec", "40k yes": a yes with a thing named after it (not a go-ahead: "yes fix it", "yes thats the plan")
+_YES_CHOICE_RE = re.compile(
+    r"^(?:yes|yep|yeah|yup)[,.!]?\s+(?!(?:please|pls|go|do|sure|exactly|correct|right|thanks|thank|ty|that|thats|that['’]s|"
+    r"this|it|its|it['’]s|and|but|so|i|im|i['’]m|we|you|ok|okay|absolutely|definitely|indeed|agreed|perfect|true|lol|same|"
+    r"fine|good|great|makes|sounds|looks|works|fix|remove|add|delete|drop|use|make|keep|change|update|write|move|rename|"
+    r"revert|check|test|run|ship|push|merge|commit|try|send|open|close|let['’]?s|will|would|should|can|the\s+\w+\s+(?:is|are)|"
+    # an adverb, a filler or a status names no option: "yes really", "yeah whatever", "yep merged", "yes all green"
+    r"\w+ly|whatever|just|all|also|more|one|sir|indeed\w*|maybe|of\s+course|\w+ed(?=\s*[,.!]?\s*$)"
+    r")\b)[A-Za-z][\w./`+-]*(?:\s+[\w./`+-]+){0,3}\s*(?:[,.!]|$)|"
+    r"^[\w./`+-]+(?:\s+[\w./`+-]+){0,3},?\s+(?:decided|settled)\s*[.!]?$",
+    re.I,
+)
+
+
 def classify(sentence: str, role: str = "user") -> StatementKind | None:
     """The kind of statement an unlabelled sentence makes, or None: not load-bearing."""
     s = _clean(sentence)
     if role in ("user", "instructions") and _SHORT_RE.search(s):
         return "preference"
+    if role == "user" and _YES_CHOICE_RE.match(sentence.strip()) and not _is_question(s):
+        return "decision"
     if len(s) < 8 or len(s.split()) < 3:
         return None
     if _CONDITIONAL_RULE_RE.match(s):
@@ -582,6 +613,8 @@ def _states_nothing(s: str) -> bool:
         return True
     if _SAYS_RE.search(s):
         return True  # a report of someone else's words, or a quote being discussed
+    if _MEASURED_RE.match(s) and len(s.split()) <= 10 and not (_RULE_ANY_RE.search(s) or _RULE_START_RE.match(s)):
+        return True  # a measurement held against its bound: a report, not the bound
     if _REPORT_RE.match(s) and not (_GOAL_RE.search(s) or _RULE_ANY_RE.search(s)):
         return True
     # a report of what is done
@@ -610,6 +643,25 @@ def _rule_kind(s: str) -> StatementKind | None:
     return None
 
 
+# A name that is no identifier by the guard's rule but names a thing all the same: backticked or quoted, a
+# hyphenated name ("billing-export", "macos-arm"), an inner capital ("FernhillTeaECOM"), key=value, #channel
+# (not an adjective written with a hyphen: "stable-ish", "well-known", "up-to-date", "back-pressured")
+_NAME_RE = (
+    r"(?:`[^`\n]{2,60}`|\"[^\"\n]{2,40}\"|#[\w-]{2,}|"
+    r"(?!(?:well|up|self|half|non|ill|over|under|out|back|semi|all|long|short|hard|high|low)-)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+"
+    r"(?<!-ish)(?<![a-z]ed)(?<!-known)(?<!-like)|(?-i:[A-Z][a-z]+[A-Z]\w*)|"
+    r"\w+=[^\s,;]+|[\w-]+(?:[./][\w-]+)+)"
+)
+# "repo is billing-export", "the param is ranking=hybrid", "queues are macos-arm and linux-large",
+# "merchant account is FernhillTeaECOM": a fact noun, a copula, a name
+_NAMED_FACT_RE = re.compile(
+    r"\b(?:" + _FACT_NOUN_RE.pattern[5:-3] + r"|param(?:eter)?|merchant|entity|app|lane|site|store|provider|"
+    r"remote|alias|handle|slug|label|sku|bundle)(?:e?s)?\s+(?:is|are|=|will\s+be)\s+(?:now\s+)?(?:called\s+|named\s+|in\s+|at\s+|on\s+)?"
+    r"(?:the\s+)?" + _NAME_RE + r"(?=[\s,.;:!)]|$)",
+    re.I,
+)
+
+
 def _fact_or_choice(s: str, role: str) -> StatementKind | None:
     """A preference (the user's), an identifying fact, or a short choice ("pnpm it is")."""
     if (_PREFERENCE_RE.search(s) or _EXTRA_PREFERENCE_RE.search(s)) and role in ("user", "instructions"):
@@ -617,6 +669,8 @@ def _fact_or_choice(s: str, role: str) -> StatementKind | None:
     if _has_identifier(s) and _MOVED_FACT_RE.search(s) and role != "assistant":
         return "fact"
     if _PERSON_RE.search(s.strip()):
+        return "fact"
+    if role != "assistant" and _NAMED_FACT_RE.search(s) and not _REPORT_RE.match(s):
         return "fact"
     if re.search(r"\b(?:listens?|runs?|serves?|is|sits?|lives?)\s+on\s+port\s+\d{2,5}\b", s, re.I):
         return "fact"
@@ -705,6 +759,8 @@ def worth_keeping(sentence: str) -> bool:
     )
     if (len(words) < 3 and not short_but_specific) or sentence.lstrip().startswith("#"):
         return False
+    if len(words) >= 12 and len({w.casefold() for w in words}) < 0.35 * len(words):
+        return False  # the same few words over and over (filler, a stuck paste): nobody states a thing that way
     # a condition is no hedge here: "if it breaks at night page oncall-hazel-4f78" is a rule
     hedged = any(not h.group(0).lower().startswith(("if ", "unless ")) for h in _HEDGE_RE.finditer(s))
     # a report of someone's words is kept too ("mei says start from 2025-01-01"): it is ranked last, not believed
@@ -787,7 +843,31 @@ def detect(text: str, role: str = "user", *, words: bool = False) -> list[Found]
                 break
         if len(found) >= MAX_PER_MESSAGE:
             break
-    return [f for f in found[:MAX_PER_MESSAGE] if len(f.text) <= MAX_STATEMENT_CHARS]
+    return _carry_cue([f for f in found[:MAX_PER_MESSAGE] if len(f.text) <= MAX_STATEMENT_CHARS])
+
+
+def _carry_cue(found: list[Found]) -> list[Found]:
+    """A message that opens with its correction ("update: we're dropping 3.9. support is 3.10 to 3.13",
+    "scratch the sqlite plan, backend wants watermelondb") corrects with the statements that follow the
+    cue too, not only with the sentence that holds it."""
+    out: list[Found] = []
+    cue = False
+    for f in found:
+        if cue and not f.correction:
+            f = replace(f, correction=True)
+        # only a cue that says something earlier no longer holds carries ("update:", "scratch that");
+        # "from now on" or "now" opens a new statement, not a correction of the ones after it
+        cue = cue or (f.correction and bool(_CARRY_RE.search(" ".join(f.text.split()[:16]))))
+        out.append(f)
+    return out
+
+
+_CARRY_RE = re.compile(
+    r"\b(?:update[ds]?|correction|correcting|scratch|forget|ignore|nvm|change\s+of|actually|no\s+wait|oh\s+wait|my\s+bad|"
+    r"i\s+meant|turns\s+out|no\s+longer|any\s?more|moved|switched|renamed|changed|is\s+too|was\s+wrong|is\s+wrong|"
+    r"dropping|instead)\b",
+    re.I,
+)
 
 
 _ITEM_RE = re.compile(r"\s*(?:[-*+]|\d{1,2}[.)])\s+\S")
@@ -813,6 +893,28 @@ def _tool_rule(sentence: str) -> bool:
     )
 
 
+# a label over nothing: "DECISION: none yet on clustering.", "PREF: none really, pick whatever", "TBD"
+_EMPTY_BODY_RE = re.compile(
+    r"(?:(?:none|nothing)(?:\s+(?:yet|really|so\s+far|for\s+now|at\s+the\s+moment|decided))?(?:\s*$|\s*[,.;:]|\s+(?:on|for|about)\b)"
+    r"|(?:n/a|tbd|pending|\?|-)\s*$)",
+    re.I,
+)
+# a measured value held against its bound: "19.4, under 22.", "742, tight but under.", "1h47 is way over what we want"
+_MEASURED_RE = re.compile(
+    r"^[~$€£]?\d[\d.,:]*\s*[a-zµ°%]{0,4}\d{0,2}(?:\s+[a-z]\w*){0,2}\s*,?\s*(?:(?:tight|just|way|well|still|barely|comfortably|"
+    r"but|is|are|was|so)\s+){0,3}(?:under|over|below|above|within)\b(?!\s+(?:no\s+circumstances|any))",
+    re.I,
+)
+
+
+# the model's account of its own work: "Done: …", "I've added …", "Changed `X` to …", "It does now: …"
+_WORK_REPORT_RE = re.compile(
+    r"^(?:done|changed|added|fixed|updated|removed|renamed|moved|rewrote|replaced|wired|i['’]ve|i\s+have|"
+    r"it\s+does\s+now|now\s+it)\b",
+    re.I,
+)
+
+
 def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Found]:
     """The statements of one line (or of one labelled part of it)."""
     found: list[Found] = []
@@ -822,12 +924,14 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
     labelled = _LABEL_RE.match(stripped)
     if labelled:
         kind = _label_kind(labelled.group("label"))
-        if tool and kind not in ("rule", "decision"):
+        if (tool and kind not in ("rule", "decision")) or (role == "assistant" and _WORK_REPORT_RE.match(_clean(stripped))):
             kind = None
         if kind is not None:
             body = labelled.group("body")
             asks = _is_question(body) and not (kind == "goal" and re.search(r"\bquestions?\b", labelled.group("label"), re.I))
-            if not (asks or _HEDGE_RE.search(stripped) or re.match(r"(?:none|n/a|tbd|pending|\?|-)\s*$", body, re.I)):
+            if _EMPTY_BODY_RE.match(body):
+                return found  # the label says there is nothing to say yet
+            if not (asks or _HEDGE_RE.search(stripped)):
                 label = " ".join(labelled.group("label").split())
                 rest = ""
                 if len(stripped) > LABELLED_LINE_CHARS:
@@ -836,7 +940,9 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
                     cut = labelled.start("body") + len(first)
                     stripped, rest = stripped[:cut], stripped[cut:]
                 text_ = stripped.strip()
-                found_ = [Found(kind, text_, base + stripped.find(text_), label, _corrects(body))]
+                # the label may carry the cue: "correction on the region: …", "new plan for the rollout: …"
+                cue = _corrects(body) or bool(_CORRECTION_RE.search(label)) or bool(_NEW_LABEL_RE.search(label))
+                found_ = [Found(kind, text_, base + stripped.find(text_), label, cue)]
                 if rest.strip():
                     found_ += _detect_piece(rest, base + len(stripped), role, words)
                 return found_
@@ -854,6 +960,8 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
     for start, piece in _sentences(stripped):
         if tool and not tool_item and not _tool_rule(piece):
             continue  # a tool's output states only its prose rules ("We follow standardrb. Run `…` before pushing.")
+        if role == "assistant" and _WORK_REPORT_RE.match(_clean(piece)):
+            continue  # the model's account of what it did: its work, not a statement
         kind, p, said = detect_scored(piece, role, words)
         if kind is None and item and _instruction(piece):
             kind = score(piece, role)[2]
@@ -861,6 +969,23 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
             continue  # the model's facts and figures are its work, not the user's statements
         text_ = _MARKER_RE.sub("", piece.strip(), count=1)  # a list item's marker is not part of what it says
         found.append(Found(kind, text_, base + start + piece.find(text_), None, _corrects(piece), p, said))
+    if item and len(found) > 1:
+        # an instruction file's item is one instruction, however many sentences it takes ("No third-party
+        # JavaScript. No analytics, no web fonts.", "Watchdog stays on in every build. Timeout 500 ms.")
+        whole = _MARKER_RE.sub("", stripped.strip(), count=1)
+        if len(whole) <= LABELLED_LINE_CHARS:
+            first = found[0]
+            return [
+                Found(
+                    first.kind,
+                    whole,
+                    base + stripped.find(whole),
+                    None,
+                    any(f.correction for f in found),
+                    max(f.score for f in found),
+                    all(f.said for f in found),
+                )
+            ]
     return found
 
 
@@ -1070,6 +1195,38 @@ _NOUN_NUMBER_RE = re.compile(
 _IS_VALUE_RE = re.compile(
     r"\b([a-z][\w-]*)(?:['’]s\s+|\s+(?:is|are|=)\s+)(?:now\s+)?(?:on\s+|at\s+)?(?:port\s+)?v?(\d+(?:[.:]\d+)*)\b(?![.:]?\w)", re.I
 )
+# words before "is" that name no measure of their own: "mine is 3", "the total is 5", "what we want is 20"
+_GENERIC_ANCHORS = frozenset(
+    [
+        "mine",
+        "yours",
+        "ours",
+        "theirs",
+        "everything",
+        "something",
+        "anything",
+        "nothing",
+        "each",
+        "all",
+        "both",
+        "rest",
+        "left",
+        "right",
+        "want",
+        "need",
+        "number",
+        "count",
+        "total",
+        "value",
+        "answer",
+        "amount",
+        "result",
+        "one",
+        "ones",
+        "thing",
+        "things",
+    ]
+)
 _UNIT_SAME = {
     "minute": "min", "minutes": "min", "mins": "min", "hour": "h", "hours": "h", "hr": "h", "hrs": "h",
     "second": "s", "seconds": "s", "sec": "s", "secs": "s", "gb": "g", "gib": "g", "mb": "m", "mib": "m",
@@ -1118,7 +1275,7 @@ def _anchored_spans(text: str) -> list[tuple[str, str, int, int]]:
     for m in _NOUN_NUMBER_RE.finditer(text):
         out.append((m.group(1).casefold(), m.group(2), m.start(2), m.end(2)))
     for m in _IS_VALUE_RE.finditer(text):
-        if m.group(1).casefold() not in _STOP:
+        if m.group(1).casefold() not in _STOP and m.group(1).casefold() not in _GENERIC_ANCHORS:
             out.append((m.group(1).casefold(), _num(m.group(2)), m.start(2), m.end(2)))
     for m in _KEY_VALUE_RE.finditer(text):
         out.append(
@@ -1270,6 +1427,16 @@ def _sibling_value(new_text: str, old_text: str) -> bool:
     return any(_value_shape(a) == _value_shape(b) for a in shared for b in fresh)
 
 
+_SHORT_NAME_RE = re.compile(r"(?<![\w.-])[a-z]{1,3}\d{1,3}(?![\w.-])", re.I)
+
+
+def _names(text: str) -> frozenset[str]:
+    """The names in a statement that carry a number: identifiers that open with a letter ("svc-1",
+    "web3"; not a measure, "10s"), and names too short to be identifiers ("s1", "db2")."""
+    found = {t.casefold() for t in identifiers(text) if any(ch.isdigit() for ch in t) and t[0].isalpha()}
+    return frozenset(found | {m.group(0).casefold() for m in _SHORT_NAME_RE.finditer(text)})
+
+
 @dataclass(frozen=True)
 class _Correction:
     """What a correction's text offers as evidence, read once for every candidate it is held against."""
@@ -1282,6 +1449,7 @@ class _Correction:
     bare: frozenset[str]
     shifts_goal: bool
     backref: bool
+    names: frozenset[str]
 
     @classmethod
     def of(cls, new: Found) -> _Correction:
@@ -1295,6 +1463,7 @@ class _Correction:
             bare=subject_words(_UNIT_AFTER_RE.sub(" ", new.text)),
             shifts_goal=new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text)),
             backref=bool(_BACKREF_RE.search(new.text)),
+            names=_names(new.text),
         )
 
 
@@ -1307,6 +1476,10 @@ def _evidence(new: Found, c: _Correction, s: Statement, score: float) -> float:
         bonus += 1.0
     if c.stems & _stems(s.text) or _sibling_value(new.text, s.text):
         bonus += 1.0
+    if c.names & _names(s.text):
+        # the same name again ("service s1 … now" of six services s0…s5): among statements that all
+        # match as well otherwise, the one it names
+        bonus += 0.5
     if c.shifts_goal and s.kind == "goal" and score > 0:
         bonus += 0.5
     if _updates_value(c.anchored, anchored_values(s.text)) and overlap(c.bare, subject_words(_UNIT_AFTER_RE.sub(" ", s.text))):

@@ -722,8 +722,15 @@ class LadderPolicy(Policy):
                     skip_fold(session, nothing_reason(session), trigger)
                 return
             span = span_messages(session, span_ids)
-            if applied and sum(m.tokens for m in span) < self.min_pass_tokens:
-                return
+            if sum(m.tokens for m in span) < self.min_pass_tokens:
+                if applied:
+                    return
+                # A span this small is all the raw text left to take (the rest is summaries and pins): no
+                # summary of it can save what its request costs (on llama.cpp an 8-token reply was asked of
+                # SmolLM2 twice a turn, 65 and 300 tokens read, 32 written, refused). Depth one: the oldest
+                # summaries leave for a pointer instead; the span is asked only when none can.
+                if retire_summaries(session, target, keep_recent=keep, position=self.placement(ctx)):
+                    return
             reply = yield from summary_of(span)
             refused = refused or _refused_in_this_fold(reply, session, span)
             record = self._choose(session, ctx, span, reply, trigger, FALLBACKS[:1], gain)
@@ -869,16 +876,18 @@ class LadderPolicy(Policy):
             self._fold_ledger(session, ctx, session.context_tokens - limit, release=True)
 
     def _fold_ledger(self, session: Session, ctx: PolicyContext, excess: int, *, release: bool) -> None:
-        record = fold_ledger(session, excess, header=self.header, release=release)
+        record = fold_ledger(session, excess, header=self.header, release=release, keep_recent=ctx.settings.keep_recent)
         if record is not None and shrinks(record):
             apply_fold(session, record, ctx.archive)
 
     def after_add(self, session: Session, ctx: PolicyContext) -> Plan:
+        session.reply_reserve = ctx.settings.reply_reserve  # the pins' budget leaves the reply its room
         if session.context_tokens <= ctx.settings.trigger_tokens:
             return finished()
         return _captured(session, self._shrink(session, ctx, ctx.settings.trigger_tokens, "ladder: past the fold trigger"))
 
     def before_request(self, session: Session, ctx: PolicyContext, *, expired: bool) -> Plan:
+        session.reply_reserve = ctx.settings.reply_reserve
         return _captured(session, self._before_request(session, ctx, expired))
 
     def cold_resume_fold(self, session: Session, ctx: PolicyContext) -> ResumeFold | None:

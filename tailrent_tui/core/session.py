@@ -114,8 +114,11 @@ class Session:
     ids: Callable[[], str] = new_id
     spill_ids: Callable[[], str] = new_spill_id
     id: str = ""
-    #: pins may hold this share of the window; past it auto-pinning stops (the user decides what to unpin)
+    #: pins may hold this share of what the head and the reply leave of the window; past it auto-pinning
+    #: stops (the user decides what to unpin)
     pin_share: float = 0.55
+    #: tokens every request keeps for the reply (the ladder sets it from its settings): not the pins' room
+    reply_reserve: int = 0
     framing: Framing = field(default_factory=Framing)
     #: find statements in every message on arrival and keep them in the ledger (core/ledger.py);
     #: None: whenever decisions are detected (the ladder's sessions)
@@ -200,9 +203,9 @@ class Session:
     @property
     def pin_budget(self) -> int:
         """Tokens the pins may hold before auto-pinning stops: a share of what the head (the system
-        prompt, the tools) leaves of the window. A 1,300-token head in a 2,048 window leaves little, and
-        pins sized on the whole window crowded every request."""
-        return int(max(0, self.window - self.head_tokens) * self.pin_share)
+        prompt, the tools) and the reply's room leave of the window. A 1,300-token head in a 2,048 window
+        leaves little, and pins sized on the whole window crowded every request."""
+        return int(max(0, self.window - self.head_tokens - self.reply_reserve) * self.pin_share)
 
     def count(self, text: str) -> int:
         return self.counter.count(text)
@@ -344,6 +347,9 @@ class Session:
         for m in originals:
             self._index[m.id] = m
             self.totals._account(m, +1, self.sent_tokens(m))
+            if m.kind is Kind.ledger:
+                # archived with the words it held then: a line edited or superseded since shows as it is now
+                self._rewrite(m, self._ledger_content(m))
         self.unfolded[e.fold_no] = e
 
     def _apply_instructions_read(self, e: InstructionsRead) -> None:
@@ -566,7 +572,7 @@ class Session:
             self.auto_pin_stopped = True
             self.note(
                 f"auto-pin stopped: pins hold {self.totals.pinned:,} tokens and this decision would pass their "
-                f"{self.pin_budget:,}-token budget ({self.pin_share:.0%} of what the system prompt leaves of the "
+                f"{self.pin_budget:,}-token budget ({self.pin_share:.0%} of what the system prompt and the reply leave of the "
                 f"{self.window:,}-token window); unpin what no longer matters (u), "
                 "or pin this one by hand (p)",
                 "warning",

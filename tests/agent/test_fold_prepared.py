@@ -296,3 +296,36 @@ async def test_a_prepared_summary_refused_when_written_prepares_the_fallbacks_an
     assert after.evaluated_tokens <= new_message + 8 < ordinary.evaluated_tokens + 16
     for u in agent.session.usage:
         assert u.predicted_evaluated == pytest.approx(u.evaluated_tokens, rel=0.1, abs=8), u
+
+
+async def test_a_prepared_fallback_whose_repair_line_changed_at_the_trigger_is_still_predicted_as_cached(make_agent):
+    # the guard's repair line of a prepared fallback is written again at the trigger: the user's next message
+    # may show (or hide) a fact, and the summary applied is the note sent ahead less (or plus) a line at its end.
+    # llama.cpp shifts the common text and reads the new message (fold 2 of the 30-turn bench: 256 read), where
+    # the rent model, comparing whole messages, predicted the note read again (401)
+    from tailrent_tui.agent.fold_requests import note_key
+
+    agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after", "target": 0.6})
+    agent.model = RefusedWriter([])
+    await agent.link.start()
+    requests = agent.fold_requests
+    requests.summarizer = ModelSummarizer(agent.model)
+    rent = agent.rent
+    assert rent is not None
+    extra = "\nFacts kept verbatim: 351 ms; node-10"
+    i = 0
+    while not agent.session.folds:
+        await agent.turn(chatter(i, 100))
+        i += 1
+        await requests.prepare_fold()
+        warmed = requests.warmed_note
+        previous = rent._previous  # what the engine holds after the note was sent ahead
+        if warmed is not None and previous and previous[-1][0] == note_key(warmed):
+            # as if the note sent ahead had carried one more repaired fact than the fold will
+            requests.warmed_note = warmed + extra
+            previous[-1] = (note_key(warmed + extra), previous[-1][1] + agent.session.count(extra))
+    assert agent.session.folds[0].summarizer.endswith("prepared")
+    after = [u for u in agent.session.usage if u.purpose == "turn"][-1]
+    new_message = agent.session.sent_tokens(agent.session.messages[-2])
+    assert after.predicted_evaluated <= new_message + 8
+    assert after.predicted_evaluated == pytest.approx(after.evaluated_tokens, rel=0.1, abs=8)

@@ -92,6 +92,16 @@ def test_instructions_are_capped_at_half_the_pin_budget(tmp_path: Path) -> None:
     assert m.content.splitlines()[-2].startswith("rule ")  # cut at a whole line
 
 
+def test_the_instructions_cap_leaves_the_reply_its_room_from_the_start(tmp_path: Path) -> None:
+    """The pin budget leaves the reply its room once the ladder has run; the file was cut at start,
+    before it had, to half of a bigger budget: past half of the budget from the first turn on."""
+    (tmp_path / "AGENTS.md").write_text("".join(f"rule {i}: keep it short and clear.\n" for i in range(2000)))
+    agent = _agent(tmp_path, window=4096)
+    s = agent.session
+    assert s.reply_reserve == agent.budget.policy_context().settings.reply_reserve > 0
+    assert s.sent_tokens(s.messages[0]) <= s.pin_budget // 2 + s.framing.message("user")
+
+
 def test_ask_reads_agents_md_and_an_app_start_leaves_no_blank_session(tmp_path: Path) -> None:
     ws, data = tmp_path / "ws", tmp_path / "data"
     ws.mkdir()

@@ -300,3 +300,25 @@ def test_a_new_session_is_named_after_its_first_message(tmp_path, monkeypatch):
     assert len(listed) == 1
     title = listed[0]["title"]
     assert title.startswith("Where should refresh tokens live") and title.endswith("…") and len(title) == 61
+
+
+def test_ask_at_a_small_window_with_the_apps_system_prompt_never_refuses_a_turn(home, ws, monkeypatch):
+    """20 turns at 2,048 with the app's ~1,300-token head, each stating a new value: every fold of the
+    ladder made a ledger message of its own and the ledger, pinned, crowded out the request (refused
+    at turn 17 with the pins' budget raised). Now the ledger folds itself when the pins alone crowd
+    the request, whatever the budget."""
+    from tailrent_tui.core.session import replay
+    from tests.support.filler import words
+
+    monkeypatch.setenv("TAILRENT_WINDOW", "2048")
+    monkeypatch.setenv("TAILRENT_PIN_SHARE", "0.9")  # a generous budget: the last rung, not the budget, must fit it
+    sid = None
+    for i in range(20):
+        body = words(i, 300)
+        args = ["ask", "--model", "mock", "--json", *(["--continue"] if i else []), f"the build uses port {8000 + i}. {body}"]
+        result = run(*args, ws=ws)
+        assert result.exit_code == 0, f"turn {i}: {result.output}"
+        sid = json.loads(result.stdout)["session"]
+    s = replay(list(find_session(home, sid).events()), window=2048)
+    assert s.folds and max(f.depth for f in s.folds) == 1
+    assert all(u.prompt_tokens is None or u.prompt_tokens <= 2048 for u in s.usage)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 from pathlib import Path
 
 import pytest
@@ -45,50 +44,9 @@ from tailrent_tui.models.mock import MockModel
 from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.scenarios.traces import get_trace
 from tailrent_tui.store.sessions import find_session
+from tests.support.filler import prose
 
 FACTS = "The API listens on port 5433 in eu-west-2, because the VPC peering only exists there."
-
-
-_VOCABULARY = [
-    "we",
-    "looked",
-    "at",
-    "the",
-    "logs",
-    "and",
-    "talked",
-    "it",
-    "over",
-    "for",
-    "a",
-    "while",
-    "then",
-    "moved",
-    "on",
-    "to",
-    "other",
-    "things",
-    "like",
-    "reviewing",
-    "some",
-    "older",
-    "notes",
-    "about",
-    "flaky",
-    "checks",
-    "before",
-    "lunch",
-    "and",
-    "after",
-    "coffee",
-]
-
-
-def prose(i: int, words: int = 60) -> str:
-    """Chatter: a short opening, then sentences with no fact in them (about `words` words), none alike."""
-    rng = random.Random(i)
-    sentences = [" ".join(rng.choice(_VOCABULARY) for _ in range(12)) + "." for _ in range(max(1, words // 12))]
-    return f"Turn {i} notes. " + " ".join(sentences)
 
 
 def ladder_session(window: int = 2000, ledger: bool = True, **settings):
@@ -285,7 +243,8 @@ def test_pins_have_a_budget_and_auto_pinning_stops_with_a_notice():
     notes = [n.text for n in s.notes if n.text.startswith("auto-pin stopped")]
     assert (
         len(notes) == 1
-        and f"{s.pin_budget:,}-token budget (55% of what the system prompt leaves of the 1,000-token window)" in notes[0]
+        and f"{s.pin_budget:,}-token budget (55% of what the system prompt and the reply leave of the 1,000-token window)"
+        in notes[0]
     )
     fill_past_trigger(s, ctx)
     run_plan(policy.after_add(s, ctx), ExtractiveSummarizer())

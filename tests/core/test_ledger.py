@@ -588,6 +588,29 @@ def test_with_a_long_system_prompt_the_ledger_folds_into_one_message_and_no_requ
             assert st.text in text, st.text
 
 
+def test_the_ledgers_fold_never_takes_the_turn_in_flight():
+    """The user's newest message, mostly rules and so auto-pinned, with a long reply before it: the
+    ledger's fold took it to the archive with the rest of the pins, and the request went out ending
+    with the model's own reply, the user's question nowhere in it."""
+    policy, s, ctx = crowded(pin_share=0.9)
+    summarizer = LossySummarizer()
+    for i in range(6):
+        s.add("user", f"FACT: service s{i} listens on port {7000 + i} behind gateway gw-{i}a.\n\n{WORK * 2}")
+        run_plan(policy.after_add(s, ctx), summarizer)
+        run_plan(policy.before_request(s, ctx, expired=False), summarizer)
+        s.add("assistant", "Noted. " + WORK)
+        run_plan(policy.after_add(s, ctx), summarizer)
+    s.add("assistant", "Here is what I found. " + WORK * 3)
+    run_plan(policy.after_add(s, ctx), summarizer)
+    rules = " ".join(f"Never restart worker w{j} on a weekend." for j in range(8))
+    asked = s.add("user", rules + " Which scheduler file do I edit?")
+    assert asked.pinned and s.context_tokens > ctx.settings.request_limit
+    run_plan(policy.after_add(s, ctx), summarizer)
+    run_plan(policy.before_request(s, ctx, expired=False), summarizer)
+    assert s.messages[-1].id == asked.id
+    assert s.context_tokens <= ctx.settings.request_limit
+
+
 def test_merging_the_ledger_loses_nothing_and_unfolding_it_gives_each_line_back_to_its_message():
     from tailrent_tui.core.rungs.fold import LEDGER_TRIGGER, apply_fold, fold_ledger
     from tests.support.folds import fold_span
@@ -619,6 +642,30 @@ def test_merging_the_ledger_loses_nothing_and_unfolding_it_gives_each_line_back_
     assert again.visible_text() == s.visible_text() and again.carrier == s.carrier
 
 
+def test_unfolding_the_ledgers_fold_shows_each_line_as_it_is_now():
+    """A statement edited (or amended by a correction) while the ledger was merged: /unfold gave its
+    message back with the words it held when it was merged, the old value shown as current."""
+    from tailrent_tui.core.rungs.fold import apply_fold, fold_ledger
+    from tests.support.folds import fold_span
+
+    s = Session(counter=get_counter("cl100k"), system="sys", window=8192, decisions=DecisionDetector())
+    events = []
+    s.listeners.append(events.append)
+    for i in range(6):
+        said = s.add("user", f"RULE: never deploy service s{i} on a friday.\n\n{WORK}")
+        fold_span(s, [said.id], summary=f"work on s{i}", summarizer_name="test", guard="report")
+    holders = [m for m in s.messages if m.kind is Kind.ledger]
+    record = fold_ledger(s, 1, release=False)
+    assert record is not None
+    apply_fold(s, record, None)
+    (sid,) = holders[2].meta["statements"]
+    s.edit_statement(sid, "RULE: never deploy service s2 on a friday or a weekend.")
+    unfold(s, record.fold_no, holders, limit=8192)
+    text = s.visible_text()
+    assert "s2 on a friday or a weekend." in text and "s2 on a friday.\n" not in text + "\n"
+    assert replay(events, counter=s.counter, system="sys", window=8192).visible_text() == text
+
+
 def test_the_ledger_releases_the_users_unclassified_words_before_what_the_detector_knows():
     from tailrent_tui.core.rungs.fold import fold_ledger
     from tests.support.folds import fold_span
@@ -642,3 +689,117 @@ def test_the_ledger_releases_the_users_unclassified_words_before_what_the_detect
     assert said in released and [t for t in released if t != said] == rules[: len(released) - 1]  # then the oldest
     assert set(released) == set(record.facts_lost) & set(texts)
     assert fold_ledger(s, 10_000) is None  # no release saves that much: nothing is folded for nothing
+
+
+def test_the_ledgers_fold_takes_no_pin_the_user_or_the_app_made():
+    from tailrent_tui.core.rungs.fold import fold_ledger
+    from tests.support.folds import fold_span
+
+    s = Session(counter=get_counter("cl100k"), system="sys", window=8192, decisions=DecisionDetector())
+    note = s.add("system", "Act through text: the user approves each action.", pinned=True, autopin=False)
+    by_hand = s.add("user", "Here is the call transcript, for reference. " + WORK)
+    s.pin(by_hand.id)
+    auto = s.add("user", "DECISION: we keep the orders queue on rabbitmq.")
+    assert auto.pinned
+    for i in range(3):
+        m = s.add("user", f"RULE: never deploy service s{i} on a friday.\n\n{WORK}")
+        fold_span(s, [m.id], summary="work", summarizer_name="test", guard="report")
+    record = fold_ledger(s, 1)
+    assert record is not None
+    assert auto.id in record.span_ids and note.id not in record.span_ids and by_hand.id not in record.span_ids
+
+
+@pytest.mark.parametrize(
+    ("said", "correction"),
+    [
+        # the cue sits in the label: "correction on …:", "new plan for …:"
+        (
+            "the nightly export writes to the bucket exports-eu-2 in frankfurt",
+            "correction on the export: it writes to the bucket exports-eu-3, the old one is read only",
+        ),
+        (
+            "plan for the beta: invite 40 testers on monday, then 200 by friday",
+            "new plan for the beta: 25 testers on monday, 200 by friday stays",
+        ),
+        # the cue opens the message and the new value follows in a sentence of its own
+        (
+            "we support node 18 through 22 in the sdk",
+            "update: node 18 is end of life. the sdk supports node 20 to 22 from the next minor",
+        ),
+        # a value said to hold now, past the message's first sixteen words
+        (
+            "the render budget for this sprint is 300 gpu-hours on the farm",
+            "good news from the producers after a long meeting about the trailer, "
+            "the render budget for the sprint is 450 gpu-hours now",
+        ),
+        # "X is too short" of any kind, a raise with a longer name before "to", "goes to", a move off a tool
+        (
+            "a login session expires after 20 minutes of idle time",
+            "20 min is too short for the nurses, session expiry is 45 minutes of idle time",
+        ),
+        ("cap the concurrent android emulator jobs at 4", "raise the concurrent android emulator cap to 6"),
+        (
+            "the firmware image must stay under 64 MB of flash",
+            "the new boards have more flash, the firmware image cap goes to 96 MB",
+        ),
+        (
+            "format the python code with black, line length 100",
+            "we're moving off black to ruff format for the python code, line length 100 stays",
+        ),
+    ],
+)
+def test_a_correction_is_taken_when_its_cue_is_in_the_label_before_it_or_says_now_at_the_end(said, correction):
+    _, s, _ = ladder()
+    old = s.add("user", said)
+    new = s.add("user", correction)
+    mine = [st for st in s.statements.values() if st.message_id == old.id]
+    replaced = [st for st in mine if st.status == "superseded" or st.amended_by]
+    assert replaced, [(st.text, st.status) for st in s.statements.values()]
+    by = replaced[0].superseded_by or replaced[0].amended_by
+    assert s.statements[by].message_id == new.id
+
+
+def test_a_message_that_corrects_nothing_earlier_in_it_does_not_make_its_later_statements_corrections():
+    """The cue carries forward through its message, never back: a statement before the cue stands alone."""
+    _, s, _ = ladder()
+    s.add("user", "the api gateway listens on port 8080 in staging")
+    s.add("user", "the gateway team owns port 8080 in staging. by the way we moved standup to 10:00")
+    assert all(st.status == "current" for st in s.statements.values())
+
+
+def test_from_now_on_opens_a_new_statement_and_does_not_make_the_next_one_a_correction():
+    """Only a cue that says something earlier no longer holds ("update:", "scratch that") carries to the
+    sentences after it; "from now on" states a new rule, and the sentence after it corrects nothing."""
+    _, s, _ = ladder()
+    notes = s.add("user", "for the release notes I'd like them short, max 4 bullets, no emoji")
+    s.add("user", "from now on please keep your replies shorter, I read them on my phone. bullets over paragraphs")
+    (st,) = [st for st in s.statements.values() if st.message_id == notes.id]
+    assert st.status == "current" and not st.amended_by
+
+
+def test_a_correction_that_names_one_of_several_alike_statements_replaces_that_one():
+    # six limits alike but for the service's short name: the correction names s1, not the latest (s5)
+    s = Session(counter=get_counter("cl100k"), system="sys", window=8192, decisions=DecisionDetector())
+    olds = [s.add("user", f"LIMIT: service s{i} runs at most {i + 3} replicas.") for i in range(6)]
+    s.add("user", "LIMIT: service s1 runs at most 9 replicas now.")
+    replaced = [st.message_id for st in s.statements.values() if st.status == "superseded" or st.amended_by]
+    assert replaced == [olds[1].id]
+
+
+def test_a_statement_the_user_unpinned_is_kept_by_the_ledgers_merge_and_reported_when_it_leaves():
+    from tailrent_tui.core.rungs.fold import fold_ledger
+    from tests.support.folds import fold_span
+
+    s = Session(counter=get_counter("cl100k"), system="sys", window=8192, decisions=DecisionDetector())
+    for i in range(6):
+        m = s.add("user", f"RULE: never deploy service s{i} on a friday.\n\n{WORK}")
+        fold_span(s, [m.id], summary="work", summarizer_name="test", guard="report")
+    loose = next(st for st in s.statements.values() if "s2 " in st.text)
+    s.pin_statement(loose.id, False)
+    merged = fold_ledger(s, 1, release=False)
+    assert merged is not None and loose.id in merged.carried and not merged.facts_lost
+    assert loose.text in merged.ledger.content
+    saved = merged.tokens_before - merged.tokens_after
+    released = fold_ledger(s, saved + 1)
+    assert released is not None and loose.id not in released.carried
+    assert loose.id in released.uncarried and loose.text in released.facts_lost

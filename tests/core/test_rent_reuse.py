@@ -73,3 +73,24 @@ async def test_undoing_the_latest_fold_is_priced_from_the_prompt_cache(make_agen
     agent.rent.expire()  # the prompt cache was evicted between the fold and the undo
     evicted, _, still = agent.fold_costs.unfold_cost(agent.session.folds[-1].fold_no)
     assert not still and evicted > plain / 2
+
+
+def test_the_end_of_a_generated_reply_is_read_again_by_the_request_that_runs_through_it():
+    # llama.cpp keeps the reply's tokens but never evaluated its last one, and the template writes the
+    # reply's end of turn and the next reply's opening: 7 tokens a request on SmolLM2, 11% of the 60-token
+    # summary instruction asked right after a reply (measured 65, predicted 58 before)
+    for name in ("local", "local-reuse"):
+        rent = RentModel(get_price_sheet(name))
+        rent.request([("u1", 300)], 500, at=0.0)
+        rent.generated(("r1", 13), reread=6)
+        instruction = rent.request([("u1", 300), ("r1", 13), ("ask", 58)], 500, at=1.0)
+        assert instruction.tail_tokens == 58 + 6, name
+        # a request that leaves the reply out reads from where it differs, no more
+        rent.generated(("answer", 32), reread=6)
+        turn = rent.request([("u1", 300), ("r1", 13), ("u2", 250)], 500, at=2.0)
+        assert turn.tail_tokens == 250, name
+    # a priced API reads every reply again anyway: nothing more to count
+    rent = RentModel(get_price_sheet("anthropic-5m"))
+    rent.request([("u1", 3000)], 500, at=0.0)
+    rent.generated(("r1", 13), reread=6)
+    assert rent.request([("u1", 3000), ("r1", 13), ("u2", 250)], 500, at=1.0).tail_tokens == 13 + 250

@@ -363,3 +363,27 @@ async def test_inspect_and_export_include_the_ledger(settings, tmp_path):
     exported = json.loads(runner.invoke(cli, [*base, "export", s.id, "--format", "json"]).output)
     assert [r["text"] for r in exported["ledger"]] == [r["text"] for r in doc["ledger"]]
     assert exported["fold_log"][0]["carried"] == s.folds[0].carried
+
+
+async def test_a_statement_the_ledger_let_go_is_marked_and_counted_as_not_in_the_context(tmp_path):
+    from tailrent_tui.core.rungs.fold import apply_fold, fold_ledger
+    from tests.support.folds import fold_span
+
+    agent = ledger_agent(tmp_path)
+    s = agent.session
+    texts = [f"RULE: never deploy service s{i} on a friday." for i in range(4)]
+    for text in texts:
+        m = s.add("user", text + " We went over the rollout notes for a while, nothing else came up." * 4)
+        fold_span(s, [m.id], summary="notes", summarizer_name="test", guard="report")
+    merged = fold_ledger(s, 1, release=False)
+    assert merged is not None
+    record = fold_ledger(s, merged.tokens_before - merged.tokens_after + 1)
+    assert record is not None and record.uncarried
+    apply_fold(s, record, None)
+    gone = {s.statements[i].text for i in record.uncarried}
+    app = make_app(agent)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: "not in the context" in cost(app), what="the count")
+        assert f"· {len(gone)} not in the context" in cost(app)
+        marked = [r for r in rows(app) if r.startswith("○")]
+        assert len(marked) == len(gone) and all(any(t[:20] in r for t in gone) for r in marked)

@@ -646,26 +646,39 @@ def unfold(session: Session, fold_no: int, originals: Sequence[Message], *, limi
 LEDGER_TRIGGER = "ladder: the ledger crowds the request"
 
 
-def fold_ledger(session: Session, excess: int, *, header: str | None = None, release: bool = True) -> FoldRecord | None:
+def fold_ledger(
+    session: Session, excess: int, *, header: str | None = None, release: bool = True, keep_recent: int = 0
+) -> FoldRecord | None:
     """The ladder's last rung, when what crowds the request is the ledger itself: a fold of the
     ledger messages (those folds and edits made; instructions and messages pinned by hand stay)
-    into one. Merged, each heading is paid once, and nothing is lost. With `release`, the messages
+    into one. Merged, each heading is paid once, and nothing is lost (a statement the user unpinned
+    stays, marked unpinned, until a release: it leaves first). With `release`, the messages
     auto-pinned for their statements join it (their statements go on in the merged ledger, verbatim;
     their other words leave, reported as any fold's), and if that still saves less than `excess`
     tokens, the statements ranked lowest leave for the fold archive until it does: the user's
     unclassified words first, then the detector's lowest scores, older first; the guard reports
     each one lost. None when the fold would not save `excess` (or, without `release`, would save
-    nothing)."""
+    nothing). The last `keep_recent` messages are the turn in flight: a pinned one stays whole (the
+    user's newest question is in it)."""
+    recent = {m.id for m in session.messages[len(session.messages) - keep_recent :]} if keep_recent else set()
 
     def holds(m: Message) -> bool:
-        if m.cut_off or m.id in session.user_pinned:
+        if m.cut_off or m.id in session.user_pinned or (m.id in recent and m.kind is not Kind.ledger):
             return False
-        return m.kind is Kind.ledger or (release and m.kind is Kind.chat and m.pinned)
+        # a user's or model's message pinned for its statements (the app's own pinned notes are system messages)
+        return m.kind is Kind.ledger or (release and m.kind is Kind.chat and m.pinned and m.role in ("user", "assistant"))
 
     holders = [m for m in session.messages if holds(m)]
     if not holders:
         return None
-    held = session.carried_by(holders, budget=False)
+    # the statements the user unpinned leave first: a merge keeps them (it loses nothing), a release reports them
+    loose = [
+        st
+        for m in holders
+        for sid in session.statements_held(m.id)
+        if (st := session.statements.get(sid)) is not None and st.unpinned and st.status == "current"
+    ]
+    held = session.carried_by(holders, budget=False) + loose
     line_cost = {st.id: session.count(ledger_rules.ledger_line(st)) + 1 for st in held}
     before = sum(m.tokens for m in holders)
     if header is None:
@@ -690,14 +703,14 @@ def fold_ledger(session: Session, excess: int, *, header: str | None = None, rel
         return ledger_cost + session.count(head + "\n" + summary_text(gone))
 
     kept = list(held)
-    for st in sorted(held, key=lambda st: (not st.said, st.score, st.at)):
+    for st in sorted(held, key=lambda st: (not st.unpinned, not st.said, st.score, st.at)):
         if before - after(kept) >= excess or not release:
             break
         kept.remove(st)
     if before - after(kept) < (excess if release else 1):
         return None
     summary = summary_text(len(held) - len(kept))
-    return _prepare(
+    record = _prepare(
         session,
         holders,
         summary=summary,
@@ -708,6 +721,21 @@ def fold_ledger(session: Session, excess: int, *, header: str | None = None, rel
         trigger=LEDGER_TRIGGER,
         rejected=None,
         carried=kept,
+    )
+    kept_ids = {st.id for st in kept}
+    left = [st for st in loose if st.id not in kept_ids]
+    if not left:
+        return record
+    # the guard checks the statements the ladder carries; an unpinned one that leaves is counted here
+    from tailrent_tui.core import guard as fact_guard
+
+    shown = fact_guard.Visible(_rest_text(session, {m.id for m in holders}, record.ledger) + "\n" + record.summary.content)
+    lost = [st for st in left if not shown.shows(fact_guard.Fact(text=st.text, kind="quoted"))]
+    return record.model_copy(
+        update={
+            "uncarried": [*record.uncarried, *(st.id for st in lost)],
+            "facts_lost": [*record.facts_lost, *(st.text for st in lost)],
+        }
     )
 
 

@@ -2,9 +2,10 @@
 
 Current statements are listed by kind; a proposal (what the model said it
 decided, not yet agreed) is marked `?`; a superseded one is dimmed with the
-number of its successor (`→ #5`), so the chain reads down the list. Under the
-statements, the pinned messages that hold none (a message pinned by hand, the
-project instructions). The first lines say what the ledger holds against the
+number of its successor (`→ #5`), so the chain reads down the list; one that no
+message of the context holds any more (a fold had no room to carry it) is marked
+`○`. Under the statements, the pinned messages that hold none (a message pinned
+by hand, the project instructions). The first lines say what the ledger holds against the
 pin budget (`pin_share`), in the warning color past it.
 
 Rows are options whose id names what they are (`s:` a statement, `m:` a
@@ -75,6 +76,10 @@ class LedgerPanel(Vertical):
         )
         if len(rows) > current + proposals:
             counts += f" · {len(rows) - current - proposals} superseded"
+        # current, but no message of the context holds it: a fold had no room to carry it (○ on its row)
+        out = sum(1 for r in rows if r.statement.status == "current" and r.holder is None)
+        if out:
+            counts += f" · {out} not in the context"
         n = len(session.pinned)
         markup = (
             "[$tail-pinned]$counts[/]\n$n · $held tok re-sent every turn\n[dim]ledger $led · other pins $pins · budget $budget[/]"
@@ -107,7 +112,7 @@ class LedgerPanel(Vertical):
                     text = _cut(full, TEXT_WIDTH - 9)
                     line = Content.from_markup("[$warning]?[/]#$no $text [dim]proposal[/]", no=str(r.no), text=text)
                 else:
-                    mark = "✎" if st.edited else " "
+                    mark = "○" if r.holder is None else "✎" if st.edited else " "
                     # part of it replaced by a later correction: the chain reads down the list as for a superseded one
                     after = f" ⇢ #{r.successor}" if st.amended_by and r.successor is not None else ""
                     text = _cut(full, TEXT_WIDTH - len(after))
