@@ -451,8 +451,21 @@ def _corrects(text: str) -> bool:
     """Does the statement say it corrects an earlier one? The cue must open it (its first
     sixteen words): a long statement that mentions a rename in passing corrects nothing. A value
     said to hold "now" counts wherever it stands."""
-    head = " ".join(text.split()[:16])
-    return bool(_CORRECTION_RE.search(head) or _NOW_VALUE_RE.search(text))
+    # the cue of a reason is about something else: "listens on 9300 because elasticsearch moved off 9300"
+    said = _before_reason(text)
+    head = " ".join(said.split()[:16])
+    return bool(_CORRECTION_RE.search(head) or _NOW_VALUE_RE.search(said))
+
+
+_REASON_RE = re.compile(r"\b(?:because|since|due\s+to|given\s+that)\b", re.I)
+
+
+def _before_reason(text: str) -> str:
+    """The statement's own words, before a reason clause that follows three or more of them."""
+    for m in _REASON_RE.finditer(text):
+        if len(text[: m.start()].split()) >= 3:
+            return text[: m.start()]
+    return text
 
 
 def _clean(sentence: str) -> str:

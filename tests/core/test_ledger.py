@@ -803,3 +803,15 @@ def test_a_statement_the_user_unpinned_is_kept_by_the_ledgers_merge_and_reported
     released = fold_ledger(s, saved + 1)
     assert released is not None and loose.id not in released.carried
     assert loose.id in released.uncarried and loose.text in released.facts_lost
+
+
+def test_a_cue_in_a_reason_clause_corrects_nothing():
+    # "moved off" says why this port was chosen, about another system: no earlier statement is replaced
+    s = Session(counter=get_counter("cl100k"), system="sys", window=8192, decisions=DecisionDetector())
+    s.add("user", "FACT: the backup agent listens on port 8201 because Vault already owns 8200 on that host.")
+    s.add("user", "FACT: the pricing engine listens on port 9300 because Elasticsearch moved off 9300 last year.")
+    assert all(st.status == "current" and not st.amended_by for st in s.statements.values())
+    # a cue before the reason still corrects
+    s.add("user", "update: the backup agent moved to port 8202 because 8201 clashed with the new exporter.")
+    old = next(st for st in s.statements.values() if "8201 because Vault" in (st.original or st.text))
+    assert old.status == "superseded" or old.amended_by

@@ -95,10 +95,10 @@ def morning_settings(root: Path, url: str, tokenizer: str = "auto") -> Settings:
         window=WINDOW,
         max_reply_tokens=REPLY_CAP,
         tokenizer=tokenizer,
-        # the ledger holds every note (23 statements, ~660 tokens): at the default share (40%, 614 tokens) the
-        # budget binds and the detector's least sure statements stay behind, reported lost; this test is of
-        # the resume, and passed on the order of equal scores until the scorer was retrained
-        fold={"summarizer": "model", "target": FOLD_TARGET, "pin_share": 0.6},
+        # the ledger holds every note (23 statements, ~790 tokens as ledger lines): at the default share (55% of
+        # what the head and the reply leave, ~700 tokens) the budget binds and the detector's least sure
+        # statements stay behind, reported lost; this test is of the resume, not of the budget
+        fold={"summarizer": "model", "target": FOLD_TARGET, "pin_share": 0.75},
         # this base model's rambling must not be read as `!cmd` lines waiting for an approval nobody gives
         tools={"protocol": "native"},
     )
