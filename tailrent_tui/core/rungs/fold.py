@@ -686,12 +686,16 @@ def fold_ledger(
     head = header.format(no=len(session.folds) + 1, n=len(holders), depth=1)
 
     ledgers = sum(m.kind is Kind.ledger for m in holders)
-    pins = len(holders) - ledgers
+    pinned = [m for m in holders if m.kind is not Kind.ledger]
+    pins = len(pinned)
+    # (a message auto-pinned as a decision where the ledger is off states nothing the ledger keeps)
+    stated = any(session.statements_held(m.id) for m in pinned)
 
     def summary_text(gone: int) -> str:
         parts = [f"the ledger's {ledgers} message{'s' if ledgers != 1 else ''} merged into one"] if ledgers else []
         if pins:
-            parts.append(f"{pins} pinned message{'s' if pins != 1 else ''} left for the archive, their statements kept")
+            kept_note = ", what they state kept in the ledger" if stated else ""
+            parts.append(f"{pins} pinned message{'s' if pins != 1 else ''} left for the archive{kept_note}")
         if gone:
             parts.append(f"{gone} statement{'s' if gone != 1 else ''} left for the archive (/ledger lists them)")
         return "; ".join(parts)
