@@ -35,10 +35,10 @@ from tailrent_tui.core.session import Session
 from tailrent_tui.core.tokens import get_counter
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "ledger_corpus"
-# the fresh held-out part: scored once, by name (`--part heldout5`), never by `--part both`, never trained on
-FRESH = ("heldout5",)
+# the fresh held-out part: scored once, by name (`--part heldout6`), never by `--part both`, never trained on
+FRESH = ("heldout6",)
 # the parts the detector and its scorer may learn from; `--part both` scores these
-SEEN = tuple(p for p in ("dev", "heldout", "heldout2", "heldout3", "heldout4") if p not in FRESH)
+SEEN = tuple(p for p in ("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5") if p not in FRESH)
 
 
 def load(part: str) -> list[dict[str, Any]]:
@@ -299,7 +299,7 @@ def bounds() -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", default="both", help="a seen part, a .jsonl path, or both (the seen parts; heldout5 by name)")
+    ap.add_argument("--part", default="both", help="a seen part, a .jsonl path, or both (the seen parts; heldout6 by name)")
     ap.add_argument("--misses", type=int, default=0, help="list up to N misses and spurious finds per part")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--canary", action="store_true", help="the canary traces through every policy instead")

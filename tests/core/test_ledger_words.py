@@ -179,7 +179,7 @@ def test_the_scorer_is_a_probability_and_the_trainer_never_reads_the_fresh_held_
     assert probs[0] < 0.5  # a rule is not "none"
     assert ledger_scorer.probabilities(ledger_scorer.features("lol ok", "user", ["rule=none"]))[0] > 0.5
     with pytest.raises(SystemExit, match="never trained on"):
-        train_ledger_scorer.load("heldout5")
+        train_ledger_scorer.load("heldout6")
 
 
 @pytest.mark.parametrize(
