@@ -29,6 +29,7 @@ FILES = {
     "heldout3.jsonl": "k",
     "heldout4.jsonl": "m",
     "heldout5.jsonl": "n",
+    "heldout6.jsonl": "p",
 }
 TRACES = (
     "canary-typed.jsonl",
@@ -38,15 +39,21 @@ TRACES = (
     "canary-heldout3.jsonl",
     "canary-heldout4.jsonl",
     "canary-heldout5.jsonl",
+    "canary-heldout6.jsonl",
 )
 HELDOUT_CANARIES = {
     "heldout2": ("heldout2.jsonl", "canary-heldout.jsonl"),
     "heldout3": ("heldout3.jsonl", "canary-heldout3.jsonl"),
     "heldout4": ("heldout4.jsonl", "canary-heldout4.jsonl"),
     "heldout5": ("heldout5.jsonl", "canary-heldout5.jsonl"),
+    "heldout6": ("heldout6.jsonl", "canary-heldout6.jsonl"),
 }
 # the corpus author's map of what each correction replaces: {correction id: [[old index, "retire"|"amend", stale words]]}
-RETIRES = {"heldout4": "src/heldout4-retires.json", "heldout5": "src/heldout5-retires.json"}
+RETIRES = {
+    "heldout4": "src/heldout4-retires.json",
+    "heldout5": "src/heldout5-retires.json",
+    "heldout6": "src/heldout6-retires.json",
+}
 
 
 def load(name: str) -> list[dict]:
@@ -170,6 +177,29 @@ def test_fifth_heldout_sizes_and_mix() -> None:
     assert any(n >= 2 for n in corrected.values())  # one line corrected twice, for different statements
 
 
+def test_sixth_heldout_sizes_and_mix() -> None:
+    """heldout6 (a sixth hand, never shown the detector or its training data, committed alone) stands on its own."""
+    rows = load("heldout6.jsonl")
+    kinds = collections.Counter(st["kind"] for row in rows for st in row["statements"] if not st.get("proposal"))
+    assert len(rows) >= 380
+    assert all(kinds[k] >= 30 for k in KINDS), kinds
+    assert {row["role"] for row in rows} == set(ROLES)
+    assert sum(1 for row in rows if row["role"] == "instructions") >= 3
+    assert sum(1 for row in rows if row["supersedes"]) >= 50
+    assert sum(1 for row in rows if not row["statements"]) >= len(rows) / 3
+    assert any(st.get("proposal") for row in rows for st in row["statements"])
+    position = {row["id"]: n for n, row in enumerate(rows)}
+    assert sum(1 for row in rows if row["supersedes"] and position[row["id"]] - position[row["supersedes"]] >= 50) >= 35
+    corrected = collections.Counter(row["supersedes"] for row in rows if row["supersedes"])
+    chains = {row["id"]: row["supersedes"] for row in rows if row["supersedes"]}
+
+    def depth(rid: str) -> int:
+        return 1 + depth(chains[rid]) if rid in chains else 1
+
+    assert max(depth(rid) for rid in chains) >= 4  # a chain of four lines
+    assert any(n >= 2 for n in corrected.values())  # one line corrected twice, for different statements
+
+
 @pytest.mark.parametrize("name", TRACES)
 def test_traces_parse(name: str) -> None:
     lines = load(name)
@@ -229,8 +259,8 @@ def test_heldout_canary_generator_refuses_an_unknown_source(capsys: pytest.Captu
 def test_heldout_canary_follows_its_corpus(source: str) -> None:
     """Every line of the corpus is a message, in order; the last round probes each current user statement, and
     each correction's old words (where they are the old value's alone) are a stale probe, never expected. With
-    its author's map (heldout4, heldout5) a correction retires or amends the statements the map names; without one it
-    retires every statement of its kinds in the line it corrects."""
+    its author's map (heldout4, heldout5, heldout6) a correction retires or amends the statements the map names; without
+    one it retires every statement of its kinds in the line it corrects."""
     corpus, canary = HELDOUT_CANARIES[source]
     rows, events = load(corpus), load(canary)[1:]
     texts = [e["content"] for e in events if "role" in e]

@@ -11,9 +11,9 @@ line break and ``\u21e5`` for a tab. ``%%`` lines are statements (``P`` marks ``
 none is an empty line (nothing load-bearing). ``sup:<label>`` names the label
 of the earlier record this one corrects. Ids are given in order: ``h001`` ...
 for heldout, ``d001`` ... for dev, ``g001`` ... for heldout2, ``k001`` ... for heldout3, ``m001`` ... for heldout4,
-``n001`` ... for heldout5.
+``n001`` ... for heldout5, ``p001`` ... for heldout6.
 
-    python tests/ledger_corpus/build.py   # writes heldout.jsonl, dev.jsonl, heldout2.jsonl ... heldout5.jsonl
+    python tests/ledger_corpus/build.py   # writes heldout.jsonl, dev.jsonl, heldout2.jsonl ... heldout6.jsonl
 """
 
 import json
@@ -60,7 +60,15 @@ def parse(path, prefix):
 
 
 def main():
-    sources = (("heldout", "h"), ("dev", "d"), ("heldout2", "g"), ("heldout3", "k"), ("heldout4", "m"), ("heldout5", "n"))
+    sources = (
+        ("heldout", "h"),
+        ("dev", "d"),
+        ("heldout2", "g"),
+        ("heldout3", "k"),
+        ("heldout4", "m"),
+        ("heldout5", "n"),
+        ("heldout6", "p"),
+    )
     for name, prefix in sources:
         src = HERE / "src" / f"{name}.txt"
         if not src.exists():

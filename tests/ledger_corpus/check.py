@@ -76,7 +76,13 @@ def counts(rows):
 def main():
     total = collections.Counter()
     files = (("heldout.jsonl", "h"), ("dev.jsonl", "d"))
-    files += (("heldout2.jsonl", "g"), ("heldout3.jsonl", "k"), ("heldout4.jsonl", "m"), ("heldout5.jsonl", "n"))
+    files += (
+        ("heldout2.jsonl", "g"),
+        ("heldout3.jsonl", "k"),
+        ("heldout4.jsonl", "m"),
+        ("heldout5.jsonl", "n"),
+        ("heldout6.jsonl", "p"),
+    )
     for name, prefix in files:
         if not (HERE / name).exists():
             continue

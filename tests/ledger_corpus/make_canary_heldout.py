@@ -5,6 +5,7 @@
     python tests/ledger_corpus/make_canary_heldout.py --from heldout3 [OUT_DIR]   # canary-heldout3.jsonl
     python tests/ledger_corpus/make_canary_heldout.py --from heldout4 [OUT_DIR]   # canary-heldout4.jsonl
     python tests/ledger_corpus/make_canary_heldout.py --from heldout5 [OUT_DIR]   # canary-heldout5.jsonl
+    python tests/ledger_corpus/make_canary_heldout.py --from heldout6 [OUT_DIR]   # canary-heldout6.jsonl
 
 canary-heldout3.jsonl and canary-heldout4.jsonl are the same construction over
 heldout3.jsonl and heldout4.jsonl (a third and a fourth hand, also never shown the
@@ -21,6 +22,8 @@ author's map src/heldout5-retires.json. There an entry may name no words: a reti
 none stops probing the old statement without marking any word stale (used where a later
 correction brings the old value back, since a chain carries its stale words on, and where
 the new value only takes effect later), and an amend with none keeps probing all of it.
+canary-heldout6.jsonl is the same over heldout6.jsonl (a sixth hand, same rules), with its
+author's map src/heldout6-retires.json.
 
 canary-heldout.jsonl
     heldout2.jsonl's 283 lines, in order, as messages of their role (a user line as
@@ -62,9 +65,14 @@ SOURCES = {
     "heldout3": ("heldout3.jsonl", "canary-heldout3.jsonl", "canary-heldout3"),
     "heldout4": ("heldout4.jsonl", "canary-heldout4.jsonl", "canary-heldout4"),
     "heldout5": ("heldout5.jsonl", "canary-heldout5.jsonl", "canary-heldout5"),
+    "heldout6": ("heldout6.jsonl", "canary-heldout6.jsonl", "canary-heldout6"),
 }
 # source name -> its author's map of what each correction replaces (see the docstring)
-RETIRES = {"heldout4": "src/heldout4-retires.json", "heldout5": "src/heldout5-retires.json"}
+RETIRES = {
+    "heldout4": "src/heldout4-retires.json",
+    "heldout5": "src/heldout5-retires.json",
+    "heldout6": "src/heldout6-retires.json",
+}
 
 
 def _make_canary():
