@@ -50,6 +50,7 @@ import math
 import tomllib
 from collections.abc import Iterable, Sequence
 from importlib import resources
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -256,8 +257,13 @@ def context_items(session: Any) -> list[Item]:
 
     The identity joins the message id and its kind, and the tokens (as sent, with
     their framing) are compared too, so a message spilled in place (same id, new
-    content) breaks the prefix.
+    content) breaks the prefix. A core Session keeps them as messages arrive
+    (`Session.context_items`); anything else that holds messages is read whole.
     """
+    kept = getattr(session, "context_items", None)
+    if kept is not None:
+        items: list[Item] = kept()
+        return items
     return [context_item(session, m) for m in session.messages if not m.cut_off]
 
 
@@ -266,14 +272,33 @@ def context_item(session: Any, m: Any) -> Item:
     return (f"{m.id}#{m.kind.value}", session.sent_tokens(m))
 
 
-def shared_prefix(previous: Sequence[Item], current: Sequence[Item]) -> int:
-    """Tokens of the longest run of leading items equal in both."""
-    total = 0
-    for a, b in zip(previous, current, strict=False):  # the common prefix: the shorter one ends it
+def _tokens(items: Iterable[Item]) -> int:
+    """The items' tokens, summed."""
+    return sum(map(_TOKENS, items))
+
+
+_TOKENS = itemgetter(1)
+
+
+def common_length(previous: Sequence[Item], current: Sequence[Item]) -> int:
+    """How many leading items are equal in both (the shorter one ends the run)."""
+    n = min(len(previous), len(current))
+    if previous[:n] == current[:n]:
+        # the common case, a request that appends to the previous one: one comparison, in C (the items
+        # a session keeps are the same objects from request to request, compared by identity first)
+        return n
+    k = 0
+    for a, b in zip(previous, current, strict=False):
         if a != b:
             break
-        total += b[1]
-    return total
+        k += 1
+    return k
+
+
+def shared_prefix(previous: Sequence[Item], current: Sequence[Item]) -> int:
+    """Tokens of the longest run of leading items equal in both."""
+    k = common_length(previous, current)
+    return _tokens(current[:k] if k < len(current) else current)
 
 
 def reused_prefix(previous: Sequence[Item], current: Sequence[Item], min_tokens: int) -> int:
@@ -282,10 +307,8 @@ def reused_prefix(previous: Sequence[Item], current: Sequence[Item], min_tokens:
     least `min_tokens` (a shorter match is skipped, as the engine skips it, and the search goes
     on). A deletion is bridged; the first item not found ahead (an insertion: a summary where
     the span was, a new message) ends it."""
-    i = j = 0
-    while i < len(previous) and j < len(current) and previous[i] == current[j]:
-        i, j = i + 1, j + 1
-    total = sum(t for _, t in current[:j])
+    i = j = common_length(previous, current)
+    total = _tokens(current[:j])
     while j < len(current):
         try:
             k = previous.index(current[j], i)
@@ -341,7 +364,7 @@ class RentModel:
         """Tokens the cache holds: the previous request's context (0 below `min_cacheable`)."""
         if self._previous is None:
             return 0
-        tokens = sum(t for _, t in self._previous)
+        tokens = _tokens(self._previous)
         return tokens if tokens >= self.sheet.min_cacheable else 0
 
     def _expired(self, at: float) -> bool:
@@ -417,18 +440,23 @@ class RentModel:
         """The cache expired, but a saved KV slot brings the previous prefix back."""
         return self.sheet.restores_slots and self._previous is not None and self._expired(at)
 
+    def expired_at(self, at: float) -> bool:
+        """Would a request sent at `at` find the cache expired? (`predict`'s third figure, without the
+        context: a restored slot is not an expiry.)"""
+        return self._previous is not None and self._expired(at) and not self.sheet.restores_slots
+
     def predict(self, items: Sequence[Item], head_tokens: int, at: float) -> tuple[int, int, bool]:
         """(context, cached, expired) for a request, without charging it.
 
         A restored slot is not an expiry: the policy finds the prefix warm.
         """
         current = [(HEAD_ID, head_tokens), *items]
-        context = head_tokens + sum(t for _, t in items)
-        expired = self._previous is not None and self._expired(at) and not self.sheet.restores_slots
+        context = head_tokens + _tokens(items)
+        expired = self.expired_at(at)
         cached = 0
         if self._previous is not None and not expired:
             cached = self._cached(self._previous, current)
-            if self._reread and cached >= sum(t for _, t in self._previous) and cached < context:
+            if self._reread and cached >= _tokens(self._previous) and cached < context:
                 # the prefix runs through the reply the engine generated last: its end is read again
                 cached = max(0, min(cached, context - 1) - self._reread)
             if self.sheet.prompt_cache:
