@@ -283,9 +283,9 @@ _TOKENS = itemgetter(1)
 def common_length(previous: Sequence[Item], current: Sequence[Item]) -> int:
     """How many leading items are equal in both (the shorter one ends the run)."""
     n = min(len(previous), len(current))
-    if previous[:n] == current[:n]:
-        # the common case, a request that appends to the previous one: one comparison, in C (the items
-        # a session keeps are the same objects from request to request, compared by identity first)
+    # the common case, a request that appends to the previous one: one comparison, in C (the items a
+    # session keeps are the same objects from request to request, compared by identity first)
+    if (previous == current[:n]) if n == len(previous) else (previous[:n] == current):
         return n
     k = 0
     for a, b in zip(previous, current, strict=False):
@@ -343,6 +343,9 @@ class RentModel:
         self.totals = RentTotals()
         self.history: list[RequestRent] = []
         self._previous: list[Item] | None = None
+        #: the previous request's tokens (the sum of `_previous`), kept with it: a request that appends
+        #: to it is charged without summing the transcript again
+        self._previous_tokens = 0
         self._previous_at: float | None = None
         #: earlier prompts a prompt cache still holds (sheet.prompt_cache), newest last
         self._recent: list[list[Item]] = []
@@ -364,7 +367,7 @@ class RentModel:
         """Tokens the cache holds: the previous request's context (0 below `min_cacheable`)."""
         if self._previous is None:
             return 0
-        tokens = _tokens(self._previous)
+        tokens = self._previous_tokens
         return tokens if tokens >= self.sheet.min_cacheable else 0
 
     def _expired(self, at: float) -> bool:
@@ -377,7 +380,7 @@ class RentModel:
     def resume(self, at: float) -> bool:
         """A resume at `at`: if the cache has expired by then (and no slot brings it back), forget it. True if it had."""
         if self._previous is not None and self._expired(at) and not self.sheet.restores_slots:
-            self._previous = None
+            self._hold(None)
             self._previous_at = None
             self._recent = []
             return True
@@ -386,7 +389,7 @@ class RentModel:
     def assume_cached(self, items: list[Item], at: float) -> None:
         """The server holds `items` as of `at` (a resume inside the TTL, a KV slot restored):
         the next request is charged against them as the previous request's."""
-        self._previous = list(items)
+        self._hold(list(items))
         self._previous_at = at
         self._reread = 0
 
@@ -395,6 +398,7 @@ class RentModel:
         previous request's record so the next prefix still compares with it."""
         if self._previous:
             self._previous[0] = (HEAD_ID, head_tokens)
+            self._hold(self._previous)
 
     def generated(self, item: Item, reread: int = 0) -> None:
         """The reply the engine just wrote: a local engine keeps the tokens it generated in its
@@ -407,6 +411,7 @@ class RentModel:
         of a 250-token turn, not of a 60-token summary instruction asked after the reply."""
         if self.sheet.local and self._previous is not None:
             self._previous.append(item)
+            self._previous_tokens += item[1]
             self._reread = reread
 
     def rename(self, keys: Sequence[str], items: Sequence[Item]) -> bool:
@@ -427,11 +432,18 @@ class RentModel:
         if previous is None or [k for k, _ in previous[-n:]] != list(keys):
             return False
         previous[-n:] = list(items)
+        self._hold(previous)
         return True
+
+    def _hold(self, previous: list[Item] | None) -> None:
+        """The cache holds these items now (None: nothing); their tokens are summed once, here."""
+        self._previous = previous
+        self._previous_tokens = _tokens(previous) if previous is not None else 0
 
     def expire(self) -> None:
         """Forget the cache (the model was unloaded, the server restarted)."""
         self._previous = None
+        self._previous_tokens = 0
         self._previous_at = None
         self._recent = []
         self._reread = 0
@@ -450,20 +462,33 @@ class RentModel:
 
         A restored slot is not an expiry: the policy finds the prefix warm.
         """
+        context, cached, expired, _ = self._predict(items, head_tokens, at)
+        return context, cached, expired
+
+    def _predict(self, items: Sequence[Item], head_tokens: int, at: float) -> tuple[int, int, bool, list[Item]]:
+        """`predict`'s figures, and the request's items with the head (what the cache holds after it)."""
         current = [(HEAD_ID, head_tokens), *items]
-        context = head_tokens + _tokens(items)
+        previous = self._previous
         expired = self.expired_at(at)
         cached = 0
-        if self._previous is not None and not expired:
-            cached = self._cached(self._previous, current)
-            if self._reread and cached >= _tokens(self._previous) and cached < context:
-                # the prefix runs through the reply the engine generated last: its end is read again
-                cached = max(0, min(cached, context - 1) - self._reread)
-            if self.sheet.prompt_cache:
-                cached = max([cached, *(shared_prefix(p, current) for p in self._recent)])
-            if cached < self.sheet.min_cacheable:
-                cached = 0
-        return context, cached, expired
+        if previous is None or expired:
+            return head_tokens + _tokens(items), cached, expired, current
+        held = self._previous_tokens
+        k = common_length(previous, current)
+        # a request that appends to the previous one (the common case): only its new items are summed
+        context = held + _tokens(current[k:]) if k == len(previous) else head_tokens + _tokens(items)
+        if self.sheet.reuses_shifted_kv:
+            cached = reused_prefix(previous, current, self.sheet.reuse_min_tokens)
+        else:
+            cached = held if k == len(previous) else _tokens(current[:k])
+        if self._reread and cached >= held and cached < context:
+            # the prefix runs through the reply the engine generated last: its end is read again
+            cached = max(0, min(cached, context - 1) - self._reread)
+        if self.sheet.prompt_cache:
+            cached = max([cached, *(shared_prefix(p, current) for p in self._recent)])
+        if cached < self.sheet.min_cacheable:
+            cached = 0
+        return context, cached, expired, current
 
     def prompt_cache_gain(self, items: Sequence[Item], head_tokens: int, at: float) -> int:
         """Tokens of this request that only the prompt cache holds: cached thanks to an earlier prompt
@@ -492,7 +517,7 @@ class RentModel:
 
         `aside`: a request outside the conversation's turns (a fold's summary asked in its
         context): it moves the cache as any request does, but is left out of the totals."""
-        context, cached, expired = self.predict(message_ids_with_tokens, head_tokens, at)
+        context, cached, expired, current = self._predict(message_ids_with_tokens, head_tokens, at)
         restored = self._restores(at)
         tail = context - cached
         s = self.sheet
@@ -517,7 +542,7 @@ class RentModel:
         )
         if self.sheet.prompt_cache and self._previous is not None and not expired:
             self._recent = [*self._recent, self._previous][-PROMPT_CACHE_ENTRIES:]
-        self._previous = [(HEAD_ID, head_tokens), *message_ids_with_tokens]
+        self._previous, self._previous_tokens = current, context
         self._previous_at = at
         self._reread = 0
         if not aside:
