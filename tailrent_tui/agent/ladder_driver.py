@@ -40,7 +40,7 @@ from tailrent_tui.core.messages import (
 )
 from tailrent_tui.core.policies import Plan, PolicyContext
 from tailrent_tui.core.ports import SpillStore
-from tailrent_tui.core.rent import RentModel, context_items
+from tailrent_tui.core.rent import RentModel
 from tailrent_tui.core.rungs.fold import unfold
 from tailrent_tui.core.rungs.spill import admit_tool_result, spill_message
 from tailrent_tui.core.session import Session
@@ -138,7 +138,8 @@ class LadderDriver:
         """
         on_review = self.on_review
         session = self.session
-        before = [m for m in session.messages if not m.cut_off]
+        # the transcript as it was (a copy of the list, in C): read only when the plan folded
+        before = list(session.messages)
         try:
             request = next(plan)
             while True:
@@ -161,11 +162,13 @@ class LadderDriver:
         keeper = self.placement
         if keeper is None or moved:
             return
+        sent: list[Message] | None = None  # the messages sent before the plan: made at the first fold
         for ev in events:
             if isinstance(ev, Folded):
+                sent = sent if sent is not None else [m for m in before if not m.cut_off]
                 span = set(ev.fold.span_ids)
-                first = next((i for i, m in enumerate(before) if m.id in span), len(before))
-                keeper.folded(ev, session.head_tokens + sum(session.sent_tokens(m) for m in before[:first]))
+                first = next((i for i, m in enumerate(sent) if m.id in span), len(sent))
+                keeper.folded(ev, session.head_tokens + sum(session.sent_tokens(m) for m in sent[:first]))
 
     async def _policy_step(self, plan: Plan) -> list[Event]:
         try:
@@ -210,7 +213,7 @@ class LadderDriver:
             return True
         if self.rent is None:
             return False
-        return self.rent.predict(context_items(self.session), self.session.head_tokens, self.session.clock())[2]
+        return self.rent.expired_at(self.session.clock())
 
     async def before_request(self, cb: TurnCallbacks | None = None) -> list[Event]:
         """The policy's step before each request: after a cache expiry it may fold at no

@@ -44,7 +44,7 @@ from tailrent_tui.core.guard import find_expected
 from tailrent_tui.core.keepwarm import KeepWarm, PauseOutcome, competitive_ratio
 from tailrent_tui.core.messages import Folded, Kind, Message
 from tailrent_tui.core.policies import POLICY_NAMES, Policy, PolicyContext, PolicySettings, get_policy, run_plan
-from tailrent_tui.core.rent import PriceSheet, RentModel, RequestRent, context_items, get_price_sheet
+from tailrent_tui.core.rent import PriceSheet, RentModel, RequestRent, get_price_sheet
 from tailrent_tui.core.rungs.spill import MemorySpillStore
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.summarize import ExtractiveSummarizer, LossySummarizer, Summarizer
@@ -322,7 +322,7 @@ class CoreDriver:
 
     async def before_request(self) -> None:
         s = self.session
-        expired = self.rent.predict(context_items(s), s.head_tokens, s.clock())[2]
+        expired = self.rent.expired_at(s.clock())
         run_plan(self.policy.before_request(s, self.ctx, expired=expired), self.summarizer)
 
 

@@ -205,8 +205,10 @@ class KeepWarm:
         prefix = self.rent.prefix_tokens
         if self._priced is not None and self._priced[:2] == (start, prefix):
             return self._priced[2]
-        rewrite = self.rewrite_tokens() if self.rewrite_tokens is not None else None
-        price = ping_price(self.sheet, prefix, rewrite)
+        price = ping_price(self.sheet, prefix)
+        if price is not None and self.rewrite_tokens is not None:
+            # what a cold resume would write is asked only of a sheet that pings (it walks the transcript)
+            price = ping_price(self.sheet, prefix, self.rewrite_tokens())
         self._priced = (start, prefix, price)
         return price
 
@@ -265,12 +267,14 @@ class KeepWarm:
         time if the user has not come back by then.
         """
         start = self.rent.last_at
-        price = self.price()
-        if start is None or price is None:
+        if start is None:
             return []
         cadence = self.sheet.ttl_seconds - self.sheet.ping_lead_seconds
         first = start + cadence
         if at <= first:
+            return []  # no ping was due: the pause is not priced (the next request starts another)
+        price = self.price()
+        if price is None:
             return []
         sent: list[RequestRent] = []
         while (nxt := self.next_ping_at()) is not None and nxt < at:

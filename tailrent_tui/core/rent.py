@@ -50,6 +50,7 @@ import math
 import tomllib
 from collections.abc import Iterable, Sequence
 from importlib import resources
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -256,8 +257,13 @@ def context_items(session: Any) -> list[Item]:
 
     The identity joins the message id and its kind, and the tokens (as sent, with
     their framing) are compared too, so a message spilled in place (same id, new
-    content) breaks the prefix.
+    content) breaks the prefix. A core Session keeps them as messages arrive
+    (`Session.context_items`); anything else that holds messages is read whole.
     """
+    kept = getattr(session, "context_items", None)
+    if kept is not None:
+        items: list[Item] = kept()
+        return items
     return [context_item(session, m) for m in session.messages if not m.cut_off]
 
 
@@ -266,14 +272,33 @@ def context_item(session: Any, m: Any) -> Item:
     return (f"{m.id}#{m.kind.value}", session.sent_tokens(m))
 
 
-def shared_prefix(previous: Sequence[Item], current: Sequence[Item]) -> int:
-    """Tokens of the longest run of leading items equal in both."""
-    total = 0
-    for a, b in zip(previous, current, strict=False):  # the common prefix: the shorter one ends it
+def _tokens(items: Iterable[Item]) -> int:
+    """The items' tokens, summed."""
+    return sum(map(_TOKENS, items))
+
+
+_TOKENS = itemgetter(1)
+
+
+def common_length(previous: Sequence[Item], current: Sequence[Item]) -> int:
+    """How many leading items are equal in both (the shorter one ends the run)."""
+    n = min(len(previous), len(current))
+    # the common case, a request that appends to the previous one: one comparison, in C (the items a
+    # session keeps are the same objects from request to request, compared by identity first)
+    if (previous == current[:n]) if n == len(previous) else (previous[:n] == current):
+        return n
+    k = 0
+    for a, b in zip(previous, current, strict=False):
         if a != b:
             break
-        total += b[1]
-    return total
+        k += 1
+    return k
+
+
+def shared_prefix(previous: Sequence[Item], current: Sequence[Item]) -> int:
+    """Tokens of the longest run of leading items equal in both."""
+    k = common_length(previous, current)
+    return _tokens(current[:k] if k < len(current) else current)
 
 
 def reused_prefix(previous: Sequence[Item], current: Sequence[Item], min_tokens: int) -> int:
@@ -282,10 +307,8 @@ def reused_prefix(previous: Sequence[Item], current: Sequence[Item], min_tokens:
     least `min_tokens` (a shorter match is skipped, as the engine skips it, and the search goes
     on). A deletion is bridged; the first item not found ahead (an insertion: a summary where
     the span was, a new message) ends it."""
-    i = j = 0
-    while i < len(previous) and j < len(current) and previous[i] == current[j]:
-        i, j = i + 1, j + 1
-    total = sum(t for _, t in current[:j])
+    i = j = common_length(previous, current)
+    total = _tokens(current[:j])
     while j < len(current):
         try:
             k = previous.index(current[j], i)
@@ -320,6 +343,9 @@ class RentModel:
         self.totals = RentTotals()
         self.history: list[RequestRent] = []
         self._previous: list[Item] | None = None
+        #: the previous request's tokens (the sum of `_previous`), kept with it: a request that appends
+        #: to it is charged without summing the transcript again
+        self._previous_tokens = 0
         self._previous_at: float | None = None
         #: earlier prompts a prompt cache still holds (sheet.prompt_cache), newest last
         self._recent: list[list[Item]] = []
@@ -341,7 +367,7 @@ class RentModel:
         """Tokens the cache holds: the previous request's context (0 below `min_cacheable`)."""
         if self._previous is None:
             return 0
-        tokens = sum(t for _, t in self._previous)
+        tokens = self._previous_tokens
         return tokens if tokens >= self.sheet.min_cacheable else 0
 
     def _expired(self, at: float) -> bool:
@@ -354,7 +380,7 @@ class RentModel:
     def resume(self, at: float) -> bool:
         """A resume at `at`: if the cache has expired by then (and no slot brings it back), forget it. True if it had."""
         if self._previous is not None and self._expired(at) and not self.sheet.restores_slots:
-            self._previous = None
+            self._hold(None)
             self._previous_at = None
             self._recent = []
             return True
@@ -363,7 +389,7 @@ class RentModel:
     def assume_cached(self, items: list[Item], at: float) -> None:
         """The server holds `items` as of `at` (a resume inside the TTL, a KV slot restored):
         the next request is charged against them as the previous request's."""
-        self._previous = list(items)
+        self._hold(list(items))
         self._previous_at = at
         self._reread = 0
 
@@ -372,6 +398,7 @@ class RentModel:
         previous request's record so the next prefix still compares with it."""
         if self._previous:
             self._previous[0] = (HEAD_ID, head_tokens)
+            self._hold(self._previous)
 
     def generated(self, item: Item, reread: int = 0) -> None:
         """The reply the engine just wrote: a local engine keeps the tokens it generated in its
@@ -384,6 +411,7 @@ class RentModel:
         of a 250-token turn, not of a 60-token summary instruction asked after the reply."""
         if self.sheet.local and self._previous is not None:
             self._previous.append(item)
+            self._previous_tokens += item[1]
             self._reread = reread
 
     def rename(self, keys: Sequence[str], items: Sequence[Item]) -> bool:
@@ -404,11 +432,18 @@ class RentModel:
         if previous is None or [k for k, _ in previous[-n:]] != list(keys):
             return False
         previous[-n:] = list(items)
+        self._hold(previous)
         return True
+
+    def _hold(self, previous: list[Item] | None) -> None:
+        """The cache holds these items now (None: nothing); their tokens are summed once, here."""
+        self._previous = previous
+        self._previous_tokens = _tokens(previous) if previous is not None else 0
 
     def expire(self) -> None:
         """Forget the cache (the model was unloaded, the server restarted)."""
         self._previous = None
+        self._previous_tokens = 0
         self._previous_at = None
         self._recent = []
         self._reread = 0
@@ -417,25 +452,43 @@ class RentModel:
         """The cache expired, but a saved KV slot brings the previous prefix back."""
         return self.sheet.restores_slots and self._previous is not None and self._expired(at)
 
+    def expired_at(self, at: float) -> bool:
+        """Would a request sent at `at` find the cache expired? (`predict`'s third figure, without the
+        context: a restored slot is not an expiry.)"""
+        return self._previous is not None and self._expired(at) and not self.sheet.restores_slots
+
     def predict(self, items: Sequence[Item], head_tokens: int, at: float) -> tuple[int, int, bool]:
         """(context, cached, expired) for a request, without charging it.
 
         A restored slot is not an expiry: the policy finds the prefix warm.
         """
-        current = [(HEAD_ID, head_tokens), *items]
-        context = head_tokens + sum(t for _, t in items)
-        expired = self._previous is not None and self._expired(at) and not self.sheet.restores_slots
-        cached = 0
-        if self._previous is not None and not expired:
-            cached = self._cached(self._previous, current)
-            if self._reread and cached >= sum(t for _, t in self._previous) and cached < context:
-                # the prefix runs through the reply the engine generated last: its end is read again
-                cached = max(0, min(cached, context - 1) - self._reread)
-            if self.sheet.prompt_cache:
-                cached = max([cached, *(shared_prefix(p, current) for p in self._recent)])
-            if cached < self.sheet.min_cacheable:
-                cached = 0
+        context, cached, expired, _ = self._predict(items, head_tokens, at)
         return context, cached, expired
+
+    def _predict(self, items: Sequence[Item], head_tokens: int, at: float) -> tuple[int, int, bool, list[Item]]:
+        """`predict`'s figures, and the request's items with the head (what the cache holds after it)."""
+        current = [(HEAD_ID, head_tokens), *items]
+        previous = self._previous
+        expired = self.expired_at(at)
+        cached = 0
+        if previous is None or expired:
+            return head_tokens + _tokens(items), cached, expired, current
+        held = self._previous_tokens
+        k = common_length(previous, current)
+        # a request that appends to the previous one (the common case): only its new items are summed
+        context = held + _tokens(current[k:]) if k == len(previous) else head_tokens + _tokens(items)
+        if self.sheet.reuses_shifted_kv:
+            cached = reused_prefix(previous, current, self.sheet.reuse_min_tokens)
+        else:
+            cached = held if k == len(previous) else _tokens(current[:k])
+        if self._reread and cached >= held and cached < context:
+            # the prefix runs through the reply the engine generated last: its end is read again
+            cached = max(0, min(cached, context - 1) - self._reread)
+        if self.sheet.prompt_cache:
+            cached = max([cached, *(shared_prefix(p, current) for p in self._recent)])
+        if cached < self.sheet.min_cacheable:
+            cached = 0
+        return context, cached, expired, current
 
     def prompt_cache_gain(self, items: Sequence[Item], head_tokens: int, at: float) -> int:
         """Tokens of this request that only the prompt cache holds: cached thanks to an earlier prompt
@@ -464,7 +517,7 @@ class RentModel:
 
         `aside`: a request outside the conversation's turns (a fold's summary asked in its
         context): it moves the cache as any request does, but is left out of the totals."""
-        context, cached, expired = self.predict(message_ids_with_tokens, head_tokens, at)
+        context, cached, expired, current = self._predict(message_ids_with_tokens, head_tokens, at)
         restored = self._restores(at)
         tail = context - cached
         s = self.sheet
@@ -489,7 +542,7 @@ class RentModel:
         )
         if self.sheet.prompt_cache and self._previous is not None and not expired:
             self._recent = [*self._recent, self._previous][-PROMPT_CACHE_ENTRIES:]
-        self._previous = [(HEAD_ID, head_tokens), *message_ids_with_tokens]
+        self._previous, self._previous_tokens = current, context
         self._previous_at = at
         self._reread = 0
         if not aside:

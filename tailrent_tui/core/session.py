@@ -127,6 +127,10 @@ class Session:
     def __post_init__(self) -> None:
         self._messages: list[Message] = []
         self._index: dict[str, Message] = {}
+        #: the context's (identity, tokens) items (`context_items`), kept as messages arrive; None: to rebuild
+        #: (a spill, a fold, an unfold changed the transcript in place). A turn appends, so a request reads
+        #: them in time proportional to what changed, not to the transcript's length
+        self._items: list[tuple[str, int]] | None = []
         self.totals = ContextTotals()
         self.folds: list[FoldRecord] = []
         self.skipped: list[FoldSkipped] = []
@@ -191,6 +195,25 @@ class Session:
         """A message's tokens as sent: its text and the framing around it."""
         return m.tokens + self.framing.message(m.role)
 
+    def context_items(self) -> list[tuple[str, int]]:
+        """The transcript as the rent model compares requests: one (identity, tokens) item per
+        message sent (a cut-off reply is not), the identity its id and kind, the tokens as sent.
+
+        Kept incrementally: an appended message appends its item; an event that changes the
+        transcript in place (a spill, a fold, an unfold, a retirement, a ledger rewrite) drops the
+        list, rebuilt once at the next call. Returns a copy the caller may keep or change."""
+        items = self._items
+        if items is None:
+            framing = self.framing
+            items = self._items = [
+                (f"{m.id}#{m.kind.value}", m.tokens + framing.message(m.role)) for m in self._messages if not m.cut_off
+            ]
+        return items.copy()
+
+    def _changed(self) -> None:
+        """The transcript changed in place: the context's items are rebuilt when next asked."""
+        self._items = None
+
     @property
     def context_tokens(self) -> int:
         """Tokens of the context that would be sent now (head + transcript)."""
@@ -243,7 +266,11 @@ class Session:
             raise SessionError(f"message id {m.id!r} added twice")
         self._messages.append(m)
         index[m.id] = m
-        self.totals._account(m, +1, m.tokens + self.framing.message(m.role))
+        sent = m.tokens + self.framing.message(m.role)
+        self.totals._account(m, +1, sent)
+        items = self._items
+        if items is not None and not m.cut_off:
+            items.append((f"{m.id}#{m.kind.value}", sent))
         if m.kind is Kind.ledger:
             for sid in m.meta.get("statements", ()):
                 self.carrier[sid] = m.id
@@ -280,6 +307,7 @@ class Session:
 
     def _apply_spilled(self, e: Spilled) -> None:
         m = self.get(e.id)
+        self._changed()
         self.totals._account(m, -1, self.sent_tokens(m))
         m.content = e.pointer
         m.tokens = e.pointer_tokens
@@ -295,6 +323,7 @@ class Session:
         missing = [i for i in f.span_ids if i not in self._index]
         if missing:
             raise SessionError(f"fold #{f.fold_no} names messages not in the transcript: {missing}")
+        self._changed()
         for i in span:
             gone = self._index.pop(i)
             self.totals._account(gone, -1, self.sent_tokens(gone))
@@ -327,6 +356,7 @@ class Session:
         twice = [m.id for m in originals if m.id in self._index]
         if twice:
             raise SessionError(f"fold #{e.fold_no}'s originals are in the context already: {twice}")
+        self._changed()
         if record.ledger is not None and record.ledger.id in self._index:
             # the originals hold the statements again, word for word
             carried = self._index.pop(record.ledger.id)
@@ -356,6 +386,7 @@ class Session:
         old = self._index.get(e.replaces) if e.replaces else None
         if e.replaces and old is None:
             raise SessionError(f"instructions from {e.source} replace a message not in the transcript: {e.replaces!r}")
+        self._changed()
         if old is not None:
             position = self.index_of(old.id)
             del self._index[old.id]
@@ -424,6 +455,7 @@ class Session:
     def _rewrite(self, m: Message, content: str) -> None:
         if content == m.content:
             return
+        self._changed()
         self.totals._account(m, -1, self.sent_tokens(m))
         m.content = content
         m.tokens = self.counter.count(content)
@@ -433,6 +465,7 @@ class Session:
         record = next((f for f in self.folds if f.fold_no == e.fold_no), None)
         if record is None or record.summary.id not in self._index:
             raise SessionError(f"fold #{e.fold_no}'s summary is not in the context to retire")
+        self._changed()
         by_no = {f.fold_no: f for f in self.folds}
         for no in e.merged:
             older = by_no.get(no)

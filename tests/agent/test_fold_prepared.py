@@ -324,6 +324,7 @@ async def test_a_prepared_fallback_whose_repair_line_changed_at_the_trigger_is_s
             # as if the note sent ahead had carried one more repaired fact than the fold will
             requests.warmed_note = warmed + extra
             previous[-1] = (note_key(warmed + extra), previous[-1][1] + agent.session.count(extra))
+            rent._hold(previous)  # the rent model keeps the sum of what it holds with it
     assert agent.session.folds[0].summarizer.endswith("prepared")
     after = [u for u in agent.session.usage if u.purpose == "turn"][-1]
     new_message = agent.session.sent_tokens(agent.session.messages[-2])

@@ -329,7 +329,7 @@ async def test_a_reply_scrolls_into_view_only_for_a_reader_at_the_bottom(tmp_pat
 
     agent = make_agent(tmp_path)
     fill(agent.session, 60, pad=2)
-    agent.model = GatedModel([{"text": "a line of the reply\n" * 80}], chunk_size=4)
+    agent.model = GatedModel([{"text": "a line of the reply\n" * 80}], chunk_size=20)
     app = make_app(agent)
     async with app.run_test(size=(120, 30)) as pilot:
         app.prompt.value = "go on"
