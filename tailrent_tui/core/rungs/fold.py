@@ -325,14 +325,14 @@ REUSE_RUN_TOKENS = 64
 
 def stranded(session: Session, span_ids: Iterable[str]) -> list[str]:
     """Ids of the messages a fold placed `after` moves after its summary: short runs of kept messages that
-    sit between two parts of the span, made only of fold summaries (a retired fold's pointer, a summary).
+    sit between two parts of the span, made only of retired folds' pointers.
 
     A fold takes the oldest raw messages and steps over summaries and pointers, so a retirement's pointer,
     put before the turn in flight, ends up between the messages the next fold takes on both sides of it; left
     there it is a piece of the cached prompt shorter than llama.cpp's shift (REUSE_RUN_TOKENS), and the
     engine read everything after it again (456 tokens where an ordinary turn reads 253, on the 30-turn
     bench). Moved after the summary, it is read again alone (its few tokens). A run of REUSE_RUN_TOKENS or
-    more stays: the engine shifts it; conversation and pinned messages stay where they were said."""
+    more stays: the engine shifts it; conversation, summaries and pinned messages stay where they were."""
     ids = set(span_ids)
     visible = [m for m in session.messages if not m.cut_off]
     at = [n for n, m in enumerate(visible) if m.id in ids]
@@ -345,10 +345,15 @@ def stranded(session: Session, span_ids: Iterable[str]) -> list[str]:
             run.append(m)
             continue
         tokens = sum(session.sent_tokens(r) for r in run)
-        if run and tokens < REUSE_RUN_TOKENS and all(r.kind is Kind.fold_summary and not r.pinned for r in run):
+        if run and tokens < REUSE_RUN_TOKENS and all(_pointer(r) for r in run):
             out.extend(r.id for r in run)
         run = []
     return out
+
+
+def _pointer(m: Message) -> bool:
+    """A retired fold's pointer (`retire_summaries`): its place says nothing, it may move."""
+    return m.kind is Kind.fold_summary and bool(m.meta.get("retired")) and not m.pinned
 
 
 def prepare_fold(
