@@ -382,6 +382,7 @@ def reviewed(
             position=position,
             header=header,
             trigger=record.trigger,
+            ledger_order=record.carried,  # the ledger as the preview showed it
         )
 
 
