@@ -30,10 +30,11 @@ from tailrent_tui.agent.placement import PlacementKeeper
 from tailrent_tui.agent.stores import SessionStores
 from tailrent_tui.agent.wire import wire_entries, wire_entries_of
 from tailrent_tui.core import ledger as ledger_rules
+from tailrent_tui.core.ledger import Statement
 from tailrent_tui.core.messages import Message
 from tailrent_tui.core.policies import FALLBACKS, LADDER_HEADER
-from tailrent_tui.core.rent import Item, RentModel, aside_rent, context_item, context_items
-from tailrent_tui.core.rungs.fold import after_position, prepare_fold, span_messages, span_to_target
+from tailrent_tui.core.rent import Item, RentModel, aside_rent, context_item, context_items, lines_read_again
+from tailrent_tui.core.rungs.fold import after_position, prepare_fold, span_messages, span_to_target, stable_order
 from tailrent_tui.core.session import Session, SessionError
 from tailrent_tui.core.summarize import Summarize, Summarizer, Summary, check_summary, fit_budget
 from tailrent_tui.models.base import Usage
@@ -147,8 +148,9 @@ class FoldRequests:
         self.fitted_budget = 0
         #: a summary request of the span alone replaced the engine's slot since the last fold was placed
         self.cache_moved = False
-        #: the ledger text the last `warm` sent after the prepared summary
+        #: the ledger text the last `warm` sent after the prepared summary, and its statements in that order
         self.warmed_ledger: str | None = None
+        self.warmed_order: tuple[str, ...] = ()
         #: the summary message a prepared fallback's last `warm` sent as a context note
         self.warmed_note: str | None = None
 
@@ -286,7 +288,8 @@ class FoldRequests:
             return
         session = self.session
         text = prepared.summary.text
-        ledger = self._ledger_text(prepared)
+        carried = self._ledger_carried(prepared)
+        ledger = ledger_rules.ledger_text(carried) if carried else None
         note = f"[context note]\n{ledger}" if ledger is not None else None
         if asked is not None:
             if aligned_instruction(context, self.fitted_budget) != asked:
@@ -320,6 +323,7 @@ class FoldRequests:
         if note is not None:
             messages.append({"role": "user", "content": note})
         self.warmed_ledger = ledger
+        self.warmed_order = tuple(st.id for st in carried)
         options = {**context.options, **summarizer.options, "max_tokens": 1}
         at = session.clock()
         usage: Usage | None = None
@@ -379,11 +383,17 @@ class FoldRequests:
 
     def _ledger_text(self, prepared: PreparedFold) -> str | None:
         """The ledger message the fold of this span will carry (core makes it the same way), or None."""
+        carried = self._ledger_carried(prepared)
+        return ledger_rules.ledger_text(carried) if carried else None
+
+    def _ledger_carried(self, prepared: PreparedFold) -> list[Statement]:
+        """The statements the fold of this span will carry, those of the ledger sent ahead last first, in
+        the order sent (`stable_order`: the fold at the trigger orders them so too)."""
         session = self.session
         if not session.statements or not prepared.raw_ids:
-            return None
+            return []
         carried = session.carried_by([session.get(i) for i in prepared.raw_ids if i in session])
-        return ledger_rules.ledger_text(carried) if carried else None
+        return stable_order(carried, self.warmed_order)
 
     def prepared_summary(self, request: Summarize) -> Summary | None:
         """The prepared summary, when it covers the start of the asked span as it still is: the
@@ -412,7 +422,11 @@ class FoldRequests:
         if rest:
             text += "\n" + FALLBACKS[0].summarize(rest)
         return Summary(
-            text=text, by=f"{prepared.summary.by}, prepared", asked=prepared.summary.asked, rejected=prepared.summary.rejected
+            text=text,
+            by=f"{prepared.summary.by}, prepared",
+            asked=prepared.summary.asked,
+            rejected=prepared.summary.rejected,
+            ledger_order=self.warmed_order if self.warmed_ledger is not None else (),
         )
 
     def _same_messages(self, prepared: PreparedFold, raw_ids: tuple[str, ...]) -> bool:
@@ -553,9 +567,17 @@ class FoldRequests:
             # a prepared fold sent its ledger after the pair too (`warm`): the same tokens when the fold carries
             # the same statements (the user's next message may have corrected one since: then it is read again)
             ledger = context_item(session, session.get(record.ledger.id))
+            reread: int | None = 0
             if record.ledger.content != self.warmed_ledger:
-                ledger = (ledger_key(tag), ledger[1])
-            if rent.rename([*keys, ledger_key(tag)], [summary, ledger]):
+                # lines the user's next message superseded leave it, lines it made room for come last
+                # (`stable_order`): an engine that shifts KV reads those and what follows only
+                reread = None
+                if self.warmed_ledger is not None and rent.sheet.reuses_shifted_kv:
+                    before, now = self.warmed_ledger, record.ledger.content
+                    reread = lines_read_again(before, now, session.count, rent.sheet.reuse_min_tokens)
+                if reread is None:
+                    ledger = (ledger_key(tag), ledger[1])
+            if rent.rename([*keys, ledger_key(tag)], [summary, ledger], reread=reread or 0):
                 return
         rent.rename(keys, [summary])
 

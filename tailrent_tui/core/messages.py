@@ -236,6 +236,11 @@ class FoldRecord(BaseModel):
         default_factory=list, description="current statements of the span the ledger had no room for (counted lost)"
     )
     dropped: bool = Field(default=False, description="no summary could shrink the span: it left for the archive with a pointer")
+    moved: list[str] = Field(
+        default_factory=list,
+        description="ids of short kept messages (retired folds' pointers, summaries) that sat between two parts of "
+        "the span, moved after the summary (and its ledger) so that the engine's KV shift is not stopped by them",
+    )
 
 
 class Folded(_Event):

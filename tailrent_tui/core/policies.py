@@ -47,7 +47,7 @@ harnesses' behaviour: whatever the summarizer writes is folded.
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field
@@ -298,6 +298,7 @@ def choose_fold(
                 header=header,
                 trigger=trigger,
                 rejected=None,
+                ledger_order=reply.ledger_order,
             )
     span_tokens = sum(m.tokens for m in span)
 
@@ -313,6 +314,7 @@ def choose_fold(
             trigger=trigger,
             rejected=rejected,
             asked=asked,
+            ledger_order=reply.ledger_order,
         )
 
     reasons: list[str] = []
@@ -320,7 +322,7 @@ def choose_fold(
     if why is None and budget is not None:
         fitted = fit_budget(reply.text, budget, session.count)
         if fitted != reply.text:
-            reply = Summary(text=fitted, by=reply.by, asked=reply.asked, rejected=reply.rejected)
+            reply = replace(reply, text=fitted)
     record = None
     if why is None:
         record = fold_with(reply.text, reply.by, reply.rejected, reply.asked)
@@ -380,6 +382,7 @@ def reviewed(
             position=position,
             header=header,
             trigger=record.trigger,
+            ledger_order=record.carried,  # the ledger as the preview showed it
         )
 
 

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from operator import itemgetter
 from pathlib import Path
@@ -326,6 +326,36 @@ def reused_prefix(previous: Sequence[Item], current: Sequence[Item], min_tokens:
     return total
 
 
+def lines_read_again(before: str, after: str, count: Callable[[str], int], min_tokens: int) -> int | None:
+    """Tokens of the message `after` that an engine shifting KV (`reused_prefix`'s rule, line by line) reads
+    again when its cache ends on the message `before`: the lines both start with, then runs of `before`'s
+    lines in order, each of at least `min_tokens` (a line that left is a deletion the run bridges); from the
+    first line not found ahead on, everything is read. None when the two share no first line.
+
+    A fold's ledger sent ahead while the user read, and the ledger the fold carries at the trigger: the
+    user's next message may have superseded a line (gone) and made room for others (kept in the order read
+    and put last: `stable_order`), which llama.cpp reads with the user's message, not the whole ledger."""
+    old, new = before.split("\n"), after.split("\n")
+    i = j = 0
+    while i < len(old) and j < len(new) and old[i] == new[j]:
+        i, j = i + 1, j + 1
+    if j == 0:
+        return None
+    while j < len(new):
+        try:
+            k = old.index(new[j], i)
+        except ValueError:
+            break
+        n = 0
+        while k + n < len(old) and j + n < len(new) and old[k + n] == new[j + n]:
+            n += 1
+        if sum(count(line) + 1 for line in new[j : j + n]) < min_tokens:
+            i = k + 1
+            continue
+        i, j = k + n, j + n
+    return sum(count(line) + 1 for line in new[j:]) if j < len(new) else 0
+
+
 #: prompts a prompt cache keeps besides the last (llama.cpp keeps what fits its --cache-ram)
 PROMPT_CACHE_ENTRIES = 8
 
@@ -414,12 +444,13 @@ class RentModel:
             self._previous_tokens += item[1]
             self._reread = reread
 
-    def rename(self, keys: Sequence[str], items: Sequence[Item]) -> bool:
+    def rename(self, keys: Sequence[str], items: Sequence[Item], reread: int = 0) -> bool:
         """The previous request's items under `keys`, in a row at its end, are now `items`: a fold's
         summary pair (the instruction its summary request sent, the answer the engine generated)
         became the summary message (and the ledger sent after it, the ledger message), and the next
         request sends them as those same tokens. False when the previous request does not end on
-        them (another request came between)."""
+        them (another request came between). `reread`: tokens at the end of the last of `items` the
+        engine has not read all the same (`lines_read_again`: lines a ledger gained since it was sent)."""
         n = len(keys)
         if n == 0:
             return False
@@ -433,6 +464,7 @@ class RentModel:
             return False
         previous[-n:] = list(items)
         self._hold(previous)
+        self._reread = max(self._reread, reread)
         return True
 
     def _hold(self, previous: list[Item] | None) -> None:

@@ -327,19 +327,26 @@ class Session:
         for i in span:
             gone = self._index.pop(i)
             self.totals._account(gone, -1, self.sent_tokens(gone))
-        kept = [m for m in self._messages if m.id not in span]
+        moving = set(f.moved)
+        moved = [m for m in self._messages if m.id in moving]
+        kept = [m for m in self._messages if m.id not in span and m.id not in moving]
         # the transcript's summary is its own object: a later pin must not alter the record
         summary = f.summary.clone()
         position = min(max(f.position, 0), len(kept))
         kept.insert(position, summary)
+        after = position + 1
         if f.ledger is not None:
             # after its summary: a summary the engine wrote (and cached) comes first, the new tokens after it
             carried = f.ledger.clone()
-            kept.insert(position + 1, carried)
+            kept.insert(after, carried)
+            after += 1
             self._index[carried.id] = carried
             self.totals._account(carried, +1, self.sent_tokens(carried))
             for sid in f.carried:
                 self.carrier[sid] = carried.id
+        # short messages the span surrounded go after them (read again: a few tokens, where left alone between
+        # two deletions they stopped llama.cpp's KV shift and everything after them was read again)
+        kept[after:after] = moved
         self._messages = kept
         self._index[summary.id] = summary
         self.totals._account(summary, +1, self.sent_tokens(summary))

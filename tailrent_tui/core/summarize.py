@@ -59,6 +59,10 @@ class Summary:
     asked: str | None = None
     #: a fallback's text written when the first summarizer's was refused: why (the fold record says so)
     rejected: str | None = None
+    #: the statements of a ledger the engine has read already for this fold (sent ahead with a summary
+    #: prepared while the user read), in that order: the fold's ledger keeps them first, in that order, and
+    #: puts what is new after them, so that what the engine read stays one run it can shift (`stable_order`)
+    ledger_order: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

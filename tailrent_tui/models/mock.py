@@ -183,6 +183,21 @@ def _segments(messages: Sequence[WireMessage], tools: Sequence[ToolSpec] | None)
     return out
 
 
+def _ledger_lines(segments: Sequence[str]) -> list[tuple[str, int]]:
+    """Segments as (text, tokens) items, a ledger's split at its lines."""
+    out: list[tuple[str, int]] = []
+    for seg in segments:
+        if "\n[ledger: " not in seg[:40]:
+            out.append((seg, chars4(seg)))
+            continue
+        items = [(line, chars4(line + "\n")) for line in seg.split("\n")]
+        # the message's count is the engine's: what the lines' rounding leaves goes to the last one
+        last, tokens = items[-1]
+        items[-1] = (last, tokens + chars4(seg) - sum(t for _, t in items))
+        out.extend(items)
+    return out
+
+
 def default_reply(messages: Sequence[WireMessage]) -> str:
     """The brief answer of the mock when no script line is left."""
     last = next((m for m in reversed(messages) if m["role"] == "user"), None)
@@ -267,8 +282,9 @@ class MockModel:
         prompt = sum(chars4(s) for s in segments)
         cached = sum(chars4(s) for s in segments[:shared])
         if self.cache_reuse is not None:
-            # llama.cpp's KV shifting, a segment for a message: the rent model's rule is the engine's here
-            cached = reused_prefix([(c, chars4(c)) for c in self._cache], [(c, chars4(c)) for c in segments], self.cache_reuse)
+            # llama.cpp's KV shifting, a segment for a message (a ledger's for each of its lines: the engine
+            # shifts the lines a ledger kept past one that left): the rent model's rule is the engine's here
+            cached = reused_prefix(_ledger_lines(self._cache), _ledger_lines(segments), self.cache_reuse)
         if self.prompt_cache:
             for old_prompt in self._recent:
                 same = 0

@@ -318,6 +318,44 @@ def after_position(session: Session, span_ids: Iterable[str]) -> int:
     return place
 
 
+#: the shortest run llama.cpp shifts into place (`n_cache_reuse`, as tailrent sends it): a shorter piece of
+#: the cached prompt left alone between two deletions stops the shift, and everything after it is read again
+REUSE_RUN_TOKENS = 64
+
+
+def stranded(session: Session, span_ids: Iterable[str]) -> list[str]:
+    """Ids of the messages a fold placed `after` moves after its summary: short runs of kept messages that
+    sit between two parts of the span, made only of retired folds' pointers.
+
+    A fold takes the oldest raw messages and steps over summaries and pointers, so a retirement's pointer,
+    put before the turn in flight, ends up between the messages the next fold takes on both sides of it; left
+    there it is a piece of the cached prompt shorter than llama.cpp's shift (REUSE_RUN_TOKENS), and the
+    engine read everything after it again (456 tokens where an ordinary turn reads 253, on the 30-turn
+    bench). Moved after the summary, it is read again alone (its few tokens). A run of REUSE_RUN_TOKENS or
+    more stays: the engine shifts it; conversation, summaries and pinned messages stay where they were."""
+    ids = set(span_ids)
+    visible = [m for m in session.messages if not m.cut_off]
+    at = [n for n, m in enumerate(visible) if m.id in ids]
+    if len(at) < 2:
+        return []
+    out: list[str] = []
+    run: list[Message] = []
+    for m in visible[at[0] : at[-1] + 1]:
+        if m.id not in ids:
+            run.append(m)
+            continue
+        tokens = sum(session.sent_tokens(r) for r in run)
+        if run and tokens < REUSE_RUN_TOKENS and all(_pointer(r) for r in run):
+            out.extend(r.id for r in run)
+        run = []
+    return out
+
+
+def _pointer(m: Message) -> bool:
+    """A retired fold's pointer (`retire_summaries`): its place says nothing, it may move."""
+    return m.kind is Kind.fold_summary and bool(m.meta.get("retired")) and not m.pinned
+
+
 def prepare_fold(
     session: Session,
     span_ids: Iterable[str],
@@ -330,6 +368,7 @@ def prepare_fold(
     trigger: str = "manual",
     rejected: str | None = None,
     asked: str | None = None,
+    ledger_order: Sequence[str] = (),
 ) -> FoldRecord:
     """The fold of a span with this summary, guarded, as a record: nothing is applied yet.
 
@@ -337,11 +376,16 @@ def prepare_fold(
     (`tokens_before`) before deciding to apply it with `apply_fold`. `asked`: the
     user message the summary answered in the conversation's context (`Summary.asked`):
     it heads the summary in place of `header`, and the summary travels as that
-    question and its answer (agent/wire.py), the tokens the engine cached.
+    question and its answer (agent/wire.py), the tokens the engine cached. `ledger_order`: the
+    statements of a ledger the engine read already for this fold (`stable_order`).
     """
+    span = span_messages(session, span_ids)
+    carried = None
+    if ledger_order and session.statements:
+        carried = stable_order(session.carried_by(span), ledger_order)
     return _prepare(
         session,
-        span_messages(session, span_ids),
+        span,
         summary=summary,
         summarizer_name=summarizer_name,
         guard=guard,
@@ -350,7 +394,21 @@ def prepare_fold(
         trigger=trigger,
         rejected=rejected,
         asked=asked,
+        carried=carried,
     )
+
+
+def stable_order(carried: Sequence[Statement], order: Sequence[str]) -> list[Statement]:
+    """`carried` with the statements of `order` (a ledger the engine has read) first, in that order, and
+    the others after them, in their own order.
+
+    A ledger's lines follow the span; when the pins' budget binds, the user's next message can change which
+    of them fit (a correction frees room for older lines), and a line that comes in among the lines sent
+    ahead made llama.cpp read everything after it again (fold 1 of the 30-turn bench: 1,062 tokens where an
+    ordinary turn reads 253). Kept in the order read, a line that left is a deletion the engine bridges and
+    the new lines are read at the end, with the user's message."""
+    rank = {sid: n for n, sid in enumerate(order)}
+    return sorted(carried, key=lambda st: (st.id not in rank, rank.get(st.id, 0)))
 
 
 @dataclass
@@ -533,6 +591,12 @@ def _prepare(
     tokens_after = summary_msg.tokens + (ledger_msg.tokens if ledger_msg is not None else 0)
 
     position_index = _position_index(session, span, ids, position)
+    moved = stranded(session, ids) if position == "after" else []
+    if moved:
+        # the index among the messages that stay where they are
+        gone = set(moved)
+        kept = [m for m in session.messages if m.id not in ids]
+        position_index -= sum(1 for m in kept[:position_index] if m.id in gone)
     context_before = session.context_tokens
     return FoldRecord(
         fold_no=fold_no,
@@ -556,6 +620,7 @@ def _prepare(
         ledger=ledger_msg,
         carried=[st.id for st in carried],
         uncarried=uncarried,
+        moved=moved,
     )
 
 
