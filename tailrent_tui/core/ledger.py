@@ -197,7 +197,7 @@ _NON_LABELS = re.compile(
 
 _QUESTION_START = re.compile(
     # an auxiliary opens a question only with its subject after it ("do we ...", "is the box up"), not "do 50"
-    r"^(?:(?:should|shall|can|could|would|will|do|does|did|is|are|was|were|have|has|had)\s+(?!not\b)"
+    r"^(?:(?:should|shall|can|could|would|will|do|does|did|is|are|was|were|have|has|had)\s+(?!not\b)(?!(?<=\bdo\s)(?:it|that|this|those|these)\b)"
     r"(?:i|we|you|u|they|it|he|she|this|that|these|those|there|the|a|an|any|anyone|someone|my|our|your|their|its)\b|"
     r"(?:what|why|how|when|where|which|"
     r"who|whom|whose|any idea|anyone|wdyt|thoughts|isn'?t|aren'?t|don'?t you|doesn'?t|am i|may i|mind if|whats|what['’]s|"
@@ -210,7 +210,7 @@ _HEDGE_RE = re.compile(
     r"let'?s think|thinking (?:about|of)|consider(?:ing)?|what if|i wonder|wondering|revisit|idk|dunno|no idea|"
     r"could be|may be|kinda|sort of|for example|e\.g\.|hypothetically|in theory|if we|if you|if i|if it|"
     r"unless we|whether|would be nice|someday|one day|eventually maybe|not a rule|just an idea|brainstorm|"
-    r"(?:nobody|no\s+one)\s+knows)\b",
+    r"(?:nobody|no\s+one)\s+knows|(?:i|we)\s+(?:\w+\s+)?(?:don['’]?t|do\s+not)\s+know|we\s+could|thoughts\s*\??\s*$)\b",
     re.I,
 )
 # idioms that look like rules and state nothing: "never mind i'll find out", "park it", "keep an eye on that"
@@ -236,7 +236,9 @@ def _idiom_only(s: str) -> bool:
     )
 
 
-_NEGATED_DECISION = re.compile(r"\b(?:not|never|n't)\s+(?:yet\s+)?(?:decided|agreed|chosen|settled|going with)\b", re.I)
+_NEGATED_DECISION = re.compile(
+    r"\b(?:not|never|n't)\s+(?:yet\s+)?(?:decided|agreed|chosen|settled|going with|decid(?:e|ing)|choos(?:e|ing)|pick(?:ing)?)\b", re.I
+)
 _REPORT_RE = re.compile(
     r"^(?:i |we )?(?:ran|running|tried|trying|looked|looking|checked|checking|fixed|fixing|pushed|pushing|"
     r"merged|deployed|opened|closed|added|removed|updated|saw|seeing|got|getting|found|noticed|reading|"
@@ -312,7 +314,7 @@ _PREFERENCE_RE = re.compile(
 _GOAL_RE = re.compile(
     r"\bnext\s+(?:step|steps|up|thing|task|is|we|i|you)\b|^next\b|^then\s+(?:we|i)(?:['’]ll|\s+will|\s+can)\b|"
     r"\bafter\s+that,?\s+(?:we|i)\b|"
-    r"\b(?:we['’]re|we\s+are|i['’]m|i\s+am)\s+(?:now\s+|currently\s+|still\s+)?(?:on|at|in\s+the\s+middle\s+of|working\s+on|"
+    r"\b(?:we['’]re|we\s+are|i['’]m|i\s+am)\s+(?:now\s+|currently\s+|still\s+)?(?:on|at(?!\s+[~$€£]?\d)|in\s+the\s+middle\s+of|working\s+on|"
     r"halfway|almost\s+done|done\s+with|finished\s+with|stuck\s+on|focusing\s+on|through)\b|"
     r"\b(?:blocked|waiting)\s+(?:on|by|for)\b|\bblocker\b|\bblocking\b|"
     r"\bthe\s+(?:goal|plan|objective|aim|priority|focus)\s+(?:is|for|right\s+now|today|this\s+week)\b|"
@@ -348,10 +350,17 @@ _PERSON_RE = re.compile(
     r"will\s+review|signs\s+off)\b|\bmaintainers?\s+(?:is|are)\b|\bon[- ]?call\s+(?:is|this\s+week)\b|"
     r"\b(?:ask|ping|cc)\s+[A-Z][a-z]{2,}\s+(?:for|about|before)\b",
 )
+# auxiliaries, modals and fillers: "X not Y" after one of them is a negation, not a choice of X over Y
+_AUX = (
+    r"(?:do|does|did|is|are|was|were|am|be|been|can|lets|let['’]s|let|now|today|here|there|or|could|would|should|will|shall|may|might|must|have|has|had|why|if|or|"
+    r"whether|maybe|probably|definitely|certainly|really|just|still|and|but|so|yet|it|that|this|i|we|you|they|he|she|"
+    r"thats|its|hes|shes|theyre|were|youre|im|dont|doesnt|didnt|isnt|arent|wasnt|cant|wont|need|needs)"
+)
 _CHOICE_RE = re.compile(
-    r"\bit\s+is\s*[.!]?$|^(?:ok(?:ay)?,?\s+|yes,?\s+|yep,?\s+|yeah,?\s+|"
+    r"(?:^|[,;:]\s*|\b(?!(?:as|what|how|whatever|where|who|which|that|this|is|was|see|know|thats|whats)\b)\w+\s+)it\s+is\s*(?:[.!,;]|$)|"
+    r"^(?:ok(?:ay)?,?\s+|yes,?\s+|yep,?\s+|yeah,?\s+|"
     r"right,?\s+)?[\w./`-]+(?:\s+[\w./`-]+){0,3},?\s+(?:yes|please)\s*[.!]?$|"
-    r"\b\w+\s+not\s+(?:the\s+)?\w+(?:\s+\w+)?\s*[.!]?$|\b(?:first|wins)\s*[,.]|\bfirst\s*$|"
+    r"\b(?!" + _AUX + r"\b)\w+\s+not\s+(?:the\s+)?\w+(?:\s+\w+)?\s*[.!]?$|\b(?:first|wins)\s*[,.]|\bfirst\s*$|"
     r"^(?:just\s+)?(?:stream|subset|drop|catch|bump|match|keep|store|split|cache|batch|shard|inline|vendor|defer|skip|reuse|pin|"
     r"retry|queue|version|gate|flag|hash)\s+(?:it|them|the|only|all|to|a|an|on|in)\b",
     re.I,
@@ -483,9 +492,18 @@ _HEADING_RE = re.compile(
 _AUX_QUESTION_RE = re.compile(r"^(?:does|did|is|are|was|were)\s+(?!not\b|n['’]t\b)[\w`'’.-]+\s+\S", re.I)
 
 
+# a short heading before what is said: "first: ", "re the cache: ", "flash check: "
+_HEAD_PREFIX_RE = re.compile(r"^[A-Za-z][\w '’/-]{0,24}:\s+(?=\S)")
+
+
 def _is_question(s: str) -> bool:
     t = s.rstrip()
-    return t.endswith("?") or (bool(_QUESTION_START.match(t) or _AUX_QUESTION_RE.match(t)) and not _HEADING_RE.match(t))
+    if t.endswith("?"):
+        return True
+    return any(
+        bool(_QUESTION_START.match(u) or _AUX_QUESTION_RE.match(u)) and not _HEADING_RE.match(u)
+        for u in {t, _HEAD_PREFIX_RE.sub("", t, count=1)}
+    )
 
 
 def _has_identifier(text: str) -> bool:
@@ -548,7 +566,7 @@ _EXTRA_RULE_RE = re.compile(
     re.I,
 )
 _EXTRA_DECISION_RE = re.compile(
-    r"^(?:agreed|decided|settled)\s+(?:on|to|that)\b|\b(?:that['’]?s|thats|it['’]?s|its)\s+settled\b|"
+    r"^(?:agreed|decided|settled)\s+(?:on|to|that)\b|^(?:ok(?:ay)?,?\s+|so\s+|then\s+)?go\s+with\s+(?!the\s+flow\b)\S|\b(?:that['’]?s|thats|it['’]?s|its)\s+settled\b|"
     r"^(?:move|set|change|make|bump|raise|lower|cut|drop|switch)\s+(?:it|them|the\s+\w+(?:\s+\w+)?)\s+(?:to\s+)?[$€£~]?\d",
     re.I,
 )
@@ -597,6 +615,22 @@ _YES_CHOICE_RE = re.compile(
     r"^[\w./`+-]+(?:\s+[\w./`+-]+){0,3},?\s+(?:decided|settled)\s*[.!]?$",
     re.I,
 )
+# The same pick said the other way round, or agreed to: "bundled, yes", "rocksdb yes, incremental yes", "hmac with
+# pepper, agreed", "agreed: sweep + webhook" (not "oh yes", "ok, agreed", "agreed, thanks")
+_PICK = r"(?!(?:oh|ok|okay|and|but|so|well|hmm+|ah|uh|um|erm|thanks|please|sure|right|yes|yeah|yep|no|nope|fine|good|great|cool|that|this|it|i|we|you)\b)[\w./`+#%()-]+(?:\s+[\w./`+#%()-]+){0,3}"
+_PICK_YES_RE = re.compile(
+    r"^" + _PICK + r"(?:,?\s+(?:yes|it\s+is)|,\s*agreed)(?:\s*,\s*" + _PICK + r"(?:,?\s+yes|,\s*agreed))*\s*[.!]?$|"
+    r"^(?:agreed|settled|decided)\s*[,:]\s+(?!(?:thanks|thank|cool|nice|great|good|sounds|makes|lets|let['’]s|do|go|that|this|it)\b)"
+    r"[\w./`+#%()-]+(?:\s+[\w./`+#%()-]+){0,5}\s*[.!]?$",
+    re.I,
+)
+# the assistant's proposal of a choice: "I'd key the state by (imsi, seq)", "I would start with a hash join" (not an
+# expectation or an opinion: "I'd expect p99 at 24 ms", "I'd lean towards (1)", "I'd say it's fine")
+_PROPOSAL_RE = re.compile(
+    r"^(?:i['’]?d|i\s+would)\s+(?:also\s+|first\s+|still\s+)?(?!(?:expect|guess|think|say|assume|imagine|bet|look|lean|need|"
+    r"like|love|want|rather|prefer|be|have|hope|worry|wait|check|ask|suggest\s+you)\b)[a-z]+\b",
+    re.I,
+)
 
 
 def classify(sentence: str, role: str = "user") -> StatementKind | None:
@@ -604,12 +638,14 @@ def classify(sentence: str, role: str = "user") -> StatementKind | None:
     s = _clean(sentence)
     if role in ("user", "instructions") and _SHORT_RE.search(s):
         return "preference"
-    if role == "user" and _YES_CHOICE_RE.match(sentence.strip()) and not _is_question(s):
+    if role == "user" and (_YES_CHOICE_RE.match(sentence.strip()) or _PICK_YES_RE.match(s)) and not _is_question(s):
         return "decision"
     if len(s) < 8 or len(s.split()) < 3:
         return None
     if _CONDITIONAL_RULE_RE.match(s):
         return "rule"
+    if role == "assistant" and _PROPOSAL_RE.match(s) and not (_is_question(s) or _HEDGE_RE.search(s)):
+        return "decision"  # a proposal: the ledger records it as one, and the user's yes makes it a decision
     if _states_nothing(s):
         return None
     return _rule_kind(s) or _fact_or_choice(s, role)
@@ -628,6 +664,8 @@ def _states_nothing(s: str) -> bool:
         return True  # a report of someone else's words, or a quote being discussed
     if _MEASURED_RE.match(s) and len(s.split()) <= 10 and not (_RULE_ANY_RE.search(s) or _RULE_START_RE.match(s)):
         return True  # a measurement held against its bound: a report, not the bound
+    if _READING_RE.search(s) and not (_BOUND_RE.search(s) or _RULE_ANY_RE.search(s) or _RULE_START_RE.match(s)):
+        return True  # a reading ("642 at p95", "p95 was 2.4s", "we're at 341 KB"), with no bound said
     if _REPORT_RE.match(s) and not (_GOAL_RE.search(s) or _RULE_ANY_RE.search(s)):
         return True
     # a report of what is done
@@ -691,7 +729,24 @@ def _fact_or_choice(s: str, role: str) -> StatementKind | None:
         return "fact"
     if role == "user" and len(s.split()) <= 12 and _CHOICE_RE.search(s):
         return "decision"
+    if role == "user" and len(s.split()) <= 20 and _CONTRAST_RE.search(s):
+        return "decision"  # one thing over another: "TRT, not MRT, for the runs", "by swiping the row, not with a button"
     return None
+
+
+# what follows "not" when it is no alternative: a time, a degree, a state ("not now", "not sure", "not working")
+_NOT_ALT = (
+    r"(?:now|today|tonight|tomorrow|yet|sure|bad|there|here|happening|enough|it|us|me|him|her|them|this|that|those|these|"
+    r"a\s+rule|so|too|really|much|great|ideal|always|quite|exactly|just|only|even|all|every|fully|entirely|necessarily|"
+    r"worth|needed|needs?|possible|ready|right|wrong|working|done|true|clear|obvious|an?\s+(?:issue|problem|big\s+deal|"
+    r"option|priority)|\w+ing|\w+ed|\w+ly)\b"
+)
+_PREP = r"(?:a|an|the|with|in|on|via|by|to|for|from|at|as|over|through)"
+_CONTRAST_RE = re.compile(
+    r"\b(?!" + _AUX + r"\b)[\w.+`/#-]*[A-Za-z0-9`],?\s+not\s+(?!(?:" + _PREP + r"\s+)?" + _NOT_ALT + r")"
+    r"(?:" + _PREP + r"\s+)?[\w.+`/#-]*[A-Za-z0-9`]",
+    re.I,
+)
 
 
 def signals(sentence: str, role: str, rule_kind: StatementKind | None) -> list[str]:
@@ -718,6 +773,8 @@ def signals(sentence: str, role: str, rule_kind: StatementKind | None) -> list[s
 
 #: a sentence the rules missed is kept when the scorer gives it at least this chance of being one
 ADMIT = 0.5
+#: the rules' verdict stands unless the scorer gives the sentence less than this chance of being a statement
+VETO = 0.0
 #: the user's other words are kept verbatim (ranked last) unless the scorer gives them less than this
 SAID_MIN = 0.0
 
@@ -733,9 +790,10 @@ def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, floa
     probs = ledger_scorer.probabilities(ledger_scorer.features(s, role, signals(sentence, role, rule_kind)))
     p_stmt = 1.0 - probs[0]
     guess = rule_kind or STATEMENT_KINDS[max(range(1, len(probs)), key=probs.__getitem__) - 1]
-    if rule_kind is not None:
-        # the scorer never overrules the rules (a veto cost more recall than it bought precision)
+    if rule_kind is not None and p_stmt >= VETO:
         return rule_kind, p_stmt, guess
+    if rule_kind is not None:
+        return None, p_stmt, guess
     if (
         p_stmt < ADMIT
         or len(s.split()) < 2
@@ -909,6 +967,7 @@ def _tool_rule(sentence: str) -> bool:
 # a label over nothing: "DECISION: none yet on clustering.", "PREF: none really, pick whatever", "TBD"
 _EMPTY_BODY_RE = re.compile(
     r"(?:(?:none|nothing)(?:\s+(?:yet|really|so\s+far|for\s+now|at\s+the\s+moment|decided))?(?:\s*$|\s*[,.;:]|\s+(?:on|for|about)\b)"
+    r"|(?:nothing\s+(?:new|to\s+report|changed)|no\s+(?:change|changes|news|updates?)|unchanged|same\s+as\s+(?:before|yesterday|last\s+\w+))\b"
     r"|(?:n/a|tbd|pending|\?|-)\s*$)",
     re.I,
 )
@@ -919,11 +978,41 @@ _MEASURED_RE = re.compile(
     re.I,
 )
 
+# a reading of a measured value: "642 at p95.", "14.1 at p99, meh", "peak was 3,800 users", "we're at 341 KB now"
+_READING_RE = re.compile(
+    r"^[~$€£]?\d[\d.,]*\s*[a-zµ%]{0,5}\s+(?:at|@|on)\s+(?:the\s+)?(?:p\d{2,3}|peak|median|mean|avg|average)\b|"
+    r"\b(?:p\d{2,3}|peak|median|average|mean|avg)\b(?:\s+[\w-]+){0,3}\s+(?:was|were|came\s+in\s+at|hit|reached|peaked\s+at)\s+[~$€£]?\d|"
+    r"^(?:we['’]?re|we\s+are|it['’]?s|its|it\s+is)\s+(?:now\s+|still\s+)?at\s+[~$€£]?\d",
+    re.I,
+)
+# a bound said beside a number: what makes a reading a constraint
+_BOUND_RE = re.compile(
+    r"\b(?:under|below|at\s+most|at\s+least|no\s+more\s+than|must|should|need|needs|has\s+to|have\s+to|target|slo|sla|"
+    r"budget|limit|cap|max(?:imum)?|min(?:imum)?|keep|stay|stays|within|exceed\w*|allowed|only)\b|[<>]",
+    re.I,
+)
 
 # the model's account of its own work: "Done: …", "I've added …", "Changed `X` to …", "It does now: …"
 _WORK_REPORT_RE = re.compile(
     r"^(?:done|changed|added|fixed|updated|removed|renamed|moved|rewrote|replaced|wired|i['’]ve|i\s+have|"
     r"it\s+does\s+now|now\s+it)\b",
+    re.I,
+)
+
+# a tool's progress line ("Applying Policy: keep 14 daily", "Running migrations: 3 of 9") or a commit subject under
+# its hash (`git log --oneline`: "e1f4a07 ADR-0042: ..."): output that reports, not a label that states
+_TOOL_NON_LABEL_RE = re.compile(
+    r"^(?:[0-9a-f]{7,40}\s|(?:applying|running|checking|building|compiling|downloading|installing|fetching|creating|updating|"
+    r"removing|deleting|loading|saving|writing|reading|processing|starting|stopping|waiting|pruning|scanning|resolving|"
+    r"collecting|generating|uploading|pushing|pulling|migrating|syncing|verifying|validating|testing|linking|copying|"
+    r"packing|unpacking|preparing|finalizing|cleaning|forgetting|restoring|snapshotting)\b)",
+    re.I,
+)
+
+# a sentence that only settles what was just said: "thats settled", "that's the decision for v1", "decided."
+_SETTLED_RE = re.compile(
+    r"^(?:and\s+|so\s+)?(?:(?:that|this|it)['’]?s|thats|its|(?:that|this|it)\s+is)\s+(?:now\s+)?(?:the\s+|a\s+|our\s+|my\s+|)"
+    r"(?:decision|settled|decided|final|agreed|call)\b|^(?:decided|settled|agreed|final)\s*[.!]*$",
     re.I,
 )
 
@@ -937,7 +1026,9 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
     labelled = _LABEL_RE.match(stripped)
     if labelled:
         kind = _label_kind(labelled.group("label"))
-        if (tool and kind not in ("rule", "decision")) or (role == "assistant" and _WORK_REPORT_RE.match(_clean(stripped))):
+        if (tool and (kind not in ("rule", "decision") or _TOOL_NON_LABEL_RE.match(labelled.group("label")))) or (
+            role == "assistant" and _WORK_REPORT_RE.match(_clean(stripped))
+        ):
             kind = None
         if kind is not None:
             body = labelled.group("body")
@@ -970,11 +1061,21 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
         return found
     # an instruction file's list item (AGENTS.md, CLAUDE.md) is an instruction: "- Java 17 toolchain."
     item = role == "instructions" and _ITEM_RE.match(stripped) is not None
+    prev: tuple[int, str] | None = None
     for start, piece in _sentences(stripped):
         if tool and not tool_item and not _tool_rule(piece):
             continue  # a tool's output states only its prose rules ("We follow standardrb. Run `…` before pushing.")
         if role == "assistant" and _WORK_REPORT_RE.match(_clean(piece)):
             continue  # the model's account of what it did: its work, not a statement
+        before, prev = prev, (start, piece)
+        if role == "user" and before is not None and _SETTLED_RE.match(_clean(piece)):
+            # "start from 2025-01-01, no backfill. thats settled": the marker settles the sentence before it
+            b_start, b_piece = before
+            if found and found[-1].start == base + b_start + b_piece.find(found[-1].text):
+                found.pop()
+            whole = stripped[b_start : start + len(piece)].strip()
+            found.append(Found("decision", whole, base + stripped.find(whole, b_start), None, _corrects(whole), 1.0))
+            continue
         kind, p, said = detect_scored(piece, role, words)
         if kind is None and item and _instruction(piece):
             kind = score(piece, role)[2]
