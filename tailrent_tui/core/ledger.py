@@ -210,7 +210,8 @@ _HEDGE_RE = re.compile(
     r"let'?s think|thinking (?:about|of)|consider(?:ing)?|what if|i wonder|wondering|revisit|idk|dunno|no idea|"
     r"could be|may be|kinda|sort of|for example|e\.g\.|hypothetically|in theory|if we|if you|if i|if it|"
     r"unless we|whether|would be nice|someday|one day|eventually maybe|not a rule|just an idea|brainstorm|"
-    r"(?:nobody|no\s+one)\s+knows|(?:i|we)\s+(?:\w+\s+)?(?:don['’]?t|do\s+not)\s+know|we\s+could|thoughts\s*\??\s*$)\b",
+    r"(?:nobody|no\s+one)\s+knows|(?:i|we)\s+(?:\w+\s+)?(?:don['’]?t|do\s+not)\s+know|we\s+could|thoughts\s*\??\s*$|"
+    r"should\s+(?:fit|work|suffice|hold(?:\s+up)?|be\s+(?:fine|ok|okay|enough|good|plenty)))\b",
     re.I,
 )
 # idioms that look like rules and state nothing: "never mind i'll find out", "park it", "keep an eye on that"
@@ -666,6 +667,12 @@ def _states_nothing(s: str) -> bool:
         return True  # a measurement held against its bound: a report, not the bound
     if _READING_RE.search(s) and not (_BOUND_RE.search(s) or _RULE_ANY_RE.search(s) or _RULE_START_RE.match(s)):
         return True  # a reading ("642 at p95", "p95 was 2.4s", "we're at 341 KB"), with no bound said
+    if _ONE_SHOT_RE.match(s) and not (
+        _NUM_RE.search(s) or _GENERAL_RE.search(s) or _GOAL_RE.search(s) or re.search(r"\bit\s+is\b", s, re.I)
+    ):
+        return True  # work for this step on the thing at hand ("run it on the test db", "try it, dont ship anything yet")
+    if _PROBLEM_RE.match(s) and not (_RULE_ANY_RE.search(s) or _RULE_START_RE.match(s)):
+        return True  # the problem being worked on, described: what is wrong, not what holds
     if _REPORT_RE.match(s) and not (_GOAL_RE.search(s) or _RULE_ANY_RE.search(s)):
         return True
     # a report of what is done
@@ -773,6 +780,8 @@ def signals(sentence: str, role: str, rule_kind: StatementKind | None) -> list[s
 
 #: a sentence the rules missed is kept when the scorer gives it at least this chance of being one
 ADMIT = 0.5
+#: a sentence the rules call empty (a hedge, someone else's words, a reading) is not admitted by the scorer either
+GATE_SCORER = True
 #: the rules' verdict stands unless the scorer gives the sentence less than this chance of being a statement
 VETO = 0.0
 #: the user's other words are kept verbatim (ranked last) unless the scorer gives them less than this
@@ -801,9 +810,19 @@ def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, floa
         or (_is_question(s) and not _RULE_ANY_RE.search(s))
         or _is_request(s)
         or _idiom_only(s)
+        or (GATE_SCORER and _gated(s))
     ):
         return None, p_stmt, guess
     return guess, p_stmt, guess
+
+
+def _gated(s: str) -> bool:
+    """What the scorer may not admit either: a reading, the problem at hand, a request aimed at the thing at hand."""
+    return bool(
+        (_READING_RE.search(s) and not _BOUND_RE.search(s))
+        or _PROBLEM_RE.match(s)
+        or (_ONE_SHOT_RE.match(s) and not (_NUM_RE.search(s) or _GENERAL_RE.search(s)))
+    )
 
 
 _ACK_RE = re.compile(
@@ -981,7 +1000,8 @@ _MEASURED_RE = re.compile(
 # a reading of a measured value: "642 at p95.", "14.1 at p99, meh", "peak was 3,800 users", "we're at 341 KB now"
 _READING_RE = re.compile(
     r"^[~$€£]?\d[\d.,]*\s*[a-zµ%]{0,5}\s+(?:at|@|on)\s+(?:the\s+)?(?:p\d{2,3}|peak|median|mean|avg|average)\b|"
-    r"\b(?:p\d{2,3}|peak|median|average|mean|avg)\b(?:\s+[\w-]+){0,3}\s+(?:was|were|came\s+in\s+at|hit|reached|peaked\s+at)\s+[~$€£]?\d|"
+    r"\b(?:p\d{2,3}|peak|median|average|mean|avg)\b(?:\s+[\w-]+){0,3}\s*(?:was|were|came\s+in\s+at|hit|reached|peaked\s+at|:)?\s+[~$€£]?\d|"
+    r"\bat\s+the\s+peak\b|\bso\s+far\s*[.!]?$|"
     r"^(?:we['’]?re|we\s+are|it['’]?s|its|it\s+is)\s+(?:now\s+|still\s+)?at\s+[~$€£]?\d",
     re.I,
 )
@@ -989,6 +1009,25 @@ _READING_RE = re.compile(
 _BOUND_RE = re.compile(
     r"\b(?:under|below|at\s+most|at\s+least|no\s+more\s+than|must|should|need|needs|has\s+to|have\s+to|target|slo|sla|"
     r"budget|limit|cap|max(?:imum)?|min(?:imum)?|keep|stay|stays|within|exceed\w*|allowed|only)\b|[<>]",
+    re.I,
+)
+# a go-ahead or a request aimed at the thing at hand: "try it", "run it on the test db", "change it in risk.yaml"
+_ONE_SHOT_RE = re.compile(
+    r"^(?:ok(?:ay)?,?\s+|yes,?\s+|fine,?\s+|then\s+|so\s+|now\s+)?(?:try|run|rerun|queue|change|do|redo|retry|fix|commit|push|test|"
+    r"check|rebuild|restart|send|post|kick\s+off|start|add|put|bump|update|revert|delete|remove|merge|deploy|ship)\s+"
+    r"(?:it|them|both|this|that|those|these)\b",
+    re.I,
+)
+# what makes a request a standing one: "always", "from now on", "every time"
+_GENERAL_RE = re.compile(
+    r"\b(?:always|never|every|each\s+time|whenever|any\s+time|from\s+now\s+on|going\s+forward|in\s+future|in\s+the\s+future|"
+    r"by\s+default)\b",
+    re.I,
+)
+# the problem at hand, described: "the bug: players rubberband above ~40", "the crash: IllegalStateException in ..."
+_PROBLEM_RE = re.compile(
+    r"^(?:(?:the|a|one|another|new|weird|same)\s+)?(?:bug|crash|error|problem|issue|failure|symptom|regression|repro|flake|"
+    r"incident|outage|exception|traceback)s?\s*(?::|is\s+that\b|was\s+that\b)",
     re.I,
 )
 
