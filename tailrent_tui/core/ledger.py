@@ -284,8 +284,8 @@ _RULE_ANY_RE = re.compile(
 _NUMBERISH = r"(?:[$€£]\s?\d[\d,.]*\s*[kKmM]?|\d[\d,.]*\s*(?:%|[kKmMgGtT]i?[bB]?\b|ms\b|s\b|sec|secs|seconds?|mins?|minutes?|h\b|hrs?|hours?|days?|weeks?|months?|rps|qps|req|requests?|users?|tokens?|lines?|chars?|characters?|workers?|replicas?|retries|attempts?|cores?|threads?|connections?|items?|files?|usd|eur|dollars?|x\b)|\d[\d,.]*|v?\d+(?:\.\d+)+)"
 _CAP_RE = re.compile(
     r"\b(?:under|below|(?:above|over)(?=\s+[$€£~]?\d)|at\s+most|at\s+least|no\s+more\s+than|no\s+less\s+than|"
-    r"not\s+more\s+than|fewer\s+than|"
-    r"less\s+than|more\s+than|max(?:imum)?|min(?:imum)?|cap(?:ped)?(?:\s+at)?|limit(?:ed)?(?:\s+(?:to|at|is|of))?|"
+    r"not\s+more\s+than|fewer\s+than(?=\s+[$€£~]?\d)|"
+    r"less\s+than(?=\s+[$€£~]?\d)|more\s+than(?=\s+[$€£~]?\d)|max(?:imum)?|min(?:imum)?|cap(?:ped)?(?:\s+at)?|limit(?:ed)?(?:\s+(?:to|at|is|of))?|"
     r"budget|quota|within|exceed(?:s|ing)?|up\s+to|p\d{2}|slo|sla|deadline|by\s+(?:mon|tue|wed|thu|fri|sat|sun)\w*|"
     r"by\s+(?:eod|end\s+of|tomorrow|tonight|noon)|pin(?:ned)?\s+(?:\S+\s+)?(?:to|at|on)|stays?\s+(?:on|at|"
     r"pinned)|locked\s+(?:to|at)|"
@@ -369,7 +369,8 @@ _CHOICE_RE = re.compile(
 _MORE_RULE_RE = re.compile(
     r"(?:^|[,;:(]\s*|\b(?:and|but|please|so|just|you|we|also|pls)\s+)dont\s+(?:ever\s+)?(?!read\s+(?:anything|too\s+much)\s+into|know|think|remember|"
     r"see|get|understand|care|mind|worry|assume|have|need|want|like)\w+|"
-    r"\b(?:stays?|remains?|keeps?\s+running|keep\s+it)\s+(?:on|off|in|enabled|disabled|as\s+it\s+is|exactly|running|untouched)\b|"
+    r"\b(?:stays?|remains?|keeps?\s+running|keep\s+it)\s+(?:on|off|in|enabled|disabled|as\s+it\s+is|exactly|running|untouched|"
+    r"as\s+(?:is|they\s+are)|at\s+[~$€£]?\d|without|the\s+same|put|where\s+(?:it\s+is|they\s+are))\b|\b(?:that|it|this)\s+stays\s*(?:[.!,;]|$)|"
     r"^no\s+\S+(?:\s+\S+){0,3}\s+(?:in|on|for|from|into)\b|\bfrom\s+now\s+on\b|"
     r"\bneeds?\s+(?:an?\s+)?(?:\w+\s+)?(?:approval|sign[- ]?off|review)\b|"
     r"\bshould\s+(?:have\s+no|never|not|always)\b|\bbefore\s+(?:opening|merging|pushing|committing|deploying|releasing)\b",
@@ -568,7 +569,8 @@ _EXTRA_RULE_RE = re.compile(
 )
 _EXTRA_DECISION_RE = re.compile(
     r"^(?:agreed|decided|settled)\s+(?:on|to|that)\b|^(?:ok(?:ay)?,?\s+|so\s+|then\s+)?go\s+with\s+(?!the\s+flow\b)\S|\b(?:that['’]?s|thats|it['’]?s|its)\s+settled\b|"
-    r"^(?:move|set|change|make|bump|raise|lower|cut|drop|switch)\s+(?:it|them|the\s+\w+(?:\s+\w+)?)\s+(?:to\s+)?[$€£~]?\d",
+    r"(?:^|[,;:]\s*)(?:move|set|change|make|bump|raise|lower|cut|drop|switch)\s+(?:it|them|the\s+\w+(?:\s+\w+)?)\s+(?:to\s+)?[$€£~]?\d|"
+    r"\bwe['’]?re\s+(?:doing|going\s+for|taking)\s+(?:the|a|an)\s+\w+",
     re.I,
 )
 _EXTRA_PREFERENCE_RE = re.compile(
@@ -641,6 +643,11 @@ def classify(sentence: str, role: str = "user") -> StatementKind | None:
         return "preference"
     if role == "user" and (_YES_CHOICE_RE.match(sentence.strip()) or _PICK_YES_RE.match(s)) and not _is_question(s):
         return "decision"
+    if role in ("user", "instructions") and not _is_question(s):
+        if len(s.split()) == 2 and re.search(r"\d\.\d", s) and _stack_line(s):
+            return "constraint"  # "nixos 24.05", "python 3.12": the version the work is on
+        if _PROGRESS_RE.search(s):
+            return "goal"  # "71/112 done", "so 84/112": where the work is
     if len(s) < 8 or len(s.split()) < 3:
         return None
     if _CONDITIONAL_RULE_RE.match(s):
@@ -661,8 +668,8 @@ def _states_nothing(s: str) -> bool:
         return True  # an opinion or an offer ("I'd fix it to stay in Decimal"), not a statement
     if _is_question(s) or _HEDGE_RE.search(s) or _NEGATED_DECISION.search(s) or _idiom_only(s):
         return True
-    if _SAYS_RE.search(s):
-        return True  # a report of someone else's words, or a quote being discussed
+    if _SAYS_RE.search(s) and (_QUOTED_RE.search(s) or _HEARSAY_RE.search(s) or _rule_kind(s) is None):
+        return True  # a report of someone else's words, or a quote being discussed (not a rule relayed: "ops says max 5")
     if _MEASURED_RE.match(s) and len(s.split()) <= 10 and not (_RULE_ANY_RE.search(s) or _RULE_START_RE.match(s)):
         return True  # a measurement held against its bound: a report, not the bound
     if _READING_RE.search(s) and not (_BOUND_RE.search(s) or _RULE_ANY_RE.search(s) or _RULE_START_RE.match(s)):
@@ -690,7 +697,7 @@ def _rule_kind(s: str) -> StatementKind | None:
     capped = _CAP_RE.search(s) and _CAP_VALUE_RE.search(s)
     if _RULE_START_RE.match(s):
         return "constraint" if capped and not re.match(r"(?:please\s+)?(?:never|don|do\s+not|dont)", s, re.I) else "rule"
-    if capped or _PERMISSION_RE.search(s) or _VERSION_LINE_RE.match(s) or _RUNTIME_RE.search(s):
+    if capped or _PERMISSION_RE.search(s) or _VERSION_LINE_RE.match(s) or _RUNTIME_RE.search(s) or _stack_line(s):
         return "constraint"
     if _RULE_ANY_RE.search(s) or _MORE_RULE_RE.search(s) or _EXTRA_RULE_RE.search(s):
         return "rule"
@@ -719,6 +726,41 @@ _NAMED_FACT_RE = re.compile(
     re.I,
 )
 
+# one part of a stack line: a name and its version ("gcc 13", "node 20 LTS", "C++20", "s140 7.3.0") or a bare name
+_STACK_PART_RE = re.compile(
+    r"^(?:[A-Za-z][\w.+#-]*(?:\s+[A-Za-z][\w.+#-]*){0,2}\s+v?\d+(?:\.\d+)*[a-z]?(?:\s+[A-Za-z]{2,5}(?:\s+\d{2,4})?)?|[A-Za-z][A-Za-z+#]*\d+(?:\.\d+)*)$"
+)
+# words that open no tool's name: "thats 1.80", "back in 40", "could save like 2k", "rollback works on all 3"
+_STACK_STOP_RE = re.compile(
+    r"^(?:ok|okay|so|thats|that['’]s|its|it['’]s|it|this|that|the|a|an|we|i|you|back|in|on|at|all|like|about|around|only|just|"
+    r"could|would|should|can|will|was|is|are|build|pr|issue|ticket|zone|level|page|line|step|day|week|room|item|row|"
+    r"part|chapter|section|round|run|attempt|try|number|no|yes|maybe|works?|save|got|have|has|need|needs|took|takes)\b",
+    re.I,
+)
+_STACK_SPLIT_RE = re.compile(r"\s*(?:[,;&]|\s\+\s|\band\b|\bwith\b|\bon\b|\bbuilds?\s+with\b)\s*", re.I)
+
+# a count of work done: "71/112 done", "38 of 112 done", "so 84/112", "52/112 now"
+_PROGRESS_RE = re.compile(
+    r"\b\d+\s*(?:/|\bof\b)\s*\d+\s+(?:\w+\s+)?(?:done|left|to\s+go|migrated|complete|completed|finished|ported|now)\b|"
+    r"\b(?:so|now|at)\s+\d+\s*/\s*\d+\s*[.!]?$",
+    re.I,
+)
+
+
+def _stack_line(s: str) -> bool:
+    """Is the sentence a list of tools and their versions ("nuxt 3.12, node 20 LTS", "C++20, cmake, gcc 13",
+    "fortran 2008 + MPI, builds with ifx 2024.2")? Every part is a name with its version or a bare name of one
+    or two words, and at least one part has a version."""
+    parts = [p for p in _STACK_SPLIT_RE.split(s.strip().rstrip(".!")) if p]
+    if not parts or len(s.split()) > 16 or _STACK_STOP_RE.match(parts[0]):
+        return False
+    versioned = [p for p in parts if _STACK_PART_RE.match(p) and not _STACK_STOP_RE.match(p)]
+    bare = sum(1 for p in parts if not _STACK_PART_RE.match(p) and re.fullmatch(r"[A-Za-z][\w.+#/-]*(?:\s+[A-Za-z][\w.+#/-]*)?", p))
+    # a dotted version ("3.12") or a name with its number in it ("C++20") is a version; "back in 40" and "build
+    # 4812" are not, unless the line names two or more tools with numbers
+    strong = sum(1 for p in versioned if re.search(r"\d\.\d|[A-Za-z+#]\d", p))
+    return (strong >= 1 or len(versioned) >= 2) and len(versioned) + bare == len(parts)
+
 
 def _fact_or_choice(s: str, role: str) -> StatementKind | None:
     """A preference (the user's), an identifying fact, or a short choice ("pnpm it is")."""
@@ -732,6 +774,8 @@ def _fact_or_choice(s: str, role: str) -> StatementKind | None:
         return "fact"
     if re.search(r"\b(?:listens?|runs?|serves?|is|sits?|lives?)\s+on\s+port\s+\d{2,5}\b", s, re.I):
         return "fact"
+    if re.search(r"\b(?:id|key|sku|slug|handle|uuid|hash|code)\s+(?:is|=)\s+`?[\w.:/-]{8,}`?\s*[.!]?$", s, re.I):
+        return "fact"  # "store listing id is kmhfoedjgbnplacoeiaghmdkjfnbelop"
     if _has_identifier(s) and (_FACT_NOUN_RE.search(s) or _LINK_FACT_RE.search(s)) and not _REPORT_RE.match(s):
         return "fact"
     if role == "user" and len(s.split()) <= 12 and _CHOICE_RE.search(s):
@@ -1030,6 +1074,8 @@ _PROBLEM_RE = re.compile(
     r"incident|outage|exception|traceback)s?\s*(?::|is\s+that\b|was\s+that\b)",
     re.I,
 )
+# words heard once, or said by someone unnamed: "someone said that once in standup", "someone in slack said both"
+_HEARSAY_RE = re.compile(r"\b(?:once|someone|somebody|apparently|rumou?r)\b", re.I)
 
 # the model's account of its own work: "Done: …", "I've added …", "Changed `X` to …", "It does now: …"
 _WORK_REPORT_RE = re.compile(
