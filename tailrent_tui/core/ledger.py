@@ -216,7 +216,7 @@ _HEDGE_RE = re.compile(
 )
 # idioms that look like rules and state nothing: "never mind i'll find out", "park it", "keep an eye on that"
 _IDIOM_RE = re.compile(
-    r"\b(?:never\s?mind|park\s+it|keep\s+an\s+eye\s+on(?:\s+(?:that|it|this))?|(?:write|jot)\s+(?:that|it)\s+down|"
+    r"\b(?:never\s?mind|park\s+it|(?:don['’]?t|do\s+not)\s+read\s+(?:anything|too\s+much|much)\s+into|keep\s+an\s+eye\s+on(?:\s+(?:that|it|this))?|(?:write|jot)\s+(?:that|it)\s+down|"
     r"writing\s+(?:that|it)\s+down)\b[\s,.;:!]*",
     re.I,
 )
@@ -672,13 +672,14 @@ def _states_nothing(s: str) -> bool:
         return True  # a report of someone else's words, or a quote being discussed (not a rule relayed: "ops says max 5")
     if _MEASURED_RE.match(s) and len(s.split()) <= 10 and not (_RULE_ANY_RE.search(s) or _RULE_START_RE.match(s)):
         return True  # a measurement held against its bound: a report, not the bound
-    if _READING_RE.search(s) and not (_BOUND_RE.search(s) or _RULE_ANY_RE.search(s) or _RULE_START_RE.match(s)):
+    if _is_reading(s) and not (_RULE_ANY_RE.search(s) or _RULE_START_RE.match(s)):
         return True  # a reading ("642 at p95", "p95 was 2.4s", "we're at 341 KB"), with no bound said
     if _ONE_SHOT_RE.match(s) and not (
         _NUM_RE.search(s) or _GENERAL_RE.search(s) or _GOAL_RE.search(s) or re.search(r"\bit\s+is\b", s, re.I)
     ):
         return True  # work for this step on the thing at hand ("run it on the test db", "try it, dont ship anything yet")
-    if _PROBLEM_RE.match(s) and not (_RULE_ANY_RE.search(s) or _RULE_START_RE.match(s)):
+    unquoted = _QUOTED_RE.sub(" ", s)  # an error message quoted in it says nothing of how to work
+    if _PROBLEM_RE.match(s) and not (_RULE_ANY_RE.search(unquoted) or _RULE_START_RE.match(unquoted)):
         return True  # the problem being worked on, described: what is wrong, not what holds
     if _REPORT_RE.match(s) and not (_GOAL_RE.search(s) or _RULE_ANY_RE.search(s)):
         return True
@@ -828,6 +829,8 @@ ADMIT = 0.5
 GATE_SCORER = True
 #: the rules' verdict stands unless the scorer gives the sentence less than this chance of being a statement
 VETO = 0.0
+#: the same for the assistant's sentences, mostly explanations of its work ("the next biggest chunk is ...")
+ASSISTANT_VETO = 0.2
 #: the user's other words are kept verbatim (ranked last) unless the scorer gives them less than this
 SAID_MIN = 0.0
 
@@ -843,7 +846,7 @@ def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, floa
     probs = ledger_scorer.probabilities(ledger_scorer.features(s, role, signals(sentence, role, rule_kind)))
     p_stmt = 1.0 - probs[0]
     guess = rule_kind or STATEMENT_KINDS[max(range(1, len(probs)), key=probs.__getitem__) - 1]
-    if rule_kind is not None and p_stmt >= VETO:
+    if rule_kind is not None and p_stmt >= (ASSISTANT_VETO if role == "assistant" else VETO):
         return rule_kind, p_stmt, guess
     if rule_kind is not None:
         return None, p_stmt, guess
@@ -863,7 +866,7 @@ def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, floa
 def _gated(s: str) -> bool:
     """What the scorer may not admit either: a reading, the problem at hand, a request aimed at the thing at hand."""
     return bool(
-        (_READING_RE.search(s) and not _BOUND_RE.search(s))
+        _is_reading(s)
         or _PROBLEM_RE.match(s)
         or (_ONE_SHOT_RE.match(s) and not (_NUM_RE.search(s) or _GENERAL_RE.search(s)))
     )
@@ -1049,6 +1052,14 @@ _READING_RE = re.compile(
     r"^(?:we['’]?re|we\s+are|it['’]?s|its|it\s+is)\s+(?:now\s+|still\s+)?at\s+[~$€£]?\d",
     re.I,
 )
+
+def _is_reading(s: str) -> bool:
+    """A measured value read out, with no bound beside it (under a heading too: "flash check: we're at 341 KB")."""
+    return bool(
+        (_READING_RE.search(s) or _READING_RE.search(_HEAD_PREFIX_RE.sub("", s, count=1))) and not _BOUND_RE.search(s)
+    )
+
+
 # a bound said beside a number: what makes a reading a constraint
 _BOUND_RE = re.compile(
     r"\b(?:under|below|at\s+most|at\s+least|no\s+more\s+than|must|should|need|needs|has\s+to|have\s+to|target|slo|sla|"
