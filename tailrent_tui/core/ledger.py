@@ -256,7 +256,8 @@ _DECISION_RE = re.compile(
     r"\b(?:the\s+team|everyone)\s+(?:has\s+|have\s+)?(?:decided|agreed)\b|\bit(?:['’]s|\s+has|\s+is|"
     r"\s+was)\s+(?:been\s+)?decided\b|"
     r"\blet['’]?s\s+(?:go\s+with|use|stick\s+with|keep|do|pick|choose|adopt)\b|"
-    r"\bwe(?:['’]re|\s+are)\s+(?:going\s+with|using|sticking\s+with|moving\s+to|switching\s+to|standardi[sz]ing\s+on|adopting)\b|"
+    r"\bwe(?:['’]re|\s+are)\s+(?:going\s+with|using|sticking\s+with|moving\s+to|switching\s+to|standardi[sz]ing\s+on|adopting|"
+    r"dropping|ditching|deprecating|killing|retiring)\b|"
     r"\bwe(?:['’]ll|\s+will)\s+(?:go\s+with|use|stick\s+with|keep|adopt|move\s+to|switch\s+to|ship|store|run|put)\b|"
     r"\bwe\s+(?:use|store|run|keep|ship|deploy)\s+\S+.*\b(?:because|since|so that|instead of|rather than)\b|"
     r"\b(?:final\s+(?:call|answer|decision|word)|status\s*:\s*accepted)\b|\bgoing\s+with\b|\bdecided\s+(?:to|on|that|against)\b",
@@ -568,7 +569,9 @@ _EXTRA_RULE_RE = re.compile(
     re.I,
 )
 _EXTRA_DECISION_RE = re.compile(
-    r"^(?:agreed|decided|settled)\s+(?:on|to|that)\b|^(?:ok(?:ay)?,?\s+|so\s+|then\s+)?go\s+with\s+(?!the\s+flow\b)\S|\b(?:that['’]?s|thats|it['’]?s|its)\s+settled\b|"
+    r"^(?:agreed|decided|settled)\s+(?:on|to|that)\b|(?:^|[,;:]\s*)(?:go|switch|revert|roll)\s+back\s+to\b|"
+    r"\b(?:not|no)\s+going\s+back\b|\bafter\s+all\s*[.!]?$|\bwe\s+go\s+with\b|\bdecided\s+(?:with|together|jointly)\b|"
+    r"\b(?:now|first|for\s+now|for\s+\w+day)\s*,\s*(?:[\w-]+\s+){1,5}later\s*[.!]?$|^(?:ok(?:ay)?,?\s+|so\s+|then\s+)?go\s+with\s+(?!the\s+flow\b)\S|\b(?:that['’]?s|thats|it['’]?s|its)\s+settled\b|"
     r"(?:^|[,;:]\s*)(?:move|set|change|make|bump|raise|lower|cut|drop|switch)\s+(?:it|them|the\s+\w+(?:\s+\w+)?)\s+(?:to\s+)?[$€£~]?\d|"
     r"\bwe['’]?re\s+(?:doing|going\s+for|taking)\s+(?:the|a|an)\s+\w+",
     re.I,
@@ -623,6 +626,7 @@ _YES_CHOICE_RE = re.compile(
 _PICK = r"(?!(?:oh|ok|okay|and|but|so|well|hmm+|ah|uh|um|erm|thanks|please|sure|right|yes|yeah|yep|no|nope|fine|good|great|cool|that|this|it|i|we|you)\b)[\w./`+#%()-]+(?:\s+[\w./`+#%()-]+){0,3}"
 _PICK_YES_RE = re.compile(
     r"^" + _PICK + r"(?:,?\s+(?:yes|it\s+is)|,\s*agreed)(?:\s*,\s*" + _PICK + r"(?:,?\s+yes|,\s*agreed))*\s*[.!]?$|"
+    r"^" + _PICK + r",\s*(?:yes|agreed)\s*,\s*\S|"
     r"^(?:agreed|settled|decided)\s*[,:]\s+(?!(?:thanks|thank|cool|nice|great|good|sounds|makes|lets|let['’]s|do|go|that|this|it)\b)"
     r"[\w./`+#%()-]+(?:\s+[\w./`+#%()-]+){0,5}\s*[.!]?$",
     re.I,
@@ -630,7 +634,8 @@ _PICK_YES_RE = re.compile(
 # the assistant's proposal of a choice: "I'd key the state by (imsi, seq)", "I would start with a hash join" (not an
 # expectation or an opinion: "I'd expect p99 at 24 ms", "I'd lean towards (1)", "I'd say it's fine")
 _PROPOSAL_RE = re.compile(
-    r"^(?:i['’]?d|i\s+would)\s+(?:also\s+|first\s+|still\s+)?(?!(?:expect|guess|think|say|assume|imagine|bet|look|lean|need|"
+    # at the start, after a clause ("Cron fires once; I'd match cron"), or after a short lead ("For CSV I'd stream rows")
+    r"(?:^|[,;:]\s*|^(?:for|with|since|given|then|so|here|in|on|at|to|if\s+so)\b[^.;:?!]{0,60}?\s|\bso\s+)(?:i['’]?d|i\s+would)\s+(?:also\s+|first\s+|still\s+)?(?!(?:expect|guess|think|say|assume|imagine|bet|look|lean|need|"
     r"like|love|want|rather|prefer|be|have|hope|worry|wait|check|ask|suggest\s+you)\b)[a-z]+\b",
     re.I,
 )
@@ -652,7 +657,7 @@ def classify(sentence: str, role: str = "user") -> StatementKind | None:
         return None
     if _CONDITIONAL_RULE_RE.match(s):
         return "rule"
-    if role == "assistant" and _PROPOSAL_RE.match(s) and not (_is_question(s) or _HEDGE_RE.search(s)):
+    if role == "assistant" and _PROPOSAL_RE.search(s) and not (_is_question(s) or _HEDGE_RE.search(s)):
         return "decision"  # a proposal: the ledger records it as one, and the user's yes makes it a decision
     if _states_nothing(s):
         return None
@@ -791,12 +796,18 @@ _NOT_ALT = (
     r"(?:now|today|tonight|tomorrow|yet|sure|bad|there|here|happening|enough|it|us|me|him|her|them|this|that|those|these|"
     r"a\s+rule|so|too|really|much|great|ideal|always|quite|exactly|just|only|even|all|every|fully|entirely|necessarily|"
     r"worth|needed|needs?|possible|ready|right|wrong|working|done|true|clear|obvious|an?\s+(?:issue|problem|big\s+deal|"
-    r"option|priority)|\w+ing|\w+ed|\w+ly)\b"
+    r"option|priority))\b"
 )
+# straight after "not", a verb or an adverb: "not going", "not tested", "not really"
+_NOT_FORM = r"(?:\w+ing|\w+ed|\w+ly)\b"
 _PREP = r"(?:a|an|the|with|in|on|via|by|to|for|from|at|as|over|through)"
 _CONTRAST_RE = re.compile(
-    r"\b(?!" + _AUX + r"\b)[\w.+`/#-]*[A-Za-z0-9`],?\s+not\s+(?!(?:" + _PREP + r"\s+)?" + _NOT_ALT + r")"
-    r"(?:" + _PREP + r"\s+)?[\w.+`/#-]*[A-Za-z0-9`]",
+    r"\b(?!" + _AUX + r"\b)[\w.+`/#-]*[A-Za-z0-9`%][)\]\"'’]?,?\s+not\s+(?!(?:" + _PREP + r"\s+)?" + _NOT_ALT + r"|" + _NOT_FORM + r")"
+    r"(?:" + _PREP + r"\s+)?[\w.+`/#-]*[A-Za-z0-9`]|"
+    # "existing timetable app, no new app", "already in the app, no new state libs"
+    r"^(?!(?:ok|okay|yes|yeah|thanks|sure|fine|hmm|ah|oh)\b)[\w\s.+`/#-]{2,40},\s+no\s+(?!(?:worries|problem|problems|rush|idea|"
+    r"need|way|clue|thanks|biggie|change|changes|news|luck|offense|pressure|hurry|doubt|issue|issues|errors?|warnings?|"
+    r"failures?|incidents?|regressions?|decision|promises?)\b)\w+",
     re.I,
 )
 
