@@ -290,7 +290,10 @@ _CAP_RE = re.compile(
     r"budget|quota|within|exceed(?:s|ing)?|up\s+to|p\d{2}|slo|sla|deadline|by\s+(?:mon|tue|wed|thu|fri|sat|sun)\w*|"
     r"by\s+(?:eod|end\s+of|tomorrow|tonight|noon)|pin(?:ned)?\s+(?:\S+\s+)?(?:to|at|on)|stays?\s+(?:on|at|"
     r"pinned)|locked\s+(?:to|at)|"
-    r"timeout|ttl|rate[- ]limit|needs?\s+python|requires?|supported?|target(?:s|ing)?|no\s+later\s+than|before)\b"
+    r"timeout|ttl|rate[- ]limit|needs?\s+python|requires?|supported?|target(?:s|ing)?|no\s+later\s+than|"
+    # "before" bounds a time: "before 18:00", "before friday", "before the freeze" (not "more than before")
+    r"before(?=\s+(?:the\s+|a\s+|an\s+|our\s+|next\s+)?(?:\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|"
+    r"eod|noon|midnight|release|launch|deadline|cutover|freeze|end|merge|merging|deploy|deploying|going)))\b"
     r"|[<>]=?|==|~=",
     re.I,
 )
@@ -570,8 +573,11 @@ _EXTRA_RULE_RE = re.compile(
 )
 _EXTRA_DECISION_RE = re.compile(
     r"^(?:agreed|decided|settled)\s+(?:on|to|that)\b|(?:^|[,;:]\s*)(?:go|switch|revert|roll)\s+back\s+to\b|"
+    # "s3 it is, the nfs box is too flaky", "do that, the outbox table it is" (not "leave it as it is", "that's how it is")
+    r"(?:^|[,;:]\s*)(?!(?:what|how|that|this|thats|as|which|whatever|so|leave|keep)\b)[\w./`+#-]+"
+    r"(?:\s+(?!(?:as|what|how|that|is|was|where)\b)[\w./`+#-]+){0,3}\s+it\s+is\s*(?:[.!,;]|$)|"
     r"\b(?:not|no)\s+going\s+back\b|\bafter\s+all\s*[.!]?$|\bwe\s+go\s+with\b|\bdecided\s+(?:with|together|jointly)\b|"
-    r"\b(?:now|first|for\s+now|for\s+\w+day)\s*,\s*(?:[\w-]+\s+){1,5}later\s*[.!]?$|^(?:ok(?:ay)?,?\s+|so\s+|then\s+)?go\s+with\s+(?!the\s+flow\b)\S|\b(?:that['’]?s|thats|it['’]?s|its)\s+settled\b|"
+    r"\b(?:now|first|for\s+now|for\s+\w+day|for\s+the\s+[\w-]+)\s*,\s*(?:[\w-]+\s+){1,5}later\s*[.!]?$|^(?:ok(?:ay)?,?\s+|so\s+|then\s+)?go\s+with\s+(?!the\s+flow\b)\S|\b(?:that['’]?s|thats|it['’]?s|its)\s+settled\b|"
     r"(?:^|[,;:]\s*)(?:move|set|change|make|bump|raise|lower|cut|drop|switch)\s+(?:it|them|the\s+\w+(?:\s+\w+)?)\s+(?:to\s+)?[$€£~]?\d|"
     r"\bwe['’]?re\s+(?:doing|going\s+for|taking)\s+(?:the|a|an)\s+\w+",
     re.I,
@@ -631,6 +637,8 @@ _PICK_YES_RE = re.compile(
     r"[\w./`+#%()-]+(?:\s+[\w./`+#%()-]+){0,5}\s*[.!]?$",
     re.I,
 )
+# the choice handed back to the user: "I'd add one but it's your call", "I'd keep that unless the board wants the sheet"
+_DEFER_RE = re.compile(r"\b(?:your\s+call|up\s+to\s+you|unless|if\s+you\s+(?:want|prefer|agree|like))\b", re.I)
 # the assistant's proposal of a choice: "I'd key the state by (imsi, seq)", "I would start with a hash join" (not an
 # expectation or an opinion: "I'd expect p99 at 24 ms", "I'd lean towards (1)", "I'd say it's fine")
 _PROPOSAL_RE = re.compile(
@@ -657,7 +665,7 @@ def classify(sentence: str, role: str = "user") -> StatementKind | None:
         return None
     if _CONDITIONAL_RULE_RE.match(s):
         return "rule"
-    if role == "assistant" and _PROPOSAL_RE.search(s) and not (_is_question(s) or _HEDGE_RE.search(s)):
+    if role == "assistant" and _PROPOSAL_RE.search(s) and not (_is_question(s) or _HEDGE_RE.search(s) or _DEFER_RE.search(s)):
         return "decision"  # a proposal: the ledger records it as one, and the user's yes makes it a decision
     if _states_nothing(s):
         return None
@@ -686,7 +694,9 @@ def _states_nothing(s: str) -> bool:
     unquoted = _QUOTED_RE.sub(" ", s)  # an error message quoted in it says nothing of how to work
     if _PROBLEM_RE.match(s) and not (_RULE_ANY_RE.search(unquoted) or _RULE_START_RE.match(unquoted)):
         return True  # the problem being worked on, described: what is wrong, not what holds
-    if _REPORT_RE.match(s) and not (_GOAL_RE.search(s) or _RULE_ANY_RE.search(s)):
+    if _REPORT_RE.match(s) and not (
+        _GOAL_RE.search(s) or _RULE_ANY_RE.search(s) or _DECISION_RE.search(s) or _EXTRA_DECISION_RE.search(s)
+    ):
         return True
     # a report of what is done
     return bool(_DONE_RE.search(s)) and not (
@@ -807,7 +817,7 @@ _CONTRAST_RE = re.compile(
     # "existing timetable app, no new app", "already in the app, no new state libs"
     r"^(?!(?:ok|okay|yes|yeah|thanks|sure|fine|hmm|ah|oh)\b)[\w\s.+`/#-]{2,40},\s+no\s+(?!(?:worries|problem|problems|rush|idea|"
     r"need|way|clue|thanks|biggie|change|changes|news|luck|offense|pressure|hurry|doubt|issue|issues|errors?|warnings?|"
-    r"failures?|incidents?|regressions?|decision|promises?)\b)\w+",
+    r"failures?|incidents?|regressions?|decision|promises?|more|longer)\b)\w+",
     re.I,
 )
 
@@ -1058,7 +1068,7 @@ _MEASURED_RE = re.compile(
 # a reading of a measured value: "642 at p95.", "14.1 at p99, meh", "peak was 3,800 users", "we're at 341 KB now"
 _READING_RE = re.compile(
     r"^[~$€£]?\d[\d.,]*\s*[a-zµ%]{0,5}\s+(?:at|@|on)\s+(?:the\s+)?(?:p\d{2,3}|peak|median|mean|avg|average)\b|"
-    r"\b(?:p\d{2,3}|peak|median|average|mean|avg)\b(?:\s+[\w-]+){0,3}\s*(?:was|were|came\s+in\s+at|hit|reached|peaked\s+at|:)?\s+[~$€£]?\d|"
+    r"\b(?:p\d{2,3}|peak|median|average|mean|avg)\b(?:\s+[\w-]+){0,4}\s*(?:was|were|came\s+in\s+at|hit|reached|peaked\s+at|:)?\s+[~$€£]?\d|"
     r"\bat\s+the\s+peak\b|\bso\s+far\s*[.!]?$|"
     r"^(?:we['’]?re|we\s+are|it['’]?s|its|it\s+is)\s+(?:now\s+|still\s+)?at\s+[~$€£]?\d",
     re.I,
@@ -1119,7 +1129,9 @@ _TOOL_NON_LABEL_RE = re.compile(
 # a sentence that only settles what was just said: "thats settled", "that's the decision for v1", "decided."
 _SETTLED_RE = re.compile(
     r"^(?:and\s+|so\s+)?(?:(?:that|this|it)['’]?s|thats|its|(?:that|this|it)\s+is)\s+(?:now\s+)?(?:the\s+|a\s+|our\s+|my\s+|)"
-    r"(?:decision|settled|decided|final|agreed|call)\b|^(?:decided|settled|agreed|final)\s*[.!]*$",
+    r"(?:decision|settled|decided|final|agreed|call)\b|^(?:decided|settled|agreed|final)\s*[.!]*$|"
+    # "decided with Hana this morning", "agreed with the traders yesterday"
+    r"^(?:we\s+|i\s+)?(?:decided|agreed|settled)\s+(?:(?:with|in|at)\s+(?:\S+\s+){0,4}?)?(?:yesterday|today|this\s+\w+|last\s+\w+|earlier)?\s*[.!]?$",
     re.I,
 )
 
