@@ -292,7 +292,7 @@ _CAP_RE = re.compile(
     r"pinned)|locked\s+(?:to|at)|"
     r"timeout|ttl|rate[- ]limit|needs?\s+python|requires?|supported?|target(?:s|ing)?|no\s+later\s+than|"
     # "before" bounds a time: "before 18:00", "before friday", "before the freeze" (not "more than before")
-    r"before(?=\s+(?:the\s+|a\s+|an\s+|our\s+|next\s+)?(?:\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|"
+    r"before(?=\s+(?:[\w.-]+\s+){0,2}(?:\d|due|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|"
     r"eod|noon|midnight|release|launch|deadline|cutover|freeze|end|merge|merging|deploy|deploying|going)))\b"
     r"|[<>]=?|==|~=",
     re.I,
@@ -719,6 +719,8 @@ def _rule_kind(s: str) -> StatementKind | None:
         return "rule"
     if _MORE_CONSTRAINT_RE.search(s) and _CAP_VALUE_RE.search(s):
         return "constraint"
+    if _VALUE_CHANGE_RE.search(s):
+        return "constraint"  # a value set anew: "we moved to R 4.4.1", "finance bumped the alarm to $21k"
     if _GOAL_RE.search(s) or _MORE_GOAL_RE.search(s):
         return "goal"
     return None
@@ -759,6 +761,13 @@ _STACK_SPLIT_RE = re.compile(r"\s*(?:[,;&]|\s\+\s|\band\b|\bwith\b|\bon\b|\bbuil
 _PROGRESS_RE = re.compile(
     r"\b\d+\s*(?:/|\bof\b)\s*\d+\s+(?:\w+\s+)?(?:done|left|to\s+go|migrated|complete|completed|finished|ported|now)\b|"
     r"\b(?:so|now|at)\s+\d+\s*/\s*\d+\s*[.!]?$",
+    re.I,
+)
+
+# a value changed to a new one: "we moved to R 4.4.1", "they bumped the budget to 6500 credits", "cutover moved to 27 jan"
+_VALUE_CHANGE_RE = re.compile(
+    r"\b(?:moved|bumped|upgraded|switched|migrated|changed|raised|lowered|cut|increased|reduced)\s+(?:[\w.-]+\s+){0,4}"
+    r"(?:to|at)\s+(?:[A-Za-z][\w.+-]*\s+)?[~$€£]?v?\d",
     re.I,
 )
 
