@@ -238,7 +238,8 @@ def _idiom_only(s: str) -> bool:
 
 
 _NEGATED_DECISION = re.compile(
-    r"\b(?:not|never|n't)\s+(?:yet\s+)?(?:decided|agreed|chosen|settled|going with|decid(?:e|ing)|choos(?:e|ing)|pick(?:ing)?)\b", re.I
+    r"\b(?:not|never|n't)\s+(?:yet\s+)?(?:decided|agreed|chosen|settled|going with|decid(?:e|ing)|choos(?:e|ing)|pick(?:ing)?)\b",
+    re.I,
 )
 _REPORT_RE = re.compile(
     r"^(?:i |we )?(?:ran|running|tried|trying|looked|looking|checked|checking|fixed|fixing|pushed|pushing|"
@@ -780,7 +781,9 @@ def _stack_line(s: str) -> bool:
     if not parts or len(s.split()) > 16 or _STACK_STOP_RE.match(parts[0]):
         return False
     versioned = [p for p in parts if _STACK_PART_RE.match(p) and not _STACK_STOP_RE.match(p)]
-    bare = sum(1 for p in parts if not _STACK_PART_RE.match(p) and re.fullmatch(r"[A-Za-z][\w.+#/-]*(?:\s+[A-Za-z][\w.+#/-]*)?", p))
+    bare = sum(
+        1 for p in parts if not _STACK_PART_RE.match(p) and re.fullmatch(r"[A-Za-z][\w.+#/-]*(?:\s+[A-Za-z][\w.+#/-]*)?", p)
+    )
     # a dotted version ("3.12") or a name with its number in it ("C++20") is a version; "back in 40" and "build
     # 4812" are not, unless the line names two or more tools with numbers
     strong = sum(1 for p in versioned if re.search(r"\d\.\d|[A-Za-z+#]\d", p))
@@ -820,9 +823,16 @@ _NOT_ALT = (
 # straight after "not", a verb or an adverb: "not going", "not tested", "not really"
 _NOT_FORM = r"(?:\w+ing|\w+ed|\w+ly)\b"
 _PREP = r"(?:a|an|the|with|in|on|via|by|to|for|from|at|as|over|through)"
+# what may follow "not" in a contrast: an alternative, not a time, a degree or a verb form
+_NOT_NEXT = r"(?!(?:" + _PREP + r"\s+)?" + _NOT_ALT + r"|" + _NOT_FORM + r")"
 _CONTRAST_RE = re.compile(
-    r"\b(?!" + _AUX + r"\b)[\w.+`/#-]*[A-Za-z0-9`%][)\]\"'’]?,?\s+not\s+(?!(?:" + _PREP + r"\s+)?" + _NOT_ALT + r"|" + _NOT_FORM + r")"
-    r"(?:" + _PREP + r"\s+)?[\w.+`/#-]*[A-Za-z0-9`]|"
+    r"\b(?!"
+    + _AUX
+    + r"\b)[\w.+`/#-]*[A-Za-z0-9`%][)\]\"'’]?,?\s+not\s+"
+    + _NOT_NEXT
+    + r"(?:"
+    + _PREP
+    + r"\s+)?[\w.+`/#-]*[A-Za-z0-9`]|"
     # "existing timetable app, no new app", "already in the app, no new state libs"
     r"^(?!(?:ok|okay|yes|yeah|thanks|sure|fine|hmm|ah|oh)\b)[\w\s.+`/#-]{2,40},\s+no\s+(?!(?:worries|problem|problems|rush|idea|"
     r"need|way|clue|thanks|biggie|change|changes|news|luck|offense|pressure|hurry|doubt|issue|issues|errors?|warnings?|"
@@ -896,9 +906,7 @@ def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, floa
 def _gated(s: str) -> bool:
     """What the scorer may not admit either: a reading, the problem at hand, a request aimed at the thing at hand."""
     return bool(
-        _is_reading(s)
-        or _PROBLEM_RE.match(s)
-        or (_ONE_SHOT_RE.match(s) and not (_NUM_RE.search(s) or _GENERAL_RE.search(s)))
+        _is_reading(s) or _PROBLEM_RE.match(s) or (_ONE_SHOT_RE.match(s) and not (_NUM_RE.search(s) or _GENERAL_RE.search(s)))
     )
 
 
@@ -1083,11 +1091,10 @@ _READING_RE = re.compile(
     re.I,
 )
 
+
 def _is_reading(s: str) -> bool:
     """A measured value read out, with no bound beside it (under a heading too: "flash check: we're at 341 KB")."""
-    return bool(
-        (_READING_RE.search(s) or _READING_RE.search(_HEAD_PREFIX_RE.sub("", s, count=1))) and not _BOUND_RE.search(s)
-    )
+    return bool((_READING_RE.search(s) or _READING_RE.search(_HEAD_PREFIX_RE.sub("", s, count=1))) and not _BOUND_RE.search(s))
 
 
 # a bound said beside a number: what makes a reading a constraint
