@@ -211,7 +211,9 @@ _HEDGE_RE = re.compile(
     r"could be|may be|kinda|sort of|for example|e\.g\.|hypothetically|in theory|if we|if you|if i|if it|"
     r"unless we|whether|would be nice|someday|one day|eventually maybe|not a rule|just an idea|brainstorm|"
     r"(?:nobody|no\s+one)\s+knows|(?:i|we)\s+(?:\w+\s+)?(?:don['’]?t|do\s+not)\s+know|we\s+could|thoughts\s*\??\s*$|"
-    r"should\s+(?:fit|work|suffice|hold(?:\s+up)?|be\s+(?:fine|ok|okay|enough|good|plenty)))\b",
+    r"should\s+(?:fit|work|suffice|hold(?:\s+up)?|be\s+(?:fine|ok|okay|enough|good|plenty))|"
+    # what would happen, not what holds: "that would need its own endpoint", "nothing would carry over"
+    r"(?:that|this|it|which|nothing|everything|they|he|she)\s+would\s+(?!rather|like|prefer|love)\w+)\b",
     re.I,
 )
 # idioms that look like rules and state nothing: "never mind i'll find out", "park it", "keep an eye on that"
@@ -499,13 +501,17 @@ _HEADING_RE = re.compile(
 _AUX_QUESTION_RE = re.compile(r"^(?:does|did|is|are|was|were)\s+(?!not\b|n['’]t\b)[\w`'’.-]+\s+\S", re.I)
 
 
+# a question asked with a tag: "..., right", "..., correct?"
+_TAG_QUESTION_RE = re.compile(
+    r",\s*(?:right|correct|yes\s+or\s+no|no\?|isn['’]?t\s+it|don['’]?t\s+we|didn['’]?t\s+we)\s*[?.]?$", re.I
+)
 # a short heading before what is said: "first: ", "re the cache: ", "flash check: "
 _HEAD_PREFIX_RE = re.compile(r"^[A-Za-z][\w '’/-]{0,24}:\s+(?=\S)")
 
 
 def _is_question(s: str) -> bool:
     t = s.rstrip()
-    if t.endswith("?"):
+    if t.endswith("?") or _TAG_QUESTION_RE.search(t):
         return True
     return any(
         bool(_QUESTION_START.match(u) or _AUX_QUESTION_RE.match(u)) and not _HEADING_RE.match(u)
@@ -1107,7 +1113,7 @@ _BOUND_RE = re.compile(
 _ONE_SHOT_RE = re.compile(
     r"^(?:ok(?:ay)?,?\s+|yes,?\s+|fine,?\s+|then\s+|so\s+|now\s+)?(?:try|run|rerun|queue|change|do|redo|retry|fix|commit|push|test|"
     r"check|rebuild|restart|send|post|kick\s+off|start|add|put|bump|update|revert|delete|remove|merge|deploy|ship)\s+"
-    r"(?:it|them|both|this|that|those|these)\b",
+    r"(?:it|them|both|this|that|those|these)\b|^(?:don['’]?t|do\s+not)\s+do\s+anything\s+(?:about|with|to)\s+(?:it|that|this|them)\b",
     re.I,
 )
 # what makes a request a standing one: "always", "from now on", "every time"
@@ -1119,7 +1125,12 @@ _GENERAL_RE = re.compile(
 # the problem at hand, described: "the bug: players rubberband above ~40", "the crash: IllegalStateException in ..."
 _PROBLEM_RE = re.compile(
     r"^(?:(?:the|a|one|another|new|weird|same)\s+)?(?:bug|crash|error|problem|issue|failure|symptom|regression|repro|flake|"
-    r"incident|outage|exception|traceback)s?\s*(?::|is\s+that\b|was\s+that\b)",
+    r"incident|outage|exception|traceback)s?\s*(?::|is\s+that\b|was\s+that\b)|"
+    # "QA found a crash on android 8", "support reported another bug in the export"
+    r"^(?:[\w-]+\s+){0,2}(?:found|hit|saw|got|reported|reports|filed)\s+(?:a|an|another|the|some|two|three)\s+(?:[\w-]+\s+)?"
+    r"(?:bug|crash|error|problem|issue|failure|regression|leak)s?\b|"
+    # a story of what happened: "yesterday the deploy broke because ...", "last week someone published ..."
+    r"^(?:yesterday|last\s+(?:week|night|time|sprint|month)|this\s+morning|earlier\s+today)\b(?!.*\b(?:decided|agreed|now|from\s+now\s+on)\b)",
     re.I,
 )
 # words heard once, or said by someone unnamed: "someone said that once in standup", "someone in slack said both"

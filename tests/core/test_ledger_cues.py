@@ -113,6 +113,12 @@ def test_an_expectation_an_opinion_or_a_choice_handed_back_is_no_proposal(senten
         "two workers should be fine for the demo.",
         "if the new cluster has spare GPUs we could try the bigger model",
         "first: how did the soak test look overnight",
+        "the cache goes in front of the api, right",  # a question with a tag
+        "if we ever shard the db that would need a new migration tool",
+        # a story of what happened, or a problem found
+        "last night the backup job ran twice because the timer fired on both hosts.",
+        "support found a crash in the export on large tenants",
+        "dont do anything about it",
     ],
 )
 def test_readings_problems_requests_on_the_thing_at_hand_and_hedges_state_nothing(sentence):
