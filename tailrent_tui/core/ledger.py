@@ -583,7 +583,7 @@ _EXTRA_DECISION_RE = re.compile(
     # "s3 it is, the nfs box is too flaky", "do that, the outbox table it is" (not "leave it as it is", "that's how it is")
     r"(?:^|[,;:]\s*)(?!(?:what|how|that|this|thats|as|which|whatever|so|leave|keep)\b)[\w./`+#-]+"
     r"(?:\s+(?!(?:as|what|how|that|is|was|where)\b)[\w./`+#-]+){0,3}\s+it\s+is\s*(?:[.!,;]|$)|"
-    r"\b(?:not|no)\s+going\s+back\b|\bafter\s+all\s*[.!]?$|\bwe\s+go\s+with\b|\bdecided\s+(?:with|together|jointly)\b|"
+    r"\b(?:not|no)\s+going\s+back\b|\bafter\s+all\s*(?:[.!,;]|$)|\bwe\s+go\s+with\b|\bdecided\s+(?:with|together|jointly)\b|"
     r"\b(?:now|first|for\s+now|for\s+\w+day|for\s+the\s+[\w-]+)\s*,\s*(?:[\w-]+\s+){1,5}later\s*[.!]?$|^(?:ok(?:ay)?,?\s+|so\s+|then\s+)?go\s+with\s+(?!the\s+flow\b)\S|\b(?:that['’]?s|thats|it['’]?s|its)\s+settled\b|"
     r"(?:^|[,;:]\s*)(?:move|set|change|make|bump|raise|lower|cut|drop|switch)\s+(?:it|them|the\s+\w+(?:\s+\w+)?)\s+(?:to\s+)?[$€£~]?\d|"
     r"\bwe['’]?re\s+(?:doing|going\s+for|taking)\s+(?:the|a|an)\s+\w+",
