@@ -197,7 +197,7 @@ _NON_LABELS = re.compile(
 
 _QUESTION_START = re.compile(
     # an auxiliary opens a question only with its subject after it ("do we ...", "is the box up"), not "do 50"
-    r"^(?:(?:should|shall|can|could|would|will|do|does|did|is|are|was|were|have|has|had)\s+(?!not\b)"
+    r"^(?:(?:should|shall|can|could|would|will|do|does|did|is|are|was|were|have|has|had)\s+(?!not\b)(?!(?<=\bdo\s)(?:it|that|this|those|these)\b)"
     r"(?:i|we|you|u|they|it|he|she|this|that|these|those|there|the|a|an|any|anyone|someone|my|our|your|their|its)\b|"
     r"(?:what|why|how|when|where|which|"
     r"who|whom|whose|any idea|anyone|wdyt|thoughts|isn'?t|aren'?t|don'?t you|doesn'?t|am i|may i|mind if|whats|what['’]s|"
@@ -210,12 +210,15 @@ _HEDGE_RE = re.compile(
     r"let'?s think|thinking (?:about|of)|consider(?:ing)?|what if|i wonder|wondering|revisit|idk|dunno|no idea|"
     r"could be|may be|kinda|sort of|for example|e\.g\.|hypothetically|in theory|if we|if you|if i|if it|"
     r"unless we|whether|would be nice|someday|one day|eventually maybe|not a rule|just an idea|brainstorm|"
-    r"(?:nobody|no\s+one)\s+knows)\b",
+    r"(?:nobody|no\s+one)\s+knows|(?:i|we)\s+(?:\w+\s+)?(?:don['’]?t|do\s+not)\s+know|we\s+could|thoughts\s*\??\s*$|"
+    r"should\s+(?:fit|work|suffice|hold(?:\s+up)?|be\s+(?:fine|ok|okay|enough|good|plenty))|"
+    # what would happen, not what holds: "that would need its own endpoint", "nothing would carry over"
+    r"(?:that|this|it|which|nothing|everything|they|he|she)\s+would\s+(?!rather|like|prefer|love)\w+)\b",
     re.I,
 )
 # idioms that look like rules and state nothing: "never mind i'll find out", "park it", "keep an eye on that"
 _IDIOM_RE = re.compile(
-    r"\b(?:never\s?mind|park\s+it|keep\s+an\s+eye\s+on(?:\s+(?:that|it|this))?|(?:write|jot)\s+(?:that|it)\s+down|"
+    r"\b(?:never\s?mind|park\s+it|(?:don['’]?t|do\s+not)\s+read\s+(?:anything|too\s+much|much)\s+into|keep\s+an\s+eye\s+on(?:\s+(?:that|it|this))?|(?:write|jot)\s+(?:that|it)\s+down|"
     r"writing\s+(?:that|it)\s+down)\b[\s,.;:!]*",
     re.I,
 )
@@ -236,7 +239,10 @@ def _idiom_only(s: str) -> bool:
     )
 
 
-_NEGATED_DECISION = re.compile(r"\b(?:not|never|n't)\s+(?:yet\s+)?(?:decided|agreed|chosen|settled|going with)\b", re.I)
+_NEGATED_DECISION = re.compile(
+    r"\b(?:not|never|n't)\s+(?:yet\s+)?(?:decided|agreed|chosen|settled|going with|decid(?:e|ing)|choos(?:e|ing)|pick(?:ing)?)\b",
+    re.I,
+)
 _REPORT_RE = re.compile(
     r"^(?:i |we )?(?:ran|running|tried|trying|looked|looking|checked|checking|fixed|fixing|pushed|pushing|"
     r"merged|deployed|opened|closed|added|removed|updated|saw|seeing|got|getting|found|noticed|reading|"
@@ -253,7 +259,8 @@ _DECISION_RE = re.compile(
     r"\b(?:the\s+team|everyone)\s+(?:has\s+|have\s+)?(?:decided|agreed)\b|\bit(?:['’]s|\s+has|\s+is|"
     r"\s+was)\s+(?:been\s+)?decided\b|"
     r"\blet['’]?s\s+(?:go\s+with|use|stick\s+with|keep|do|pick|choose|adopt)\b|"
-    r"\bwe(?:['’]re|\s+are)\s+(?:going\s+with|using|sticking\s+with|moving\s+to|switching\s+to|standardi[sz]ing\s+on|adopting)\b|"
+    r"\bwe(?:['’]re|\s+are)\s+(?:going\s+with|using|sticking\s+with|moving\s+to|switching\s+to|standardi[sz]ing\s+on|adopting|"
+    r"dropping|ditching|deprecating|killing|retiring)\b|"
     r"\bwe(?:['’]ll|\s+will)\s+(?:go\s+with|use|stick\s+with|keep|adopt|move\s+to|switch\s+to|ship|store|run|put)\b|"
     r"\bwe\s+(?:use|store|run|keep|ship|deploy)\s+\S+.*\b(?:because|since|so that|instead of|rather than)\b|"
     r"\b(?:final\s+(?:call|answer|decision|word)|status\s*:\s*accepted)\b|\bgoing\s+with\b|\bdecided\s+(?:to|on|that|against)\b",
@@ -281,12 +288,15 @@ _RULE_ANY_RE = re.compile(
 _NUMBERISH = r"(?:[$€£]\s?\d[\d,.]*\s*[kKmM]?|\d[\d,.]*\s*(?:%|[kKmMgGtT]i?[bB]?\b|ms\b|s\b|sec|secs|seconds?|mins?|minutes?|h\b|hrs?|hours?|days?|weeks?|months?|rps|qps|req|requests?|users?|tokens?|lines?|chars?|characters?|workers?|replicas?|retries|attempts?|cores?|threads?|connections?|items?|files?|usd|eur|dollars?|x\b)|\d[\d,.]*|v?\d+(?:\.\d+)+)"
 _CAP_RE = re.compile(
     r"\b(?:under|below|(?:above|over)(?=\s+[$€£~]?\d)|at\s+most|at\s+least|no\s+more\s+than|no\s+less\s+than|"
-    r"not\s+more\s+than|fewer\s+than|"
-    r"less\s+than|more\s+than|max(?:imum)?|min(?:imum)?|cap(?:ped)?(?:\s+at)?|limit(?:ed)?(?:\s+(?:to|at|is|of))?|"
+    r"not\s+more\s+than|fewer\s+than(?=\s+[$€£~]?\d)|"
+    r"less\s+than(?=\s+[$€£~]?\d)|more\s+than(?=\s+[$€£~]?\d)|max(?:imum)?|min(?:imum)?|cap(?:ped)?(?:\s+at)?|limit(?:ed)?(?:\s+(?:to|at|is|of))?|"
     r"budget|quota|within|exceed(?:s|ing)?|up\s+to|p\d{2}|slo|sla|deadline|by\s+(?:mon|tue|wed|thu|fri|sat|sun)\w*|"
     r"by\s+(?:eod|end\s+of|tomorrow|tonight|noon)|pin(?:ned)?\s+(?:\S+\s+)?(?:to|at|on)|stays?\s+(?:on|at|"
     r"pinned)|locked\s+(?:to|at)|"
-    r"timeout|ttl|rate[- ]limit|needs?\s+python|requires?|supported?|target(?:s|ing)?|no\s+later\s+than|before)\b"
+    r"timeout|ttl|rate[- ]limit|needs?\s+python|requires?|supported?|target(?:s|ing)?|no\s+later\s+than|"
+    # "before" bounds a time: "before 18:00", "before friday", "before the freeze" (not "more than before")
+    r"before(?=\s+(?:[\w.-]+\s+){0,2}(?:\d|due|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|"
+    r"eod|noon|midnight|release|launch|deadline|cutover|freeze|end|merge|merging|deploy|deploying|going)))\b"
     r"|[<>]=?|==|~=",
     re.I,
 )
@@ -312,7 +322,7 @@ _PREFERENCE_RE = re.compile(
 _GOAL_RE = re.compile(
     r"\bnext\s+(?:step|steps|up|thing|task|is|we|i|you)\b|^next\b|^then\s+(?:we|i)(?:['’]ll|\s+will|\s+can)\b|"
     r"\bafter\s+that,?\s+(?:we|i)\b|"
-    r"\b(?:we['’]re|we\s+are|i['’]m|i\s+am)\s+(?:now\s+|currently\s+|still\s+)?(?:on|at|in\s+the\s+middle\s+of|working\s+on|"
+    r"\b(?:we['’]re|we\s+are|i['’]m|i\s+am)\s+(?:now\s+|currently\s+|still\s+)?(?:on|at(?!\s+[~$€£]?\d)|in\s+the\s+middle\s+of|working\s+on|"
     r"halfway|almost\s+done|done\s+with|finished\s+with|stuck\s+on|focusing\s+on|through)\b|"
     r"\b(?:blocked|waiting)\s+(?:on|by|for)\b|\bblocker\b|\bblocking\b|"
     r"\bthe\s+(?:goal|plan|objective|aim|priority|focus)\s+(?:is|for|right\s+now|today|this\s+week)\b|"
@@ -348,10 +358,17 @@ _PERSON_RE = re.compile(
     r"will\s+review|signs\s+off)\b|\bmaintainers?\s+(?:is|are)\b|\bon[- ]?call\s+(?:is|this\s+week)\b|"
     r"\b(?:ask|ping|cc)\s+[A-Z][a-z]{2,}\s+(?:for|about|before)\b",
 )
+# auxiliaries, modals and fillers: "X not Y" after one of them is a negation, not a choice of X over Y
+_AUX = (
+    r"(?:do|does|did|is|are|was|were|am|be|been|can|lets|let['’]s|let|now|today|here|there|or|could|would|should|will|shall|may|might|must|have|has|had|why|if|or|"
+    r"whether|maybe|probably|definitely|certainly|really|just|still|and|but|so|yet|it|that|this|i|we|you|they|he|she|"
+    r"thats|its|hes|shes|theyre|were|youre|im|dont|doesnt|didnt|isnt|arent|wasnt|cant|wont|need|needs)"
+)
 _CHOICE_RE = re.compile(
-    r"\bit\s+is\s*[.!]?$|^(?:ok(?:ay)?,?\s+|yes,?\s+|yep,?\s+|yeah,?\s+|"
+    r"(?:^|[,;:]\s*|\b(?!(?:as|what|how|whatever|where|who|which|that|this|is|was|see|know|thats|whats)\b)\w+\s+)it\s+is\s*(?:[.!,;]|$)|"
+    r"^(?:ok(?:ay)?,?\s+|yes,?\s+|yep,?\s+|yeah,?\s+|"
     r"right,?\s+)?[\w./`-]+(?:\s+[\w./`-]+){0,3},?\s+(?:yes|please)\s*[.!]?$|"
-    r"\b\w+\s+not\s+(?:the\s+)?\w+(?:\s+\w+)?\s*[.!]?$|\b(?:first|wins)\s*[,.]|\bfirst\s*$|"
+    r"\b(?!" + _AUX + r"\b)\w+\s+not\s+(?:the\s+)?\w+(?:\s+\w+)?\s*[.!]?$|\b(?:first|wins)\s*[,.]|\bfirst\s*$|"
     r"^(?:just\s+)?(?:stream|subset|drop|catch|bump|match|keep|store|split|cache|batch|shard|inline|vendor|defer|skip|reuse|pin|"
     r"retry|queue|version|gate|flag|hash)\s+(?:it|them|the|only|all|to|a|an|on|in)\b",
     re.I,
@@ -359,7 +376,8 @@ _CHOICE_RE = re.compile(
 _MORE_RULE_RE = re.compile(
     r"(?:^|[,;:(]\s*|\b(?:and|but|please|so|just|you|we|also|pls)\s+)dont\s+(?:ever\s+)?(?!read\s+(?:anything|too\s+much)\s+into|know|think|remember|"
     r"see|get|understand|care|mind|worry|assume|have|need|want|like)\w+|"
-    r"\b(?:stays?|remains?|keeps?\s+running|keep\s+it)\s+(?:on|off|in|enabled|disabled|as\s+it\s+is|exactly|running|untouched)\b|"
+    r"\b(?:stays?|remains?|keeps?\s+running|keep\s+it)\s+(?:on|off|in|enabled|disabled|as\s+it\s+is|exactly|running|untouched|"
+    r"as\s+(?:is|they\s+are)|at\s+[~$€£]?\d|without|the\s+same|put|where\s+(?:it\s+is|they\s+are))\b|\b(?:that|it|this)\s+stays\s*(?:[.!,;]|$)|"
     r"^no\s+\S+(?:\s+\S+){0,3}\s+(?:in|on|for|from|into)\b|\bfrom\s+now\s+on\b|"
     r"\bneeds?\s+(?:an?\s+)?(?:\w+\s+)?(?:approval|sign[- ]?off|review)\b|"
     r"\bshould\s+(?:have\s+no|never|not|always)\b|\bbefore\s+(?:opening|merging|pushing|committing|deploying|releasing)\b",
@@ -483,9 +501,22 @@ _HEADING_RE = re.compile(
 _AUX_QUESTION_RE = re.compile(r"^(?:does|did|is|are|was|were)\s+(?!not\b|n['’]t\b)[\w`'’.-]+\s+\S", re.I)
 
 
+# a question asked with a tag: "..., right", "..., correct?"
+_TAG_QUESTION_RE = re.compile(
+    r",\s*(?:right|correct|yes\s+or\s+no|no\?|isn['’]?t\s+it|don['’]?t\s+we|didn['’]?t\s+we)\s*[?.]?$", re.I
+)
+# a short heading before what is said: "first: ", "re the cache: ", "flash check: "
+_HEAD_PREFIX_RE = re.compile(r"^[A-Za-z][\w '’/-]{0,24}:\s+(?=\S)")
+
+
 def _is_question(s: str) -> bool:
     t = s.rstrip()
-    return t.endswith("?") or (bool(_QUESTION_START.match(t) or _AUX_QUESTION_RE.match(t)) and not _HEADING_RE.match(t))
+    if t.endswith("?") or _TAG_QUESTION_RE.search(t):
+        return True
+    return any(
+        bool(_QUESTION_START.match(u) or _AUX_QUESTION_RE.match(u)) and not _HEADING_RE.match(u)
+        for u in {t, _HEAD_PREFIX_RE.sub("", t, count=1)}
+    )
 
 
 def _has_identifier(text: str) -> bool:
@@ -548,8 +579,14 @@ _EXTRA_RULE_RE = re.compile(
     re.I,
 )
 _EXTRA_DECISION_RE = re.compile(
-    r"^(?:agreed|decided|settled)\s+(?:on|to|that)\b|\b(?:that['’]?s|thats|it['’]?s|its)\s+settled\b|"
-    r"^(?:move|set|change|make|bump|raise|lower|cut|drop|switch)\s+(?:it|them|the\s+\w+(?:\s+\w+)?)\s+(?:to\s+)?[$€£~]?\d",
+    r"^(?:agreed|decided|settled)\s+(?:on|to|that)\b|(?:^|[,;:]\s*)(?:go|switch|revert|roll)\s+back\s+to\b|"
+    # "s3 it is, the nfs box is too flaky", "do that, the outbox table it is" (not "leave it as it is", "that's how it is")
+    r"(?:^|[,;:]\s*)(?!(?:what|how|that|this|thats|as|which|whatever|so|leave|keep)\b)[\w./`+#-]+"
+    r"(?:\s+(?!(?:as|what|how|that|is|was|where)\b)[\w./`+#-]+){0,3}\s+it\s+is\s*(?:[.!,;]|$)|"
+    r"\b(?:not|no)\s+going\s+back\b|\bafter\s+all\s*(?:[.!,;]|$)|\bwe\s+go\s+with\b|\bdecided\s+(?:with|together|jointly)\b|"
+    r"\b(?:now|first|for\s+now|for\s+\w+day|for\s+the\s+[\w-]+)\s*,\s*(?:[\w-]+\s+){1,5}later\s*[.!]?$|^(?:ok(?:ay)?,?\s+|so\s+|then\s+)?go\s+with\s+(?!the\s+flow\b)\S|\b(?:that['’]?s|thats|it['’]?s|its)\s+settled\b|"
+    r"(?:^|[,;:]\s*)(?:move|set|change|make|bump|raise|lower|cut|drop|switch)\s+(?:it|them|the\s+\w+(?:\s+\w+)?)\s+(?:to\s+)?[$€£~]?\d|"
+    r"\bwe['’]?re\s+(?:doing|going\s+for|taking)\s+(?:the|a|an)\s+\w+",
     re.I,
 )
 _EXTRA_PREFERENCE_RE = re.compile(
@@ -597,6 +634,26 @@ _YES_CHOICE_RE = re.compile(
     r"^[\w./`+-]+(?:\s+[\w./`+-]+){0,3},?\s+(?:decided|settled)\s*[.!]?$",
     re.I,
 )
+# The same pick said the other way round, or agreed to: "bundled, yes", "rocksdb yes, incremental yes", "hmac with
+# pepper, agreed", "agreed: sweep + webhook" (not "oh yes", "ok, agreed", "agreed, thanks")
+_PICK = r"(?!(?:oh|ok|okay|and|but|so|well|hmm+|ah|uh|um|erm|thanks|please|sure|right|yes|yeah|yep|no|nope|fine|good|great|cool|that|this|it|i|we|you)\b)[\w./`+#%()-]+(?:\s+[\w./`+#%()-]+){0,3}"
+_PICK_YES_RE = re.compile(
+    r"^" + _PICK + r"(?:,?\s+(?:yes|it\s+is)|,\s*agreed)(?:\s*,\s*" + _PICK + r"(?:,?\s+yes|,\s*agreed))*\s*[.!]?$|"
+    r"^" + _PICK + r",\s*(?:yes|agreed)\s*,\s*\S|"
+    r"^(?:agreed|settled|decided)\s*[,:]\s+(?!(?:thanks|thank|cool|nice|great|good|sounds|makes|lets|let['’]s|do|go|that|this|it)\b)"
+    r"[\w./`+#%()-]+(?:\s+[\w./`+#%()-]+){0,5}\s*[.!]?$",
+    re.I,
+)
+# the choice handed back to the user: "I'd add one but it's your call", "I'd keep that unless the board wants the sheet"
+_DEFER_RE = re.compile(r"\b(?:your\s+call|up\s+to\s+you|unless|if\s+you\s+(?:want|prefer|agree|like))\b", re.I)
+# the assistant's proposal of a choice: "I'd key the state by (imsi, seq)", "I would start with a hash join" (not an
+# expectation or an opinion: "I'd expect p99 at 24 ms", "I'd lean towards (1)", "I'd say it's fine")
+_PROPOSAL_RE = re.compile(
+    # at the start, after a clause ("Cron fires once; I'd match cron"), or after a short lead ("For CSV I'd stream rows")
+    r"(?:^|[,;:]\s*|^(?:for|with|since|given|then|so|here|in|on|at|to|if\s+so)\b[^.;:?!]{0,60}?\s|\bso\s+)(?:i['’]?d|i\s+would)\s+(?:also\s+|first\s+|still\s+)?(?!(?:expect|guess|think|say|assume|imagine|bet|look|lean|need|"
+    r"like|love|want|rather|prefer|be|have|hope|worry|wait|check|ask|suggest\s+you)\b)[a-z]+\b",
+    re.I,
+)
 
 
 def classify(sentence: str, role: str = "user") -> StatementKind | None:
@@ -604,12 +661,19 @@ def classify(sentence: str, role: str = "user") -> StatementKind | None:
     s = _clean(sentence)
     if role in ("user", "instructions") and _SHORT_RE.search(s):
         return "preference"
-    if role == "user" and _YES_CHOICE_RE.match(sentence.strip()) and not _is_question(s):
+    if role == "user" and (_YES_CHOICE_RE.match(sentence.strip()) or _PICK_YES_RE.match(s)) and not _is_question(s):
         return "decision"
+    if role in ("user", "instructions") and not _is_question(s):
+        if len(s.split()) == 2 and re.search(r"\d\.\d", s) and _stack_line(s):
+            return "constraint"  # "nixos 24.05", "python 3.12": the version the work is on
+        if _PROGRESS_RE.search(s):
+            return "goal"  # "71/112 done", "so 84/112": where the work is
     if len(s) < 8 or len(s.split()) < 3:
         return None
     if _CONDITIONAL_RULE_RE.match(s):
         return "rule"
+    if role == "assistant" and _PROPOSAL_RE.search(s) and not (_is_question(s) or _HEDGE_RE.search(s) or _DEFER_RE.search(s)):
+        return "decision"  # a proposal: the ledger records it as one, and the user's yes makes it a decision
     if _states_nothing(s):
         return None
     return _rule_kind(s) or _fact_or_choice(s, role)
@@ -624,11 +688,22 @@ def _states_nothing(s: str) -> bool:
         return True  # an opinion or an offer ("I'd fix it to stay in Decimal"), not a statement
     if _is_question(s) or _HEDGE_RE.search(s) or _NEGATED_DECISION.search(s) or _idiom_only(s):
         return True
-    if _SAYS_RE.search(s):
-        return True  # a report of someone else's words, or a quote being discussed
+    if _SAYS_RE.search(s) and (_QUOTED_RE.search(s) or _HEARSAY_RE.search(s) or _rule_kind(s) is None):
+        return True  # a report of someone else's words, or a quote being discussed (not a rule relayed: "ops says max 5")
     if _MEASURED_RE.match(s) and len(s.split()) <= 10 and not (_RULE_ANY_RE.search(s) or _RULE_START_RE.match(s)):
         return True  # a measurement held against its bound: a report, not the bound
-    if _REPORT_RE.match(s) and not (_GOAL_RE.search(s) or _RULE_ANY_RE.search(s)):
+    if _is_reading(s) and not (_RULE_ANY_RE.search(s) or _RULE_START_RE.match(s)):
+        return True  # a reading ("642 at p95", "p95 was 2.4s", "we're at 341 KB"), with no bound said
+    if _ONE_SHOT_RE.match(s) and not (
+        _NUM_RE.search(s) or _GENERAL_RE.search(s) or _GOAL_RE.search(s) or re.search(r"\bit\s+is\b", s, re.I)
+    ):
+        return True  # work for this step on the thing at hand ("run it on the test db", "try it, dont ship anything yet")
+    unquoted = _QUOTED_RE.sub(" ", s)  # an error message quoted in it says nothing of how to work
+    if _PROBLEM_RE.match(s) and not (_RULE_ANY_RE.search(unquoted) or _RULE_START_RE.match(unquoted)):
+        return True  # the problem being worked on, described: what is wrong, not what holds
+    if _REPORT_RE.match(s) and not (
+        _GOAL_RE.search(s) or _RULE_ANY_RE.search(s) or _DECISION_RE.search(s) or _EXTRA_DECISION_RE.search(s)
+    ):
         return True
     # a report of what is done
     return bool(_DONE_RE.search(s)) and not (
@@ -645,12 +720,14 @@ def _rule_kind(s: str) -> StatementKind | None:
     capped = _CAP_RE.search(s) and _CAP_VALUE_RE.search(s)
     if _RULE_START_RE.match(s):
         return "constraint" if capped and not re.match(r"(?:please\s+)?(?:never|don|do\s+not|dont)", s, re.I) else "rule"
-    if capped or _PERMISSION_RE.search(s) or _VERSION_LINE_RE.match(s) or _RUNTIME_RE.search(s):
+    if capped or _PERMISSION_RE.search(s) or _VERSION_LINE_RE.match(s) or _RUNTIME_RE.search(s) or _stack_line(s):
         return "constraint"
     if _RULE_ANY_RE.search(s) or _MORE_RULE_RE.search(s) or _EXTRA_RULE_RE.search(s):
         return "rule"
     if _MORE_CONSTRAINT_RE.search(s) and _CAP_VALUE_RE.search(s):
         return "constraint"
+    if _VALUE_CHANGE_RE.search(s):
+        return "constraint"  # a value set anew: "we moved to R 4.4.1", "finance bumped the alarm to $21k"
     if _GOAL_RE.search(s) or _MORE_GOAL_RE.search(s):
         return "goal"
     return None
@@ -674,6 +751,50 @@ _NAMED_FACT_RE = re.compile(
     re.I,
 )
 
+# one part of a stack line: a name and its version ("gcc 13", "node 20 LTS", "C++20", "s140 7.3.0") or a bare name
+_STACK_PART_RE = re.compile(
+    r"^(?:[A-Za-z][\w.+#-]*(?:\s+[A-Za-z][\w.+#-]*){0,2}\s+v?\d+(?:\.\d+)*[a-z]?(?:\s+[A-Za-z]{2,5}(?:\s+\d{2,4})?)?|[A-Za-z][A-Za-z+#]*\d+(?:\.\d+)*)$"
+)
+# words that open no tool's name: "thats 1.80", "back in 40", "could save like 2k", "rollback works on all 3"
+_STACK_STOP_RE = re.compile(
+    r"^(?:ok|okay|so|thats|that['’]s|its|it['’]s|it|this|that|the|a|an|we|i|you|back|in|on|at|all|like|about|around|only|just|"
+    r"could|would|should|can|will|was|is|are|build|pr|issue|ticket|zone|level|page|line|step|day|week|room|item|row|"
+    r"part|chapter|section|round|run|attempt|try|number|no|yes|maybe|works?|save|got|have|has|need|needs|took|takes)\b",
+    re.I,
+)
+_STACK_SPLIT_RE = re.compile(r"\s*(?:[,;&]|\s\+\s|\band\b|\bwith\b|\bon\b|\bbuilds?\s+with\b)\s*", re.I)
+
+# a count of work done: "71/112 done", "38 of 112 done", "so 84/112", "52/112 now"
+_PROGRESS_RE = re.compile(
+    r"\b\d+\s*(?:/|\bof\b)\s*\d+\s+(?:\w+\s+)?(?:done|left|to\s+go|migrated|complete|completed|finished|ported|now)\b|"
+    r"\b(?:so|now|at)\s+\d+\s*/\s*\d+\s*[.!]?$",
+    re.I,
+)
+
+# a value changed to a new one: "we moved to R 4.4.1", "they bumped the budget to 6500 credits", "cutover moved to 27 jan"
+_VALUE_CHANGE_RE = re.compile(
+    r"\b(?:moved|bumped|upgraded|switched|migrated|changed|raised|lowered|cut|increased|reduced)\s+(?:[\w.-]+\s+){0,4}"
+    r"(?:to|at)\s+(?:[A-Za-z][\w.+-]*\s+)?[~$€£]?v?\d",
+    re.I,
+)
+
+
+def _stack_line(s: str) -> bool:
+    """Is the sentence a list of tools and their versions ("nuxt 3.12, node 20 LTS", "C++20, cmake, gcc 13",
+    "fortran 2008 + MPI, builds with ifx 2024.2")? Every part is a name with its version or a bare name of one
+    or two words, and at least one part has a version."""
+    parts = [p for p in _STACK_SPLIT_RE.split(s.strip().rstrip(".!")) if p]
+    if not parts or len(s.split()) > 16 or _STACK_STOP_RE.match(parts[0]):
+        return False
+    versioned = [p for p in parts if _STACK_PART_RE.match(p) and not _STACK_STOP_RE.match(p)]
+    bare = sum(
+        1 for p in parts if not _STACK_PART_RE.match(p) and re.fullmatch(r"[A-Za-z][\w.+#/-]*(?:\s+[A-Za-z][\w.+#/-]*)?", p)
+    )
+    # a dotted version ("3.12") or a name with its number in it ("C++20") is a version; "back in 40" and "build
+    # 4812" are not, unless the line names two or more tools with numbers
+    strong = sum(1 for p in versioned if re.search(r"\d\.\d|[A-Za-z+#]\d", p))
+    return (strong >= 1 or len(versioned) >= 2) and len(versioned) + bare == len(parts)
+
 
 def _fact_or_choice(s: str, role: str) -> StatementKind | None:
     """A preference (the user's), an identifying fact, or a short choice ("pnpm it is")."""
@@ -687,11 +808,43 @@ def _fact_or_choice(s: str, role: str) -> StatementKind | None:
         return "fact"
     if re.search(r"\b(?:listens?|runs?|serves?|is|sits?|lives?)\s+on\s+port\s+\d{2,5}\b", s, re.I):
         return "fact"
+    if re.search(r"\b(?:id|key|sku|slug|handle|uuid|hash|code)\s+(?:is|=)\s+`?[\w.:/-]{8,}`?\s*[.!]?$", s, re.I):
+        return "fact"  # "store listing id is kmhfoedjgbnplacoeiaghmdkjfnbelop"
     if _has_identifier(s) and (_FACT_NOUN_RE.search(s) or _LINK_FACT_RE.search(s)) and not _REPORT_RE.match(s):
         return "fact"
     if role == "user" and len(s.split()) <= 12 and _CHOICE_RE.search(s):
         return "decision"
+    if role == "user" and len(s.split()) <= 20 and _CONTRAST_RE.search(s):
+        return "decision"  # one thing over another: "TRT, not MRT, for the runs", "by swiping the row, not with a button"
     return None
+
+
+# what follows "not" when it is no alternative: a time, a degree, a state ("not now", "not sure", "not working")
+_NOT_ALT = (
+    r"(?:now|today|tonight|tomorrow|yet|sure|bad|there|here|happening|enough|it|us|me|him|her|them|this|that|those|these|"
+    r"a\s+rule|so|too|really|much|great|ideal|always|quite|exactly|just|only|even|all|every|fully|entirely|necessarily|"
+    r"worth|needed|needs?|possible|ready|right|wrong|working|done|true|clear|obvious|an?\s+(?:issue|problem|big\s+deal|"
+    r"option|priority))\b"
+)
+# straight after "not", a verb or an adverb: "not going", "not tested", "not really"
+_NOT_FORM = r"(?:\w+ing|\w+ed|\w+ly)\b"
+_PREP = r"(?:a|an|the|with|in|on|via|by|to|for|from|at|as|over|through)"
+# what may follow "not" in a contrast: an alternative, not a time, a degree or a verb form
+_NOT_NEXT = r"(?!(?:" + _PREP + r"\s+)?" + _NOT_ALT + r"|" + _NOT_FORM + r")"
+_CONTRAST_RE = re.compile(
+    r"\b(?!"
+    + _AUX
+    + r"\b)[\w.+`/#-]*[A-Za-z0-9`%][)\]\"'’]?,?\s+not\s+"
+    + _NOT_NEXT
+    + r"(?:"
+    + _PREP
+    + r"\s+)?[\w.+`/#-]*[A-Za-z0-9`]|"
+    # "existing timetable app, no new app", "already in the app, no new state libs"
+    r"^(?!(?:ok|okay|yes|yeah|thanks|sure|fine|hmm|ah|oh)\b)[\w\s.+`/#-]{2,40},\s+no\s+(?!(?:worries|problem|problems|rush|idea|"
+    r"need|way|clue|thanks|biggie|change|changes|news|luck|offense|pressure|hurry|doubt|issue|issues|errors?|warnings?|"
+    r"failures?|incidents?|regressions?|decision|promises?|more|longer)\b)\w+",
+    re.I,
+)
 
 
 def signals(sentence: str, role: str, rule_kind: StatementKind | None) -> list[str]:
@@ -718,6 +871,12 @@ def signals(sentence: str, role: str, rule_kind: StatementKind | None) -> list[s
 
 #: a sentence the rules missed is kept when the scorer gives it at least this chance of being one
 ADMIT = 0.5
+#: a sentence the rules call empty (a hedge, someone else's words, a reading) is not admitted by the scorer either
+GATE_SCORER = True
+#: the rules' verdict stands unless the scorer gives the sentence less than this chance of being a statement
+VETO = 0.0
+#: the same for the assistant's sentences, mostly explanations of its work ("the next biggest chunk is ...")
+ASSISTANT_VETO = 0.2
 #: the user's other words are kept verbatim (ranked last) unless the scorer gives them less than this
 SAID_MIN = 0.0
 
@@ -733,9 +892,10 @@ def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, floa
     probs = ledger_scorer.probabilities(ledger_scorer.features(s, role, signals(sentence, role, rule_kind)))
     p_stmt = 1.0 - probs[0]
     guess = rule_kind or STATEMENT_KINDS[max(range(1, len(probs)), key=probs.__getitem__) - 1]
-    if rule_kind is not None:
-        # the scorer never overrules the rules (a veto cost more recall than it bought precision)
+    if rule_kind is not None and p_stmt >= (ASSISTANT_VETO if role == "assistant" else VETO):
         return rule_kind, p_stmt, guess
+    if rule_kind is not None:
+        return None, p_stmt, guess
     if (
         p_stmt < ADMIT
         or len(s.split()) < 2
@@ -743,9 +903,17 @@ def score(sentence: str, role: str = "user") -> tuple[StatementKind | None, floa
         or (_is_question(s) and not _RULE_ANY_RE.search(s))
         or _is_request(s)
         or _idiom_only(s)
+        or (GATE_SCORER and _gated(s))
     ):
         return None, p_stmt, guess
     return guess, p_stmt, guess
+
+
+def _gated(s: str) -> bool:
+    """What the scorer may not admit either: a reading, the problem at hand, a request aimed at the thing at hand."""
+    return bool(
+        _is_reading(s) or _PROBLEM_RE.match(s) or (_ONE_SHOT_RE.match(s) and not (_NUM_RE.search(s) or _GENERAL_RE.search(s)))
+    )
 
 
 _ACK_RE = re.compile(
@@ -909,6 +1077,7 @@ def _tool_rule(sentence: str) -> bool:
 # a label over nothing: "DECISION: none yet on clustering.", "PREF: none really, pick whatever", "TBD"
 _EMPTY_BODY_RE = re.compile(
     r"(?:(?:none|nothing)(?:\s+(?:yet|really|so\s+far|for\s+now|at\s+the\s+moment|decided))?(?:\s*$|\s*[,.;:]|\s+(?:on|for|about)\b)"
+    r"|(?:nothing\s+(?:new|to\s+report|changed)|no\s+(?:change|changes|news|updates?)|unchanged|same\s+as\s+(?:before|yesterday|last\s+\w+))\b"
     r"|(?:n/a|tbd|pending|\?|-)\s*$)",
     re.I,
 )
@@ -919,11 +1088,77 @@ _MEASURED_RE = re.compile(
     re.I,
 )
 
+# a reading of a measured value: "642 at p95.", "14.1 at p99, meh", "peak was 3,800 users", "we're at 341 KB now"
+_READING_RE = re.compile(
+    r"^[~$€£]?\d[\d.,]*\s*[a-zµ%]{0,5}\s+(?:at|@|on)\s+(?:the\s+)?(?:p\d{2,3}|peak|median|mean|avg|average)\b|"
+    r"\b(?:p\d{2,3}|peak|median|average|mean|avg)\b(?:\s+[\w-]+){0,4}\s*(?:was|were|came\s+in\s+at|hit|reached|peaked\s+at|:)?\s+[~$€£]?\d|"
+    r"\bat\s+the\s+peak\b|\bso\s+far\s*[.!]?$|"
+    r"^(?:we['’]?re|we\s+are|it['’]?s|its|it\s+is)\s+(?:now\s+|still\s+)?at\s+[~$€£]?\d",
+    re.I,
+)
+
+
+def _is_reading(s: str) -> bool:
+    """A measured value read out, with no bound beside it (under a heading too: "flash check: we're at 341 KB")."""
+    return bool((_READING_RE.search(s) or _READING_RE.search(_HEAD_PREFIX_RE.sub("", s, count=1))) and not _BOUND_RE.search(s))
+
+
+# a bound said beside a number: what makes a reading a constraint
+_BOUND_RE = re.compile(
+    r"\b(?:under|below|at\s+most|at\s+least|no\s+more\s+than|must|should|need|needs|has\s+to|have\s+to|target|slo|sla|"
+    r"budget|limit|cap|max(?:imum)?|min(?:imum)?|keep|stay|stays|within|exceed\w*|allowed|only)\b|[<>]",
+    re.I,
+)
+# a go-ahead or a request aimed at the thing at hand: "try it", "run it on the test db", "change it in risk.yaml"
+_ONE_SHOT_RE = re.compile(
+    r"^(?:ok(?:ay)?,?\s+|yes,?\s+|fine,?\s+|then\s+|so\s+|now\s+)?(?:try|run|rerun|queue|change|do|redo|retry|fix|commit|push|test|"
+    r"check|rebuild|restart|send|post|kick\s+off|start|add|put|bump|update|revert|delete|remove|merge|deploy|ship)\s+"
+    r"(?:it|them|both|this|that|those|these)\b|^(?:don['’]?t|do\s+not)\s+do\s+anything\s+(?:about|with|to)\s+(?:it|that|this|them)\b",
+    re.I,
+)
+# what makes a request a standing one: "always", "from now on", "every time"
+_GENERAL_RE = re.compile(
+    r"\b(?:always|never|every|each\s+time|whenever|any\s+time|from\s+now\s+on|going\s+forward|in\s+future|in\s+the\s+future|"
+    r"by\s+default)\b",
+    re.I,
+)
+# the problem at hand, described: "the bug: players rubberband above ~40", "the crash: IllegalStateException in ..."
+_PROBLEM_RE = re.compile(
+    r"^(?:(?:the|a|one|another|new|weird|same)\s+)?(?:bug|crash|error|problem|issue|failure|symptom|regression|repro|flake|"
+    r"incident|outage|exception|traceback)s?\s*(?::|is\s+that\b|was\s+that\b)|"
+    # "QA found a crash on android 8", "support reported another bug in the export"
+    r"^(?:[\w-]+\s+){0,2}(?:found|hit|saw|got|reported|reports|filed)\s+(?:a|an|another|the|some|two|three)\s+(?:[\w-]+\s+)?"
+    r"(?:bug|crash|error|problem|issue|failure|regression|leak)s?\b|"
+    # a story of what happened: "yesterday the deploy broke because ...", "last week someone published ..."
+    r"^(?:yesterday|last\s+(?:week|night|time|sprint|month)|this\s+morning|earlier\s+today)\b(?!.*\b(?:decided|agreed|now|from\s+now\s+on)\b)",
+    re.I,
+)
+# words heard once, or said by someone unnamed: "someone said that once in standup", "someone in slack said both"
+_HEARSAY_RE = re.compile(r"\b(?:once|someone|somebody|apparently|rumou?r)\b", re.I)
 
 # the model's account of its own work: "Done: …", "I've added …", "Changed `X` to …", "It does now: …"
 _WORK_REPORT_RE = re.compile(
     r"^(?:done|changed|added|fixed|updated|removed|renamed|moved|rewrote|replaced|wired|i['’]ve|i\s+have|"
     r"it\s+does\s+now|now\s+it)\b",
+    re.I,
+)
+
+# a tool's progress line ("Applying Policy: keep 14 daily", "Running migrations: 3 of 9") or a commit subject under
+# its hash (`git log --oneline`: "e1f4a07 ADR-0042: ..."): output that reports, not a label that states
+_TOOL_NON_LABEL_RE = re.compile(
+    r"^(?:[0-9a-f]{7,40}\s|(?:applying|running|checking|building|compiling|downloading|installing|fetching|creating|updating|"
+    r"removing|deleting|loading|saving|writing|reading|processing|starting|stopping|waiting|pruning|scanning|resolving|"
+    r"collecting|generating|uploading|pushing|pulling|migrating|syncing|verifying|validating|testing|linking|copying|"
+    r"packing|unpacking|preparing|finalizing|cleaning|forgetting|restoring|snapshotting)\b)",
+    re.I,
+)
+
+# a sentence that only settles what was just said: "thats settled", "that's the decision for v1", "decided."
+_SETTLED_RE = re.compile(
+    r"^(?:and\s+|so\s+)?(?:(?:that|this|it)['’]?s|thats|its|(?:that|this|it)\s+is)\s+(?:now\s+)?(?:the\s+|a\s+|our\s+|my\s+|)"
+    r"(?:decision|settled|decided|final|agreed|call)\b|^(?:decided|settled|agreed|final)\s*[.!]*$|"
+    # "decided with Hana this morning", "agreed with the traders yesterday"
+    r"^(?:we\s+|i\s+)?(?:decided|agreed|settled)\s+(?:(?:with|in|at)\s+(?:\S+\s+){0,4}?)?(?:yesterday|today|this\s+\w+|last\s+\w+|earlier)?\s*[.!]?$",
     re.I,
 )
 
@@ -937,7 +1172,9 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
     labelled = _LABEL_RE.match(stripped)
     if labelled:
         kind = _label_kind(labelled.group("label"))
-        if (tool and kind not in ("rule", "decision")) or (role == "assistant" and _WORK_REPORT_RE.match(_clean(stripped))):
+        if (tool and (kind not in ("rule", "decision") or _TOOL_NON_LABEL_RE.match(labelled.group("label")))) or (
+            role == "assistant" and _WORK_REPORT_RE.match(_clean(stripped))
+        ):
             kind = None
         if kind is not None:
             body = labelled.group("body")
@@ -970,11 +1207,21 @@ def _detect_piece(stripped: str, base: int, role: str, words: bool) -> list[Foun
         return found
     # an instruction file's list item (AGENTS.md, CLAUDE.md) is an instruction: "- Java 17 toolchain."
     item = role == "instructions" and _ITEM_RE.match(stripped) is not None
+    prev: tuple[int, str] | None = None
     for start, piece in _sentences(stripped):
         if tool and not tool_item and not _tool_rule(piece):
             continue  # a tool's output states only its prose rules ("We follow standardrb. Run `…` before pushing.")
         if role == "assistant" and _WORK_REPORT_RE.match(_clean(piece)):
             continue  # the model's account of what it did: its work, not a statement
+        before, prev = prev, (start, piece)
+        if role == "user" and before is not None and _SETTLED_RE.match(_clean(piece)):
+            # "start from 2025-01-01, no backfill. thats settled": the marker settles the sentence before it
+            b_start, b_piece = before
+            if found and found[-1].start == base + b_start + b_piece.find(found[-1].text):
+                found.pop()
+            whole = stripped[b_start : start + len(piece)].strip()
+            found.append(Found("decision", whole, base + stripped.find(whole, b_start), None, _corrects(whole), 1.0))
+            continue
         kind, p, said = detect_scored(piece, role, words)
         if kind is None and item and _instruction(piece):
             kind = score(piece, role)[2]
