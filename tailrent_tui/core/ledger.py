@@ -1751,12 +1751,113 @@ def _candidates(new: Found, earlier: Sequence[Statement]) -> list[Statement]:
     """The statements ``new`` may replace. Only a correction supersedes: taking a current statement
     for a replaced one would drop it silently, the very loss the ledger is for. A goal that moves on
     ("X is done, next is Y") updates the last status line, cue or not ("load test is the next step",
-    not "Solveig is back on the 20th")."""
+    not "Solveig is back on the 20th"). Without a cue, a statement that gives a value of an earlier one
+    another value, about the same thing, corrects it (see `_restates_value`)."""
     candidates = [s for s in earlier if s.status == "current" and s.role != "instructions"]
+    if _HYPOTHETICAL_RE.match(new.text):
+        return []  # "if we ever move to the bigger nodes, the pool is 16": nothing changed yet
     if new.correction:
         return candidates
     moves_on = new.kind == "goal" and not new.said and bool(_GOAL_SHIFT_RE.search(new.text))
-    return [s for s in candidates if s.kind == "goal" and _STATUS_RE.search(s.text)] if moves_on else []
+    goals = [s for s in candidates if s.kind == "goal" and _STATUS_RE.search(s.text)] if moves_on else []
+    if new.said:
+        return goals
+    return goals + [s for s in candidates if s not in goals and _restates_value(new.text, s.text)]
+
+
+# what opens a statement about what might be, not what is: "if we ever moved to 9000", "maybe 40 later"
+_HYPOTHETICAL_RE = re.compile(r"\W*(?:if|when|whenever|unless|in\s+case|maybe|perhaps|what\s+if|say)\b", re.I)
+_TOKEN_RE = re.compile(r"[a-z0-9][\w.-]*[a-z0-9]|[a-z]", re.I)
+# words near a value that name no thing of their own: how it compares, how it moved ("goes back to max 2")
+_NEAR_STOP = frozenset(
+    ["max", "maximum", "most", "min", "minimum", "least", "below", "above", "up", "down", "back", "upto", "per",
+     "about", "around", "roughly", "approx", "exactly", "target", "budget", "cap", "got", "gets", "get", "went",
+     "becomes", "become", "set", "drop", "dropped", "raise", "raised", "bump", "bumped", "once", "starting",
+     "from", "till", "until", "before", "after", "next", "today", "tomorrow", "week", "then", "anyway", "btw"]
+)  # fmt: skip
+NEAR_WORDS = 3
+
+
+def _norm(word: str) -> str:
+    w = word.casefold().strip(".-")
+    return w[:-1] if w.endswith("s") and len(w) > 4 and not w.endswith("ss") else w
+
+
+def _near(text: str, start: int, end: int) -> set[str]:
+    """The words of the value's clause within `NEAR_WORDS` of it, both sides: what the value is of."""
+    a, b = next(((x, y) for x, y in _clauses(text) if x <= start < y), (0, len(text)))
+    before = [_norm(t) for t in _TOKEN_RE.findall(text[a:start])][-NEAR_WORDS:]
+    after = [_norm(t) for t in _TOKEN_RE.findall(text[end:b])][:NEAR_WORDS]
+    return {w for w in before + after if len(w) >= 2 and not w.isdigit() and w not in _STOP and w not in _NEAR_STOP}
+
+
+def _restates_value(new_text: str, old_text: str) -> bool:
+    """Does a statement with no correction cue give a value of ``old_text`` another value, about the same
+    thing? The same anchor (a unit, a name before a version, "port", the word before "is") with another
+    value; the words near both values agree ("checkpoint interval goes to 60s" corrects "checkpoint
+    interval 90s"; "prod runs 12 workers" does not correct "we run 3 workers in staging", nor "the db
+    timeout is 5s" "the api timeout is 30s": each names near its value a thing the other never mentions);
+    and a name that carries a number is the same ("s1" is not "s2").
+
+    A unit or "X is" says little of what the value is of: there a word near both values must be shared
+    ("cache seat data for 10 seconds" is not "p95 300ms"). A range or a comparison in the new statement
+    (two values under one anchor: "python 3.9 through 3.13") corrects nothing, and neither does a reading
+    of a bound ("p95 was 710ms at the peak" against "p95 under 500ms": the bound's word is not the
+    reading's)."""
+    olds: dict[str, list[tuple[str, int, int]]] = {}
+    for anchor, value, a, b in _anchored_spans(old_text):
+        olds.setdefault(anchor, []).append((value, a, b))
+    if not olds:
+        return False
+    mine, theirs = _names(new_text), _names(old_text)
+    if mine and theirs and not mine & theirs:
+        return False
+    new_spans = _anchored_spans(new_text)
+    values: dict[str, set[str]] = {}
+    for anchor, value, _, _ in new_spans:
+        values.setdefault(anchor, set()).add(value)
+    said_is = {m.group(1).casefold() for m in _IS_VALUE_RE.finditer(new_text)}
+    new_words = {_norm(t) for t in _TOKEN_RE.findall(new_text)}
+    old_words = {_norm(t) for t in _TOKEN_RE.findall(old_text)}
+    for anchor, value, a, b in new_spans:
+        old = olds.get(anchor)
+        if not old or len(values[anchor]) > 1 or value in {v for v, _, _ in old} or _in_range(new_text, a, b):
+            continue
+        near_new = _near(new_text, a, b)
+        bound_new = _bound(new_text, a)
+        loose = anchor.startswith("#") or anchor in said_is
+        for _, oa, ob in old:
+            near_old = _near(old_text, oa, ob)
+            if _bound(old_text, oa) and not bound_new:
+                continue
+            shared = near_new & near_old - {anchor, anchor.lstrip("#")}
+            if loose and not shared:
+                continue
+            if not (near_new - old_words and near_old - new_words) and (shared or not near_new or not near_old):
+                return True
+    return False
+
+
+# a value given as a bound, not a reading: "under 500ms", "max 2", "at most 40", "<= 3", "no more than 9"
+_BOUND_BEFORE_RE = re.compile(
+    r"(?:under|below|above|over|max|maximum|min|minimum|cap(?:ped)?|limit|within|at\s+(?:most|least)|"
+    r"no\s+(?:more|less|fewer)\s+than|up\s+to|[<>]=?|≤|≥)\W*(?:\w+\W+)?$",
+    re.I,
+)
+
+
+_RANGE_AFTER_RE = re.compile(r"\s*(?:through|thru|to|-|–|or|and|/)\s*v?\d")
+_RANGE_BEFORE_RE = re.compile(r"\d[\w.]*\s*(?:through|thru|to|-|–|or|and|/)\s*v?$")
+
+
+def _in_range(text: str, start: int, end: int) -> bool:
+    """Is the value at ``start:end`` one end of a range or a choice ("3.9 through 3.13", "2 or 3")?"""
+    return bool(_RANGE_AFTER_RE.match(text, end) or _RANGE_BEFORE_RE.search(text[max(0, start - 24) : start]))
+
+
+def _bound(text: str, start: int) -> bool:
+    """Is the value at ``start`` given as a bound (a word of comparison just before it)?"""
+    return _BOUND_BEFORE_RE.search(text[max(0, start - 24) : start]) is not None
 
 
 def find_superseded(new: Found, earlier: Sequence[Statement]) -> Statement | None:

@@ -815,3 +815,44 @@ def test_a_cue_in_a_reason_clause_corrects_nothing():
     s.add("user", "update: the backup agent moved to port 8202 because 8201 clashed with the new exporter.")
     old = next(st for st in s.statements.values() if "8201 because Vault" in (st.original or st.text))
     assert old.status == "superseded" or old.amended_by
+
+
+@pytest.mark.parametrize(
+    ("said", "restated"),
+    [
+        # no cue word at all: the same thing, said again with another value
+        ("the checkpoint interval on the flink job is 90s", "checkpoint interval on the flink job goes to 60s"),
+        ("mqtt broker listens on port 1883 on the lab box", "mqtt broker listens on port 8883 on the lab box, tls only"),
+        ("we build against node 18.19 in ci", "we build against node 20.11 in ci, the toolchain bump merged"),
+    ],
+)
+def test_a_value_restated_without_a_cue_supersedes_the_earlier_one(said, restated):
+    _, s, _ = ladder()
+    old = s.add("user", said)
+    new = s.add("user", restated)
+    by_message = {st.message_id: st for st in s.statements.values()}
+    assert by_message[old.id].status == "superseded"
+    assert s.statements[by_message[old.id].superseded_by].message_id == new.id
+
+
+@pytest.mark.parametrize(
+    ("said", "other"),
+    [
+        # another subject with the same unit
+        ("the api gateway timeout is 30s, dont raise it", "the nightly export takes 45s on the small box"),
+        # a reading of a bound is not a new bound
+        ("p95 for checkout stays under 400ms", "yesterday's load test: p95 was 520ms at the peak"),
+        # a range or a choice under one anchor
+        ("we test against postgres 15 in ci", "the library should support postgres 13 through 16"),
+        # what might be, not what is
+        ("the worker pool is 8 on prod", "if we ever move to the bigger nodes the worker pool is 16"),
+        # the same unit near another thing entirely
+        ("cache the seat map for 10 seconds at most", "the hold on a seat expires after 600 seconds"),
+    ],
+)
+def test_a_value_of_another_thing_a_reading_a_range_or_a_maybe_supersedes_nothing(said, other):
+    _, s, _ = ladder()
+    old = s.add("user", said)
+    s.add("user", other)
+    assert all(st.status == "current" for st in s.statements.values() if st.message_id == old.id)
+    assert any(st.message_id == old.id for st in s.statements.values()), "the first statement should be found"
