@@ -542,6 +542,12 @@ def identifier_ok(token: str) -> bool:
 
 def identifiers(text: str) -> list[str]:
     """The identifiers of ``text``, in order, deduplicated (case-insensitively)."""
+    return list(_identifiers(text))
+
+
+@lru_cache(maxsize=16384)
+def _identifiers(text: str) -> tuple[str, ...]:
+    """`identifiers`, kept per text: the ledger asks them of every current statement for each new one."""
     seen: set[str] = set()
     out = []
     for m in _IDENT_RE.finditer(text):
@@ -552,7 +558,7 @@ def identifiers(text: str) -> list[str]:
         if key not in seen:
             seen.add(key)
             out.append(tok)
-    return out
+    return tuple(out)
 
 
 def _label_kind(label: str) -> StatementKind | None:
@@ -1420,6 +1426,7 @@ def subject_words(text: str, label: str | None = None) -> frozenset[str]:
     return frozenset(words)
 
 
+@lru_cache(maxsize=8192)
 def _values(text: str) -> frozenset[str]:
     return frozenset(m.group(0).casefold().strip() for m in _CAP_VALUE_RE.finditer(text)) | frozenset(
         t.casefold() for t in identifiers(text)
@@ -1430,14 +1437,15 @@ def _num(v: str) -> str:
     return v.casefold().rstrip(".,").replace(",", "")
 
 
-def _stems(text: str) -> set[str]:
+@lru_cache(maxsize=8192)
+def _stems(text: str) -> frozenset[str]:
     """Identifiers without their numbers: "bastion-2.ops.internal" and "bastion-3" share "bastion"."""
     out = set()
     for t in identifiers(text):
         head = re.split(r"[-_.:/]?\d", t.casefold(), maxsplit=1)[0].strip("-_./:")
         if len(head) >= 4 and any(c.isdigit() for c in t):
             out.add(head)
-    return out
+    return frozenset(out)
 
 
 # A value with what it measures or names: "27 jan", "7200 credits", "48G", "iOS 17.0", "v5.2.2" after
@@ -1522,8 +1530,10 @@ def _updates_value(new: dict[str, set[str]], old: dict[str, set[str]]) -> bool:
 AMENDED_MARK = "[superseded]"
 
 
-def _anchored_spans(text: str) -> list[tuple[str, str, int, int]]:
-    """(anchor, value, start, end) of every anchored value of ``text`` (see `anchored_values`)."""
+@lru_cache(maxsize=8192)
+def _anchored_spans(text: str) -> tuple[tuple[str, str, int, int], ...]:
+    """(anchor, value, start, end) of every anchored value of ``text`` (see `anchored_values`); kept
+    per text, as the ledger asks it of every current statement for each new one."""
     out: list[tuple[str, str, int, int]] = []
     for m in _UNIT_AFTER_RE.finditer(text):
         unit = _unit(m.group(2))
@@ -1546,7 +1556,7 @@ def _anchored_spans(text: str) -> list[tuple[str, str, int, int]]:
                 m.start(2) + len(m.group(2).rstrip(".,")),
             )
         )
-    return out
+    return tuple(out)
 
 
 _CLAUSE_SPLIT_RE = re.compile(r"[,;:]\s|\.\s|\s(?:and|but|so|while)\s|\(|\)", re.I)
@@ -1678,18 +1688,22 @@ def _sibling_value(new_text: str, old_text: str) -> bool:
     """Does the correction name a value of the old statement next to a new value of the same shape?
     ("pin 550.144 instead, 550.127 has the hang", "on 9443 now … a redirect on 8443")"""
 
-    def specific(text: str) -> set[str]:
-        nums = {_num(n) for n in _NUM_RE.findall(text) if len(n) >= 3}
-        return nums | {t.casefold() for t in identifiers(text) if any(c.isdigit() for c in t)}
-
-    mine, theirs = specific(new_text), specific(old_text)
+    mine, theirs = _specific(new_text), _specific(old_text)
     shared, fresh = mine & theirs, mine - theirs
     return any(_value_shape(a) == _value_shape(b) for a in shared for b in fresh)
+
+
+@lru_cache(maxsize=8192)
+def _specific(text: str) -> frozenset[str]:
+    """A statement's numbers of three characters or more and its identifiers with a digit."""
+    nums = {_num(n) for n in _NUM_RE.findall(text) if len(n) >= 3}
+    return frozenset(nums | {t.casefold() for t in _identifiers(text) if any(c.isdigit() for c in t)})
 
 
 _SHORT_NAME_RE = re.compile(r"(?<![\w.-])[a-z]{1,3}\d{1,3}(?![\w.-])", re.I)
 
 
+@lru_cache(maxsize=8192)
 def _names(text: str) -> frozenset[str]:
     """The names in a statement that carry a number: identifiers that open with a letter ("svc-1",
     "web3"; not a measure, "10s"), and names too short to be identifiers ("s1", "db2")."""
@@ -1732,7 +1746,7 @@ def _evidence(new: Found, c: _Correction, s: Statement, score: float) -> float:
     sibling identifier ("bastion-2" → "bastion-3.ops.internal") or value, a goal that moves on from
     the last one, the same measure or name with another value on the same subject."""
     bonus = 0.0
-    if c.old_values & ({_num(v) for v in _NUM_RE.findall(s.text)} | {t.casefold() for t in identifiers(s.text)}):
+    if c.old_values & _named_values(s.text):
         bonus += 1.0
     if c.stems & _stems(s.text) or _sibling_value(new.text, s.text):
         bonus += 1.0
@@ -1745,6 +1759,17 @@ def _evidence(new: Found, c: _Correction, s: Statement, score: float) -> float:
     if _updates_value(c.anchored, anchored_values(s.text)) and overlap(c.bare, subject_words(_UNIT_AFTER_RE.sub(" ", s.text))):
         bonus += 1.0
     return bonus
+
+
+@lru_cache(maxsize=8192)
+def _named_values(text: str) -> frozenset[str]:
+    """The numbers and identifiers of a statement, as a correction names an old value."""
+    return frozenset({_num(v) for v in _NUM_RE.findall(text)} | {t.casefold() for t in identifiers(text)})
+
+
+@lru_cache(maxsize=8192)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(_norm(t) for t in _TOKEN_RE.findall(text))
 
 
 def _candidates(new: Found, earlier: Sequence[Statement]) -> list[Statement]:
@@ -1817,8 +1842,7 @@ def _restates_value(new_text: str, old_text: str) -> bool:
     for anchor, value, _, _ in new_spans:
         values.setdefault(anchor, set()).add(value)
     said_is = {m.group(1).casefold() for m in _IS_VALUE_RE.finditer(new_text)}
-    new_words = {_norm(t) for t in _TOKEN_RE.findall(new_text)}
-    old_words = {_norm(t) for t in _TOKEN_RE.findall(old_text)}
+    new_words, old_words = _words(new_text), _words(old_text)
     for anchor, value, a, b in new_spans:
         old = olds.get(anchor)
         if not old or len(values[anchor]) > 1 or value in {v for v, _, _ in old} or _in_range(new_text, a, b):
@@ -1828,10 +1852,10 @@ def _restates_value(new_text: str, old_text: str) -> bool:
         loose = anchor.startswith("#") or anchor in said_is
         for _, oa, ob in old:
             near_old = _near(old_text, oa, ob)
-            if _bound(old_text, oa) and not bound_new:
+            if _bound(old_text, oa) and not bound_new and not _SET_BEFORE_RE.search(new_text[max(0, a - 24) : a]):
                 continue
             shared = near_new & near_old - {anchor, anchor.lstrip("#")}
-            if loose and not shared:
+            if loose and not shared and not (near_new and near_new <= old_words and near_old <= new_words):
                 continue
             if not (near_new - old_words and near_old - new_words) and (shared or not near_new or not near_old):
                 return True
@@ -1853,6 +1877,10 @@ _RANGE_BEFORE_RE = re.compile(r"\d[\w.]*\s*(?:through|thru|to|-|–|or|and|/)\s*
 def _in_range(text: str, start: int, end: int) -> bool:
     """Is the value at ``start:end`` one end of a range or a choice ("3.9 through 3.13", "2 or 3")?"""
     return bool(_RANGE_AFTER_RE.match(text, end) or _RANGE_BEFORE_RE.search(text[max(0, start - 24) : start]))
+
+
+# a value set anew, not read off: "the cap goes to 300 MB", "raise it to 9", "is now 40"
+_SET_BEFORE_RE = re.compile(r"\b(?:to|now|(?:is|are|be)\s+(?:now\s+)?(?:set\s+to\s+)?)\s*[~$€£]?$", re.I)
 
 
 def _bound(text: str, start: int) -> bool:

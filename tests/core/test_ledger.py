@@ -824,6 +824,10 @@ def test_a_cue_in_a_reason_clause_corrects_nothing():
         ("the checkpoint interval on the flink job is 90s", "checkpoint interval on the flink job goes to 60s"),
         ("mqtt broker listens on port 1883 on the lab box", "mqtt broker listens on port 8883 on the lab box, tls only"),
         ("we build against node 18.19 in ci", "we build against node 20.11 in ci, the toolchain bump merged"),
+        # a bound set anew ("goes to"), not a reading of it
+        ("keep the docker image under 900 MB", "the docker image cap goes to 1200 MB with the cuda layer"),
+        # the old value with nothing near it, the new one near a word of the old statement
+        ("render budget on the old ipad (the 9th gen) is 16ms", "we relaxed the old ipad to 33 ms render budget"),
     ],
 )
 def test_a_value_restated_without_a_cue_supersedes_the_earlier_one(said, restated):
