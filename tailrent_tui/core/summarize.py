@@ -247,7 +247,7 @@ _ANSWER_RE = re.compile(
 )
 # The instruction written back: a model that echoes what it was asked.
 _ECHO_RE = re.compile(
-    r"\b(?:summari[sz]e (?:this|the|them|messages|the conversation|the part)|compress part of a coding session|"
+    r"\b(?:summari[sz]e (?:this|the|messages|the conversation|the part)|compress part of a coding session|"
     r"write a short summary|keep verbatim every|answer with the summary only)\b",
     re.IGNORECASE,
 )

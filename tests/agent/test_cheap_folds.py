@@ -22,7 +22,7 @@ from tailrent_tui.models.summarizer import ModelSummarizer
 from tailrent_tui.settings import Settings
 from tests.models.test_kv_slots import fake as fake_fixture
 from tests.models.test_openai import Scripted, ScriptedServer, collect
-from tests.models.test_summary_aligned import WordyModel, chatter
+from tests.models.test_summary_aligned import chatter
 
 # where folds go and what they cost the engine: the filler is the user's, which the ledger would keep
 pytestmark = pytest.mark.no_ledger
@@ -259,9 +259,8 @@ async def test_unfold_with_the_slot_file_gone_says_so_and_the_turn_goes_on(tmp_p
 
 async def test_near_the_window_the_summary_is_asked_shorter_rather_than_losing_the_kept_messages_cache(make_agent):
     agent = make_agent(
-        window=4096, fold={"placement": "after"}, system_prompt="Be brief.", tokenizer="chars4", max_reply_tokens=48
+        window=4096, fold={"placement": "after"}, system_prompt="Be brief.", tokenizer="chars4", max_reply_tokens=16
     )
-    agent.model = WordyModel([])  # replies longer than a line: the kept reply and the pair are one run to shift
     await agent.link.start()
     agent.fold_requests.summarizer = ModelSummarizer(agent.model)
     i = 0
