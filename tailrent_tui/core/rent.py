@@ -421,8 +421,8 @@ class Checkpoints:
     further back than the window can restart.
 
     As llama.cpp 2026 takes them (measured on gemma3-270m through xllamacpp 2026.10, `benchmarks/RESULTS.md`):
-    while it reads a prompt, at the first message start in what it reads (the prompt's own start when it reads
-    it whole, else a user message's: a reply is no start), and `CHECKPOINT_END_OFFSET`
+    while it reads a prompt, at the start of its last user message (when it reads that far back), and
+    `CHECKPOINT_END_OFFSET`
     (and a micro-batch more) before the prompt's end; a restart drops those past the point it went back to.
     When the list is full (`--ctx-checkpoints`) the older requests' checkpoints closer than
     `--checkpoint-min-step` to the one before them go, then the oldest: with the default 8,192-token step and
@@ -446,15 +446,14 @@ class Checkpoints:
         `cached` describe another prompt and go; those this reading takes are added."""
         self._request += 1
         self.held = [c for c in self.held if c[0] <= cached]
-        at, taken = 0, []
+        at, taken, last_user = 0, [], None
         for key, tokens in items:
-            # the head's start too: a prompt read from its beginning is checkpointed there, not at its first user
-            # message (measured: a change behind the first reply restarted at the end-of-prompt checkpoint)
-            if at >= cached and (key == HEAD_ID or user_start is None or user_start(key)):
-                taken.append(at)
-                break
+            if key != HEAD_ID and (user_start is None or user_start(key)):
+                last_user = at
             at += tokens
-        context = _tokens(items)
+        context = at
+        if last_user is not None and last_user >= cached:
+            taken.append(last_user)
         for offset in (CHECKPOINT_END_OFFSET + CHECKPOINT_UBATCH, CHECKPOINT_END_OFFSET):
             if context - offset >= max(cached, 1):
                 taken.append(context - offset)
