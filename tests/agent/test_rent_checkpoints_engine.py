@@ -18,7 +18,7 @@ from tests.support.engine import assemble_model_file
 
 pytestmark = pytest.mark.engine
 
-WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa".split()
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"]
 
 
 def text(i: int, n: int = 110) -> str:
@@ -42,7 +42,8 @@ def test_a_change_behind_the_window_is_predicted_from_the_checkpoints(llama_serv
 
         def items(msgs: list[dict[str, str]]) -> list[tuple[str, int]]:
             ends = [n_tokens(msgs[: k + 1]) for k in range(len(msgs))]
-            return [(f"{k}:{hash(m['content'])}#chat", e - (ends[k - 1] if k else 0)) for k, (m, e) in enumerate(zip(msgs, ends))]
+            starts = [0, *ends[:-1]]
+            return [(f"{k}:{hash(m['content'])}#chat", ends[k] - starts[k]) for k, m in enumerate(msgs)]
 
         def ask(msgs: list[dict[str, str]]) -> int:
             body = {"messages": msgs, "max_tokens": 1, "temperature": 0, "cache_prompt": True}
@@ -62,7 +63,7 @@ def test_a_change_behind_the_window_is_predicted_from_the_checkpoints(llama_serv
         changed[2]["content"] = text(999)  # the first reply, ~1,000 tokens before the end: behind the window
         for request in (messages[:4], messages[:6], messages[:8], changed):
             its = items(request)
-            roles.update({k: m["role"] for (k, _), m in zip(its, request)})
+            roles.update({k: m["role"] for (k, _), m in zip(its, request, strict=True)})
             predicted = rent.request(its, 0, 0.0).cached_tokens
             naive = plain.request(its, 0, 0.0).cached_tokens
             measured = ask(request)
