@@ -19,7 +19,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support.engine import assemble_model_file, start_llama_server  # noqa: E402
+from tests.support.engine import assemble_model_file, start_llama_server
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"]
 WORDS += ["mike", "november", "oscar", "papa"]
