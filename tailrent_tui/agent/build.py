@@ -33,7 +33,7 @@ from tailrent_tui.agent.tools import offered_tools
 from tailrent_tui.agent.tools.caps import ToolCaps
 from tailrent_tui.agent.wire import wire_messages
 from tailrent_tui.core.guard import DecisionDetector
-from tailrent_tui.core.rent import HEAD_ID, RentModel, context_items
+from tailrent_tui.core.rent import HEAD_ID, RentModel, context_items, session_user_start
 from tailrent_tui.core.session import Session
 from tailrent_tui.core.tokens import Framing, TokenCounter, UnknownTokenizer, get_counter
 from tailrent_tui.models.base import ChatModel, WireMessage
@@ -300,6 +300,7 @@ def _agent_for(
         sd.update_meta(window=settings.window)
     sheet = price_sheet_for(settings, model)
     rent = RentModel(sheet)
+    rent.user_start = session_user_start(session)  # where llama.cpp takes context checkpoints (SWA models)
     last = last_request_at(session)
     cold_resume = False
     if last is not None:

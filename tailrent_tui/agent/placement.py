@@ -38,6 +38,10 @@ from tailrent_tui.models.errors import ModelError
 from tailrent_tui.models.mock import MockModel
 from tailrent_tui.models.openai import OpenAIModel
 
+#: llama.cpp's defaults for a slot's context checkpoints (--ctx-checkpoints, --checkpoint-min-step)
+LLAMA_CTX_CHECKPOINTS = 32
+LLAMA_CHECKPOINT_MIN_STEP = 8192
+
 Placement = Literal["in_place", "after"]
 PlacementSetting = Literal["auto", "in_place", "after"]
 
@@ -82,22 +86,41 @@ def gguf_architecture(path: Path) -> str | None:
     The key comes first in files llama.cpp's converter writes; the header's
     other keys before it are skipped by their types.
     """
+    return gguf_header(path)[0]
+
+
+#: GGUF integer value types and their struct formats
+_GGUF_INTS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 10: "<Q", 11: "<q"}
+
+
+def gguf_header(path: Path) -> tuple[str | None, int | None]:
+    """(``general.architecture``, ``<arch>.attention.sliding_window``) from a GGUF file's header; None for
+    what cannot be read. The window is how far back llama.cpp can roll a sliding-window model's KV without a
+    context checkpoint."""
+    arch: str | None = None
     try:
         with path.open("rb") as f:
             if f.read(4) != b"GGUF":
-                return None
+                return None, None
             version, _tensors, count = struct.unpack("<IQQ", f.read(20))
             if version < 2:
-                return None
-            for _ in range(min(count, 64)):
+                return None, None
+            for _ in range(min(count, 256)):
                 key = _gguf_string(f)
                 (kind,) = struct.unpack("<I", f.read(4))
                 if key == "general.architecture" and kind == 8:
-                    return _gguf_string(f)
-                _gguf_skip(f, kind)
+                    arch = _gguf_string(f)
+                    if arch not in NO_SHIFT_ARCHITECTURES:
+                        return arch, None
+                elif arch is not None and key == f"{arch}.attention.sliding_window" and kind in _GGUF_INTS:
+                    fmt = _GGUF_INTS[kind]
+                    (window,) = struct.unpack(fmt, f.read(struct.calcsize(fmt)))
+                    return arch, int(window)
+                else:
+                    _gguf_skip(f, kind)
     except (OSError, struct.error, UnicodeDecodeError, ValueError):
-        return None
-    return None
+        return arch, None
+    return arch, None
 
 
 _SCALAR_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
@@ -142,6 +165,9 @@ class PlacementState:
     #: the engine keeps context checkpoints at user-message starts (sliding-window or recurrent attention on
     #: llama.cpp) instead of shifting KV: fold spans end there (`PolicySettings.fold_turn_ends`)
     turn_ends: bool = False
+    #: the sliding window read from the model's GGUF header (0: recurrent, or not read): the rent model
+    #: predicts llama.cpp's checkpoints with it (`PriceSheet.checkpoints`, `swa_tokens`)
+    swa_tokens: int | None = None
 
     def panel_lines(self) -> tuple[str, str]:
         """(where, why) for the Tail panel, each short enough for its width."""
@@ -170,7 +196,7 @@ async def detect(model: Any, setting: PlacementSetting) -> PlacementState:
     if setting == "after":
         why = f"[fold] placement says after (n_cache_reuse {CACHE_REUSE_TOKENS})"
         return placed("after", "set in the settings", why)
-    arch, source = await _architecture(model)
+    arch, source, window = await _architecture(model)
     if source is None:
         return placed("in_place", "not llama.cpp", "the server is not llama.cpp (no /props): its cache cannot shift")
     if arch is not None and (arch in NO_SHIFT_ARCHITECTURES or (source != "GGUF" and _NO_SHIFT_NAMES.search(arch))):
@@ -182,6 +208,7 @@ async def detect(model: Any, setting: PlacementSetting) -> PlacementState:
             "checkpoints at user-message starts, so fold spans end there",
         )
         state.turn_ends = True
+        state.swa_tokens = window or 0
         return state
     seen = f"{arch}, from its GGUF" if source == "GGUF" else "architecture guessed from its name"
     return placed(
@@ -196,26 +223,26 @@ def _reuse(model: Any, tokens: int | None) -> None:
         model.cache_reuse = tokens
 
 
-async def _architecture(model: OpenAIModel) -> tuple[str | None, str | None]:
-    """(the architecture or what stands for it, where it was read: "GGUF", "name"); (None, None) when the
-    server is not llama.cpp."""
+async def _architecture(model: OpenAIModel) -> tuple[str | None, str | None, int | None]:
+    """(the architecture or what stands for it, where it was read: "GGUF", "name", the sliding window when the
+    GGUF header gives one); (None, None, None) when the server is not llama.cpp."""
     if isinstance(model, EmbeddedModel) and model.choice.path is not None:
-        arch = await asyncio.to_thread(gguf_architecture, model.choice.path)
+        arch, window = await asyncio.to_thread(gguf_header, model.choice.path)
         if arch is not None:
-            return arch, "GGUF"
+            return arch, "GGUF", window
     try:
         props = await model.get_json("/props", base=model.server_root)
     except ModelError:
-        return None, None
+        return None, None, None
     if not isinstance(props, dict):
-        return None, None
+        return None, None, None
     path = str(props.get("model_path") or "")
     if path:
-        arch = await asyncio.to_thread(gguf_architecture, Path(path))
+        arch, window = await asyncio.to_thread(gguf_header, Path(path))
         if arch is not None:
-            return arch, "GGUF"
+            return arch, "GGUF", window
     template = str(props.get("chat_template") or "")
-    return " ".join([path, model.name or "", template[:2000]]), "name"
+    return " ".join([path, model.name or "", template[:2000]]), "name", None
 
 
 class PlacementKeeper:
@@ -254,6 +281,13 @@ class PlacementKeeper:
             return
         reuse = getattr(self._model(), "cache_reuse", None)
         update: dict[str, Any] = {"reuses_shifted_kv": reuse is not None}
+        window = self.state.swa_tokens
+        if reuse is None and window is not None:
+            # a model llama.cpp cannot shift (sliding-window or recurrent): it restarts a changed prompt from a
+            # context checkpoint (--ctx-checkpoints 32, --checkpoint-min-step 8192: its defaults)
+            update.update(checkpoints=LLAMA_CTX_CHECKPOINTS, checkpoint_min_step=LLAMA_CHECKPOINT_MIN_STEP, swa_tokens=window)
+        elif rent.sheet.checkpoints:
+            update["checkpoints"] = 0
         if reuse is not None:
             update["reuse_min_tokens"] = reuse
             # llama.cpp keeps recent prompts in host RAM by default (--cache-ram); checked by the first

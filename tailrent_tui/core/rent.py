@@ -41,6 +41,14 @@ after the kept messages costs the summary and what follows. With
 `prompt_cache = true` (llama.cpp's `--cache-ram`) the prompts before the last
 are kept too: undoing the latest fold finds the pre-fold prompt there.
 
+Folds on an engine that keeps checkpoints. A sliding-window model (gemma3) or a
+recurrent one cannot roll its KV back past its window: llama.cpp restarts a
+changed prompt from a context checkpoint it took while reading an earlier one
+(`Checkpoints`: at user-message starts and near a prompt's end). A sheet with
+`checkpoints` (their number) and `swa_tokens` (the window) predicts that: a
+change within the window keeps the common prefix, one further back keeps the
+prefix up to the last checkpoint before it.
+
 Price sheets are data: `tailrent_tui/data/prices.toml`, plus any user file.
 """
 
@@ -116,6 +124,24 @@ class PriceSheet(BaseModel):
         description="the engine keeps recent prompts besides the last (llama.cpp --cache-ram): a request that "
         "repeats one of them (an undone fold) reads it from there",
     )
+    checkpoints: int = Field(
+        default=0,
+        ge=0,
+        description="the engine cannot roll its KV back token by token, only to context checkpoints it took while "
+        "reading prompts, this many at most (llama.cpp --ctx-checkpoints, with a sliding-window or recurrent model); "
+        "0: it rolls back anywhere",
+    )
+    checkpoint_min_step: int = Field(
+        default=8192,
+        ge=1,
+        description="the spacing that thins a full list of checkpoints (llama.cpp --checkpoint-min-step)",
+    )
+    swa_tokens: int = Field(
+        default=0,
+        ge=0,
+        description="with checkpoints: the sliding window (llama.cpp's n_swa): a change this close to the end of the "
+        "cached prompt is rolled back without a checkpoint; 0 for a recurrent model",
+    )
 
     @model_validator(mode="after")
     def _pauses_make_sense(self) -> PriceSheet:
@@ -130,6 +156,10 @@ class PriceSheet(BaseModel):
             raise ValueError("restores_slots: only a local engine restores KV slots (set local = true)")
         if self.reuses_shifted_kv and not self.local:
             raise ValueError("reuses_shifted_kv: only a local engine shifts its KV cache (set local = true)")
+        if self.checkpoints and not self.local:
+            raise ValueError("checkpoints: only a local engine keeps context checkpoints (set local = true)")
+        if self.checkpoints and self.reuses_shifted_kv:
+            raise ValueError("checkpoints: an engine that keeps checkpoints cannot shift its KV (reuses_shifted_kv)")
         return self
 
     def with_ttl(self, ttl_seconds: float) -> PriceSheet:
@@ -359,6 +389,91 @@ def lines_read_again(before: str, after: str, count: Callable[[str], int], min_t
 #: prompts a prompt cache keeps besides the last (llama.cpp keeps what fits its --cache-ram)
 PROMPT_CACHE_ENTRIES = 8
 
+#: llama.cpp ends a prompt's batches this many tokens before its end, and a micro-batch (n_ubatch, 512 by
+#: default) before that, to take a context checkpoint there (server-context.cpp, "checkpoint_offsets")
+CHECKPOINT_END_OFFSET = 4
+CHECKPOINT_UBATCH = 512
+
+
+def session_user_start(session: Any) -> Callable[[str], bool]:
+    """Which rent items start a user message as the engine reads the prompt (where llama.cpp takes a context
+    checkpoint, `PriceSheet.checkpoints`): a user message, a context note (a summary, a pointer, the ledger:
+    a system message sent on the user side), a summary asked in context (its instruction comes first), an
+    orphan tool result; not a reply, nor a tool result answering a call."""
+
+    def user_start(key: str) -> bool:
+        if key.startswith("__summary_answer__"):
+            return False
+        if key.startswith("__"):
+            return True  # the other items of a summary request (its instruction, a ledger or note sent ahead)
+        message_id = key.split("#", 1)[0]
+        if message_id not in session:
+            return True
+        m = session.get(message_id)
+        return m.role not in ("assistant", "tool") or (m.role == "tool" and not m.tool_call_id)
+
+    return user_start
+
+
+class Checkpoints:
+    """llama.cpp's context checkpoints for one slot, for a model whose KV cannot be rolled back token by token
+    (sliding-window attention past its window, recurrent state): where a request that changes the prompt
+    further back than the window can restart.
+
+    As llama.cpp 2026 takes them (measured on gemma3-270m through xllamacpp 2026.10, `benchmarks/RESULTS.md`):
+    while it reads a prompt, at the start of its last user message (when it reads that far back), and
+    `CHECKPOINT_END_OFFSET`
+    (and a micro-batch more) before the prompt's end; a restart drops those past the point it went back to.
+    When the list is full (`--ctx-checkpoints`) the older requests' checkpoints closer than
+    `--checkpoint-min-step` to the one before them go, then the oldest: with the default 8,192-token step and
+    a smaller window, the session's first checkpoint (the end of the head) and the newest request's are what
+    is left."""
+
+    def __init__(self, limit: int, min_step: int) -> None:
+        self.limit = limit
+        self.min_step = min_step
+        #: (tokens, request number), oldest first
+        self.held: list[tuple[int, int]] = []
+        self._request = 0
+
+    def restart(self, prefix: int) -> int:
+        """Tokens cached for a request that shares `prefix` tokens with the prompt the slot holds, when the
+        change is further back than the window: up to the last checkpoint within it (0 when none is)."""
+        return max((t for t, _ in self.held if t <= prefix), default=0)
+
+    def read(self, items: Sequence[Item], cached: int, user_start: Callable[[str], bool] | None) -> None:
+        """A request whose `items` (the head first) were read from `cached` tokens on: the checkpoints past
+        `cached` describe another prompt and go; those this reading takes are added."""
+        self._request += 1
+        self.held = [c for c in self.held if c[0] <= cached]
+        at, taken, last_user = 0, [], None
+        for key, tokens in items:
+            if key != HEAD_ID and (user_start is None or user_start(key)):
+                last_user = at
+            at += tokens
+        context = at
+        if last_user is not None and last_user >= cached:
+            taken.append(last_user)
+        for offset in (CHECKPOINT_END_OFFSET + CHECKPOINT_UBATCH, CHECKPOINT_END_OFFSET):
+            if context - offset >= max(cached, 1):
+                taken.append(context - offset)
+        for t in sorted(set(taken)):
+            self._add(t)
+
+    def _add(self, tokens: int) -> None:
+        if len(self.held) + 1 >= self.limit:
+            last, kept = -1, []
+            for t, request in self.held:
+                if request != self._request and last >= 0 and t <= last + self.min_step:
+                    continue
+                last = t
+                kept.append((t, request))
+            self.held = kept
+        while len(self.held) >= self.limit:
+            self.held.pop(0)
+        self.held = [c for c in self.held if c[0] != tokens]
+        self.held.append((tokens, self._request))
+
 
 class RentModel:
     """Charges each request against the previous one's cache under a price sheet.
@@ -381,6 +496,9 @@ class RentModel:
         self._recent: list[list[Item]] = []
         #: tokens the next request reads again when its prefix runs through the reply generated last (`generated`)
         self._reread = 0
+        #: the engine's context checkpoints (sheet.checkpoints), and which items start a user message there
+        self.checkpoints = Checkpoints(sheet.checkpoints, sheet.checkpoint_min_step)
+        self.user_start: Callable[[str], bool] | None = None
 
     @property
     def last_at(self) -> float | None:
@@ -413,6 +531,7 @@ class RentModel:
             self._hold(None)
             self._previous_at = None
             self._recent = []
+            self.checkpoints.held = []
             return True
         return False
 
@@ -479,6 +598,7 @@ class RentModel:
         self._previous_at = None
         self._recent = []
         self._reread = 0
+        self.checkpoints.held = []
 
     def _restores(self, at: float) -> bool:
         """The cache expired, but a saved KV slot brings the previous prefix back."""
@@ -513,6 +633,10 @@ class RentModel:
             cached = reused_prefix(previous, current, self.sheet.reuse_min_tokens)
         else:
             cached = held if k == len(previous) else _tokens(current[:k])
+            if self.sheet.checkpoints and held - cached > self.sheet.swa_tokens:
+                # the change is further back than the window the engine still holds: it restarts from the last
+                # checkpoint before it
+                cached = self.checkpoints.restart(cached)
         if self._reread and cached >= held and cached < context:
             # the prefix runs through the reply the engine generated last: its end is read again
             cached = max(0, min(cached, context - 1) - self._reread)
@@ -574,6 +698,8 @@ class RentModel:
         )
         if self.sheet.prompt_cache and self._previous is not None and not expired:
             self._recent = [*self._recent, self._previous][-PROMPT_CACHE_ENTRIES:]
+        if s.checkpoints:
+            self._checkpoints_for(s).read(current, cached, self.user_start)
         self._previous, self._previous_tokens = current, context
         self._previous_at = at
         self._reread = 0
@@ -581,6 +707,13 @@ class RentModel:
             self.totals.add(r)
             self.history.append(r)
         return r
+
+    def _checkpoints_for(self, sheet: PriceSheet) -> Checkpoints:
+        """The checkpoint list, made anew when the sheet's rules changed (the placement keeper set them)."""
+        c = self.checkpoints
+        if (c.limit, c.min_step) != (sheet.checkpoints, sheet.checkpoint_min_step):
+            c = self.checkpoints = Checkpoints(sheet.checkpoints, sheet.checkpoint_min_step)
+        return c
 
     def ping(self, at: float) -> RequestRent:
         """Charge a keep-warm ping at `at`: the cached prefix read again, one output token.

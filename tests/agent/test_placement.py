@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tailrent_tui.agent.placement import detect, gguf_architecture
+from tailrent_tui.agent.placement import PlacementKeeper, detect, gguf_architecture, gguf_header
 from tailrent_tui.core.messages import ToolCall
+from tailrent_tui.core.rent import RentModel, get_price_sheet
 from tailrent_tui.core.rungs.fold import span_to_target
 from tailrent_tui.core.session import Session
 from tailrent_tui.models.openai import OpenAIModel
@@ -22,16 +23,20 @@ def chatter(i: int) -> str:
     return summary_chatter(i, 300)
 
 
-def gguf(path: Path, arch: str) -> Path:
-    """A GGUF header as llama.cpp's converter writes it: a uint32 key, then the architecture."""
+def gguf(path: Path, arch: str, window: int | None = None) -> Path:
+    """A GGUF header as llama.cpp's converter writes it: a uint32 key, then the architecture (then, for a
+    sliding-window model, a name array to skip and its window)."""
 
     def string(text: str) -> bytes:
         raw = text.encode()
         return struct.pack("<Q", len(raw)) + raw
 
-    body = struct.pack("<4sIQQ", b"GGUF", 3, 0, 2)
+    body = struct.pack("<4sIQQ", b"GGUF", 3, 0, 2 if window is None else 4)
     body += string("general.alignment") + struct.pack("<II", 4, 32)
     body += string("general.architecture") + struct.pack("<I", 8) + string(arch)
+    if window is not None:
+        body += string("general.tags") + struct.pack("<IIQ", 9, 8, 2) + string("swa") + string("text")
+        body += string(f"{arch}.attention.sliding_window") + struct.pack("<II", 4, window)
     path.write_bytes(body)
     return path
 
@@ -175,7 +180,20 @@ async def test_auto_on_a_sliding_window_model_folds_in_place_with_spans_ending_a
         assert state.placement == "in_place" and state.turn_ends and "checkpoints at user-message starts" in state.why
     finally:
         await model.aclose()
+    # the window, from the header: the rent model predicts llama.cpp's checkpoints with it
+    assert state.swa_tokens == 0  # this header gives none
+    server.props = {"model_path": str(gguf(tmp_path / "w.gguf", "gemma3", window=512)), "chat_template": ""}
+    model = OpenAIModel(server.url, "m", read_timeout=5.0)
+    try:
+        rent = RentModel(get_price_sheet("local"))
+        keeper = PlacementKeeper("auto", lambda: model, rent)
+        await keeper.detect()
+        assert keeper.state.swa_tokens == 512
+        assert (rent.sheet.checkpoints, rent.sheet.swa_tokens, rent.sheet.reuses_shifted_kv) == (32, 512, False)
+    finally:
+        await model.aclose()
     llama = tmp_path / "l.gguf"
+    assert gguf_header(gguf(llama, "llama", window=4096)) == ("llama", None)  # shifts its KV: no window needed
     server.props = {"model_path": str(gguf(llama, "llama")), "chat_template": ""}
     model = OpenAIModel(server.url, "m", read_timeout=5.0)
     try:
