@@ -1,6 +1,6 @@
 """The ledger's detector, cross-validated over the seen parts of the corpus.
 
-For each seen part (dev, heldout, heldout2 … heldout5; never the fresh one, heldout6), the
+For each seen part (dev, heldout, heldout2 … heldout6; never a fresh one), the
 learned scorer is trained on the other seen parts and the held-out one is scored with those weights:
 recall, precision, false pins on chatter, kept verbatim, corrections, each the mean of three training
 seeds. Nothing is written; the committed weights (`train_ledger_scorer.py`, every seen part) are not

