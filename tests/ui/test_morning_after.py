@@ -25,6 +25,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import textual.screen
 
 from tailrent_tui.agent.build import build_agent
 from tailrent_tui.core.messages import Folded, Note, UsageRecorded
@@ -46,6 +47,7 @@ REPLY_CAP = 16  # gemma3-270m rambles and is slow: short replies
 CANCELLED_REPLY_CAP = 120  # about 2 s of streaming on an idle machine: escape lands in it
 TOLERANCE = 0.05
 TURN_SECONDS = 300.0  # one turn with a fold the model writes: 100 s seen with the machine loaded
+REPAINTS_PER_SECOND = 10  # see run_app
 
 # (service, port, version, reason): each message carries one of each kind of fact
 FACTS = [
@@ -106,13 +108,16 @@ def morning_settings(root: Path, url: str, tokenizer: str = "auto") -> Settings:
 
 async def wait_for(pilot, condition: Callable[[], bool], what: str, seconds: float | None = None) -> None:
     """Let the app run until `condition()` holds (at most `seconds`, else TURN_SECONDS);
-    the engine is slow, so this waits in real time."""
+    the engine is slow, so this waits in real time. The conditions read the app's and the
+    agent's state, not the painted screen: a plain sleep lets the app run (it shares the loop),
+    where `pilot.pause` also forced a repaint on every poll, 20 a second. `pilot.press` still
+    waits for the screen to process its events."""
     seconds = seconds or TURN_SECONDS
     deadline = time.monotonic() + seconds
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {seconds:.0f} s waiting for {what}")
-        await pilot.pause(0.05)
+        await asyncio.sleep(0.05)
 
 
 async def send(pilot, app: TailrentApp, text: str) -> None:
@@ -159,9 +164,15 @@ def run_app(agent, settings: Settings, script: Callable) -> None:
             await script(pilot, app)
             await pilot.press("ctrl+q")
 
+    # the headless screen repaints at most REPAINTS_PER_SECOND (Textual's default is 60): nothing here
+    # reads the painted screen, and the painting of each streamed token was the test's largest Python
+    # cost; every update still lands, and `pilot.press` paints before it returns
+    default_period = textual.screen.UPDATE_PERIOD
+    textual.screen.UPDATE_PERIOD = 1 / REPAINTS_PER_SECOND  # read when a screen starts
     try:
         asyncio.run(main())
     finally:
+        textual.screen.UPDATE_PERIOD = default_period
         asyncio.run(agent.aclose())
     assert app.return_code in (0, None), "the app ended on an error"
 
