@@ -1767,6 +1767,11 @@ def _named_values(text: str) -> frozenset[str]:
     return frozenset({_num(v) for v in _NUM_RE.findall(text)} | {t.casefold() for t in identifiers(text)})
 
 
+def _content(words: frozenset[str]) -> set[str]:
+    """The words of a statement that name something: no function word, no number, no value."""
+    return {w for w in words if len(w) >= 3 and w not in _STOP and w not in _NEAR_STOP and not any(c.isdigit() for c in w)}
+
+
 @lru_cache(maxsize=8192)
 def _words(text: str) -> frozenset[str]:
     return frozenset(_norm(t) for t in _TOKEN_RE.findall(text))
@@ -1843,6 +1848,10 @@ def _restates_value(new_text: str, old_text: str) -> bool:
         values.setdefault(anchor, set()).add(value)
     said_is = {m.group(1).casefold() for m in _IS_VALUE_RE.finditer(new_text)}
     new_words, old_words = _words(new_text), _words(old_text)
+    if len(_content(new_words) - old_words) >= 2 and len(_content(old_words) - new_words) >= 2:
+        # each names things the other never mentions ("the search indexer ... shard rebalance" against "the
+        # auth worker ... old host"): two statements of the same shape about two things, not a restatement
+        return False
     for anchor, value, a, b in new_spans:
         old = olds.get(anchor)
         if not old or len(values[anchor]) > 1 or value in {v for v, _, _ in old} or _in_range(new_text, a, b):

@@ -852,6 +852,11 @@ def test_a_value_restated_without_a_cue_supersedes_the_earlier_one(said, restate
         ("the worker pool is 8 on prod", "if we ever move to the bigger nodes the worker pool is 16"),
         # the same unit near another thing entirely
         ("cache the seat map for 10 seconds at most", "the hold on a seat expires after 600 seconds"),
+        # two statements of one shape about two things (the same anchors, each naming what the other never does)
+        (
+            "the auth worker listens on port 9102 because the old host ran out of memory; it runs version 3.1.0",
+            "the search indexer listens on port 7701 because the shard rebalance needs it; it runs version 1.9.3",
+        ),
     ],
 )
 def test_a_value_of_another_thing_a_reading_a_range_or_a_maybe_supersedes_nothing(said, other):
