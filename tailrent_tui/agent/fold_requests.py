@@ -32,7 +32,7 @@ from tailrent_tui.agent.wire import wire_entries, wire_entries_of
 from tailrent_tui.core import ledger as ledger_rules
 from tailrent_tui.core.ledger import Statement
 from tailrent_tui.core.messages import Message
-from tailrent_tui.core.policies import FALLBACKS, LADDER_HEADER
+from tailrent_tui.core.policies import FALLBACKS, LADDER_HEADER, fold_goal
 from tailrent_tui.core.rent import Item, RentModel, aside_rent, context_item, context_items, lines_read_again
 from tailrent_tui.core.rungs.fold import after_position, prepare_fold, span_messages, span_to_target, stable_order
 from tailrent_tui.core.session import Session, SessionError
@@ -205,10 +205,14 @@ class FoldRequests:
         session, trigger = self.session, min(settings.trigger_tokens, settings.request_limit)
         if not PRE_TRIGGER * trigger <= session.context_tokens <= trigger:
             return None
-        # at the trigger the excess is (trigger - target): ask span_to_target for that much now; the
+        # at the trigger the excess is (trigger - goal): ask span_to_target for that much now; the
         # user's next message will be one of the messages the fold keeps, so one fewer is kept now
-        # (else the span at the trigger runs a message longer, and that message is added unsummarized)
-        lowered = settings.target_tokens - (trigger - session.context_tokens)
+        # (else the span at the trigger runs a message longer, and that message is added unsummarized).
+        # The goal is the ladder's (`fold_goal`: the target with the pins on top): prepared to the bare
+        # target, the span ran two messages past the one taken at the trigger, the prepared fold was not
+        # used, and fold 1's turn read 1,463 tokens on the 30-turn bench (benchmarks/RESULTS.md, eighth pass)
+        goal = fold_goal(session, settings, trigger)
+        lowered = goal - (trigger - session.context_tokens)
         keep = max(0, settings.keep_recent - 1)
         ids = span_to_target(
             session, lowered, keep_recent=keep, summary_share=settings.summary_share, turn_ends=settings.fold_turn_ends
