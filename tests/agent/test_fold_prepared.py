@@ -359,3 +359,27 @@ async def test_a_prepared_fallback_whose_repair_line_changed_at_the_trigger_is_s
     new_message = agent.session.sent_tokens(agent.session.messages[-2])
     assert after.predicted_evaluated <= new_message + 8
     assert after.predicted_evaluated == pytest.approx(after.evaluated_tokens, rel=0.1, abs=8)
+
+
+async def test_a_fold_prepared_with_pins_is_the_fold_the_ladder_takes_at_the_trigger(make_agent):
+    # the ladder's fold aims at the target with the pins on top (`fold_goal`): prepared to the bare target, the
+    # span ran past the one taken at the trigger, the prepared fold was not used, and its summary was asked again
+    # while the user waited (fold 1 of the 30-turn bench on llama.cpp: refused, and its turn read 1,463 tokens)
+    writer = MockModel([SUMMARY] * 40)
+    agent = writer_agent(make_agent, writer)
+    await agent.turn(chatter(0, 1200))
+    agent.ladder.pin(agent.session.messages[0].id)
+    assert agent.session.totals.pinned > 1000
+    prepared, asked = None, 0
+    for i in range(1, 60):
+        await agent.turn(chatter(i, 100))
+        if agent.session.folds:
+            break
+        # the user reads: the next fold is prepared (kept, or written again for the span as it is now)
+        prepared = await agent.fold_requests.prepare_fold() or prepared
+        asked = len(writer.requests)
+    assert prepared is not None
+    fold = agent.session.folds[0]
+    assert fold.summarizer == "model:mock, prepared"
+    assert fold.span_ids[: prepared.messages] == list(prepared.span_ids)
+    assert len(writer.requests) == asked  # the fold waited for no summary
