@@ -392,12 +392,18 @@ class FoldRequests:
 
     def _ledger_carried(self, prepared: PreparedFold) -> list[Statement]:
         """The statements the fold of this span will carry, those of the ledger sent ahead last first, in
-        the order sent (`stable_order`: the fold at the trigger orders them so too)."""
+        the order sent (`stable_order`: the fold at the trigger orders them so too), the others in the order
+        the pins' budget keeps them (`Session.carried_by`: recognized statements by score, the user's
+        unrecognized words last). When the budget binds harder at the trigger (the user's next message takes
+        some of it), the lines that leave are then the ledger's last, a cut the engine reads nothing for; in
+        the transcript's order they were a dozen gaps between lines shorter than llama.cpp's shift, and
+        the request after fold 1 of the 30-turn bench read the whole ledger again (718 tokens)."""
         session = self.session
         if not session.statements or not prepared.raw_ids:
             return []
         carried = session.carried_by([session.get(i) for i in prepared.raw_ids if i in session])
-        return stable_order(carried, self.warmed_order)
+        ranked = sorted(carried, key=lambda st: (st.said, -st.score))
+        return stable_order(ranked, self.warmed_order)
 
     def prepared_summary(self, request: Summarize) -> Summary | None:
         """The prepared summary, when it covers the start of the asked span as it still is: the
