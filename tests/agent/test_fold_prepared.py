@@ -383,3 +383,37 @@ async def test_a_fold_prepared_with_pins_is_the_fold_the_ladder_takes_at_the_tri
     assert fold.summarizer == "model:mock, prepared"
     assert fold.span_ids[: prepared.messages] == list(prepared.span_ids)
     assert len(writer.requests) == asked  # the fold waited for no summary
+
+
+@pytest.mark.parametrize("ahead", [True, False])
+async def test_a_fold_the_engine_has_not_read_is_sent_ahead_while_the_user_reads(make_agent, ahead):
+    # a fold that came after the reply (the reply took the context past the trigger) was not prepared: its summary
+    # and ledger are new to the engine, and the next request read them with the user's message (614 tokens on the
+    # 30-turn bench, where an ordinary turn reads 253). Sent ahead while the user reads, the request reads the message
+    from tailrent_tui.agent.wire import wire_messages
+
+    agent = make_agent(window=8192, system_prompt="Be brief.", tokenizer="chars4", fold={"placement": "after"})
+    agent.model = RefusedWriter([])  # the fallback's summary: new text
+    await agent.link.start()
+    agent.fold_requests.summarizer = ModelSummarizer(agent.model)
+    for i in range(4):
+        await agent.turn(chatter(i, 100))
+    assert agent.placement.state.placement == "after"
+    agent.placement.state.confirmed = True  # a first post-fold request found its cache
+    ids = [m.id for m in agent.session.messages[:4]]
+    await agent.ladder.fold(ids)
+    assert agent.session.folds
+    sent = len(agent.model.requests)
+    if ahead:
+        await agent.fold_requests.prepare_fold()
+        assert len(agent.model.requests) == sent + 1
+        assert agent.model.requests[-1] == wire_messages(agent.session)
+    await agent.turn("Thanks. Which one should we check first?")
+    after = [u for u in agent.session.usage if u.purpose == "turn"][-1]
+    new_message = agent.session.sent_tokens(agent.session.messages[-2])
+    if ahead:
+        assert after.evaluated_tokens <= new_message + 8
+    else:
+        assert after.evaluated_tokens > new_message + 64
+    for u in agent.session.usage:
+        assert u.predicted_evaluated == pytest.approx(u.evaluated_tokens, rel=0.1, abs=8), u
