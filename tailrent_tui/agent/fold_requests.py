@@ -28,11 +28,11 @@ from tailrent_tui.agent.kv_slots import SlotKeeper, save_before_fold
 from tailrent_tui.agent.meter import UsageMeter
 from tailrent_tui.agent.placement import PlacementKeeper
 from tailrent_tui.agent.stores import SessionStores
-from tailrent_tui.agent.wire import wire_entries, wire_entries_of
+from tailrent_tui.agent.wire import wire_entries, wire_entries_of, wire_messages
 from tailrent_tui.core import ledger as ledger_rules
 from tailrent_tui.core.ledger import Statement
 from tailrent_tui.core.messages import Message
-from tailrent_tui.core.policies import FALLBACKS, LADDER_HEADER
+from tailrent_tui.core.policies import FALLBACKS, LADDER_HEADER, fold_goal
 from tailrent_tui.core.rent import Item, RentModel, aside_rent, context_item, context_items, lines_read_again
 from tailrent_tui.core.rungs.fold import after_position, prepare_fold, span_messages, span_to_target, stable_order
 from tailrent_tui.core.session import Session, SessionError
@@ -205,10 +205,14 @@ class FoldRequests:
         session, trigger = self.session, min(settings.trigger_tokens, settings.request_limit)
         if not PRE_TRIGGER * trigger <= session.context_tokens <= trigger:
             return None
-        # at the trigger the excess is (trigger - target): ask span_to_target for that much now; the
+        # at the trigger the excess is (trigger - goal): ask span_to_target for that much now; the
         # user's next message will be one of the messages the fold keeps, so one fewer is kept now
-        # (else the span at the trigger runs a message longer, and that message is added unsummarized)
-        lowered = settings.target_tokens - (trigger - session.context_tokens)
+        # (else the span at the trigger runs a message longer, and that message is added unsummarized).
+        # The goal is the ladder's (`fold_goal`: the target with the pins on top): prepared to the bare
+        # target, the span ran two messages past the one taken at the trigger, the prepared fold was not
+        # used, and fold 1's turn read 1,463 tokens on the 30-turn bench (benchmarks/RESULTS.md, eighth pass)
+        goal = fold_goal(session, settings, trigger)
+        lowered = goal - (trigger - session.context_tokens)
         keep = max(0, settings.keep_recent - 1)
         ids = span_to_target(
             session, lowered, keep_recent=keep, summary_share=settings.summary_share, turn_ends=settings.fold_turn_ends
@@ -216,6 +220,17 @@ class FoldRequests:
         return span_messages(session, ids) if ids else None
 
     async def prepare_fold(self) -> PreparedFold | None:
+        """`_prepare_fold`; when it sent nothing, the context as it is when the engine would read much of it
+        again (`send_context_ahead`). After a prepared fold's requests it is not sent: they take the engine's
+        slot, and the turn after reads from where its context leaves theirs (on the 30-turn bench the context
+        sent before them was read again, ~330 tokens thrice for nothing)."""
+        before = self.meter.request_no
+        prepared = await self._prepare_fold()
+        if self.meter.request_no == before:
+            await self.send_context_ahead()
+        return prepared
+
+    async def _prepare_fold(self) -> PreparedFold | None:
         """Write the next fold's summary now, while nothing else runs (the app calls it when a turn
         ends; the next send cancels it, and the next idle moment starts it again). At the trigger
         the plan's Summarize request is answered with it (`prepared_summary`), so the fold applies
@@ -264,6 +279,43 @@ class FoldRequests:
         if self.on_prepared is not None:
             self.on_prepared(self.prepared)
         return self.prepared
+
+    async def send_context_ahead(self) -> None:
+        """The context as the next request will start, sent now (one token asked) when the engine would read
+        much of it again: a fold that came after the reply (the reply took the context past the trigger, so it
+        was not prepared) left a summary and a ledger the engine never read, often the fallback's new text. On
+        the 30-turn bench the request after such a fold read 614 tokens where an ordinary turn reads 253. Only
+        where folds go after the kept messages on a local engine, confirmed (a first post-fold request that
+        found its cache is what confirms it: this must not stand in for that test)."""
+        summarizer, keeper, rent = self.summarizer, self.placement, self.rent
+        if self.is_sub or not self.settings.fold.prepare or not isinstance(summarizer, ModelSummarizer):
+            return
+        if rent is None or not rent.sheet.local or keeper is None:
+            return
+        if keeper.state.placement != "after" or not keeper.state.confirmed or keeper.expect_prompt_cache:
+            return
+        session = self.session
+        if not session.folds:
+            return
+        messages = wire_messages(session)
+        if len(messages) < 2 or messages[-1].get("role") != "user":
+            return  # a context that ends on a reply is the one the engine holds (or a prefill: not sent)
+        items = context_items(session)
+        at = session.clock()
+        whole, cached, _ = rent.predict(items, session.head_tokens, at)
+        if whole - cached < max(rent.sheet.reuse_min_tokens, 64):
+            return
+        tools = self.offered_tools() if self.offered_tools is not None else None
+        options = {**(self.request_options() if self.request_options is not None else {}), **summarizer.options, "max_tokens": 1}
+        usage: Usage | None = None
+        try:
+            async for chunk in summarizer.model.stream(messages, tools=tools or None, options=options):
+                if isinstance(chunk, Usage):
+                    usage = chunk
+        except ModelError:
+            return
+        predicted = rent.request(items, session.head_tokens, at, 0, aside=True)
+        self.meter.record(predicted, usage, "summary")
 
     async def warm(self, prepared: PreparedFold, request: Summarize) -> None:
         """Send what the request after this prepared fold will start with, one token asked, so that at
@@ -388,12 +440,18 @@ class FoldRequests:
 
     def _ledger_carried(self, prepared: PreparedFold) -> list[Statement]:
         """The statements the fold of this span will carry, those of the ledger sent ahead last first, in
-        the order sent (`stable_order`: the fold at the trigger orders them so too)."""
+        the order sent (`stable_order`: the fold at the trigger orders them so too), the others in the order
+        the pins' budget keeps them (`Session.carried_by`: recognized statements by score, the user's
+        unrecognized words last). When the budget binds harder at the trigger (the user's next message takes
+        some of it), the lines that leave are then the ledger's last, a cut the engine reads nothing for; in
+        the transcript's order they were a dozen gaps between lines shorter than llama.cpp's shift, and
+        the request after fold 1 of the 30-turn bench read the whole ledger again (718 tokens)."""
         session = self.session
         if not session.statements or not prepared.raw_ids:
             return []
         carried = session.carried_by([session.get(i) for i in prepared.raw_ids if i in session])
-        return stable_order(carried, self.warmed_order)
+        ranked = sorted(carried, key=lambda st: (st.said, -st.score))
+        return stable_order(ranked, self.warmed_order)
 
     def prepared_summary(self, request: Summarize) -> Summary | None:
         """The prepared summary, when it covers the start of the asked span as it still is: the

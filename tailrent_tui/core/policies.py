@@ -189,6 +189,14 @@ class PolicySettings(BaseModel):
         return max(32, min(int(span_tokens * self.summary_share), max(64, self.window // 8)))
 
 
+def fold_goal(session: Session, settings: PolicySettings, limit: int) -> int:
+    """The context a fold past `limit` aims at: the fold target, with what no fold can take (the pins, the
+    ledger) on top of it, up to halfway to the limit (otherwise a ledger near the target would make every
+    fold a small one). A fold prepared ahead (agent/fold_requests.py) aims at the same."""
+    target = settings.target_tokens
+    return max(target, min(target + session.totals.pinned, (target + limit) // 2))
+
+
 @dataclass
 class PolicyContext:
     """What a policy may use: where spills and fold originals go, and the settings."""
@@ -832,10 +840,7 @@ class LadderPolicy(Policy):
         if session.context_tokens <= limit:
             return
         if target is None:
-            # what no fold can take (the pins, the ledger) is on top of the target, up to halfway to
-            # the limit: otherwise a ledger near the target would make every fold a small one
-            target = ctx.settings.target_tokens
-            target = max(target, min(target + session.totals.pinned, (target + limit) // 2))
+            target = fold_goal(session, ctx.settings, limit)
         self.respill(session, ctx, target)
         if session.context_tokens > limit:
             yield from self._fold_to(session, ctx, target, trigger)
