@@ -154,38 +154,22 @@ def test_fourth_heldout_sizes_and_mix() -> None:
     assert sum(1 for row in rows if row["supersedes"] and position[row["id"]] - position[row["supersedes"]] >= 50) >= 10
 
 
-def test_fifth_heldout_sizes_and_mix() -> None:
-    """heldout5 (a fifth hand, never shown the detector or its training data, committed alone) stands on its own."""
-    rows = load("heldout5.jsonl")
+@pytest.mark.parametrize(
+    ("part", "lines", "per_kind", "corrections"),
+    [
+        ("heldout5", 360, 25, 45),  # a fifth hand, never shown the detector or its training data, committed alone
+        ("heldout6", 380, 30, 50),  # a sixth hand, the same way
+    ],
+)
+def test_late_heldout_sizes_and_mix(part: str, lines: int, per_kind: int, corrections: int) -> None:
+    """heldout5 and heldout6 each stand on their own: size, every kind, corrections far apart, chains."""
+    rows = load(f"{part}.jsonl")
     kinds = collections.Counter(st["kind"] for row in rows for st in row["statements"] if not st.get("proposal"))
-    assert len(rows) >= 360
-    assert all(kinds[k] >= 25 for k in KINDS), kinds
+    assert len(rows) >= lines
+    assert all(kinds[k] >= per_kind for k in KINDS), kinds
     assert {row["role"] for row in rows} == set(ROLES)
     assert sum(1 for row in rows if row["role"] == "instructions") >= 3
-    assert sum(1 for row in rows if row["supersedes"]) >= 45
-    assert sum(1 for row in rows if not row["statements"]) >= len(rows) / 3
-    assert any(st.get("proposal") for row in rows for st in row["statements"])
-    position = {row["id"]: n for n, row in enumerate(rows)}
-    assert sum(1 for row in rows if row["supersedes"] and position[row["id"]] - position[row["supersedes"]] >= 50) >= 35
-    corrected = collections.Counter(row["supersedes"] for row in rows if row["supersedes"])
-    chains = {row["id"]: row["supersedes"] for row in rows if row["supersedes"]}
-
-    def depth(rid: str) -> int:
-        return 1 + depth(chains[rid]) if rid in chains else 1
-
-    assert max(depth(rid) for rid in chains) >= 4  # a chain of four lines
-    assert any(n >= 2 for n in corrected.values())  # one line corrected twice, for different statements
-
-
-def test_sixth_heldout_sizes_and_mix() -> None:
-    """heldout6 (a sixth hand, never shown the detector or its training data, committed alone) stands on its own."""
-    rows = load("heldout6.jsonl")
-    kinds = collections.Counter(st["kind"] for row in rows for st in row["statements"] if not st.get("proposal"))
-    assert len(rows) >= 380
-    assert all(kinds[k] >= 30 for k in KINDS), kinds
-    assert {row["role"] for row in rows} == set(ROLES)
-    assert sum(1 for row in rows if row["role"] == "instructions") >= 3
-    assert sum(1 for row in rows if row["supersedes"]) >= 50
+    assert sum(1 for row in rows if row["supersedes"]) >= corrections
     assert sum(1 for row in rows if not row["statements"]) >= len(rows) / 3
     assert any(st.get("proposal") for row in rows for st in row["statements"])
     position = {row["id"]: n for n, row in enumerate(rows)}
